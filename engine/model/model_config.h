@@ -1,0 +1,54 @@
+// The architecture hyper-parameters of a Hugging Face MoE model, read from its config.json.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/common/status.h"
+#include "kernels/cpu/dtype.h"
+
+namespace sy {
+
+enum class Arch { Mixtral, Qwen2Moe, Qwen3Moe };
+
+// "mixtral", "qwen2_moe", "qwen3_moe" (the config.json model_type strings).
+std::string arch_name(Arch arch);
+StatusOr<Arch> parse_arch(const std::string& model_type);
+
+struct ModelConfig {
+  Arch arch = Arch::Mixtral;
+  std::int32_t vocab_size = 0;
+  std::int32_t hidden_size = 0;
+  std::int32_t num_layers = 0;
+  std::int32_t num_heads = 0;
+  std::int32_t num_kv_heads = 0;
+  std::int32_t head_dim = 0;               // config head_dim, else hidden_size / num_heads
+  std::int32_t intermediate_size = 0;      // dense MLP layers (and Mixtral's experts)
+  std::int32_t moe_intermediate_size = 0;  // one routed expert's FFN width
+  std::int32_t num_experts = 0;
+  std::int32_t top_k = 0;
+  bool norm_topk_prob = true;              // Mixtral always renormalises
+  std::int32_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  bool qkv_bias = false;                   // qwen2_moe: q/k/v projections carry biases
+  bool qk_norm = false;                    // qwen3_moe: per-head RMSNorm of q and k
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  std::int32_t max_position_embeddings = 0;
+  std::vector<bool> sparse_layers;         // per layer: routed experts (true) or dense MLP
+  kernels::DType dtype = kernels::DType::BF16;  // torch_dtype / dtype of the checkpoint
+
+  bool is_sparse(std::int32_t layer) const { return sparse_layers[layer]; }
+  bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }
+  std::int64_t parameter_count() const;
+
+  // Parses and validates config.json text; `source` names the file in error messages.
+  static StatusOr<ModelConfig> from_json(const std::string& text, const std::string& source);
+  static StatusOr<ModelConfig> from_file(const std::filesystem::path& config_json);
+  // Writes the config.json a Hugging Face loader accepts for this architecture.
+  std::string to_json() const;
+};
+
+}  // namespace sy

@@ -1,0 +1,27 @@
+// Writes a randomly initialised model in Hugging Face layout and tensor names (make-model).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "engine/common/status.h"
+#include "engine/model/model_config.h"
+
+namespace sy {
+
+enum class ModelPreset { Tiny, Small };
+StatusOr<ModelPreset> parse_preset(const std::string& name);
+
+// The config of a preset: tiny is a few MB (tests, demo); small is 0.3–0.7 B parameters
+// (benchmarks). Architecture-specific fields (shared expert, qk-norm, dense layers) are set so
+// every code path of the architecture is exercised.
+ModelConfig preset_config(Arch arch, ModelPreset preset, kernels::DType dtype);
+
+// Writes DIR/config.json and DIR/model.safetensors (sharded with an index when larger than
+// shard_bytes) with weights drawn from a seeded normal distribution, norms around 1.
+Status write_random_model(const ModelConfig& config, std::uint64_t seed,
+                          const std::filesystem::path& dir,
+                          std::uint64_t shard_bytes = 2ull << 30);
+
+}  // namespace sy

@@ -1,0 +1,27 @@
+// Linear layers: y[M,N] = x[M,K] · W[N,K]ᵀ (+ bias), with W in f32, f16 or bf16.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/weight_view.h"
+
+namespace sy::kernels {
+
+// Sets the threads used by the BLAS library and by our own kernels (OpenMP).
+void set_num_threads(int n);
+int num_threads();
+
+// y = x · Wᵀ + bias. x is [M, w.cols] and y is [M, w.rows], both row-major float32; bias is
+// [w.rows] float32 or null. With accumulate, y += x · Wᵀ (+ bias) instead of overwriting.
+// f32 weights go to OpenBLAS sgemm; f16/bf16 weights are read directly by a vectorised
+// kernel for small M (decode) and converted panel by panel into sgemm for large M.
+void linear(const float* x, std::int64_t M, const WeightView& w, const float* bias, float* y,
+            bool accumulate = false);
+
+// Plain row-major float32 GEMM: C[M,N] = alpha · A[M,K] · op(B) + beta · C, where op(B) is
+// B[K,N] or, with b_transposed, B[N,K]ᵀ. lda/ldb/ldc are row strides in elements.
+void sgemm(bool b_transposed, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+           const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+           std::int64_t ldc);
+
+}  // namespace sy::kernels

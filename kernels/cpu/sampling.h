@@ -1,0 +1,33 @@
+// Token sampling from logits: greedy, or temperature with top-k / top-p and a seeded generator.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace sy::kernels {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0 means greedy
+  float top_p = 1.0f;        // nucleus: smallest set whose probability reaches top_p
+  std::int32_t top_k = 0;    // 0 means no top-k cut
+};
+
+// Index of the largest logit; the lowest index wins ties (as torch.argmax).
+std::int32_t argmax(const float* logits, std::int32_t vocab);
+
+// Per-request sampler: owns its generator so a (seed, logits) sequence replays identically
+// no matter how requests are batched.
+class Sampler {
+ public:
+  Sampler(SamplingParams params, std::uint64_t seed);
+  std::int32_t sample(const float* logits, std::int32_t vocab);
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, std::int32_t>> scratch_;
+};
+
+}  // namespace sy::kernels
