@@ -17,6 +17,8 @@ class Rope {
   void apply(float* x, std::int64_t n_tokens, std::int32_t n_heads, const std::int32_t* positions) const;
 
   std::int32_t head_dim() const { return head_dim_; }
+  // The head_dim/2 inverse frequencies (for device kernels that must rotate identically).
+  const std::vector<float>& inv_freq() const { return inv_freq_; }
 
  private:
   std::int32_t head_dim_;

@@ -15,6 +15,12 @@ struct SwigluScratch {
   float* gate = nullptr;
   float* up = nullptr;
   std::int64_t capacity = 0;  // elements in each buffer
+  SwigluScratch() = default;
+  // Owns its buffers: copying would double-free them, moving hands them over.
+  SwigluScratch(const SwigluScratch&) = delete;
+  SwigluScratch& operator=(const SwigluScratch&) = delete;
+  SwigluScratch(SwigluScratch&& other) noexcept;
+  SwigluScratch& operator=(SwigluScratch&& other) noexcept;
   ~SwigluScratch();
   void reserve(std::int64_t elements);
 };
