@@ -1,0 +1,68 @@
+// linear_bf16_cuda (cuBLAS GemmEx, bf16 in, float32 accumulate and out) and f32_to_bf16_cuda.
+#include <climits>
+
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace sy::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+// The bit-level rounding of f32_to_bf16 (kernels/cpu/dtype.h), so both backends feed cuBLAS
+// and the CPU kernels identical activations.
+__global__ void f32_to_bf16_kernel(const float* __restrict__ src, std::uint16_t* __restrict__ dst, long long n) {
+  const long long stride = static_cast<long long>(gridDim.x) * kThreads;
+  for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
+    unsigned bits = __float_as_uint(src[i]);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+      dst[i] = static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+    } else {
+      bits += 0x7fffu + ((bits >> 16) & 1u);
+      dst[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+  }
+}
+
+// y[m, n] = (accumulate ? y : 0) + bias[n]: the GEMM then adds x·Wᵀ with beta = 1, which is
+// torch's addmm(bias, x, Wᵀ).
+__global__ void bias_kernel(float* __restrict__ y, const float* __restrict__ bias, long long M, long long N,
+                            bool accumulate) {
+  const long long stride = static_cast<long long>(gridDim.x) * kThreads;
+  for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < M * N; i += stride)
+    y[i] = (accumulate ? y[i] : 0.0f) + bias[i % N];
+}
+
+}  // namespace
+
+void f32_to_bf16_cuda(const float* src, std::uint16_t* dst, std::int64_t n, cudaStream_t stream) {
+  detail::require(n >= 0, "f32_to_bf16_cuda: negative size");
+  if (n == 0) return;
+  f32_to_bf16_kernel<<<detail::grid_for(n, kThreads), kThreads, 0, stream>>>(src, dst, n);
+  detail::check_launch("f32_to_bf16_cuda");
+}
+
+void linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
+                      std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
+                      cudaStream_t stream) {
+  detail::require(M >= 0 && N >= 0 && K >= 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
+                  "linear_bf16_cuda: bad shape");
+  if (M == 0 || N == 0) return;
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (bias != nullptr) {
+    bias_kernel<<<detail::grid_for(M * N, kThreads), kThreads, 0, stream>>>(y, bias, M, N, accumulate);
+    detail::check_launch("linear_bf16_cuda (bias)");
+    beta = 1.0f;
+  }
+  const float alpha = 1.0f;
+  detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
+  // cuBLAS is column-major: row-major y[M,N] is column-major yᵀ[N,M] = W[N,K] · xᵀ[K,M], where
+  // row-major W[N,K] read column-major is Wᵀ (so op T) and row-major x[M,K] is xᵀ already.
+  detail::check_cublas(
+      cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
+                   &alpha, w, CUDA_R_16BF, static_cast<int>(K), x, CUDA_R_16BF, static_cast<int>(K), &beta, y,
+                   CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "linear_bf16_cuda: cublasGemmEx");
+}
+
+}  // namespace sy::kernels

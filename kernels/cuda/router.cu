@@ -1,0 +1,89 @@
+// router_topk_cuda: one warp per token; softmax by warp reductions, then k rounds of a warp
+// argmax over the experts not yet taken (experts live in registers, 8 per lane).
+#include <climits>
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_common.cuh"
+
+namespace sy::kernels {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kPerLane = 8;
+constexpr int kMaxExperts = 32 * kPerLane;
+
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    router_kernel(const float* __restrict__ logits, long long n_tokens, int E, int k, bool renormalize,
+                  std::int32_t* __restrict__ ids, float* __restrict__ weights) {
+  const int lane = threadIdx.x % 32;
+  const long long t = static_cast<long long>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (t >= n_tokens) return;  // whole warps leave together, so the shuffles below stay full
+  const float* row = logits + t * E;
+  float p[kPerLane];
+  float m = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < E ? row[e] : -INFINITY;
+    m = fmaxf(m, p[i]);
+  }
+  m = detail::warp_max(m);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    p[i] = lane + 32 * i < E ? expf(p[i] - m) : 0.0f;
+    sum += p[i];
+  }
+  sum = detail::warp_sum(sum);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? p[i] / sum : -1.0f;  // -1: never picked
+
+  unsigned taken = 0;  // bit i: expert lane + 32·i already selected
+  float total = 0.0f;
+  std::int32_t* out_ids = ids + t * k;
+  float* out_w = weights + t * k;
+  for (int r = 0; r < k; ++r) {
+    float best = -2.0f;
+    int best_e = INT_MAX;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (((taken >> i) & 1u) == 0 && p[i] > best) {  // ascending e: strict > keeps the lower id
+        best = p[i];
+        best_e = lane + 32 * i;
+      }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+      const int other_e = __shfl_xor_sync(0xffffffffu, best_e, offset);
+      if (other > best || (other == best && other_e < best_e)) {
+        best = other;
+        best_e = other_e;
+      }
+    }
+    if (lane == best_e % 32) taken |= 1u << (best_e / 32);
+    if (lane == 0) {
+      out_ids[r] = best_e;
+      out_w[r] = best;
+    }
+    total += best;  // in rank order, like the CPU kernel
+  }
+  if (renormalize && lane == 0)
+    for (int r = 0; r < k; ++r) out_w[r] /= total;
+}
+
+}  // namespace
+
+void router_topk_cuda(const float* logits, std::int64_t n_tokens, std::int32_t n_experts, std::int32_t k,
+                      bool renormalize, std::int32_t* expert_ids, float* weights, cudaStream_t stream) {
+  detail::require(n_experts >= 1 && n_experts <= kMaxExperts, "router_topk_cuda: n_experts must be 1..256");
+  detail::require(k >= 1 && k <= n_experts, "router_topk_cuda: k must be 1..n_experts");
+  detail::require(n_tokens >= 0, "router_topk_cuda: negative token count");
+  if (n_tokens == 0) return;
+  const unsigned blocks = detail::grid_for(n_tokens, kWarpsPerBlock, 1LL << 31);
+  router_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(logits, n_tokens, n_experts, k, renormalize, expert_ids,
+                                                            weights);
+  detail::check_launch("router_topk_cuda");
+}
+
+}  // namespace sy::kernels
