@@ -27,6 +27,7 @@ class Checkpoint {
   std::filesystem::path dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*> index_;
+  std::string layout_;  // "model.safetensors" or "N shards listed by model.safetensors.index.json"
 };
 
 }  // namespace sy

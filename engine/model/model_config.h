@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct ModelConfig {
   std::int32_t max_position_embeddings = 0;
   std::vector<bool> sparse_layers;         // per layer: routed experts (true) or dense MLP
   kernels::DType dtype = kernels::DType::BF16;  // torch_dtype / dtype of the checkpoint
+  std::optional<std::int32_t> eos_token_id;    // generation stops after it (first of a list)
 
   bool is_sparse(std::int32_t layer) const { return sparse_layers[layer]; }
   bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
   const void* data = nullptr;  // into the mapping
   std::size_t nbytes = 0;
+  std::filesystem::path file;  // the .safetensors file that holds it (for error messages)
 };
 
 // One .safetensors file, mapped read-only for the lifetime of the object.
@@ -51,5 +53,15 @@ struct TensorToWrite {
 // Writes a .safetensors file (header with __metadata__ {"format":"pt"}, 8-byte aligned data)
 // to a temporary name and renames it into place, so a crash never leaves a half-written file.
 Status write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors);
+
+// The same file, with each tensor's bytes produced on demand instead of read from `data` (which
+// is ignored): `fill(i, dst, nbytes)` writes the nbytes of tensors[i] into dst. Only one tensor's
+// bytes are in memory at a time; an error from `fill` aborts the write and leaves no file.
+using TensorFiller = std::function<Status(std::size_t index, void* dst, std::size_t nbytes)>;
+Status write_safetensors_streamed(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                                  const TensorFiller& fill);
+
+// "F32", "F16", "BF16": the dtype strings of the safetensors header.
+const char* safetensors_dtype_name(kernels::DType dtype);
 
 }  // namespace sy

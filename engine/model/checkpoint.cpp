@@ -1,0 +1,99 @@
+// A model directory's safetensors files: DIR/model.safetensors, or the shards that
+// DIR/model.safetensors.index.json maps each tensor name to.
+#include "engine/model/checkpoint.h"
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+namespace sy {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::Error("model directory " + dir.string() + " does not exist");
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->dir_ = dir;
+
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index_path = dir / "model.safetensors.index.json";
+  if (fs::exists(single, ec)) {
+    auto file = SafetensorsFile::open(single);
+    if (!file.ok()) return file.status();
+    for (const auto& [name, info] : (*file)->tensors()) ckpt->index_[name] = &info;
+    ckpt->files_.push_back(std::move(*file));
+    ckpt->layout_ = "model.safetensors";
+    return ckpt;
+  }
+  if (!fs::exists(index_path, ec)) {
+    return Status::Error("no model.safetensors or model.safetensors.index.json in " + dir.string());
+  }
+
+  const std::string ip = index_path.string();
+  std::ifstream in(index_path, std::ios::binary);
+  if (!in) return Status::Error("cannot open " + ip);
+  std::ostringstream text;
+  text << in.rdbuf();
+  json index;
+  try {
+    index = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    return Status::Error(ip + " is not valid JSON: " + e.what());
+  }
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+    return Status::Error(ip + " has no 'weight_map' object (tensor name -> shard file)");
+  }
+
+  std::map<std::string, SafetensorsFile*> shards;  // by file name, each opened once
+  for (const auto& [name, value] : index["weight_map"].items()) {
+    if (!value.is_string()) {
+      return Status::Error(ip + ": the weight_map entry of tensor '" + name + "' is not a file name: " + value.dump());
+    }
+    const std::string shard = value.get<std::string>();
+    auto it = shards.find(shard);
+    if (it == shards.end()) {
+      const fs::path shard_path = dir / shard;
+      if (shard.empty() || fs::path(shard).is_absolute() || !fs::is_regular_file(shard_path, ec)) {
+        return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name + "'), but " +
+                             shard_path.string() + " does not exist");
+      }
+      auto file = SafetensorsFile::open(shard_path);
+      if (!file.ok()) return file.status();
+      it = shards.emplace(shard, file->get()).first;
+      ckpt->files_.push_back(std::move(*file));
+    }
+    const TensorInfo* info = it->second->find(name);
+    if (info == nullptr) {
+      return Status::Error("tensor '" + name + "' is listed in " + ip + " under shard '" + shard + "', but " +
+                           it->second->path().string() + " does not contain it");
+    }
+    ckpt->index_[name] = info;
+  }
+  // Tensors a shard holds beyond the index are still visible (transformers loads whole shards).
+  for (const auto& file : ckpt->files_)
+    for (const auto& [name, info] : file->tensors()) ckpt->index_.emplace(name, &info);
+  ckpt->layout_ = std::to_string(ckpt->files_.size()) + " shard(s) listed by model.safetensors.index.json";
+  return ckpt;
+}
+
+const TensorInfo* Checkpoint::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : it->second;
+}
+
+StatusOr<const TensorInfo*> Checkpoint::get(const std::string& name) const {
+  const TensorInfo* info = find(name);
+  if (info == nullptr) {
+    return Status::Error("tensor '" + name + "' not found in " + dir_.string() + " (" +
+                         std::to_string(index_.size()) + " tensors in " + layout_ + ")");
+  }
+  return info;
+}
+
+std::size_t Checkpoint::tensor_count() const { return index_.size(); }
+
+}  // namespace sy

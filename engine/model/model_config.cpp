@@ -1,0 +1,452 @@
+// config.json parsing and writing with the semantics (key names, defaults, sparse-layer rule) of
+// the Hugging Face transformers configuration classes MixtralConfig, Qwen2MoeConfig and
+// Qwen3MoeConfig. docs/model-format.md lists every key read and its default.
+#include "engine/model/model_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sy {
+
+using nlohmann::json;
+
+std::string arch_name(Arch arch) {
+  switch (arch) {
+    case Arch::Mixtral: return "mixtral";
+    case Arch::Qwen2Moe: return "qwen2_moe";
+    case Arch::Qwen3Moe: return "qwen3_moe";
+  }
+  return "unknown";
+}
+
+StatusOr<Arch> parse_arch(const std::string& model_type) {
+  if (model_type == "mixtral") return Arch::Mixtral;
+  if (model_type == "qwen2_moe") return Arch::Qwen2Moe;
+  if (model_type == "qwen3_moe") return Arch::Qwen3Moe;
+  return Status::Error("unsupported model_type '" + model_type +
+                       "' (supported: mixtral, qwen2_moe, qwen3_moe)");
+}
+
+namespace {
+
+std::string architecture_class(Arch arch) {
+  switch (arch) {
+    case Arch::Mixtral: return "MixtralForCausalLM";
+    case Arch::Qwen2Moe: return "Qwen2MoeForCausalLM";
+    case Arch::Qwen3Moe: return "Qwen3MoeForCausalLM";
+  }
+  return "";
+}
+
+// The double whose decimal form is the shortest that reads back as `f` (1e-5f -> 1e-05, not
+// 9.99999974737875e-06), so config.json carries the value a person would have written.
+double shortest_double(float f) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, f);
+  return std::strtod(std::string(buf, res.ptr).c_str(), nullptr);
+}
+
+std::string torch_dtype_name(kernels::DType t) {
+  switch (t) {
+    case kernels::DType::F32: return "float32";
+    case kernels::DType::F16: return "float16";
+    case kernels::DType::BF16: return "bfloat16";
+  }
+  return "float32";
+}
+
+// Reads typed keys of one config.json object; every error names the key and the file.
+class Reader {
+ public:
+  Reader(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  // A key that is absent or null counts as not given.
+  bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  const json& at(const char* key) const { return j_.at(key); }
+
+  Status missing(const char* key) const {
+    return Status::Error("missing required key '" + std::string(key) + "' in " + source_);
+  }
+  Status bad(const char* key, const std::string& problem) const {
+    return Status::Error("key '" + std::string(key) + "' in " + source_ + " " + problem + ", got " +
+                         j_.at(key).dump());
+  }
+
+  StatusOr<std::int32_t> int32(const char* key) const {
+    if (!has(key)) return missing(key);
+    const json& v = j_.at(key);
+    if (!v.is_number_integer()) return bad(key, "must be an integer");
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
+        return bad(key, "is out of range");
+      return static_cast<std::int32_t>(u);
+    }
+    const auto s = v.get<std::int64_t>();
+    if (s < std::numeric_limits<std::int32_t>::min() || s > std::numeric_limits<std::int32_t>::max())
+      return bad(key, "is out of range");
+    return static_cast<std::int32_t>(s);
+  }
+  StatusOr<std::int32_t> int32(const char* key, std::int32_t fallback) const {
+    if (!has(key)) return fallback;
+    return int32(key);
+  }
+  StatusOr<std::int32_t> positive(const char* key) const {
+    auto v = int32(key);
+    if (!v.ok()) return v.status();
+    if (*v <= 0) return bad(key, "must be positive");
+    return *v;
+  }
+  StatusOr<std::int32_t> positive(const char* key, std::int32_t fallback) const {
+    if (!has(key)) return fallback;
+    return positive(key);
+  }
+  StatusOr<double> number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_number()) return bad(key, "must be a number");
+    return v.get<double>();
+  }
+  StatusOr<bool> boolean(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) return bad(key, "must be true or false");
+    return v.get<bool>();
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& j_;
+  std::string source_;
+};
+
+// Assigns the value of a StatusOr expression to `lhs`, or returns its error.
+#define SY_ASSIGN_CFG(lhs, expr)            \
+  do {                                      \
+    auto sy_v_ = (expr);                    \
+    if (!sy_v_.ok()) return sy_v_.status(); \
+    lhs = *sy_v_;                           \
+  } while (0)
+
+// A rope_scaling / rope_parameters object is acceptable only when it asks for plain RoPE.
+Status check_rope_object(const Reader& r, const char* key, double* theta) {
+  const json& v = r.at(key);
+  if (!v.is_object()) return r.bad(key, "must be an object or null");
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (v.contains(type_key) && !v.at(type_key).is_null()) {
+      if (!v.at(type_key).is_string()) return r.bad(key, "has a non-string " + std::string(type_key));
+      type = v.at(type_key).get<std::string>();
+    }
+  }
+  if (type != "default") {
+    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " asks for rope_type '" + type +
+                         "': RoPE scaling is not supported (only plain rotary embeddings); got " + v.dump());
+  }
+  for (const auto& [name, value] : v.items()) {
+    if (name == "rope_type" || name == "type") continue;
+    if (name == "rope_theta") {
+      if (!value.is_number()) return r.bad(key, "has a non-numeric rope_theta");
+      *theta = value.get<double>();
+      continue;
+    }
+    if (name == "partial_rotary_factor" && value.is_number() && value.get<double>() == 1.0) continue;
+    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " sets '" + name +
+                         "': RoPE scaling is not supported (only plain rotary embeddings); got " + v.dump());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Status::Error(source + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return Status::Error(source + " must hold a JSON object, got " + std::string(j.type_name()));
+  const Reader r(j, source);
+
+  ModelConfig c;
+  if (!r.has("model_type")) return r.missing("model_type");
+  if (!r.at("model_type").is_string()) return r.bad("model_type", "must be a string");
+  {
+    const std::string model_type = r.at("model_type").get<std::string>();
+    auto arch = parse_arch(model_type);
+    if (!arch.ok()) {
+      return Status::Error("unsupported model_type '" + model_type + "' in " + source +
+                           " (supported: mixtral, qwen2_moe, qwen3_moe)");
+    }
+    c.arch = *arch;
+  }
+  const bool mixtral = c.arch == Arch::Mixtral;
+  const bool qwen2 = c.arch == Arch::Qwen2Moe;
+  const bool qwen3 = c.arch == Arch::Qwen3Moe;
+
+  SY_ASSIGN_CFG(c.vocab_size, r.positive("vocab_size"));
+  SY_ASSIGN_CFG(c.hidden_size, r.positive("hidden_size"));
+  SY_ASSIGN_CFG(c.num_layers, r.positive("num_hidden_layers"));
+  SY_ASSIGN_CFG(c.num_heads, r.positive("num_attention_heads"));
+  SY_ASSIGN_CFG(c.num_kv_heads, r.positive("num_key_value_heads", c.num_heads));
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return Status::Error("num_attention_heads (" + std::to_string(c.num_heads) +
+                         ") is not divisible by num_key_value_heads (" + std::to_string(c.num_kv_heads) +
+                         ") in " + source);
+  }
+  SY_ASSIGN_CFG(c.head_dim, r.positive("head_dim", c.hidden_size / c.num_heads));
+  if (c.head_dim <= 0) {
+    return Status::Error("head_dim is not given and hidden_size (" + std::to_string(c.hidden_size) +
+                         ") / num_attention_heads (" + std::to_string(c.num_heads) + ") is 0 in " + source);
+  }
+  if (c.head_dim % 2 != 0) {
+    return Status::Error("head_dim (" + std::to_string(c.head_dim) + ") in " + source +
+                         " must be even for rotary embeddings");
+  }
+
+  if (r.has("hidden_act")) {
+    if (!r.at("hidden_act").is_string() || r.at("hidden_act").get<std::string>() != "silu")
+      return r.bad("hidden_act", "is not supported (only \"silu\")");
+  }
+
+  // Experts.
+  const char* experts_key = mixtral ? "num_local_experts" : "num_experts";
+  if (!r.has(experts_key) && r.has(mixtral ? "num_experts" : "num_local_experts"))
+    experts_key = mixtral ? "num_experts" : "num_local_experts";  // transformers attribute_map alias
+  SY_ASSIGN_CFG(c.num_experts, r.positive(experts_key));
+  SY_ASSIGN_CFG(c.top_k, r.positive("num_experts_per_tok"));
+  if (c.top_k > c.num_experts) {
+    return Status::Error("num_experts_per_tok (" + std::to_string(c.top_k) + ") exceeds " + experts_key + " (" +
+                         std::to_string(c.num_experts) + ") in " + source);
+  }
+
+  // Which layers route to experts.
+  c.sparse_layers.assign(static_cast<std::size_t>(c.num_layers), true);
+  if (!mixtral) {
+    std::int32_t step = 1;
+    SY_ASSIGN_CFG(step, r.positive("decoder_sparse_step", 1));
+    std::vector<std::int64_t> mlp_only;
+    if (r.has("mlp_only_layers")) {
+      const json& v = r.at("mlp_only_layers");
+      if (!v.is_array()) return r.bad("mlp_only_layers", "must be a list of layer indices");
+      for (const json& e : v) {
+        if (!e.is_number_integer()) return r.bad("mlp_only_layers", "must be a list of layer indices");
+        mlp_only.push_back(e.get<std::int64_t>());
+      }
+    }
+    for (std::int32_t i = 0; i < c.num_layers; ++i) {
+      bool listed = false;
+      for (std::int64_t m : mlp_only) listed = listed || m == i;
+      c.sparse_layers[static_cast<std::size_t>(i)] = !listed && (i + 1) % step == 0;
+    }
+  }
+  bool any_dense = false;
+  for (bool s : c.sparse_layers) any_dense = any_dense || !s;
+
+  // FFN widths.
+  if (mixtral) {
+    SY_ASSIGN_CFG(c.intermediate_size, r.positive("intermediate_size"));
+    c.moe_intermediate_size = c.intermediate_size;
+  } else {
+    SY_ASSIGN_CFG(c.moe_intermediate_size, r.positive("moe_intermediate_size"));
+    if (any_dense || r.has("intermediate_size")) SY_ASSIGN_CFG(c.intermediate_size, r.positive("intermediate_size"));
+  }
+  if (qwen2) SY_ASSIGN_CFG(c.shared_expert_intermediate_size, r.positive("shared_expert_intermediate_size"));
+
+  // Routing weights: Mixtral always renormalises the top-k softmax weights.
+  if (mixtral) {
+    c.norm_topk_prob = true;
+  } else {
+    SY_ASSIGN_CFG(c.norm_topk_prob, r.boolean("norm_topk_prob", false));
+  }
+
+  // Attention extras.
+  if (qwen2) SY_ASSIGN_CFG(c.qkv_bias, r.boolean("qkv_bias", true));
+  if (qwen3) {
+    bool attention_bias = false;
+    SY_ASSIGN_CFG(attention_bias, r.boolean("attention_bias", false));
+    if (attention_bias) return r.bad("attention_bias", "is not supported for qwen3_moe (only false)");
+    c.qk_norm = true;
+  }
+
+  double eps = 0;
+  SY_ASSIGN_CFG(eps, r.number("rms_norm_eps", mixtral ? 1e-5 : 1e-6));
+  if (!(eps > 0)) return r.bad("rms_norm_eps", "must be positive");
+  c.rms_norm_eps = static_cast<float>(eps);
+
+  SY_ASSIGN_CFG(c.rope_theta, r.number("rope_theta", mixtral ? 1e6 : 1e4));
+  if (r.has("rope_parameters")) SY_RETURN_IF_ERROR(check_rope_object(r, "rope_parameters", &c.rope_theta));
+  if (r.has("rope_scaling")) SY_RETURN_IF_ERROR(check_rope_object(r, "rope_scaling", &c.rope_theta));
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
+    return Status::Error("rope_theta (" + std::to_string(c.rope_theta) + ") in " + source + " must be positive");
+  }
+
+  SY_ASSIGN_CFG(c.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
+  SY_ASSIGN_CFG(c.max_position_embeddings, r.positive("max_position_embeddings", mixtral ? 4096 * 32 : 32768));
+
+  // Sliding-window attention is not implemented: accept only windows that never bite.
+  {
+    bool use_window = true;
+    if (!mixtral) SY_ASSIGN_CFG(use_window, r.boolean("use_sliding_window", false));
+    if (use_window && r.has("sliding_window")) {
+      std::int32_t window = 0;
+      SY_ASSIGN_CFG(window, r.int32("sliding_window"));
+      if (window > 0 && window < c.max_position_embeddings) {
+        return Status::Error("sliding_window " + std::to_string(window) + " (below max_position_embeddings " +
+                             std::to_string(c.max_position_embeddings) + ") in " + source +
+                             " is not supported: sliding-window attention is not implemented" +
+                             (mixtral ? "" : " (set use_sliding_window to false)"));
+      }
+    }
+  }
+
+  // Checkpoint dtype: transformers 5 writes "dtype", earlier versions "torch_dtype".
+  c.dtype = kernels::DType::F32;
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    if (!r.has(key)) continue;
+    if (!r.at(key).is_string()) return r.bad(key, "must be a string");
+    std::string name = r.at(key).get<std::string>();
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    if (name == "float32" || name == "float") {
+      c.dtype = kernels::DType::F32;
+    } else if (name == "float16" || name == "half") {
+      c.dtype = kernels::DType::F16;
+    } else if (name == "bfloat16") {
+      c.dtype = kernels::DType::BF16;
+    } else {
+      return r.bad(key, "is not supported (float32, float16 or bfloat16)");
+    }
+    break;
+  }
+
+  if (r.has("eos_token_id")) {
+    const json& v = r.at("eos_token_id");
+    const json* first = &v;
+    if (v.is_array()) {
+      if (v.empty()) first = nullptr;
+      else first = &v.front();
+    }
+    if (first != nullptr) {
+      if (!first->is_number_integer()) return r.bad("eos_token_id", "must be a token id or a list of token ids");
+      const auto id = first->get<std::int64_t>();
+      if (id < 0 || id >= c.vocab_size) return r.bad("eos_token_id", "must lie in [0, vocab_size)");
+      c.eos_token_id = static_cast<std::int32_t>(id);
+    }
+  }
+  return c;
+}
+
+StatusOr<ModelConfig> ModelConfig::from_file(const std::filesystem::path& config_json) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(config_json, ec)) {
+    return Status::Error("no config.json: " + config_json.string() + " does not exist or is not a file");
+  }
+  std::ifstream in(config_json, std::ios::binary);
+  if (!in) return Status::Error("cannot open " + config_json.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::Error("cannot read " + config_json.string());
+  return from_json(text.str(), config_json.string());
+}
+
+std::int64_t ModelConfig::parameter_count() const {
+  const std::int64_t V = vocab_size, H = hidden_size, D = head_dim;
+  const std::int64_t q = static_cast<std::int64_t>(num_heads) * D;
+  const std::int64_t kv = static_cast<std::int64_t>(num_kv_heads) * D;
+  std::int64_t n = V * H + (tie_word_embeddings ? 0 : V * H) + H;
+  for (std::int32_t i = 0; i < num_layers; ++i) {
+    n += 2 * H;                            // input and post-attention norms
+    n += H * q + 2 * H * kv + q * H;       // q, k, v, o projections
+    if (qkv_bias) n += q + 2 * kv;
+    if (qk_norm) n += 2 * D;
+    if (static_cast<std::size_t>(i) < sparse_layers.size() && sparse_layers[static_cast<std::size_t>(i)]) {
+      n += static_cast<std::int64_t>(num_experts) * H;                                   // router
+      n += static_cast<std::int64_t>(num_experts) * 3 * H * moe_intermediate_size;       // experts
+      if (has_shared_expert()) n += 3 * H * shared_expert_intermediate_size + H;         // shared + gate
+    } else {
+      n += 3 * H * intermediate_size;
+    }
+  }
+  return n;
+}
+
+std::string ModelConfig::to_json() const {
+  const bool mixtral = arch == Arch::Mixtral;
+  nlohmann::ordered_json j;
+  j["architectures"] = {architecture_class(arch)};
+  j["model_type"] = arch_name(arch);
+  j["vocab_size"] = vocab_size;
+  j["hidden_size"] = hidden_size;
+  j["intermediate_size"] = intermediate_size;
+  j["num_hidden_layers"] = num_layers;
+  j["num_attention_heads"] = num_heads;
+  j["num_key_value_heads"] = num_kv_heads;
+  j["head_dim"] = head_dim;
+  j["hidden_act"] = "silu";
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["initializer_range"] = 0.02;
+  j["rms_norm_eps"] = shortest_double(rms_norm_eps);
+  j["rope_theta"] = rope_theta;
+  j["rope_scaling"] = nullptr;
+  j["attention_dropout"] = 0.0;
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  j["use_cache"] = true;
+  j["bos_token_id"] = nullptr;
+  if (eos_token_id) j["eos_token_id"] = *eos_token_id;
+  else j["eos_token_id"] = nullptr;  // explicit: the config classes would otherwise default it
+  j["num_experts_per_tok"] = top_k;
+  j["output_router_logits"] = false;
+  j["router_aux_loss_coef"] = 0.001;
+  if (mixtral) {
+    j["num_local_experts"] = num_experts;
+    j["router_jitter_noise"] = 0.0;
+    j["sliding_window"] = nullptr;
+  } else {
+    // Express sparse_layers as decoder_sparse_step + mlp_only_layers: the largest step for which
+    // every sparse layer i has (i + 1) % step == 0, the remaining dense layers listed explicitly.
+    std::int32_t step = 1;
+    for (std::int32_t s = num_layers; s >= 1; --s) {
+      bool fits = true;
+      for (std::int32_t i = 0; i < num_layers && fits; ++i) fits = !is_sparse(i) || (i + 1) % s == 0;
+      bool any_sparse = false;
+      for (std::int32_t i = 0; i < num_layers; ++i) any_sparse = any_sparse || is_sparse(i);
+      if (fits && any_sparse) {
+        step = s;
+        break;
+      }
+    }
+    std::vector<std::int32_t> mlp_only;
+    for (std::int32_t i = 0; i < num_layers; ++i)
+      if (!is_sparse(i) && (i + 1) % step == 0) mlp_only.push_back(i);
+    j["num_experts"] = num_experts;
+    j["moe_intermediate_size"] = moe_intermediate_size;
+    if (arch == Arch::Qwen2Moe) {
+      j["shared_expert_intermediate_size"] = shared_expert_intermediate_size;
+      j["qkv_bias"] = qkv_bias;
+    } else {
+      j["attention_bias"] = false;
+    }
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["decoder_sparse_step"] = step;
+    j["mlp_only_layers"] = mlp_only;
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+    j["max_window_layers"] = num_layers;
+  }
+  j["dtype"] = torch_dtype_name(dtype);
+  j["torch_dtype"] = torch_dtype_name(dtype);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace sy
