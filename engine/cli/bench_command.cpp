@@ -1,0 +1,129 @@
+// `switchyard bench`: a Poisson workload through the runtime on virtual cpu devices; prints
+// throughput, latency and per-device busy/stall, or several policies side by side.
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/cli/serve_options.h"
+#include "engine/serving/cpu_deployment.h"
+#include "engine/serving/skew_router.h"
+#include "engine/serving/workload.h"
+
+namespace sy::cli {
+namespace {
+
+struct BenchArgs {
+  std::filesystem::path model;
+  ServeOptions serve;
+  std::string workload = "short";
+  double rate = 20;
+  double duration = 2;
+  std::string skew;
+  std::uint64_t seed = 0;
+  bool json = false;
+  std::string compare;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct BenchRun {
+  std::string label;
+  MetricsReport report;
+};
+
+BenchRun run_one(const BenchArgs& a, std::shared_ptr<const ModelWeights> weights, const Layout& layout,
+                 const std::string& policy, const std::vector<RequestSpec>& requests) {
+  const ModelConfig& c = weights->config();
+  DeploymentOptions options;
+  options.policy = a.serve.policy_for(layout, policy);
+  options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
+  options.page_size = layout.capacity.page_size;
+  options.coordinator.max_batch_per_rank = layout.capacity.max_batch;
+  if (!a.skew.empty()) {
+    options.skew_lambda = take(parse_skew(a.skew));
+    options.skew_seed = a.seed;
+  }
+  CpuDeployment deployment(weights, Topology::from_layout(layout, c), options);
+  deployment.submit(requests);
+  const std::int64_t end = deployment.run();
+  return {options.policy.describe(), deployment.metrics().report(0, end)};
+}
+
+void run(const BenchArgs& a) {
+  auto weights = load_model(a.model);
+  const ModelConfig& c = weights->config();
+  const Layout layout = a.serve.load(c);
+  WorkloadSpec spec;
+  spec.length_class = take(parse_length_class(a.workload));
+  spec.rate_per_s = a.rate;
+  spec.duration_s = a.duration;
+  spec.seed = a.seed;
+  spec.vocab_size = c.vocab_size;
+  const std::vector<RequestSpec> requests = generate_workload(spec);
+
+  std::vector<std::string> policies = split(a.compare);
+  if (policies.empty()) policies.push_back(a.serve.policy);
+  for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
+
+  std::vector<BenchRun> runs;
+  for (const auto& p : policies) runs.push_back(run_one(a, weights, layout, p, requests));
+
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const BenchRun& r : runs) {
+      nlohmann::json j = to_json(r.report);
+      j["policy"] = r.label;
+      j["throughput_ratio"] = r.report.tokens_per_s / runs.front().report.tokens_per_s;
+      out.push_back(j);
+    }
+    std::printf("%s\n", (runs.size() == 1 ? out[0] : out).dump(2).c_str());
+    return;
+  }
+  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s, layout %s, virtual cpu devices\n\n",
+              a.workload.c_str(), a.rate, a.duration, requests.size(), static_cast<unsigned long long>(a.seed),
+              a.skew.empty() ? "" : (", skew " + a.skew).c_str(), layout.name.c_str());
+  for (const BenchRun& r : runs) {
+    std::printf("== %s\n%s\n", r.label.c_str(), format_table(r.report).c_str());
+  }
+  if (runs.size() > 1) {
+    std::printf("%-34s %12s %8s %10s %10s %10s\n", "policy", "tokens/s", "ratio", "ITL p50", "ITL p99", "TTFT p50");
+    for (const BenchRun& r : runs) {
+      std::printf("%-34s %12.1f %7.2fx %8.2fms %8.2fms %8.2fms\n", r.label.c_str(), r.report.tokens_per_s,
+                  r.report.tokens_per_s / runs.front().report.tokens_per_s, r.report.itl.p50_ms, r.report.itl.p99_ms,
+                  r.report.ttft.p50_ms);
+    }
+  }
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("bench", "Serve a Poisson workload through the runtime and print metrics");
+  sub->add_option("--model", args->model, "Hugging Face model directory")->required();
+  args->serve.add_to(*sub, /*layout_required=*/true);
+  sub->add_option("--workload", args->workload, "Length class")
+      ->check(CLI::IsMember({"short", "medium", "reasonable"}))->capture_default_str();
+  sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--duration", args->duration, "Seconds of arrivals")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--skew", args->skew, "Routing-skew override exp:λ (expert popularity ∝ exp(-λ·rank))");
+  sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
+  sub->add_flag("--json", args->json, "Print the metrics as JSON");
+  sub->add_option("--compare", args->compare, "Policies to run side by side on the same workload, e.g. sync,pingpong,async");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace sy::cli

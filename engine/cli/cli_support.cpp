@@ -1,0 +1,36 @@
+#include "engine/cli/cli_support.h"
+
+#include <charconv>
+
+namespace sy::cli {
+
+void check(const Status& status) {
+  if (!status.ok()) throw CommandError{status.message()};
+}
+
+StatusOr<std::vector<std::int32_t>> parse_token_list(const std::string& text) {
+  std::vector<std::int32_t> tokens;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    std::int32_t value = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
+      return Status::Error("--tokens: '" + item + "' (element " + std::to_string(tokens.size()) +
+                           ") is not an integer token id; expected a list like 1,2,3");
+    }
+    tokens.push_back(value);
+    begin = end + 1;
+  }
+  return tokens;
+}
+
+std::shared_ptr<const ModelWeights> load_model(const std::filesystem::path& dir) {
+  return take(ModelWeights::load(dir));
+}
+
+}  // namespace sy::cli

@@ -1,0 +1,109 @@
+// `switchyard generate`: continues a prompt through the reference path, prints the new ids.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/cli/serve_options.h"
+#include "engine/reference/reference_session.h"
+#include "engine/serving/cpu_deployment.h"
+#include "engine/serving/workload.h"
+
+namespace sy::cli {
+namespace {
+
+struct GenerateArgs {
+  std::filesystem::path model;
+  std::string tokens;
+  std::int32_t max_new_tokens = 16;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  std::int32_t top_k = 0;
+  std::uint64_t seed = 0;
+  bool ignore_eos = false;
+  std::filesystem::path prompts;
+  std::filesystem::path out;
+  ServeOptions serve;
+};
+
+// Many requests at once through the expert-parallel runtime on virtual cpu devices.
+void run_many(const GenerateArgs& a) {
+  auto weights = load_model(a.model);
+  const ModelConfig& c = weights->config();
+  const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
+  const Layout layout = a.serve.load(c);
+  DeploymentOptions options;
+  options.policy = a.serve.policy_for(layout);
+  options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
+  options.page_size = layout.capacity.page_size;
+  options.coordinator.max_batch_per_rank = layout.capacity.max_batch;
+  options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
+  options.coordinator.seed = a.seed;
+  if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
+  CpuDeployment deployment(weights, Topology::from_layout(layout, c), options);
+  deployment.submit(requests);
+  deployment.run();
+  std::vector<std::pair<std::string, std::vector<std::int32_t>>> outputs;
+  std::int64_t rejected = 0, tokens = 0;
+  for (const RequestRecord& r : deployment.coordinator().requests()) {
+    if (r.state == RequestState::Rejected) {
+      ++rejected;
+      std::fprintf(stderr, "switchyard generate: rejected: %s\n", r.reject_reason.c_str());
+    }
+    tokens += static_cast<std::int64_t>(r.output.size());
+    outputs.emplace_back(r.spec.external_id, r.output);
+  }
+  check(write_outputs_jsonl(a.out, outputs));
+  std::fprintf(stderr, "served %zu requests (%lld rejected), %lld tokens, policy %s on %s -> %s\n",
+               requests.size(), static_cast<long long>(rejected), static_cast<long long>(tokens),
+               options.policy.describe().c_str(), layout.name.c_str(), a.out.string().c_str());
+}
+
+void run(const GenerateArgs& a) {
+  if (!a.prompts.empty()) {
+    if (a.out.empty()) throw CommandError{"--prompts needs --out OUT.jsonl"};
+    if (a.serve.layout.empty()) throw CommandError{"--prompts needs --layout FILE"};
+    run_many(a);
+    return;
+  }
+  if (a.tokens.empty()) throw CommandError{"give --tokens (one prompt) or --prompts (a JSONL file of requests)"};
+  const std::vector<std::int32_t> prompt = take(parse_token_list(a.tokens));
+  auto weights = load_model(a.model);
+  GenerateOptions options;
+  options.max_new_tokens = a.max_new_tokens;
+  options.sampling = {a.temperature, a.top_p, a.top_k};
+  options.seed = a.seed;
+  if (!a.ignore_eos) options.eos_token_id = weights->config().eos_token_id;
+  ReferenceSession session(weights, static_cast<std::int32_t>(prompt.size()) + a.max_new_tokens);
+  const std::vector<std::int32_t> out = take(generate(session, prompt, options));
+  std::printf("%s\n", nlohmann::json(out).dump().c_str());
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand("generate", "Continue a prompt; print the generated ids as a JSON array");
+  sub->add_option("--model", args->model, "Hugging Face model directory")->required();
+  auto* tokens = sub->add_option("--tokens", args->tokens, "Prompt token ids, comma-separated (one request)");
+  sub->add_option("--prompts", args->prompts, "JSONL requests {\"id\",\"tokens\",\"max_new_tokens\"} (many requests)")
+      ->excludes(tokens);
+  sub->add_option("--out", args->out, "JSONL outputs {\"id\",\"output\"} (with --prompts)");
+  args->serve.add_to(*sub, /*layout_required=*/false);
+  sub->add_option("--max-new-tokens", args->max_new_tokens, "Tokens to generate")
+      ->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  sub->add_option("--temperature", args->temperature, "Sampling temperature (0: greedy)")
+      ->check(CLI::Range(0.0f, 100.0f))->capture_default_str();
+  sub->add_option("--top-p", args->top_p, "Nucleus sampling threshold")
+      ->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
+  sub->add_option("--top-k", args->top_k, "Keep only the k most likely tokens (0: all)")
+      ->check(CLI::Range(0, 1 << 30))->capture_default_str();
+  sub->add_option("--seed", args->seed, "Sampling seed")->capture_default_str();
+  sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at the model's eos_token_id");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace sy::cli

@@ -1,0 +1,41 @@
+// `switchyard`: the engine's command-line entry point.
+#include <cstdio>
+#include <exception>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "kernels/cpu/gemm.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Switchyard: a Mixture-of-Experts serving engine", "switchyard"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "switchyard 0.1.0");
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  app.add_option("--threads", threads, "CPU threads for the math kernels")->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.parse_complete_callback([&] { sy::kernels::set_num_threads(threads); });
+
+  sy::cli::register_make_model(app);
+  sy::cli::register_logits(app);
+  sy::cli::register_generate(app);
+  sy::cli::register_demo(app);
+  sy::cli::register_bench(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const sy::cli::CommandError& e) {
+    const auto subs = app.get_subcommands();
+    std::fprintf(stderr, "switchyard %s: error: %s\n", subs.empty() ? "" : subs.front()->get_name().c_str(),
+                 e.message.c_str());
+    return e.exit_code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "switchyard: internal error: %s\n", e.what());
+    return 70;
+  }
+  return 0;
+}

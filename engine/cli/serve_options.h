@@ -1,0 +1,32 @@
+// The options `generate --layout` and `bench` share: layout, policy overrides, capacity.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/model/model_weights.h"
+#include "engine/runtime/layout.h"
+#include "engine/runtime/runtime_policy.h"
+
+namespace sy::cli {
+
+struct ServeOptions {
+  std::filesystem::path layout;
+  std::string policy;        // empty: the layout's
+  std::string scheduler;     // empty: the layout's
+  std::int32_t microbatches = 0;  // 0: the layout's
+  std::optional<std::int32_t> lookahead;
+  std::optional<double> decay;
+
+  // Adds --layout, --policy, --scheduler, --microbatches, --lookahead, --decay to a command.
+  void add_to(CLI::App& app, bool layout_required);
+  // The layout file (refused with the loader's message), with the policy flags applied.
+  Layout load(const ModelConfig& config) const;
+  // The policy the flags and the layout say, as the runtime takes it.
+  RuntimePolicy policy_for(const Layout& loaded, const std::string& policy_override = {}) const;
+};
+
+}  // namespace sy::cli

@@ -1,0 +1,192 @@
+// The `switchyard` executable end to end: make-model, logits, generate, and every kind of bad
+// input exiting non-zero with a message that names the problem.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/safetensors.h"
+#include "engine/util/npy.h"
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+CliRun switchyard(const std::string& args) {
+  CliRun run;
+  const std::string cmd = std::string(SY_SWITCHYARD_BIN) + " --threads 1 " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("sy_test_cli_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    CliRun r = switchyard("make-model --arch qwen2_moe --preset tiny --seed 3 --dtype f32 --out " +
+                       (root_ / "good").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A copy of the good model to break in one way.
+  static fs::path copy_model(const std::string& name) {
+    fs::path dst = root_ / name;
+    fs::remove_all(dst);
+    fs::copy(root_ / "good", dst, fs::copy_options::recursive);
+    return dst;
+  }
+  static void expect_error(const std::string& args, std::initializer_list<std::string> fragments) {
+    CliRun r = switchyard(args);
+    EXPECT_NE(r.exit_code, 0) << args << "\n" << r.output;
+    for (const std::string& f : fragments) EXPECT_NE(r.output.find(f), std::string::npos)
+        << "expected '" << f << "' in the message of: " << args << "\n" << r.output;
+  }
+
+  static inline fs::path root_;
+};
+
+TEST_F(Cli, GenerateIsDeterministicAndPrintsJson) {
+  const std::string args = "generate --model " + (root_ / "good").string() + " --tokens 1,2,3 --max-new-tokens 5 --ignore-eos";
+  CliRun a = switchyard(args), b = switchyard(args);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto ids = nlohmann::json::parse(a.output);
+  ASSERT_TRUE(ids.is_array());
+  EXPECT_EQ(ids.size(), 5u);
+  EXPECT_EQ(a.output, b.output);
+}
+
+TEST_F(Cli, SampledGenerationDependsOnSeedOnly) {
+  const std::string base = "generate --model " + (root_ / "good").string() +
+                           " --tokens 5,6 --max-new-tokens 12 --ignore-eos --temperature 1.5 --top-p 0.95 --seed ";
+  CliRun a = switchyard(base + "1"), b = switchyard(base + "1"), c = switchyard(base + "2");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output, c.output);
+}
+
+TEST_F(Cli, LogitsWritesNpyOfEveryPosition) {
+  const fs::path out = root_ / "logits.npy";
+  CliRun r = switchyard("logits --model " + (root_ / "good").string() + " --tokens 7,8,9,10 --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto arr = read_npy(out);
+  ASSERT_TRUE(arr.ok()) << arr.status().message();
+  ASSERT_EQ(arr->shape.size(), 2u);
+  EXPECT_EQ(arr->shape[0], 4);
+  EXPECT_GT(arr->shape[1], 0);
+}
+
+TEST_F(Cli, MissingModelDirectory) {
+  expect_error("generate --model " + (root_ / "nowhere").string() + " --tokens 1", {"nowhere", "config.json"});
+}
+
+TEST_F(Cli, BadTokenList) {
+  expect_error("generate --model " + (root_ / "good").string() + " --tokens 1,x,3", {"'x'"});
+}
+
+TEST_F(Cli, TokenOutsideVocabulary) {
+  expect_error("logits --model " + (root_ / "good").string() + " --tokens 1,99999999 --out /dev/null",
+               {"99999999", "vocabulary"});
+}
+
+TEST_F(Cli, UnsupportedModelType) {
+  fs::path dir = copy_model("bad_type");
+  std::ifstream in(dir / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["model_type"] = "llama4_text";
+  std::ofstream(dir / "config.json") << config.dump(2);
+  expect_error("generate --model " + dir.string() + " --tokens 1", {"llama4_text", "config.json"});
+}
+
+TEST_F(Cli, TruncatedSafetensors) {
+  fs::path dir = copy_model("truncated");
+  fs::path file = dir / "model.safetensors";
+  fs::resize_file(file, fs::file_size(file) / 2);
+  expect_error("generate --model " + dir.string() + " --tokens 1", {"model.safetensors", "truncated"});
+}
+
+TEST_F(Cli, BadSafetensorsHeader) {
+  fs::path dir = copy_model("bad_header");
+  fs::path file = dir / "model.safetensors";
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(8);
+  f.write("#not json", 9);
+  f.close();
+  expect_error("generate --model " + dir.string() + " --tokens 1", {"model.safetensors", "header"});
+}
+
+TEST_F(Cli, MissingTensorAndShapeMismatch) {
+  // Rewrite the checkpoint with one tensor dropped, and with one tensor of the wrong shape.
+  auto original = SafetensorsFile::open(root_ / "good" / "model.safetensors");
+  ASSERT_TRUE(original.ok()) << original.status().message();
+  const std::string dropped = "model.layers.0.self_attn.k_proj.weight";
+  const std::string reshaped = "model.layers.0.post_attention_layernorm.weight";
+  std::vector<TensorToWrite> without, wrong_shape;
+  std::vector<float> short_norm(3, 1.0f);
+  for (const auto& [name, t] : (*original)->tensors()) {
+    if (name != dropped) without.push_back({name, t.dtype, t.shape, t.data});
+    if (name == reshaped) {
+      wrong_shape.push_back({name, kernels::DType::F32, {3}, short_norm.data()});
+    } else {
+      wrong_shape.push_back({name, t.dtype, t.shape, t.data});
+    }
+  }
+  fs::path missing = copy_model("missing_tensor");
+  ASSERT_TRUE(write_safetensors(missing / "model.safetensors", without).ok());
+  expect_error("generate --model " + missing.string() + " --tokens 1", {dropped, "missing_tensor"});
+
+  fs::path mismatch = copy_model("shape_mismatch");
+  ASSERT_TRUE(write_safetensors(mismatch / "model.safetensors", wrong_shape).ok());
+  expect_error("generate --model " + mismatch.string() + " --tokens 1", {reshaped, "[3]"});
+}
+
+TEST_F(Cli, UnknownDtype) {
+  // Patch the header's first dtype to I8 while keeping its length, so only the dtype is wrong.
+  fs::path dir = copy_model("unknown_dtype");
+  fs::path file = dir / "model.safetensors";
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  std::uint64_t len = 0;
+  f.read(reinterpret_cast<char*>(&len), 8);
+  std::string header(len, '\0');
+  f.read(header.data(), static_cast<std::streamsize>(len));
+  const auto at = header.find("\"F32\"");
+  ASSERT_NE(at, std::string::npos);
+  header.replace(at, 5, "\"I32\"");
+  f.seekp(8);
+  f.write(header.data(), static_cast<std::streamsize>(len));
+  f.close();
+  expect_error("generate --model " + dir.string() + " --tokens 1", {"I32", "model.safetensors"});
+}
+
+TEST_F(Cli, MakeModelRefusesNonEmptyDirectory) {
+  expect_error("make-model --arch mixtral --preset tiny --out " + (root_ / "good").string(), {"good"});
+}
+
+TEST_F(Cli, UnknownArchitecture) {
+  CliRun r = switchyard("make-model --arch gpt2 --out " + (root_ / "x").string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("gpt2"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace sy
