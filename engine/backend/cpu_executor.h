@@ -1,0 +1,68 @@
+// The cpu backend's executor: one virtual device's math on the host, through the same
+// ModelOps the reference path uses. Each attention rank owns its paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/backend/cost_model.h"
+#include "engine/forward/model_ops.h"
+#include "engine/kv/paged_kv_cache.h"
+#include "engine/runtime/executor.h"
+
+namespace sy {
+
+// Routing override (skew studies): experts and weights of one token, chosen by something
+// other than the model's router. token_key identifies the token (request, position).
+using RoutingOverride = std::function<void(std::int32_t block, std::uint64_t token_key, std::int32_t k,
+                                           std::int32_t* expert_ids, float* weights)>;
+
+struct CpuExecutorOptions {
+  bool attention_rank = false;
+  std::int32_t kv_pages = 0;
+  std::int32_t page_size = 16;
+  const CostModel* cost_model = nullptr;  // null: durations are the measured wall time
+  RoutingOverride routing;                // empty: the model's router
+};
+
+class CpuExecutor final : public Executor {
+ public:
+  CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options);
+
+  std::int64_t attention(std::int32_t block, const std::vector<TokenPacket*>& packets,
+                         std::vector<RoutedRows>& routed) override;
+  std::int64_t experts(std::int32_t block, const std::vector<ExpertBatch>& batches) override;
+  std::int64_t sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) override;
+  void merge(TokenPacket& packet, const std::vector<float>& slot_outputs,
+             const std::vector<float>& shared_out) override;
+
+  bool admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams sampling,
+             std::uint64_t seed) override;
+  void release(std::int64_t request) override;
+  std::int32_t free_kv_pages() const override { return cache_ ? cache_->free_pages() : 0; }
+  std::int32_t kv_pages_for(std::int32_t positions) const override {
+    return cache_ ? cache_->pages_for(positions) : 0;
+  }
+
+ private:
+  struct RequestState {
+    SequenceKv kv;
+    kernels::Sampler sampler;
+  };
+  std::int64_t elapsed_since(std::int64_t start_ns) const;
+
+  ModelOps ops_;
+  CpuExecutorOptions options_;
+  std::unique_ptr<PagedKvCache> cache_;
+  std::unordered_map<std::int64_t, RequestState> requests_;
+  Workspace ws_;
+  BatchLayout batch_;
+  std::vector<float> hidden_, ffn_in_, shared_, x_, y_, scale_, logits_;
+  std::vector<std::int32_t> ids_;
+  std::vector<float> weights_;
+};
+
+}  // namespace sy

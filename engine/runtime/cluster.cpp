@@ -1,0 +1,40 @@
+#include "engine/runtime/cluster.h"
+
+#include <cassert>
+
+namespace sy {
+
+Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor, LinkModel link,
+                 std::int64_t bytes_per_row, RuntimeObserver* observer, Worker::Hooks hooks)
+    : topology_(std::move(topology)), loop_(loop) {
+  transport_ = std::make_unique<LoopTransport>(loop_, topology_.num_devices, bytes_per_row, link, observer);
+  for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
+    executors_.push_back(make_executor(d, topology_.device_rank[d] >= 0));
+    workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, observer, hooks));
+    transport_->set_receiver(d, [w = workers_.back().get()](Shipment&& s) { w->receive(std::move(s)); });
+  }
+}
+
+void Cluster::inject(std::int32_t rank, std::int32_t group, std::vector<TokenPacket> packets) {
+  const std::int32_t d = topology_.rank_device[rank];
+  Shipment s{d, d, LayerKind::Attention, 0, group, std::move(packets)};
+  transport_->send(std::move(s));
+}
+
+bool Cluster::quiescent() const {
+  for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
+    if (!workers_[d]->quiescent() || transport_->in_flight_to(d) > 0) return false;
+  }
+  return true;
+}
+
+void Cluster::set_policy(const RuntimePolicy& policy) {
+  assert(quiescent());
+  for (auto& w : workers_) w->set_policy(policy);
+}
+
+void Cluster::flush_stalls() {
+  for (auto& w : workers_) w->flush_stall();
+}
+
+}  // namespace sy

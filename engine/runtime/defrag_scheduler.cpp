@@ -1,0 +1,37 @@
+#include "engine/runtime/defrag_scheduler.h"
+
+namespace sy {
+
+std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
+  const std::int32_t nb = grid.blocks, ne = grid.columns;
+  if (nb == 0 || ne == 0) return std::nullopt;
+  // Algorithm 1 recomputes TotalTokens/N_E for every (b, k); the per-block density is the same
+  // each time, so compute it once: O(NB·NE + NB·K) instead of O(NB·K·NE).
+  block_density_.assign(static_cast<std::size_t>(nb), 0.0);
+  for (std::int32_t b = 0; b < nb; ++b) {
+    std::int64_t total = 0;
+    for (std::int32_t e = 0; e < ne; ++e) total += grid.at(b, e);
+    block_density_[b] = static_cast<double>(total) / ne;
+  }
+  std::optional<GridPick> best;
+  double best_score = 0;
+  for (std::int32_t b = 0; b < nb; ++b) {
+    double lscore = 0, weight = 1;
+    for (std::int32_t k = 1; k <= lookahead_; ++k) {
+      weight *= decay_;
+      lscore += block_density_[(b + k) % nb] * weight;
+    }
+    for (std::int32_t e = 0; e < ne; ++e) {
+      const std::int64_t q = grid.at(b, e);
+      if (q <= 0) continue;
+      const double score = lscore + static_cast<double>(q);
+      if (!best || score > best_score) {  // strict: ties go to the lowest (block, expert)
+        best = GridPick{b, e};
+        best_score = score;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace sy

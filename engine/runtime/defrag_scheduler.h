@@ -1,0 +1,23 @@
+// AMoE's defragging scheduler (Algorithm 1): a queue's tokens plus a decayed lookahead over the
+// token density of the next blocks, so waves of tokens consolidate without starving stragglers.
+#pragma once
+
+#include <vector>
+
+#include "engine/runtime/scheduler.h"
+
+namespace sy {
+
+class DefragScheduler final : public Scheduler {
+ public:
+  DefragScheduler(std::int32_t lookahead, double decay) : lookahead_(lookahead), decay_(decay) {}
+  std::optional<GridPick> pick(const QueueGrid& grid) override;
+  std::string name() const override { return "defrag"; }
+
+ private:
+  std::int32_t lookahead_;
+  double decay_;
+  std::vector<double> block_density_;  // Σ_e Q[b][e] / N_E, reused between calls
+};
+
+}  // namespace sy

@@ -1,0 +1,53 @@
+// The clock and event loop every worker reacts through. Worker logic only ever calls now() and
+// post(), so the same code runs under virtual time (cpu virtual devices, sim) and wall time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <vector>
+
+namespace sy {
+
+class EventLoop {
+ public:
+  virtual ~EventLoop() = default;
+  // Current time in nanoseconds on this run's time base.
+  virtual std::int64_t now() const = 0;
+  // Runs fn at time `at` (not before now()). Events at the same time run in posting order.
+  virtual void post(std::int64_t at, std::function<void()> fn) = 0;
+  void post_now(std::function<void()> fn) { post(now(), std::move(fn)); }
+};
+
+// Discrete-event loop over virtual time: a priority queue of (time, sequence) events. Time
+// jumps to the next event, so a run is as fast as its handlers and replays exactly.
+class VirtualEventLoop final : public EventLoop {
+ public:
+  std::int64_t now() const override { return now_; }
+  void post(std::int64_t at, std::function<void()> fn) override;
+
+  // Runs events until none is left or `stop()` returns true (checked after each event).
+  // Returns the number of events run.
+  std::int64_t run(const std::function<bool()>& stop = {});
+  // Runs events whose time is ≤ t, then sets now() to t.
+  void run_until(std::int64_t t);
+  bool idle() const { return events_.empty(); }
+  std::size_t pending() const { return events_.size(); }
+
+ private:
+  struct Event {
+    std::int64_t at;
+    std::uint64_t seq;
+    std::function<void()> fn;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.at != b.at ? a.at > b.at : a.seq > b.seq;
+    }
+  };
+  std::int64_t now_ = 0;
+  std::uint64_t seq_ = 0;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+};
+
+}  // namespace sy

@@ -1,0 +1,19 @@
+#include "engine/runtime/flfs_scheduler.h"
+
+namespace sy {
+
+std::optional<GridPick> FlfsScheduler::pick(const QueueGrid& grid) {
+  for (std::int32_t b = 0; b < grid.blocks; ++b) {
+    std::optional<GridPick> best;
+    std::int64_t most = 0;
+    for (std::int32_t e = 0; e < grid.columns; ++e)
+      if (grid.at(b, e) > most) {
+        most = grid.at(b, e);
+        best = GridPick{b, e};
+      }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sy

@@ -1,0 +1,17 @@
+#include "engine/runtime/mtfs_scheduler.h"
+
+namespace sy {
+
+std::optional<GridPick> MtfsScheduler::pick(const QueueGrid& grid) {
+  std::optional<GridPick> best;
+  std::int64_t most = 0;
+  for (std::int32_t b = 0; b < grid.blocks; ++b)
+    for (std::int32_t e = 0; e < grid.columns; ++e)
+      if (grid.at(b, e) > most) {
+        most = grid.at(b, e);
+        best = GridPick{b, e};
+      }
+  return best;
+}
+
+}  // namespace sy

@@ -1,0 +1,29 @@
+// What the runtime reports as it runs: executions, stalls and transfers per device. Metrics
+// and (later) telemetry implement it; the runtime never depends on either.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/runtime/layer_id.h"
+
+namespace sy {
+
+enum class StallReason : std::uint8_t { QueueEmpty, Barrier, Transfer };
+std::string_view stall_reason_name(StallReason reason);
+
+class RuntimeObserver {
+ public:
+  virtual ~RuntimeObserver() = default;
+  // One execution on a device. index: the attention rank, the expert (-1 when a grouped
+  // execution ran several experts of the block), or the rank for the sampler.
+  virtual void on_execution(std::int32_t /*device*/, LayerKind /*kind*/, std::int32_t /*block*/,
+                            std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t /*tokens*/,
+                            std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
+  virtual void on_stall(std::int32_t /*device*/, StallReason /*reason*/, std::int64_t /*start_ns*/,
+                        std::int64_t /*end_ns*/) {}
+  virtual void on_transfer(std::int32_t /*src*/, std::int32_t /*dst*/, std::int64_t /*tokens*/,
+                           std::int64_t /*bytes*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
+};
+
+}  // namespace sy

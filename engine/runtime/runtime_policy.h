@@ -1,0 +1,41 @@
+// The execution scheme of the workers: when a μ-queue may be drained and which one first.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/common/status.h"
+#include "engine/runtime/layout.h"
+#include "engine/runtime/scheduler.h"
+
+namespace sy {
+
+enum class PolicyKind : std::uint8_t {
+  Async,     // AMoE: no barriers; the scheduler picks any non-empty queue
+  PingPong,  // MegaScale-Infer: m micro-batches; a layer drains one complete micro-batch
+  Sync,      // today's engines: one batch per iteration, every layer waits for all of it
+};
+
+struct RuntimePolicy {
+  PolicyKind kind = PolicyKind::Async;
+  SchedulerParams scheduler;     // async
+  std::int32_t microbatches = 2;  // pingpong
+
+  // Micro-batches in flight per iteration: m for pingpong, 1 for sync, 0 (none) for async.
+  std::int32_t groups() const {
+    return kind == PolicyKind::PingPong ? microbatches : kind == PolicyKind::Sync ? 1 : 0;
+  }
+  bool grouped() const { return kind != PolicyKind::Async; }
+  std::string describe() const;
+};
+
+// The runtime form of a layout's (or a control command's) policy section.
+StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec);
+
+std::string policy_name(PolicyKind kind);
+// "async" | "pingpong" | "sync"; the message names an unknown policy.
+StatusOr<PolicyKind> parse_policy(const std::string& name);
+// Checks the scheduler and the micro-batch count; the message names the bad value.
+Status validate(const RuntimePolicy& policy);
+
+}  // namespace sy

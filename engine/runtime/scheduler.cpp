@@ -1,0 +1,20 @@
+#include "engine/runtime/scheduler.h"
+
+#include "engine/runtime/defrag_scheduler.h"
+#include "engine/runtime/flfs_scheduler.h"
+#include "engine/runtime/mtfs_scheduler.h"
+
+namespace sy {
+
+StatusOr<std::unique_ptr<Scheduler>> make_scheduler(const SchedulerParams& p) {
+  if (p.name == "defrag") {
+    if (p.lookahead < 0) return Status::Error("defrag lookahead must be >= 0, got " + std::to_string(p.lookahead));
+    if (!(p.decay > 0 && p.decay <= 1)) return Status::Error("defrag decay must be in (0, 1], got " + std::to_string(p.decay));
+    return std::unique_ptr<Scheduler>(new DefragScheduler(p.lookahead, p.decay));
+  }
+  if (p.name == "mtfs") return std::unique_ptr<Scheduler>(new MtfsScheduler());
+  if (p.name == "flfs") return std::unique_ptr<Scheduler>(new FlfsScheduler());
+  return Status::Error("unknown scheduler '" + p.name + "' (expected defrag, mtfs or flfs)");
+}
+
+}  // namespace sy

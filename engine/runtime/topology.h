@@ -1,0 +1,40 @@
+// Who runs what: attention ranks and expert placement resolved to device indices, in the form
+// the workers' hot paths look things up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_config.h"
+#include "engine/runtime/layout.h"
+
+namespace sy {
+
+struct Topology {
+  std::int32_t num_devices = 0;
+  std::int32_t num_blocks = 0;
+  std::int32_t num_experts = 0;
+  std::int32_t top_k = 0;
+  std::vector<std::string> device_names;
+  std::vector<bool> sparse;                    // [block]: routed experts or dense MLP
+  std::vector<std::int32_t> rank_device;       // attention rank -> device
+  std::vector<std::int32_t> device_rank;       // device -> attention rank, or -1
+  std::vector<std::vector<std::vector<std::int32_t>>> expert_devices;  // [block][expert] -> devices
+  // Derived by finalize():
+  std::vector<std::vector<std::int32_t>> block_expert_devices;  // [block] -> devices holding any of its experts
+  std::vector<std::vector<std::int32_t>> device_expert_ids;     // [device] -> distinct expert ids it holds
+
+  std::int32_t num_ranks() const { return static_cast<std::int32_t>(rank_device.size()); }
+  // Recomputes the derived tables after rank_device / expert_devices changed.
+  void finalize();
+
+  // The devices, ranks and placement of a validated layout.
+  static Topology from_layout(const Layout& layout, const ModelConfig& config);
+  // Colocated: every device is an attention rank and holds a round-robin share of experts.
+  static Topology colocated(const ModelConfig& config, std::int32_t devices);
+  // Disaggregated: `attention` attention-only devices, then `experts` expert-only devices.
+  static Topology disaggregated(const ModelConfig& config, std::int32_t attention, std::int32_t experts);
+};
+
+}  // namespace sy

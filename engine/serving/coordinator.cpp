@@ -1,0 +1,258 @@
+#include "engine/serving/coordinator.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "engine/serving/metrics.h"
+
+namespace sy {
+
+Coordinator::Coordinator(EventLoop& loop, const CoordinatorOptions& options, MetricsCollector* metrics)
+    : loop_(loop), options_(options), metrics_(metrics) {}
+
+Worker::Hooks Coordinator::hooks() {
+  Worker::Hooks h;
+  h.on_sampled = [this](std::int64_t request, std::int32_t token) { on_sampled(request, token); };
+  h.on_group_sampled = [this](std::int32_t rank, std::int32_t group) { on_group_sampled(rank, group); };
+  return h;
+}
+
+void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
+  cluster_ = &cluster;
+  policy_ = policy;
+  running_per_rank_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
+  cluster.set_policy(policy);
+  reset_slots();
+}
+
+void Coordinator::reset_slots() {
+  slots_.assign(static_cast<std::size_t>(policy_.groups()), Slot{});
+}
+
+void Coordinator::submit(RequestSpec spec) {
+  const auto idx = static_cast<std::int64_t>(requests_.size());
+  const std::int64_t at = spec.arrival_ns;
+  requests_.push_back(RequestRecord{std::move(spec), RequestState::Pending, -1, {}, {}, -1});
+  loop_.post(at, [this, idx] { on_arrival(idx); });
+}
+
+void Coordinator::on_arrival(std::int64_t idx) {
+  RequestRecord& r = requests_[idx];
+  r.state = RequestState::Waiting;
+  ++arrived_;
+  ++open_;
+  if (metrics_) metrics_->on_request_arrival(r.spec.id, loop_.now());
+  if (r.spec.max_new_tokens <= 0) {
+    finish(idx);
+    return;
+  }
+  waiting_.push_back(idx);
+  if (policy_.grouped()) {
+    start_idle_slots();
+  } else {
+    admit_async();
+  }
+}
+
+bool Coordinator::admit_one(std::int32_t slot) {
+  if (paused_ || waiting_.empty()) return false;
+  const std::int64_t idx = waiting_.front();
+  RequestRecord& r = requests_[idx];
+  const auto positions = static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens;
+  const std::int32_t ranks = cluster_->topology().num_ranks();
+  std::int32_t best = -1, best_free = -1;
+  for (std::int32_t rank = 0; rank < ranks; ++rank) {
+    Executor& ex = cluster_->rank_executor(rank);
+    const std::int32_t need = ex.kv_pages_for(positions);
+    if (running_per_rank_[rank] >= options_.max_batch_per_rank || ex.free_kv_pages() < need) continue;
+    if (ex.free_kv_pages() > best_free) {
+      best = rank;
+      best_free = ex.free_kv_pages();
+    }
+  }
+  if (best < 0) {
+    // Reject what can never fit (more positions than a whole empty rank holds); queue the rest.
+    bool could_ever_fit = false;
+    for (std::int32_t rank = 0; rank < ranks; ++rank) {
+      Executor& ex = cluster_->rank_executor(rank);
+      std::int32_t held = 0;
+      for (const auto& other : requests_)
+        if (other.state == RequestState::Running && other.rank == rank)
+          held += ex.kv_pages_for(static_cast<std::int32_t>(other.spec.prompt.size()) + other.spec.max_new_tokens);
+      if (ex.kv_pages_for(positions) <= ex.free_kv_pages() + held) could_ever_fit = true;
+    }
+    if (!could_ever_fit) {
+      waiting_.pop_front();
+      r.state = RequestState::Rejected;
+      r.reject_reason = "request " + r.spec.external_id + " needs " + std::to_string(positions) +
+                        " KV positions, more than any attention rank holds";
+      --open_;
+      if (metrics_) metrics_->on_request_rejected(r.spec.id, loop_.now());
+      return true;  // the queue moved: let the caller try the next one
+    }
+    return false;
+  }
+  Executor& ex = cluster_->rank_executor(best);
+  const bool ok = ex.admit(idx, positions, options_.sampling, options_.seed ^ static_cast<std::uint64_t>(r.spec.id));
+  assert(ok && "rank had the pages a moment ago");
+  (void)ok;
+  waiting_.pop_front();
+  r.state = RequestState::Running;
+  r.rank = best;
+  r.slot = slot;
+  ++running_per_rank_[best];
+  if (metrics_) metrics_->on_request_admitted(r.spec.id, loop_.now(), best);
+  if (slot >= 0) {
+    slots_[slot].members.push_back(idx);
+  } else {
+    cluster_->inject(best, -1, {next_packet(r, idx, -1)});
+  }
+  return true;
+}
+
+void Coordinator::admit_async() {
+  if (pending_policy_) return;
+  while (admit_one(-1)) {
+  }
+}
+
+TokenPacket Coordinator::next_packet(const RequestRecord& r, std::int64_t idx, std::int32_t group) const {
+  TokenPacket p;
+  p.request = idx;
+  p.rank = r.rank;
+  p.group = group;
+  p.layer = LayerId::attention(0, r.rank);
+  const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
+  if (r.output.empty()) {
+    p.tokens = r.spec.prompt;
+    p.rows = prompt;
+    p.start_pos = 0;
+  } else {
+    p.tokens = {r.output.back()};
+    p.rows = 1;
+    p.start_pos = prompt + static_cast<std::int32_t>(r.output.size()) - 1;
+  }
+  return p;
+}
+
+void Coordinator::start_idle_slots() {
+  for (std::int32_t s = 0; s < static_cast<std::int32_t>(slots_.size()); ++s)
+    if (!slots_[s].running) start_slot(s);
+}
+
+void Coordinator::start_slot(std::int32_t s) {
+  if (pending_policy_) return;
+  Slot& slot = slots_[s];
+  assert(!slot.running);
+  // Join waiting requests to this micro-batch while it is no larger than the others, so the
+  // micro-batches stay balanced (MegaScale-Infer wants equal micro-batches).
+  while (!waiting_.empty()) {
+    std::size_t smallest = slot.members.size();
+    for (const Slot& other : slots_) smallest = std::min(smallest, other.members.size());
+    if (slots_.size() > 1 && slot.members.size() > smallest) break;
+    if (!admit_one(s)) break;
+  }
+  if (slot.members.empty()) return;
+  slot.running = true;
+  slot.group = next_group_++;
+  slot.ranks_done = 0;
+  group_slot_.push_back(s);
+  const std::int32_t ranks = cluster_->topology().num_ranks();
+  std::vector<std::vector<TokenPacket>> per_rank(static_cast<std::size_t>(ranks));
+  for (std::int64_t idx : slot.members) per_rank[requests_[idx].rank].push_back(next_packet(requests_[idx], idx, slot.group));
+  // Every rank takes part in every micro-batch, even with no tokens: the barrier counts it.
+  for (std::int32_t rank = 0; rank < ranks; ++rank) cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
+}
+
+void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
+  RequestRecord& r = requests_[idx];
+  r.output.push_back(token);
+  if (metrics_) metrics_->on_token(r.spec.id, loop_.now());
+  const bool finished = static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens ||
+                        (options_.eos_token_id && token == *options_.eos_token_id);
+  if (finished) {
+    finish(idx);
+    if (!policy_.grouped()) admit_async();
+  } else if (!policy_.grouped()) {
+    if (pending_policy_) {
+      parked_.push_back(idx);
+    } else {
+      cluster_->inject(r.rank, -1, {next_packet(r, idx, -1)});
+    }
+  }
+  if (pending_policy_) loop_.post_now([this] { check_safe_point(); });
+}
+
+void Coordinator::finish(std::int64_t idx) {
+  RequestRecord& r = requests_[idx];
+  if (r.rank >= 0) {
+    cluster_->rank_executor(r.rank).release(idx);
+    --running_per_rank_[r.rank];
+  }
+  if (r.slot >= 0) {
+    auto& members = slots_[r.slot].members;
+    members.erase(std::remove(members.begin(), members.end(), idx), members.end());
+  }
+  r.state = RequestState::Finished;
+  --open_;
+  if (metrics_) metrics_->on_request_finished(r.spec.id, loop_.now());
+}
+
+void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
+  const std::int32_t s = group_slot_[group];
+  Slot& slot = slots_[s];
+  if (++slot.ranks_done < cluster_->topology().num_ranks()) return;
+  slot.running = false;
+  // Start the next iteration after the worker's callback has returned.
+  loop_.post_now([this, s] {
+    if (pending_policy_) {
+      check_safe_point();
+    } else if (!slots_[s].running) {
+      start_slot(s);
+    }
+  });
+}
+
+Status Coordinator::request_policy(const RuntimePolicy& policy) {
+  SY_RETURN_IF_ERROR(validate(policy));
+  pending_policy_ = policy;
+  loop_.post_now([this] { check_safe_point(); });
+  return Status::Ok();
+}
+
+void Coordinator::set_admission_paused(bool paused) {
+  paused_ = paused;
+  if (!paused) loop_.post_now([this] { policy_.grouped() ? start_idle_slots() : admit_async(); });
+}
+
+void Coordinator::check_safe_point() {
+  if (!pending_policy_ || !cluster_->quiescent()) return;
+  for (const Slot& s : slots_)
+    if (s.running) return;
+  policy_ = *pending_policy_;
+  pending_policy_.reset();
+  ++switches_;
+  cluster_->set_policy(policy_);
+  // Every running request sits between two tokens: re-enter them under the new policy.
+  std::vector<std::int64_t> running;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i)
+    if (requests_[i].state == RequestState::Running) running.push_back(i);
+  parked_.clear();
+  reset_slots();
+  if (policy_.grouped()) {
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const auto s = static_cast<std::int32_t>(i % slots_.size());
+      requests_[running[i]].slot = s;
+      slots_[s].members.push_back(running[i]);
+    }
+    start_idle_slots();
+  } else {
+    for (std::int64_t idx : running) {
+      requests_[idx].slot = -1;
+      cluster_->inject(requests_[idx].rank, -1, {next_packet(requests_[idx], idx, -1)});
+    }
+    admit_async();
+  }
+}
+
+}  // namespace sy

@@ -1,0 +1,102 @@
+// The coordinator: admission with continuous batching, DP-rank assignment by most free KV
+// pages, capacity limits (queue or reject, never crash), iteration control for grouped
+// policies, and policy switches applied at a safe point with no token lost or duplicated.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/cluster.h"
+#include "engine/runtime/runtime_policy.h"
+#include "engine/serving/workload.h"
+#include "kernels/cpu/sampling.h"
+
+namespace sy {
+
+class MetricsCollector;
+
+struct CoordinatorOptions {
+  std::int32_t max_batch_per_rank = 64;       // concurrent requests per attention rank
+  std::optional<std::int32_t> eos_token_id;   // a request finishes after emitting it
+  kernels::SamplingParams sampling;           // greedy by default
+  std::uint64_t seed = 0;                     // per-request sampler seed = seed ^ request id
+};
+
+enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
+
+struct RequestRecord {
+  RequestSpec spec;
+  RequestState state = RequestState::Pending;
+  std::int32_t rank = -1;
+  std::vector<std::int32_t> output;
+  std::string reject_reason;
+  std::int32_t slot = -1;  // grouped policies: the micro-batch it rides in
+};
+
+class Coordinator {
+ public:
+  Coordinator(EventLoop& loop, const CoordinatorOptions& options, MetricsCollector* metrics);
+  // Wires the cluster (its worker hooks must call on_sampled / on_group_sampled) and starts
+  // serving under `policy`.
+  void attach(Cluster& cluster, const RuntimePolicy& policy);
+  Worker::Hooks hooks();
+
+  // Schedules the request's arrival at spec.arrival_ns.
+  void submit(RequestSpec spec);
+  // Switches policy at the next safe point. Errors name the bad parameter; serving continues.
+  Status request_policy(const RuntimePolicy& policy);
+  // Stops or resumes admitting new requests (running ones continue).
+  void set_admission_paused(bool paused);
+
+  const RuntimePolicy& policy() const { return policy_; }
+  bool switching() const { return pending_policy_.has_value(); }
+  // Every submitted request has arrived and finished or been rejected.
+  bool done() const { return arrived_ == static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
+  const std::vector<RequestRecord>& requests() const { return requests_; }
+  std::int64_t policy_switches() const { return switches_; }
+  std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
+  std::size_t waiting() const { return waiting_.size(); }
+
+ private:
+  struct Slot {
+    std::vector<std::int64_t> members;  // request indices
+    bool running = false;
+    std::int32_t group = -1;
+    std::int32_t ranks_done = 0;
+  };
+
+  void on_arrival(std::int64_t idx);
+  void on_sampled(std::int64_t idx, std::int32_t token);
+  void on_group_sampled(std::int32_t rank, std::int32_t group);
+  bool admit_one(std::int32_t slot);
+  void admit_async();
+  void start_slot(std::int32_t slot);
+  void start_idle_slots();
+  TokenPacket next_packet(const RequestRecord& r, std::int64_t idx, std::int32_t group) const;
+  void finish(std::int64_t idx);
+  void check_safe_point();
+  void reset_slots();
+
+  EventLoop& loop_;
+  CoordinatorOptions options_;
+  MetricsCollector* metrics_;
+  Cluster* cluster_ = nullptr;
+  RuntimePolicy policy_;
+  std::optional<RuntimePolicy> pending_policy_;
+  bool paused_ = false;
+  std::vector<RequestRecord> requests_;
+  std::deque<std::int64_t> waiting_;
+  std::vector<std::int32_t> running_per_rank_;
+  std::vector<std::int64_t> parked_;  // async, while switching: sampled and held at the safe point
+  std::vector<Slot> slots_;
+  std::vector<std::int32_t> group_slot_;  // group id -> slot
+  std::int32_t next_group_ = 0;
+  std::int64_t arrived_ = 0;
+  std::int64_t open_ = 0;  // arrived, neither finished nor rejected
+  std::int64_t switches_ = 0;
+};
+
+}  // namespace sy

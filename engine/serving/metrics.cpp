@@ -1,0 +1,255 @@
+#include "engine/serving/metrics.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <numeric>
+
+namespace sy {
+namespace {
+
+std::size_t stall_index(StallReason reason) {
+  const auto it = std::find(kStallReasons.begin(), kStallReasons.end(), reason);
+  assert(it != kStallReasons.end() && "kStallReasons misses a StallReason");
+  return static_cast<std::size_t>(it - kStallReasons.begin());
+}
+
+// Length of the union of `intervals` within [lo, hi].
+std::int64_t covered(std::vector<std::pair<std::int64_t, std::int64_t>> intervals, std::int64_t lo, std::int64_t hi) {
+  for (auto& [s, e] : intervals) {
+    s = std::max(s, lo);
+    e = std::min(e, hi);
+  }
+  std::sort(intervals.begin(), intervals.end());
+  std::int64_t total = 0;
+  std::int64_t reach = lo;  // everything before `reach` is already counted
+  for (const auto& [s, e] : intervals) {
+    const std::int64_t from = std::max(s, reach);
+    if (e > from) {
+      total += e - from;
+      reach = e;
+    }
+  }
+  return total;
+}
+
+LatencyStats stats_ms(std::vector<double> ns) {
+  LatencyStats out;
+  out.count = static_cast<std::int64_t>(ns.size());
+  if (ns.empty()) return out;
+  std::sort(ns.begin(), ns.end());
+  out.mean_ms = std::accumulate(ns.begin(), ns.end(), 0.0) / static_cast<double>(ns.size()) / 1e6;
+  out.p50_ms = percentile_nearest_rank(ns, 50) / 1e6;
+  out.p99_ms = percentile_nearest_rank(ns, 99) / 1e6;
+  return out;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string percent(double fraction) { return fixed(100.0 * fraction, 1) + "%"; }
+
+// Rows of cells, two spaces apart; the first column left-aligned, the others right-aligned
+// (numbers) unless `left` (text).
+std::string render(const std::vector<std::vector<std::string>>& rows, bool left = false) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      if (c > 0) line += "  ";
+      line += (c == 0 || left) ? row[c] + pad : pad + row[c];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+nlohmann::json latency_json(const LatencyStats& s) {
+  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p99", nullptr}};
+  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};
+}
+
+std::vector<std::string> latency_row(const std::string& name, const LatencyStats& s) {
+  if (s.count == 0) return {name, "0", "-", "-", "-"};
+  return {name, std::to_string(s.count), fixed(s.mean_ms, 3), fixed(s.p50_ms, 3), fixed(s.p99_ms, 3)};
+}
+
+}  // namespace
+
+double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent) {
+  assert(percent >= 0 && percent <= 100);
+  if (sorted.empty()) return 0.0;
+  const auto n = static_cast<std::int64_t>(sorted.size());
+  // ⌈p·n/100⌉ in integers: no 0.99·100 = 98.999… surprises.
+  const std::int64_t rank = std::max<std::int64_t>(1, (percent * n + 99) / 100);
+  return sorted[static_cast<std::size_t>(rank - 1)];
+}
+
+void MetricsCollector::set_device_names(std::vector<std::string> names) {
+  std::lock_guard lock(mutex_);
+  names_ = std::move(names);
+}
+
+void MetricsCollector::on_request_arrival(std::int64_t id, std::int64_t t) {
+  std::lock_guard lock(mutex_);
+  requests_[id].arrival = t;
+}
+
+void MetricsCollector::on_request_admitted(std::int64_t id, std::int64_t t, std::int32_t dp_rank) {
+  std::lock_guard lock(mutex_);
+  Request& r = requests_[id];
+  r.admitted = t;
+  r.rank = dp_rank;
+}
+
+void MetricsCollector::on_token(std::int64_t id, std::int64_t t) {
+  std::lock_guard lock(mutex_);
+  requests_[id].tokens.push_back(t);
+}
+
+void MetricsCollector::on_request_finished(std::int64_t id, std::int64_t t) {
+  std::lock_guard lock(mutex_);
+  requests_[id].finished = t;
+}
+
+void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
+  std::lock_guard lock(mutex_);
+  Request& r = requests_[id];
+  r.finished = t;
+  r.rejected = true;
+}
+
+MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
+  assert(index >= 0);
+  if (devices_.size() <= static_cast<std::size_t>(index)) devices_.resize(static_cast<std::size_t>(index) + 1);
+  return devices_[static_cast<std::size_t>(index)];
+}
+
+void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std::int64_t end) {
+  if (end <= start) return;
+  std::lock_guard lock(mutex_);
+  device(dev).busy.push_back({start, end});
+}
+
+void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
+  if (end <= start) return;
+  std::lock_guard lock(mutex_);
+  device(dev).stall[stall_index(reason)].push_back({start, end});
+}
+
+void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
+                                    std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t /*tokens*/,
+                                    std::int64_t start_ns, std::int64_t end_ns) {
+  on_device_busy(dev, start_ns, end_ns);
+}
+
+void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
+  on_device_stall(dev, reason, start_ns, end_ns);
+}
+
+MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end) const {
+  std::lock_guard lock(mutex_);
+  MetricsReport out;
+  out.t_begin_ns = t_begin;
+  out.t_end_ns = t_end;
+  out.window_s = static_cast<double>(std::max<std::int64_t>(0, t_end - t_begin)) / 1e9;
+  const auto inside = [&](std::int64_t t) { return t > t_begin && t <= t_end; };
+
+  std::vector<double> ttft, itl;
+  for (const auto& [id, r] : requests_) {
+    (void)id;
+    for (std::size_t i = 0; i < r.tokens.size(); ++i) {
+      const std::int64_t t = r.tokens[i];
+      if (!inside(t)) continue;
+      ++out.tokens_generated;
+      if (i == 0) {
+        if (r.arrival >= 0) ttft.push_back(static_cast<double>(t - r.arrival));
+      } else {
+        itl.push_back(static_cast<double>(t - r.tokens[i - 1]));
+      }
+    }
+    if (r.finished >= 0 && inside(r.finished)) ++(r.rejected ? out.requests_rejected : out.requests_finished);
+  }
+  out.ttft = stats_ms(std::move(ttft));
+  out.itl = stats_ms(std::move(itl));
+  if (out.window_s > 0) {
+    out.tokens_per_s = static_cast<double>(out.tokens_generated) / out.window_s;
+    out.requests_per_s = static_cast<double>(out.requests_finished) / out.window_s;
+  }
+
+  const std::size_t n = std::max(names_.size(), devices_.size());
+  const std::int64_t span = t_end - t_begin;
+  const auto fraction = [&](const std::vector<Interval>& intervals) {
+    if (span <= 0) return 0.0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> v;
+    v.reserve(intervals.size());
+    for (const Interval& i : intervals) v.emplace_back(i.start, i.end);
+    return static_cast<double>(covered(std::move(v), t_begin, t_end)) / static_cast<double>(span);
+  };
+  for (std::size_t d = 0; d < n; ++d) {
+    DeviceUsage u;
+    u.name = d < names_.size() ? names_[d] : "dev" + std::to_string(d);
+    if (d < devices_.size()) {
+      u.busy = fraction(devices_[d].busy);
+      for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
+    }
+    out.devices.push_back(std::move(u));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const MetricsReport& r) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceUsage& d : r.devices) {
+    nlohmann::json stall = nlohmann::json::object();
+    for (std::size_t s = 0; s < kStallReasons.size(); ++s) stall[std::string(stall_reason_name(kStallReasons[s]))] = d.stall[s];
+    devices.push_back({{"name", d.name}, {"busy", d.busy}, {"stall", std::move(stall)}});
+  }
+  return {{"window", {{"begin_ns", r.t_begin_ns}, {"end_ns", r.t_end_ns}, {"seconds", r.window_s}}},
+          {"tokens_generated", r.tokens_generated},
+          {"requests_finished", r.requests_finished},
+          {"requests_rejected", r.requests_rejected},
+          {"tokens_per_s", r.tokens_per_s},
+          {"requests_per_s", r.requests_per_s},
+          {"ttft_ms", latency_json(r.ttft)},
+          {"itl_ms", latency_json(r.itl)},
+          {"devices", std::move(devices)}};
+}
+
+std::string format_table(const MetricsReport& r) {
+  std::string out = render(
+      {
+          {"window", fixed(r.window_s, 3) + " s"},
+          {"throughput", fixed(r.tokens_per_s, 1) + " tokens/s, " + fixed(r.requests_per_s, 2) + " requests/s"},
+          {"generated", std::to_string(r.tokens_generated) + " tokens"},
+          {"requests", std::to_string(r.requests_finished) + " finished, " + std::to_string(r.requests_rejected) +
+                           " rejected"},
+      },
+      /*left=*/true);
+  out += "\n" + render({{"latency (ms)", "n", "mean", "p50", "p99"}, latency_row("TTFT", r.ttft), latency_row("ITL", r.itl)});
+  if (!r.devices.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"device", "busy"};
+    for (StallReason s : kStallReasons) header.push_back("stall:" + std::string(stall_reason_name(s)));
+    rows.push_back(std::move(header));
+    for (const DeviceUsage& d : r.devices) {
+      std::vector<std::string> row = {d.name, percent(d.busy)};
+      for (double s : d.stall) row.push_back(percent(s));
+      rows.push_back(std::move(row));
+    }
+    out += "\n" + render(rows);
+  }
+  return out;
+}
+
+}  // namespace sy

@@ -1,0 +1,111 @@
+// Serving metrics over a time window: throughput, time to first token, inter-token latency,
+// and per-device busy and stall fractions, fed with nanosecond timestamps on any time base
+// (virtual or wall clock) by the coordinator and, as a RuntimeObserver, by the workers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/runtime_observer.h"
+
+namespace sy {
+
+// Every StallReason, in report column order (update when the enum grows).
+inline constexpr std::array<StallReason, 3> kStallReasons = {StallReason::QueueEmpty, StallReason::Barrier,
+                                                             StallReason::Transfer};
+
+struct LatencyStats {
+  std::int64_t count = 0;  // samples in the window; the other fields are 0 when there are none
+  double mean_ms = 0.0;
+  double p50_ms = 0.0;
+  double p99_ms = 0.0;
+};
+
+struct DeviceUsage {
+  std::string name;
+  double busy = 0.0;  // fraction of the window covered by executions
+  std::array<double, kStallReasons.size()> stall{};  // fraction stalled, per kStallReasons entry
+};
+
+struct MetricsReport {
+  std::int64_t t_begin_ns = 0;
+  std::int64_t t_end_ns = 0;
+  double window_s = 0.0;
+  std::int64_t tokens_generated = 0;
+  std::int64_t requests_finished = 0;
+  std::int64_t requests_rejected = 0;
+  double tokens_per_s = 0.0;
+  double requests_per_s = 0.0;  // finished requests
+  LatencyStats ttft;            // first token − arrival
+  LatencyStats itl;             // gap between consecutive tokens of one request
+  std::vector<DeviceUsage> devices;
+};
+
+// Value at nearest rank ⌈p/100 · n⌉ (1-based) of ascending `sorted`; 0 when empty. No
+// interpolation: every percentile reported is a latency that really occurred.
+double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent);
+
+// Not copyable (it owns a mutex); every method may be called from any thread.
+class MetricsCollector : public RuntimeObserver {
+ public:
+  // Names for report rows; devices without one are called dev<i>.
+  void set_device_names(std::vector<std::string> names);
+
+  void on_request_arrival(std::int64_t id, std::int64_t t);
+  void on_request_admitted(std::int64_t id, std::int64_t t, std::int32_t dp_rank);
+  // The first token of a request defines its TTFT, each later one an inter-token latency.
+  void on_token(std::int64_t id, std::int64_t t);
+  void on_request_finished(std::int64_t id, std::int64_t t);
+  // A request refused by admission: counted apart, never as finished.
+  void on_request_rejected(std::int64_t id, std::int64_t t);
+  void on_device_busy(std::int32_t device, std::int64_t start, std::int64_t end);
+  void on_device_stall(std::int32_t device, StallReason reason, std::int64_t start, std::int64_t end);
+
+  // RuntimeObserver: executions are busy time, stalls are stalls.
+  void on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index, std::int32_t group,
+                    std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns) override;
+  void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;
+
+  // Point events (tokens, finishes, rejections) count when t_begin < t <= t_end, so that
+  // report(start, now) includes the last token and back-to-back windows never count an event
+  // twice. A token's latency (TTFT or ITL) belongs to the window of the token. Busy and stall
+  // intervals are clipped to [t_begin, t_end]; overlapping intervals of one device (and
+  // reason) count once.
+  MetricsReport report(std::int64_t t_begin, std::int64_t t_end) const;
+
+ private:
+  struct Request {
+    std::int64_t arrival = -1;  // -1: never reported
+    std::int64_t admitted = -1;
+    std::int32_t rank = -1;
+    std::vector<std::int64_t> tokens;
+    std::int64_t finished = -1;
+    bool rejected = false;
+  };
+  struct Interval {
+    std::int64_t start, end;
+  };
+  struct Device {
+    std::vector<Interval> busy;
+    std::array<std::vector<Interval>, kStallReasons.size()> stall;
+  };
+
+  Device& device(std::int32_t index);
+
+  mutable std::mutex mutex_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::int64_t, Request> requests_;
+  std::vector<Device> devices_;
+};
+
+nlohmann::json to_json(const MetricsReport& report);
+// An aligned plain-text table for terminals and logs.
+std::string format_table(const MetricsReport& report);
+
+}  // namespace sy

@@ -1,0 +1,135 @@
+#include "engine/serving/skew_router.h"
+
+#include <algorithm>
+#include <cassert>
+#include <charconv>
+#include <cmath>
+
+namespace sy {
+namespace {
+
+// splitmix64's finaliser: a bijective 64-bit mix, so distinct inputs stay distinct.
+std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// splitmix64 as a counter-based stream: the whole state is one local integer.
+std::uint64_t next(std::uint64_t& state) { return mix(state += 0x9e3779b97f4a7c15ULL); }
+
+double uniform01(std::uint64_t& state) { return static_cast<double>(next(state) >> 11) * 0x1.0p-53; }
+
+std::uint64_t uniform_below(std::uint64_t& state, std::uint64_t n) {
+  const std::uint64_t threshold = (std::uint64_t{0} - n) % n;
+  std::uint64_t x = next(state);
+  while (x < threshold) x = next(state);
+  return x % n;
+}
+
+constexpr std::uint64_t kPermutationSalt = 0x7065726d75746521ULL;  // "permute!"
+constexpr std::uint64_t kRouteSalt = 0x726f757465212121ULL;        // "route!!!"
+constexpr double kMinRelativeWeight = 1e-6;
+
+}  // namespace
+
+SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double lambda, std::uint64_t seed)
+    : num_experts_(num_experts), lambda_(lambda), seed_hash_(mix(seed ^ kRouteSalt)) {
+  assert(num_layers >= 0 && num_experts >= 1 && std::isfinite(lambda) && lambda >= 0.0);
+  const auto n = static_cast<std::size_t>(num_experts);
+  rank_weight_.resize(n);
+  // Normalising from the hottest rank down keeps the sum ≥ 1 before division: no 0/0 when
+  // the cold tail underflows.
+  double total = 0.0;
+  for (std::size_t r = 0; r < n; ++r) total += rank_weight_[r] = std::exp(-lambda * static_cast<double>(r));
+  for (double& w : rank_weight_) w /= total;
+
+  std::uint64_t state = mix(seed ^ kPermutationSalt);
+  ranking_.resize(static_cast<std::size_t>(num_layers));
+  rank_of_.resize(ranking_.size());
+  popularity_.resize(ranking_.size());
+  for (std::size_t b = 0; b < ranking_.size(); ++b) {
+    auto& order = ranking_[b];
+    order.resize(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::int32_t>(i);
+    for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[uniform_below(state, i + 1)]);  // Fisher-Yates
+    rank_of_[b].resize(n);
+    popularity_[b].resize(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      rank_of_[b][static_cast<std::size_t>(order[r])] = static_cast<std::int32_t>(r);
+      popularity_[b][static_cast<std::size_t>(order[r])] = rank_weight_[r];
+    }
+  }
+}
+
+void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t k, std::int32_t* expert_ids,
+                       float* weights) const {
+  assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
+  std::uint64_t state = mix(mix(seed_hash_ ^ static_cast<std::uint64_t>(block)) ^ token_key);
+  // Sample ranks (the rank distribution is the same in every block), keeping them in
+  // expert_ids until the end; k is small, so the O(k · E) scans beat any allocation.
+  for (std::int32_t j = 0; j < k; ++j) {
+    const auto taken = [&](std::int32_t r) { return std::find(expert_ids, expert_ids + j, r) != expert_ids + j; };
+    double remaining = 0.0;
+    for (std::int32_t r = 0; r < num_experts_; ++r)
+      if (!taken(r)) remaining += rank_weight_[static_cast<std::size_t>(r)];
+    std::int32_t pick = -1;
+    if (remaining > 0.0) {
+      double target = uniform01(state) * remaining;
+      for (std::int32_t r = 0; r < num_experts_; ++r) {
+        if (taken(r) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
+        pick = r;  // rounding can leave target just above the last sum: take the last candidate
+        target -= rank_weight_[static_cast<std::size_t>(r)];
+        if (target < 0.0) break;
+      }
+    } else {
+      (void)next(state);  // keep the draw count independent of underflow
+    }
+    if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
+      pick = 0;
+      while (taken(pick)) ++pick;
+    }
+    expert_ids[j] = pick;
+  }
+  // Weights ∝ exp(−λ · (rank − hottest picked rank)), computed relative to the hottest pick
+  // so that they stay representable however cold the tail is.
+  std::int32_t hottest = expert_ids[0];
+  for (std::int32_t j = 1; j < k; ++j) hottest = std::min(hottest, expert_ids[j]);
+  double relative[64];
+  std::vector<double> spill;
+  double* rel = relative;
+  if (k > 64) {
+    spill.resize(static_cast<std::size_t>(k));
+    rel = spill.data();
+  }
+  double sum = 0.0;
+  for (std::int32_t j = 0; j < k; ++j) {
+    rel[j] = std::max(std::exp(-lambda_ * static_cast<double>(expert_ids[j] - hottest)), kMinRelativeWeight);
+    sum += rel[j];
+  }
+  const auto& order = ranking_[static_cast<std::size_t>(block)];
+  for (std::int32_t j = 0; j < k; ++j) {
+    weights[j] = static_cast<float>(rel[j] / sum);
+    expert_ids[j] = order[static_cast<std::size_t>(expert_ids[j])];
+  }
+}
+
+std::uint64_t skew_token_key(std::int64_t request_id, std::int32_t position) {
+  return mix(static_cast<std::uint64_t>(request_id)) ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(position));
+}
+
+StatusOr<double> parse_skew(const std::string& text) {
+  const auto bad = [&] {
+    return Status::Error("bad skew '" + text + "': expected exp:<lambda> with a number lambda >= 0 (exp:0 is uniform)");
+  };
+  constexpr std::string_view kPrefix = "exp:";
+  if (text.size() <= kPrefix.size() || text.compare(0, kPrefix.size(), kPrefix) != 0) return bad();
+  double lambda = 0.0;
+  const char* first = text.data() + kPrefix.size();
+  const char* last = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(first, last, lambda);
+  if (ec != std::errc() || ptr != last || !std::isfinite(lambda) || lambda < 0.0) return bad();
+  return lambda == 0.0 ? 0.0 : lambda;  // -0 reads as 0
+}
+
+}  // namespace sy

@@ -1,0 +1,57 @@
+// A synthetic router that replaces the model's: expert popularity decays exponentially with a
+// per-block random rank (AMoE's fit of real traffic), so schedulers and placements can be
+// studied under controlled skew, independently of what the weights would route.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/common/status.h"
+
+namespace sy {
+
+class SkewRouter {
+ public:
+  // In each block the experts get a random order (rank 0 = hottest) drawn from `seed`, and
+  // popularity ∝ exp(−lambda · rank): lambda = 0 is uniform, larger is more skewed.
+  // Requires num_layers >= 0, num_experts >= 1 and a finite lambda >= 0 (asserted).
+  SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double lambda, std::uint64_t seed);
+
+  // Picks k distinct experts for one token, by sampling without replacement proportionally to
+  // popularity (the first pick is distributed exactly as popularity). Weights are the picked
+  // experts' popularities renormalised to sum to 1; each is floored at 1e-6 of the largest
+  // before renormalising, so that no picked expert gets a zero weight when exp() underflows.
+  // A pure function of (seed, block, token_key): any device, batch or call order routes the
+  // same token the same way, and a run replays exactly. Requires 1 <= k <= num_experts.
+  void route(std::int32_t block, std::uint64_t token_key, std::int32_t k, std::int32_t* expert_ids,
+             float* weights) const;
+
+  // Per expert id, the probability that it is the first pick in `block`; sums to 1.
+  const std::vector<double>& popularity(std::int32_t block) const { return popularity_[static_cast<std::size_t>(block)]; }
+  // Rank -> expert id in `block`, hottest first.
+  const std::vector<std::int32_t>& ranking(std::int32_t block) const { return ranking_[static_cast<std::size_t>(block)]; }
+
+  std::int32_t num_layers() const { return static_cast<std::int32_t>(ranking_.size()); }
+  std::int32_t num_experts() const { return num_experts_; }
+  double lambda() const { return lambda_; }
+
+ private:
+  std::int32_t num_experts_;
+  double lambda_;
+  std::uint64_t seed_hash_;
+  std::vector<double> rank_weight_;                 // [rank], sums to 1
+  std::vector<std::vector<std::int32_t>> ranking_;  // [block][rank] -> expert
+  std::vector<std::vector<std::int32_t>> rank_of_;  // [block][expert] -> rank
+  std::vector<std::vector<double>> popularity_;     // [block][expert]
+};
+
+// The token_key the runtime passes for one token: its request and absolute position, so that a
+// replayed or re-batched token keeps its key.
+std::uint64_t skew_token_key(std::int64_t request_id, std::int32_t position);
+
+// "exp:<lambda>" with lambda >= 0 ("exp:0" is uniform routing, "exp:0.5" AMoE-like skew). The
+// message names the text it could not read.
+StatusOr<double> parse_skew(const std::string& text);
+
+}  // namespace sy

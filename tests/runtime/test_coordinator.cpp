@@ -1,0 +1,123 @@
+// Admission: continuous batching under capacity limits queues or rejects, never crashes, and
+// bad policy commands are refused while serving goes on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "engine/model/random_model.h"
+#include "engine/serving/cpu_deployment.h"
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("sy_test_coordinator_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    ASSERT_TRUE(write_random_model(preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32), 2, dir_).ok());
+    weights_ = *ModelWeights::load(dir_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static RequestSpec request(std::int64_t id, std::int32_t prompt, std::int32_t new_tokens, std::int64_t at = 0) {
+    RequestSpec r;
+    r.id = id;
+    r.external_id = std::to_string(id);
+    r.arrival_ns = at;
+    r.prompt.assign(static_cast<std::size_t>(prompt), static_cast<std::int32_t>(id % 50));
+    r.max_new_tokens = new_tokens;
+    return r;
+  }
+  static DeploymentOptions options(std::int32_t pages, std::int32_t max_batch) {
+    DeploymentOptions o;
+    o.cost_model = std::make_shared<LinearCostModel>(10'000, 1'000);
+    o.kv_pages_per_rank = pages;
+    o.page_size = 4;
+    o.coordinator.max_batch_per_rank = max_batch;
+    return o;
+  }
+
+  static inline fs::path dir_;
+  static inline std::shared_ptr<const ModelWeights> weights_;
+};
+
+TEST_F(CoordinatorTest, MaxBatchQueuesTheRestAndServesEveryone) {
+  const Topology topo = Topology::disaggregated(weights_->config(), 2, 2);
+  CpuDeployment d(weights_, topo, options(1024, 3));
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 20; ++i) reqs.push_back(request(i, 6, 5));
+  d.submit(reqs);
+  std::int32_t most = 0;
+  std::function<void()> probe = [&] {
+    for (std::int32_t r = 0; r < 2; ++r) most = std::max(most, d.coordinator().running(r));
+    if (!d.coordinator().done()) d.loop().post(d.loop().now() + 5'000, probe);
+  };
+  d.loop().post(0, probe);
+  d.run();
+  EXPECT_EQ(most, 3);
+  for (const auto& r : d.coordinator().requests()) {
+    EXPECT_EQ(r.state, RequestState::Finished);
+    EXPECT_EQ(r.output.size(), 5u);
+  }
+}
+
+TEST_F(CoordinatorTest, KvPagesLimitQueuesAndOversizedRequestsAreRejected) {
+  const Topology topo = Topology::colocated(weights_->config(), 2);
+  // 6 pages of 4 positions per rank: a 10 + 6 position request takes 4 pages, so one per rank
+  // at a time; a 40-position request can never fit and is rejected with a reason.
+  CpuDeployment d(weights_, topo, options(6, 64));
+  d.submit({request(0, 10, 6), request(1, 10, 6), request(2, 10, 6), request(3, 30, 10), request(4, 10, 6)});
+  d.run();
+  const auto& reqs = d.coordinator().requests();
+  for (int i : {0, 1, 2, 4}) EXPECT_EQ(reqs[i].state, RequestState::Finished) << i;
+  EXPECT_EQ(reqs[3].state, RequestState::Rejected);
+  EXPECT_NE(reqs[3].reject_reason.find("40 KV positions"), std::string::npos) << reqs[3].reject_reason;
+  EXPECT_EQ(d.cluster().rank_executor(0).free_kv_pages(), 6);  // everything released
+  EXPECT_EQ(d.cluster().rank_executor(1).free_kv_pages(), 6);
+}
+
+TEST_F(CoordinatorTest, NewRequestsGoToTheRankWithMostFreePages) {
+  const Topology topo = Topology::disaggregated(weights_->config(), 3, 1);
+  CpuDeployment d(weights_, topo, options(64, 64));
+  d.submit({request(0, 20, 30, 0), request(1, 4, 30, 1), request(2, 8, 30, 2), request(3, 4, 30, 3)});
+  d.run();
+  const auto& reqs = d.coordinator().requests();
+  EXPECT_EQ(reqs[0].rank, 0);
+  EXPECT_EQ(reqs[1].rank, 1);
+  EXPECT_EQ(reqs[2].rank, 2);
+  EXPECT_EQ(reqs[3].rank, 1);  // rank 1 holds the fewest pages (34 positions vs 38 and 50)
+}
+
+TEST_F(CoordinatorTest, BadPolicyRequestsAreRefusedAndServingContinues) {
+  CpuDeployment d(weights_, Topology::colocated(weights_->config(), 2), options(256, 64));
+  RuntimePolicy bad;
+  bad.kind = PolicyKind::PingPong;
+  bad.microbatches = 0;
+  auto s = d.coordinator().request_policy(bad);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("micro-batch"), std::string::npos);
+  RuntimePolicy unknown;
+  unknown.scheduler.name = "random";
+  EXPECT_NE(d.coordinator().request_policy(unknown).message().find("random"), std::string::npos);
+  d.submit({request(0, 5, 4), request(1, 7, 4)});
+  d.run();
+  for (const auto& r : d.coordinator().requests()) EXPECT_EQ(r.state, RequestState::Finished);
+  EXPECT_EQ(d.coordinator().policy_switches(), 0);
+}
+
+TEST_F(CoordinatorTest, PausedAdmissionHoldsNewRequests) {
+  CpuDeployment d(weights_, Topology::colocated(weights_->config(), 2), options(256, 64));
+  d.coordinator().set_admission_paused(true);
+  d.submit({request(0, 5, 4), request(1, 7, 4)});
+  d.loop().run_until(10'000'000);
+  EXPECT_EQ(d.coordinator().waiting(), 2u);
+  d.coordinator().set_admission_paused(false);
+  d.run();
+  for (const auto& r : d.coordinator().requests()) EXPECT_EQ(r.state, RequestState::Finished);
+}
+
+}  // namespace
+}  // namespace sy

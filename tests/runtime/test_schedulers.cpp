@@ -1,0 +1,82 @@
+// The schedulers as pure objects over hand-made queue grids (expected picks worked out by hand
+// from AMoE Algorithm 1 and the two strawmen).
+#include <gtest/gtest.h>
+
+#include "engine/runtime/scheduler.h"
+
+namespace sy {
+namespace {
+
+QueueGrid grid(std::int32_t blocks, std::int32_t columns, std::vector<std::int64_t> tokens) {
+  QueueGrid g;
+  g.blocks = blocks;
+  g.columns = columns;
+  g.tokens = std::move(tokens);
+  return g;
+}
+
+std::unique_ptr<Scheduler> make(const std::string& name, std::int32_t lookahead = 1, double decay = 0.5) {
+  auto s = make_scheduler({name, lookahead, decay});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(s).value();
+}
+
+TEST(Schedulers, EmptyGridPicksNothing) {
+  for (const char* name : {"defrag", "mtfs", "flfs"}) {
+    EXPECT_FALSE(make(name)->pick(grid(3, 2, {0, 0, 0, 0, 0, 0}))) << name;
+    EXPECT_FALSE(make(name)->pick(grid(0, 0, {}))) << name;
+  }
+}
+
+// Q = [[1,0],[0,0],[6,0]], K=1, δ=0.5. Defrag: block 0 scores 1 + 0; block 2 scores
+// 6 + (1/2)·0.5 = 6.25 -> (2,0). FLFS takes the earliest block, MTFS the fullest queue.
+TEST(Schedulers, StrawmenDiffer) {
+  const QueueGrid g = grid(3, 2, {1, 0, 0, 0, 6, 0});
+  EXPECT_EQ(*make("defrag")->pick(g), (GridPick{2, 0}));
+  EXPECT_EQ(*make("flfs")->pick(g), (GridPick{0, 0}));
+  EXPECT_EQ(*make("mtfs")->pick(g), (GridPick{2, 0}));
+}
+
+// Q = [[3,0],[8,8],[5,0]], K=1, δ=1: block 0 = 3 + 16/2 = 11; block 1 = 8 + 5/2 = 10.5;
+// block 2 = 5 + 3/2 = 6.5. The lookahead drains the small queue before the dense wave, where
+// MTFS would take the fullest queue.
+TEST(Schedulers, DefragLookaheadPullsTheQueueBeforeADenseWave) {
+  const QueueGrid g = grid(3, 2, {3, 0, 8, 8, 5, 0});
+  EXPECT_EQ(*make("defrag", 1, 1.0)->pick(g), (GridPick{0, 0}));
+  EXPECT_EQ(*make("mtfs")->pick(g), (GridPick{1, 0}));
+}
+
+// Lookahead of K=2 blocks wrapping around (b + k) mod N_B, weighted δ^k.
+TEST(Schedulers, DefragLookaheadWrapsAndDecays) {
+  // Q = [[0,0],[4,16],[2,0]], δ=0.5; block densities d = (0, 10, 1).
+  // b1: 0.5·d2 + 0.25·d0 = 0.5 -> (1,1) = 16.5; b2: 0.5·d0 + 0.25·d1 = 2.5 -> (2,0) = 4.5.
+  EXPECT_EQ(*make("defrag", 2, 0.5)->pick(grid(3, 2, {0, 0, 4, 16, 2, 0})), (GridPick{1, 1}));
+  // Q = [[0,0],[4,0],[2,0]], δ=0.5; d = (0, 2, 1): b1 = 4 + 0.5 = 4.5; b2 = 2 + 0.5 = 2.5.
+  EXPECT_EQ(*make("defrag", 2, 0.5)->pick(grid(3, 2, {0, 0, 4, 0, 2, 0})), (GridPick{1, 0}));
+  // Q = [[10,10],[4,0],[2,0]], δ=1; d = (10, 2, 1): b0 = 10 + d1 + d2 = 13;
+  // b1 = 4 + d2 + d0 = 15; b2 = 2 + d0 + d1 = 14. The wrapped lookahead onto block 0's wave
+  // makes block 1 win over the fuller block 0 queues.
+  EXPECT_EQ(*make("defrag", 2, 1.0)->pick(grid(3, 2, {10, 10, 4, 0, 2, 0})), (GridPick{1, 0}));
+}
+
+TEST(Schedulers, DefragWithoutLookaheadIsMostTokensFirst) {
+  const QueueGrid g = grid(4, 3, {1, 2, 0, 0, 0, 7, 3, 3, 3, 0, 0, 1});
+  EXPECT_EQ(*make("defrag", 0, 0.5)->pick(g), *make("mtfs")->pick(g));
+  EXPECT_EQ(*make("mtfs")->pick(g), (GridPick{1, 2}));
+}
+
+TEST(Schedulers, FlfsTakesTheFullestQueueOfTheEarliestBlock) {
+  EXPECT_EQ(*make("flfs")->pick(grid(3, 3, {0, 0, 0, 1, 5, 2, 9, 9, 9})), (GridPick{1, 1}));
+}
+
+TEST(Schedulers, FactoryNamesBadParameters) {
+  auto unknown = make_scheduler({"lifo", 1, 0.5});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("lifo"), std::string::npos);
+  EXPECT_NE(make_scheduler({"defrag", -1, 0.5}).status().message().find("lookahead"), std::string::npos);
+  EXPECT_NE(make_scheduler({"defrag", 1, 0.0}).status().message().find("decay"), std::string::npos);
+  EXPECT_NE(make_scheduler({"defrag", 1, 1.5}).status().message().find("decay"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sy

@@ -1,0 +1,565 @@
+// Layout files: the shipped layouts against a Mixtral-like and a Qwen3-like model, every
+// refusal with its message (file, line, problem), the Placement API, the policy helper used
+// for live switches, the constructors and the to_toml round trip.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+
+#include "engine/runtime/layout.h"
+#include "tests/runtime_support/test_configs.h"
+
+namespace sy {
+namespace {
+
+using testing::mixtral_like;
+using testing::qwen3_like;
+
+const std::filesystem::path kLayouts = std::filesystem::path(SY_SOURCE_DIR) / "layouts";
+
+// Two attention devices and two expert devices sharing all experts: valid for both models.
+const std::string kDevices = R"(
+[[device]]
+name = "a0"
+attention = true
+[[device]]
+name = "a1"
+attention = true
+[[device]]
+name = "e0"
+experts = "auto"
+[[device]]
+name = "e1"
+experts = "auto"
+)";
+
+StatusOr<Layout> parse(const std::string& text, const ModelConfig& config = mixtral_like()) {
+  return parse_layout(text, "test.toml", config);
+}
+
+// The text is refused with a message containing every fragment.
+void expect_refused(const std::string& text, std::initializer_list<std::string> fragments,
+                    const ModelConfig& config = mixtral_like()) {
+  auto layout = parse(text, config);
+  ASSERT_FALSE(layout.ok()) << "accepted:\n" << text;
+  for (const std::string& f : fragments)
+    EXPECT_NE(layout.status().message().find(f), std::string::npos)
+        << "message: " << layout.status().message() << "\nmissing: " << f;
+}
+
+std::vector<std::int32_t> experts_in_block(const Layout& l, std::int32_t device, std::int32_t block) {
+  std::vector<std::int32_t> out;
+  for (const BlockExpert& be : l.placement.experts_on(device))
+    if (be.block == block) out.push_back(be.expert);
+  return out;
+}
+
+void expect_round_trip(const Layout& layout, const ModelConfig& config) {
+  const std::string text = layout.to_toml();
+  auto back = parse_layout(text, "round-trip.toml", config);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << text;
+  EXPECT_EQ(*back, layout) << text;
+}
+
+// ---- shipped layouts -------------------------------------------------------------------
+
+TEST(ShippedLayouts, DisaggregatedDealsExpertsRoundRobinToExpertDevices) {
+  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+    auto l = load_layout(kLayouts / "disaggregated-2a4e.toml", config);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_EQ(l->name, "2 attention + 4 expert devices (disaggregated, async)");
+    ASSERT_EQ(l->num_devices(), 6);
+    EXPECT_EQ(l->num_attention_ranks(), 2);
+    EXPECT_EQ(l->attention_devices(), (std::vector<std::int32_t>{0, 1}));
+    EXPECT_EQ(l->devices[1].attention_rank, 1);
+    EXPECT_EQ(l->devices[2].attention_rank, -1);
+    EXPECT_FALSE(l->devices[0].holds_experts);
+    EXPECT_TRUE(l->devices[5].holds_experts);
+    EXPECT_EQ(l->device_index("gpu4"), 4);
+    EXPECT_EQ(l->device_index("gpu9"), -1);
+    for (std::int32_t b = 0; b < config.num_layers; ++b) {
+      for (std::int32_t e = 0; e < config.num_experts; ++e) {
+        const auto expected = config.is_sparse(b) ? std::vector<std::int32_t>{2 + e % 4} : std::vector<std::int32_t>{};
+        EXPECT_EQ(l->placement.devices(b, e), expected) << "block " << b << " expert " << e;
+      }
+    }
+    EXPECT_EQ(l->policy, (PolicySpec{"async", "defrag", 3, 0.5, 2}));
+    EXPECT_EQ(l->capacity, (CapacitySpec{4096, 16, 64}));
+    expect_round_trip(*l, config);
+  }
+  // Hand-checked: with 16 experts, gpu3 holds 1, 5, 9, 13 in each sparse block of the Qwen3-like
+  // model and nothing in its dense blocks 0 and 2.
+  auto q = load_layout(kLayouts / "disaggregated-2a4e.toml", qwen3_like());
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(experts_in_block(*q, 3, 1), (std::vector<std::int32_t>{1, 5, 9, 13}));
+  EXPECT_EQ(experts_in_block(*q, 3, 5), (std::vector<std::int32_t>{1, 5, 9, 13}));
+  EXPECT_TRUE(experts_in_block(*q, 3, 0).empty());
+  EXPECT_TRUE(experts_in_block(*q, 3, 2).empty());
+  EXPECT_EQ(q->placement.experts_on(3).size(), 16u);  // 4 sparse blocks x 4 experts
+}
+
+TEST(ShippedLayouts, ColocatedRunsAttentionAndExpertsOnEveryDevice) {
+  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+    auto l = load_layout(kLayouts / "colocated-4.toml", config);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    ASSERT_EQ(l->num_devices(), 4);
+    EXPECT_EQ(l->num_attention_ranks(), 4);
+    for (std::int32_t d = 0; d < 4; ++d) {
+      EXPECT_EQ(l->devices[d].attention_rank, d);
+      EXPECT_TRUE(l->devices[d].holds_experts);
+    }
+    EXPECT_EQ(l->placement.devices(config.num_layers - 1, 6), (std::vector<std::int32_t>{2}));
+    EXPECT_EQ(l->policy.policy, "sync");
+    expect_round_trip(*l, config);
+  }
+}
+
+TEST(ShippedLayouts, PingPongUsesTwoMicrobatches) {
+  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+    auto l = load_layout(kLayouts / "pingpong-2a4e.toml", config);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    EXPECT_EQ(l->policy.policy, "pingpong");
+    EXPECT_EQ(l->policy.microbatches, 2);
+    EXPECT_EQ(l->policy.scheduler, "defrag");  // defaults kept for a later switch to async
+    EXPECT_EQ(l->num_attention_ranks(), 2);
+    expect_round_trip(*l, config);
+  }
+}
+
+TEST(ShippedLayouts, ReplicatedCopiesExpertZeroInEverySparseBlock) {
+  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+    auto l = load_layout(kLayouts / "replicated-2a4e.toml", config);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    for (std::int32_t b = 0; b < config.num_layers; ++b) {
+      if (!config.is_sparse(b)) continue;
+      EXPECT_EQ(l->placement.devices(b, 0), (std::vector<std::int32_t>{2, 3}));
+      EXPECT_EQ(l->placement.devices(b, 1), (std::vector<std::int32_t>{3}));
+    }
+    expect_round_trip(*l, config);
+  }
+}
+
+TEST(ShippedLayouts, EveryTomlFileInLayoutsLoads) {
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kLayouts)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+      auto l = load_layout(entry.path(), config);
+      EXPECT_TRUE(l.ok()) << entry.path() << ": " << l.status().message();
+    }
+  }
+  EXPECT_GE(files, 4);
+}
+
+// ---- what the format accepts ---------------------------------------------------------------
+
+TEST(LayoutFormat, DefaultsApplyAndNameFallsBackToTheFileName) {
+  auto l = parse(kDevices);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->name, "test");
+  EXPECT_EQ(l->policy, PolicySpec{});
+  EXPECT_EQ(l->capacity, CapacitySpec{});
+}
+
+TEST(LayoutFormat, ExplicitListsMixWithAutoAndListedTwiceMeansTwoCopies) {
+  auto l = parse(R"(
+[[device]]
+name = "a"
+attention = true
+experts = [7]
+[[device]]
+name = "x"
+experts = [0, 1, 2, 3]
+[[device]]
+name = "y"
+experts = [3, 4, 5, 6, 7]
+)");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->placement.devices(0, 3), (std::vector<std::int32_t>{1, 2}));
+  EXPECT_EQ(l->placement.devices(2, 7), (std::vector<std::int32_t>{0, 2}));
+  EXPECT_TRUE(l->devices[0].holds_experts);
+
+  auto mixed = parse(R"(
+[[device]]
+name = "a"
+attention = true
+experts = [0]
+[[device]]
+name = "x"
+experts = "auto"
+)");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().message();
+  EXPECT_EQ(mixed->placement.devices(1, 0), (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(mixed->placement.devices(1, 5), (std::vector<std::int32_t>{1}));
+}
+
+TEST(LayoutFormat, ReplicasThenOverridesPerBlock) {
+  auto l = parse(kDevices + R"(
+[[replica]]
+expert = 2
+devices = ["a0", "e1"]
+blocks = [1, 3]
+[[replica]]
+expert = 5
+devices = ["a1"]
+[[override]]
+block = 3
+expert = 2
+devices = ["e1"]
+)");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  // e0 = device 2 holds even experts, e1 = device 3 odd ones.
+  EXPECT_EQ(l->placement.devices(0, 2), (std::vector<std::int32_t>{2}));
+  EXPECT_EQ(l->placement.devices(1, 2), (std::vector<std::int32_t>{0, 2, 3}));
+  EXPECT_EQ(l->placement.devices(3, 2), (std::vector<std::int32_t>{3}));  // the override replaced all copies
+  for (std::int32_t b = 0; b < 4; ++b) EXPECT_EQ(l->placement.devices(b, 5), (std::vector<std::int32_t>{1, 3}));
+  EXPECT_TRUE(l->devices[0].holds_experts);
+  EXPECT_EQ(l->placement.experts_on(0), (std::vector<BlockExpert>{{1, 2}}));
+  expect_round_trip(*l, mixtral_like());
+}
+
+TEST(LayoutFormat, ADeviceMayHoldExpertsOnlyThroughOverridesOrReplicas) {
+  auto l = parse(kDevices + R"(
+[[device]]
+name = "spare"
+[[override]]
+block = 1
+expert = 4
+devices = ["spare"]
+)");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_TRUE(l->devices[4].holds_experts);
+  EXPECT_EQ(l->placement.experts_on(4), (std::vector<BlockExpert>{{1, 4}}));
+  expect_round_trip(*l, mixtral_like());
+}
+
+TEST(LayoutFormat, IntegerDecayIsANumber) {
+  auto l = parse(kDevices + "[policy]\ndecay = 1\nlookahead = 0\n");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->policy.decay, 1.0);
+  EXPECT_EQ(l->policy.lookahead, 0);
+}
+
+// ---- refusals ----------------------------------------------------------------------------
+
+TEST(LayoutRefusals, TomlSyntaxErrorNamesFileLineAndColumn) {
+  expect_refused("[[device]]\nname = \"a\"\nattention = tru\n", {"test.toml:3:", "TOML syntax error"});
+  expect_refused("name = \"unterminated\n", {"test.toml:1:", "TOML syntax error"});
+}
+
+TEST(LayoutRefusals, UnknownKeysAreTyposNotIgnored) {
+  expect_refused(kDevices + "[polcy]\nname = \"sync\"\n",
+                 {"test.toml:14:", "unknown key 'polcy' in the layout", "did you mean 'policy'?"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexpert = [0]\n",
+                 {"test.toml:4:", "unknown key 'expert' in [[device]] #1", "did you mean 'experts'?"});
+  expect_refused(kDevices + "[policy]\nschedular = \"mtfs\"\n", {"test.toml:15:", "unknown key 'schedular' in [policy]",
+                                                                  "did you mean 'scheduler'?"});
+  expect_refused(kDevices + "[capacity]\nmax_batches = 3\n", {"unknown key 'max_batches' in [capacity]"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 1\ndevices = [\"a0\"]\nblock = [1]\n",
+                 {"unknown key 'block' in [[replica]] #1", "did you mean 'blocks'?"});
+  expect_refused(kDevices + "[[override]]\nblock = 1\nexpert = 1\ndevice = [\"a0\"]\n",
+                 {"unknown key 'device' in [[override]] #1", "did you mean 'devices'?"});
+  expect_refused(kDevices + "colour = \"red\"\n", {"unknown key 'colour'"});
+}
+
+TEST(LayoutRefusals, WrongTypes) {
+  expect_refused("[[device]]\nname = \"a\"\nattention = \"yes\"\n",
+                 {"test.toml:3:", "device 'a': attention must be true or false, got a string"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = \"all\"\n",
+                 {"experts must be a list of expert ids or \"auto\", got \"all\""});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = 3\n",
+                 {"experts must be a list of expert ids or \"auto\", got an integer"});
+  expect_refused("[[device]]\nname = 5\nattention = true\n", {"[[device]] #1: name must be a string, got an integer"});
+  expect_refused("[device]\nname = \"a\"\nattention = true\n", {"'device' must be written as [[device]] tables"});
+  expect_refused("name = 3\n" + kDevices, {"test.toml:1:", "name must be a string"});
+  expect_refused("policy = \"async\"\n" + kDevices, {"test.toml:1:", "'policy' must be a [policy] table, got a string"});
+  // After a [[device]] header a key belongs to that device, whatever it is called.
+  expect_refused(kDevices + "policy = \"async\"\n", {"test.toml:14:", "unknown key 'policy' in [[device]] #4"});
+  expect_refused(kDevices + "[policy]\nlookahead = 2.5\n", {"policy.lookahead must be an integer, got a float"});
+  expect_refused(kDevices + "[policy]\ndecay = \"half\"\n", {"policy.decay must be a number, got a string"});
+  expect_refused(kDevices + "[policy]\nname = 1\n", {"policy.name must be a string"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 1\ndevices = \"a0\"\n",
+                 {"replica of expert 1: devices must be a list of device names, got a string"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 1\ndevices = [\"a0\"]\nblocks = \"some\"\n",
+                 {"blocks must be \"all\" or a list of block indices"});
+}
+
+TEST(LayoutRefusals, DevicesNeedUniqueNames) {
+  expect_refused("[[device]]\nname = \"gpu0\"\nattention = true\n[[device]]\nname = \"gpu0\"\nexperts = \"auto\"\n",
+                 {"test.toml:5:", "duplicate device name 'gpu0' (first defined on line 2)"});
+  expect_refused("[[device]]\nattention = true\n", {"test.toml:1:", "[[device]] #1 has no name"});
+  expect_refused("[[device]]\nname = \"\"\nattention = true\n", {"name must be non-empty"});
+}
+
+TEST(LayoutRefusals, AtLeastOneAttentionDevice) {
+  expect_refused("[[device]]\nname = \"x\"\nexperts = \"auto\"\n", {"test.toml: no device runs attention"});
+  expect_refused("name = \"empty\"\n", {"test.toml: no [[device]] tables"});
+}
+
+TEST(LayoutRefusals, ExpertIdsMustExistInTheModel) {
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [0, 8]\n",
+                 {"test.toml:4:", "device 'a': an entry of experts is expert 8, but the model has 8 experts (ids 0-7)"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [-1]\n", {"is expert -1"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [16]\n", {"the model has 16 experts (ids 0-15)"},
+                 qwen3_like());
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [1, 1]\n", {"device 'a' lists expert 1 twice"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 8\ndevices = [\"a0\"]\n",
+                 {"test.toml:15:", "[[replica]] #1: expert is expert 8, but the model has 8 experts"});
+  expect_refused(kDevices + "[[override]]\nblock = 1\nexpert = 9\ndevices = [\"a0\"]\n",
+                 {"[[override]] #1: expert is expert 9"});
+  expect_refused(kDevices + "[[replica]]\nexpert = \"hot\"\ndevices = [\"a0\"]\n",
+                 {"expert must be an expert id (integer), got a string"});
+}
+
+TEST(LayoutRefusals, ReplicasAndOverridesNameKnownDevices) {
+  expect_refused(kDevices + "[[replica]]\nexpert = 0\ndevices = [\"e3\"]\n",
+                 {"test.toml:16:", "replica of expert 0 names unknown device 'e3' (devices: a0, a1, e0, e1)"});
+  expect_refused(kDevices + "[[override]]\nblock = 2\nexpert = 5\ndevices = [\"e0\", \"gpu7\"]\n",
+                 {"test.toml:17:", "override of block 2 expert 5 names unknown device 'gpu7'"});
+  expect_refused(kDevices + "[[override]]\nblock = 2\nexpert = 5\ndevices = [\"e0\", \"e0\"]\n",
+                 {"override of block 2 expert 5 lists device 'e0' twice"});
+  expect_refused(kDevices + "[[override]]\nblock = 2\nexpert = 5\ndevices = []\n",
+                 {"override of block 2 expert 5: devices is empty (the expert would be placed nowhere)"});
+  expect_refused(kDevices + "[[override]]\nblock = 2\nexpert = 5\n", {"override of block 2 expert 5 has no 'devices'"});
+  expect_refused(kDevices + "[[replica]]\ndevices = [\"a0\"]\n", {"[[replica]] #1 has no expert"});
+  expect_refused(kDevices + "[[override]]\nexpert = 1\ndevices = [\"a0\"]\n", {"[[override]] #1 has no block"});
+}
+
+TEST(LayoutRefusals, OverridesAndReplicasOnlyInSparseBlocksOfTheModel) {
+  const ModelConfig q = qwen3_like();  // blocks 0 and 2 are dense
+  expect_refused(kDevices + "[[override]]\nblock = 0\nexpert = 1\ndevices = [\"a0\"]\n",
+                 {"test.toml:15:", "[[override]] #1: block is block 0, a dense block (it has no experts)"}, q);
+  expect_refused(kDevices + "[[override]]\nblock = 6\nexpert = 1\ndevices = [\"a0\"]\n",
+                 {"block is block 6, but the model has 6 blocks (0-5)"}, q);
+  expect_refused(kDevices + "[[override]]\nblock = 4\nexpert = 1\ndevices = [\"a0\"]\n",
+                 {"block is block 4, but the model has 4 blocks (0-3)"});
+  expect_refused(kDevices + "[[override]]\nblock = -1\nexpert = 1\ndevices = [\"a0\"]\n", {"block is block -1"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 1\ndevices = [\"a0\"]\nblocks = [1, 2]\n",
+                 {"test.toml:17:", "replica of expert 1: an entry of blocks is block 2, a dense block"}, q);
+  expect_refused(kDevices + "[[replica]]\nexpert = 1\ndevices = [\"a0\"]\nblocks = []\n", {"blocks is empty"}, q);
+  // "all" skips the dense blocks instead of refusing them.
+  auto ok = parse(kDevices + "[[replica]]\nexpert = 1\ndevices = [\"a0\"]\nblocks = \"all\"\n", q);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->placement.experts_on(0).size(), 4u);
+}
+
+TEST(LayoutRefusals, OneOverridePerBlockAndExpertAndNoDuplicateCopies) {
+  expect_refused(kDevices + "[[override]]\nblock = 1\nexpert = 1\ndevices = [\"a0\"]\n"
+                            "[[override]]\nblock = 1\nexpert = 1\ndevices = [\"a1\"]\n",
+                 {"test.toml:18:", "second override of block 1 expert 1 (the first is on line 14)"});
+  expect_refused(kDevices + "[[replica]]\nexpert = 2\ndevices = [\"e0\"]\n",
+                 {"test.toml:14:", "replica of expert 2 on 'e0': the device already holds expert 2 in block 0"});
+}
+
+TEST(LayoutRefusals, EveryExpertOfEverySparseBlockIsPlaced) {
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [0, 1, 2, 3, 4, 5, 6]\n",
+                 {"test.toml: block 0 expert 7 is placed on no device"});
+  // Qwen3-like: block 0 is dense, so the first hole is in block 1.
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]\n",
+                 {"block 1 expert 10 is placed on no device"}, qwen3_like());
+  // An override that moves the only copy elsewhere still places it; one on a single block
+  // leaves other blocks' holes visible.
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\nexperts = [0, 1, 2, 3, 4, 5, 6]\n"
+                 "[[override]]\nblock = 0\nexpert = 7\ndevices = [\"a\"]\n",
+                 {"block 1 expert 7 is placed on no device"});
+  // No experts anywhere.
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\n", {"block 0 expert 0 is placed on no device"});
+}
+
+TEST(LayoutRefusals, DeviceWithoutARole) {
+  expect_refused(kDevices + "[[device]]\nname = \"idle\"\n",
+                 {"test.toml:14:", "device 'idle' neither runs attention nor holds any expert"});
+  // Its only expert overridden away: no role left.
+  expect_refused(R"([[device]]
+name = "a"
+attention = true
+experts = "auto"
+[[device]]
+name = "b"
+experts = [3]
+[[override]]
+block = 0
+expert = 3
+devices = ["a"]
+[[override]]
+block = 1
+expert = 3
+devices = ["a"]
+[[override]]
+block = 2
+expert = 3
+devices = ["a"]
+[[override]]
+block = 3
+expert = 3
+devices = ["a"]
+)",
+                 {"test.toml:5:", "device 'b' neither runs attention nor holds any expert"});
+}
+
+TEST(LayoutRefusals, BadPolicyValues) {
+  expect_refused(kDevices + "[policy]\nname = \"turbo\"\n",
+                 {"test.toml:14:", "[policy]: unknown policy 'turbo' (expected async, pingpong or sync)"});
+  expect_refused(kDevices + "[policy]\nscheduler = \"fifo\"\n", {"unknown scheduler 'fifo' (expected defrag, mtfs or flfs)"});
+  expect_refused(kDevices + "[policy]\nlookahead = -1\n",
+                 {"test.toml:15:", "policy.lookahead must be in [0, 2147483647], got -1"});
+  expect_refused(kDevices + "[policy]\ndecay = 0.0\n", {"decay must be in (0, 1], got 0.0"});
+  expect_refused(kDevices + "[policy]\ndecay = 1.5\n", {"decay must be in (0, 1], got 1.5"});
+  expect_refused(kDevices + "[policy]\ndecay = nan\n", {"decay must be in (0, 1]"});
+  expect_refused(kDevices + "[policy]\nmicrobatches = 0\n", {"test.toml:15:", "policy.microbatches must be in [1, 64], got 0"});
+  expect_refused(kDevices + "[policy]\nmicrobatches = 65\n", {"policy.microbatches must be in [1, 64], got 65"});
+}
+
+TEST(LayoutRefusals, BadCapacityValues) {
+  expect_refused(kDevices + "[capacity]\npage_size = 0\n", {"test.toml:15:", "capacity.page_size must be in [1, 2147483647], got 0"});
+  expect_refused(kDevices + "[capacity]\nkv_pages_per_rank = -4\n", {"capacity.kv_pages_per_rank must be in [1,"});
+  expect_refused(kDevices + "[capacity]\nmax_batch = 3000000000\n", {"capacity.max_batch must be in [1, 2147483647]"});
+}
+
+TEST(LayoutRefusals, MissingFileAndBrokenModelConfig) {
+  auto l = load_layout("/nonexistent/layout.toml", mixtral_like());
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("cannot open layout file /nonexistent/layout.toml"), std::string::npos);
+  ModelConfig broken = mixtral_like();
+  broken.sparse_layers.pop_back();
+  auto b = parse(kDevices, broken);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("sparse_layers has 3 entries for 4 layers"), std::string::npos);
+}
+
+// ---- policy helper (shared with live switching) ------------------------------------------
+
+TEST(PolicySpecTest, ValidateNamesTheBadField) {
+  EXPECT_TRUE(validate_policy(PolicySpec{}).ok());
+  EXPECT_TRUE(validate_policy({"sync", "flfs", 0, 1.0, 64}).ok());
+  EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2}).message(),
+            "unknown policy 'findep' (expected async, pingpong or sync)");
+  EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
+            "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
+  EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be >= 0, got -2");
+  EXPECT_EQ(validate_policy({"async", "defrag", 3, -0.5, 2}).message(), "decay must be in (0, 1], got -0.5");
+  EXPECT_EQ(validate_policy({"async", "defrag", 3, 0.5, 65}).message(), "microbatches must be in [1, 64], got 65");
+}
+
+TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
+  const PolicySpec base{"async", "mtfs", 2, 0.25, 3};
+  auto p = PolicySpec::from_json(nlohmann::json{{"name", "pingpong"}, {"microbatches", 4}}, base);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(*p, (PolicySpec{"pingpong", "mtfs", 2, 0.25, 4}));
+  auto d = PolicySpec::from_json(nlohmann::json{{"decay", 1}});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->decay, 1.0);
+  EXPECT_EQ(PolicySpec::from_json(base.to_json()).value(), base);
+
+  const auto refused = [](const nlohmann::json& j) { return PolicySpec::from_json(j).status().message(); };
+  EXPECT_EQ(refused({{"lookahaed", 2}}),
+            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay or microbatches); did you mean "
+            "'lookahead'?");
+  EXPECT_EQ(refused({{"microbatches", 2.5}}), "policy: microbatches must be an integer, got 2.5");
+  EXPECT_EQ(refused({{"microbatches", 0}}), "policy: microbatches must be in [1, 64], got 0");
+  EXPECT_EQ(refused({{"lookahead", 5000000000LL}}), "policy: lookahead is out of range: 5000000000");
+  EXPECT_EQ(refused({{"name", 3}}), "policy: name must be a string, got 3");
+  EXPECT_EQ(refused({{"decay", "x"}}), "policy: decay must be a number, got \"x\"");
+  EXPECT_EQ(refused({{"name", "warp"}}), "policy: unknown policy 'warp' (expected async, pingpong or sync)");
+  EXPECT_EQ(refused(nlohmann::json::array()), "policy: expected a JSON object, got []");
+}
+
+// ---- Placement ---------------------------------------------------------------------------
+
+TEST(PlacementTest, SetKeepsSortedUniqueListsAndRefusesBadSlots) {
+  Placement p(qwen3_like());
+  EXPECT_EQ(p.num_blocks(), 6);
+  EXPECT_EQ(p.num_experts(), 16);
+  EXPECT_TRUE(p.devices(0, 3).empty());  // dense
+  ASSERT_TRUE(p.set(1, 3, {4, 0, 2}).ok());
+  EXPECT_EQ(p.devices(1, 3), (std::vector<std::int32_t>{0, 2, 4}));
+  EXPECT_TRUE(p.holds(1, 3, 2));
+  EXPECT_FALSE(p.holds(1, 3, 1));
+  ASSERT_TRUE(p.add(3, 15, 2).ok());
+  EXPECT_EQ(p.experts_on(2), (std::vector<BlockExpert>{{1, 3}, {3, 15}}));
+
+  EXPECT_EQ(p.set(0, 1, {0}).message(), "block 0 is dense (it has no experts)");
+  EXPECT_EQ(p.set(6, 1, {0}).message(), "block 6 is out of range (the model has 6 blocks)");
+  EXPECT_EQ(p.set(1, 16, {0}).message(), "expert 16 is out of range (the model has 16 experts)");
+  EXPECT_EQ(p.set(1, 1, {0, -1}).message(), "block 1 expert 1: negative device index -1");
+  EXPECT_EQ(p.set(1, 1, {2, 0, 2}).message(), "block 1 expert 1: device 2 listed twice");
+  EXPECT_EQ(p.add(1, 3, 4).message(), "block 1 expert 3: device 4 listed twice");
+}
+
+TEST(PlacementTest, ValidateFindsHolesAndDevicesOutOfRange) {
+  const ModelConfig c = mixtral_like();
+  Placement p(c);
+  for (std::int32_t b = 0; b < 4; ++b)
+    for (std::int32_t e = 0; e < 8; ++e) ASSERT_TRUE(p.set(b, e, {e % 2}).ok());
+  EXPECT_TRUE(p.validate(2).ok());
+  EXPECT_EQ(p.validate(1).message(), "block 0 expert 1 is placed on device 1, but there are 1 devices");
+  ASSERT_TRUE(p.set(2, 6, {}).ok());
+  EXPECT_EQ(p.validate(2).message(), "block 2 expert 6 is placed on no device");
+}
+
+// ---- constructors, validate_layout, round trip -------------------------------------------
+
+TEST(LayoutConstructors, ColocatedAndDisaggregated) {
+  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
+    Layout col = make_colocated_layout(3, config);
+    ASSERT_TRUE(validate_layout(col, config).ok()) << validate_layout(col, config).message();
+    EXPECT_EQ(col.num_attention_ranks(), 3);
+    EXPECT_EQ(col.policy.policy, "sync");
+    EXPECT_EQ(col.devices[2].name, "gpu2");
+    EXPECT_EQ(col.placement.devices(config.num_layers - 1, 5), (std::vector<std::int32_t>{2}));  // 5 mod 3
+    expect_round_trip(col, config);
+
+    Layout dis = make_disaggregated_layout(2, 3, config);
+    ASSERT_TRUE(validate_layout(dis, config).ok()) << validate_layout(dis, config).message();
+    EXPECT_EQ(dis.num_devices(), 5);
+    EXPECT_EQ(dis.attention_devices(), (std::vector<std::int32_t>{0, 1}));
+    EXPECT_FALSE(dis.devices[1].holds_experts);
+    EXPECT_TRUE(dis.devices[4].holds_experts);
+    EXPECT_EQ(dis.placement.devices(config.num_layers - 1, 7), (std::vector<std::int32_t>{3}));  // 2 + 7 mod 3
+    EXPECT_EQ(dis.policy.policy, "async");
+    expect_round_trip(dis, config);
+  }
+}
+
+TEST(LayoutConstructors, ValidateLayoutCatchesInconsistentEdits) {
+  const ModelConfig c = mixtral_like();
+  Layout l = make_disaggregated_layout(1, 2, c);
+  Layout bad = l;
+  bad.devices[2].name = "gpu1";
+  EXPECT_EQ(validate_layout(bad, c).message(), "duplicate device name 'gpu1'");
+  bad = l;
+  bad.devices[1].attention = true;  // rank not renumbered
+  EXPECT_EQ(validate_layout(bad, c).message(), "device 'gpu1' has attention rank -1, expected 1 (ranks follow device order)");
+  bad = l;
+  bad.devices[0].holds_experts = true;
+  EXPECT_EQ(validate_layout(bad, c).message(), "device 'gpu0': holds_experts disagrees with the placement");
+  bad = l;
+  bad.policy.microbatches = 0;
+  EXPECT_EQ(validate_layout(bad, c).message(), "policy: microbatches must be in [1, 64], got 0");
+  bad = l;
+  bad.capacity.max_batch = 0;
+  EXPECT_EQ(validate_layout(bad, c).message(), "capacity: max_batch must be >= 1, got 0");
+  EXPECT_NE(validate_layout(l, qwen3_like()).message().find("placement covers 4 blocks x 8 experts"), std::string::npos);
+}
+
+TEST(LayoutConstructors, RoundTripKeepsIrregularPlacementsNamesAndPolicy) {
+  const ModelConfig q = qwen3_like();
+  Layout l = make_disaggregated_layout(2, 2, q);
+  l.name = "odd \"name\" with \\ and\ttab";
+  l.devices[0].name = "node-1/gpu:0";
+  ASSERT_TRUE(l.placement.set(3, 9, {0, 3}).ok());
+  ASSERT_TRUE(l.placement.add(5, 0, 3).ok());
+  l.devices[0].holds_experts = true;
+  l.policy = {"pingpong", "flfs", 7, 0.1, 5};
+  l.capacity = {123, 8, 9};
+  ASSERT_TRUE(validate_layout(l, q).ok()) << validate_layout(l, q).message();
+  expect_round_trip(l, q);
+  const std::string text = l.to_toml();
+  EXPECT_NE(text.find("[[override]]\nblock = 3\nexpert = 9\ndevices = [\"node-1/gpu:0\", \"gpu3\"]"), std::string::npos)
+      << text;
+}
+
+}  // namespace
+}  // namespace sy

@@ -1,0 +1,201 @@
+// The skew router: exponential popularity per block, sampling without replacement that matches
+// it empirically, distinct picks, positive normalised weights, and routing as a pure function
+// of (seed, block, token key).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "engine/serving/skew_router.h"
+
+namespace sy {
+namespace {
+
+TEST(SkewRouter, PopularityDecaysExponentiallyWithRank) {
+  const double lambda = 0.5;
+  SkewRouter r(4, 8, lambda, 1);
+  // Hand-computed: Z = sum_{r<8} e^{-r/2} = (1 - e^{-4}) / (1 - e^{-1/2}) = 2.4962...
+  const double z = (1 - std::exp(-4.0)) / (1 - std::exp(-0.5));
+  for (std::int32_t b = 0; b < 4; ++b) {
+    const auto& pop = r.popularity(b);
+    const auto& order = r.ranking(b);
+    ASSERT_EQ(pop.size(), 8u);
+    EXPECT_NEAR(std::accumulate(pop.begin(), pop.end(), 0.0), 1.0, 1e-12);
+    std::set<std::int32_t> ids(order.begin(), order.end());
+    EXPECT_EQ(ids.size(), 8u);
+    EXPECT_EQ(*ids.begin(), 0);
+    EXPECT_EQ(*ids.rbegin(), 7);
+    for (std::int32_t rank = 0; rank < 8; ++rank)
+      EXPECT_NEAR(pop[static_cast<std::size_t>(order[static_cast<std::size_t>(rank)])], std::exp(-lambda * rank) / z, 1e-12);
+  }
+}
+
+TEST(SkewRouter, EachBlockHasItsOwnHotExperts) {
+  SkewRouter r(8, 16, 1.0, 3);
+  std::set<std::vector<std::int32_t>> orders;
+  for (std::int32_t b = 0; b < 8; ++b) orders.insert(r.ranking(b));
+  EXPECT_GT(orders.size(), 1u);
+  SkewRouter other_seed(8, 16, 1.0, 4);
+  EXPECT_NE(r.ranking(0), other_seed.ranking(0));
+}
+
+TEST(SkewRouter, LambdaZeroIsUniform) {
+  SkewRouter r(2, 8, 0.0, 9);
+  for (double p : r.popularity(1)) EXPECT_EQ(p, 1.0 / 8);
+  std::int32_t ids[3];
+  float w[3];
+  std::vector<std::int64_t> count(8, 0);
+  const std::int64_t n = 80000;
+  for (std::int64_t key = 0; key < n; ++key) {
+    r.route(1, static_cast<std::uint64_t>(key), 3, ids, w);
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_FLOAT_EQ(w[j], 1.0f / 3);
+      ++count[static_cast<std::size_t>(ids[j])];
+    }
+  }
+  // Each expert is in 3/8 of the tokens; sd of the fraction ~0.0017: allow 0.006.
+  for (std::int64_t c : count) EXPECT_NEAR(static_cast<double>(c) / n, 3.0 / 8, 0.006);
+}
+
+// Top-1 picks follow popularity. With 200 000 keys the standard deviation of a frequency is at
+// most 0.0011; the bound 0.005 is over 4 sigma (and the seed is fixed, so it cannot flake).
+TEST(SkewRouter, TopOneFrequenciesMatchPopularity) {
+  SkewRouter r(2, 8, 0.6, 11);
+  const std::int64_t n = 200000;
+  std::vector<std::int64_t> count(8, 0);
+  std::int32_t id;
+  float w;
+  for (std::int64_t key = 0; key < n; ++key) {
+    r.route(0, static_cast<std::uint64_t>(key) * 7919u, 1, &id, &w);
+    ASSERT_EQ(w, 1.0f);
+    ++count[static_cast<std::size_t>(id)];
+  }
+  for (std::int32_t e = 0; e < 8; ++e)
+    EXPECT_NEAR(static_cast<double>(count[e]) / n, r.popularity(0)[e], 0.005) << "expert " << e;
+}
+
+// Top-2 without replacement: P(e picked) = p_e + sum_{j != e} p_j * p_e / (1 - p_j).
+TEST(SkewRouter, TopTwoInclusionMatchesSamplingWithoutReplacement) {
+  SkewRouter r(1, 6, 0.8, 5);
+  const auto& p = r.popularity(0);
+  const std::int64_t n = 200000;
+  std::vector<std::int64_t> count(6, 0);
+  std::int32_t ids[2];
+  float w[2];
+  for (std::int64_t key = 0; key < n; ++key) {
+    r.route(0, static_cast<std::uint64_t>(key), 2, ids, w);
+    ++count[static_cast<std::size_t>(ids[0])];
+    ++count[static_cast<std::size_t>(ids[1])];
+  }
+  for (std::size_t e = 0; e < 6; ++e) {
+    double expected = p[e];
+    for (std::size_t j = 0; j < 6; ++j)
+      if (j != e) expected += p[j] * p[e] / (1 - p[j]);
+    EXPECT_NEAR(static_cast<double>(count[e]) / n, expected, 0.005) << "expert " << e;
+  }
+}
+
+TEST(SkewRouter, PicksAreDistinctAndWeightsPositiveSummingToOne) {
+  for (double lambda : {0.0, 0.3, 2.0, 50.0, 1000.0}) {
+    SkewRouter r(3, 16, lambda, 21);
+    std::vector<std::int32_t> ids(16);
+    std::vector<float> w(16);
+    for (std::int32_t k = 1; k <= 16; ++k) {
+      for (std::uint64_t key = 0; key < 200; ++key) {
+        r.route(2, key, k, ids.data(), w.data());
+        std::set<std::int32_t> distinct(ids.begin(), ids.begin() + k);
+        ASSERT_EQ(distinct.size(), static_cast<std::size_t>(k)) << "lambda " << lambda << " k " << k;
+        ASSERT_GE(*distinct.begin(), 0);
+        ASSERT_LT(*distinct.rbegin(), 16);
+        double sum = 0;
+        for (std::int32_t j = 0; j < k; ++j) {
+          ASSERT_GT(w[j], 0.0f) << "lambda " << lambda << " k " << k;
+          sum += w[j];
+        }
+        ASSERT_NEAR(sum, 1.0, 1e-6);
+      }
+    }
+  }
+}
+
+TEST(SkewRouter, WeightsAreProportionalToPopularity) {
+  SkewRouter r(1, 8, 0.7, 2);
+  std::int32_t ids[3];
+  float w[3];
+  for (std::uint64_t key = 0; key < 100; ++key) {
+    r.route(0, key, 3, ids, w);
+    const auto& p = r.popularity(0);
+    const double total = p[ids[0]] + p[ids[1]] + p[ids[2]];
+    for (int j = 0; j < 3; ++j) EXPECT_NEAR(w[j], p[ids[j]] / total, 1e-6);
+  }
+}
+
+TEST(SkewRouter, ExtremeSkewAlwaysPicksTheHottestFirst) {
+  SkewRouter r(2, 8, 1000.0, 8);
+  std::int32_t ids[2];
+  float w[2];
+  for (std::uint64_t key = 0; key < 100; ++key) {
+    r.route(1, key, 2, ids, w);
+    EXPECT_EQ(ids[0], r.ranking(1)[0]);
+    EXPECT_EQ(ids[1], r.ranking(1)[1]);
+    EXPECT_FLOAT_EQ(w[0], 1.0f / (1.0f + 1e-6f));  // the second weight is floored at 1e-6
+  }
+}
+
+TEST(SkewRouter, RoutingIsAPureFunctionOfSeedBlockAndKey) {
+  SkewRouter a(4, 8, 0.5, 77);
+  SkewRouter b(4, 8, 0.5, 77);
+  const auto route = [](const SkewRouter& r, std::int32_t block, std::uint64_t key) {
+    std::vector<std::int32_t> ids(2);
+    std::vector<float> w(2);
+    r.route(block, key, 2, ids.data(), w.data());
+    return std::make_pair(ids, w);
+  };
+  // b sees the same tokens in the opposite order, interleaved with other blocks.
+  std::vector<std::pair<std::vector<std::int32_t>, std::vector<float>>> forward, backward;
+  for (std::uint64_t key = 0; key < 500; ++key) forward.push_back(route(a, 3, key));
+  for (std::uint64_t key = 500; key-- > 0;) {
+    (void)route(b, 1, key);
+    backward.push_back(route(b, 3, key));
+  }
+  std::reverse(backward.begin(), backward.end());
+  EXPECT_EQ(forward, backward);
+
+  // Another seed or block routes differently (for most keys).
+  SkewRouter c(4, 8, 0.5, 78);
+  int differ_seed = 0, differ_block = 0;
+  for (std::uint64_t key = 0; key < 500; ++key) {
+    differ_seed += route(c, 3, key).first != forward[key].first;
+    differ_block += route(a, 2, key).first != forward[key].first;
+  }
+  EXPECT_GT(differ_seed, 250);
+  EXPECT_GT(differ_block, 250);
+}
+
+TEST(SkewRouter, TokenKeysDifferPerRequestAndPosition) {
+  std::set<std::uint64_t> keys;
+  for (std::int64_t req = 0; req < 100; ++req)
+    for (std::int32_t pos = 0; pos < 100; ++pos) keys.insert(skew_token_key(req, pos));
+  EXPECT_EQ(keys.size(), 10000u);
+  EXPECT_EQ(skew_token_key(5, 9), skew_token_key(5, 9));
+}
+
+TEST(SkewRouter, ParseSkew) {
+  EXPECT_EQ(parse_skew("exp:0").value(), 0.0);
+  EXPECT_EQ(parse_skew("exp:0.5").value(), 0.5);
+  EXPECT_EQ(parse_skew("exp:1e-1").value(), 0.1);
+  EXPECT_EQ(parse_skew("exp:3").value(), 3.0);
+  EXPECT_FALSE(std::signbit(parse_skew("exp:-0").value()));
+  for (const char* bad : {"", "exp", "exp:", "exp:-1", "exp:abc", "exp:1x", "exp: 1", "lin:1", "EXP:1", "exp:inf",
+                          "exp:nan", "0.5"}) {
+    auto s = parse_skew(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().message(),
+              "bad skew '" + std::string(bad) + "': expected exp:<lambda> with a number lambda >= 0 (exp:0 is uniform)");
+  }
+}
+
+}  // namespace
+}  // namespace sy
