@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libopenblas-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
+  libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3
 )
