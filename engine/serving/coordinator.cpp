@@ -27,6 +27,7 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
 
 void Coordinator::reset_slots() {
   slots_.assign(static_cast<std::size_t>(policy_.groups()), Slot{});
+  ++slots_epoch_;
 }
 
 void Coordinator::submit(RequestSpec spec) {
@@ -204,7 +205,8 @@ void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
   if (++slot.ranks_done < cluster_->topology().num_ranks()) return;
   slot.running = false;
   // Start the next iteration after the worker's callback has returned.
-  loop_.post_now([this, s] {
+  loop_.post_now([this, s, epoch = slots_epoch_] {
+    if (epoch != slots_epoch_) return;  // a policy switch rebuilt the slots meanwhile
     if (pending_policy_) {
       check_safe_point();
     } else if (!slots_[s].running) {

@@ -57,6 +57,7 @@ class Coordinator {
   bool done() const { return arrived_ == static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
   const std::vector<RequestRecord>& requests() const { return requests_; }
   std::int64_t policy_switches() const { return switches_; }
+  std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
   std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
   std::size_t waiting() const { return waiting_.size(); }
 
@@ -92,6 +93,9 @@ class Coordinator {
   std::vector<std::int32_t> running_per_rank_;
   std::vector<std::int64_t> parked_;  // async, while switching: sampled and held at the safe point
   std::vector<Slot> slots_;
+  // Bumped whenever slots_ is rebuilt (policy switch): continuations posted for a slot of the
+  // previous policy must not touch the new slots, whose count may be smaller.
+  std::uint64_t slots_epoch_ = 0;
   std::vector<std::int32_t> group_slot_;  // group id -> slot
   std::int32_t next_group_ = 0;
   std::int64_t arrived_ = 0;

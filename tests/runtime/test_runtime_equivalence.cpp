@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -132,13 +133,22 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
   const ModelConfig& c = weights_->config();
   for (const Topology& topology : {Topology::colocated(c, 4), Topology::disaggregated(c, 2, 4)}) {
     CpuDeployment d(weights_, topology, options(async_policy("defrag"), 99));
-    // Switch while requests are mid-generation: async -> pingpong(3) -> sync -> pingpong(2) -> async/flfs.
+    // Switch while requests are mid-generation: async -> pingpong(3) -> sync -> pingpong(2) ->
+    // async/flfs. Each switch is requested 1 ms of virtual time after the previous one took
+    // effect (a request made while another is pending replaces it), and only while requests
+    // are still being served.
     const std::vector<RuntimePolicy> sequence = {pingpong(3), sync_policy(), pingpong(2), async_policy("flfs")};
-    for (std::size_t i = 0; i < sequence.size(); ++i) {
-      d.loop().post(1'000'000 + static_cast<std::int64_t>(i) * 1'500'000, [&d, p = sequence[i]] {
-        ASSERT_TRUE(d.coordinator().request_policy(p).ok());
-      });
-    }
+    std::size_t requested = 0;
+    std::function<void()> tick = [&] {
+      Coordinator& co = d.coordinator();
+      if (requested < sequence.size() && co.policy_switches() == static_cast<std::int64_t>(requested)) {
+        ASSERT_GT(co.open_requests(), 0) << "the run ended before switch " << requested;
+        ASSERT_TRUE(co.request_policy(sequence[requested]).ok());
+        ++requested;
+      }
+      if (co.policy_switches() < static_cast<std::int64_t>(sequence.size())) d.loop().post(d.loop().now() + 1'000'000, tick);
+    };
+    d.loop().post(1'000'000, tick);
     expect_reference_outputs(d, 64, "with switches");
     EXPECT_EQ(d.coordinator().policy_switches(), 4);
     EXPECT_EQ(d.coordinator().policy().kind, PolicyKind::Async);
