@@ -97,7 +97,7 @@ TEST_F(Cli, LogitsWritesNpyOfEveryPosition) {
 }
 
 TEST_F(Cli, MissingModelDirectory) {
-  expect_error("generate --model " + (root_ / "nowhere").string() + " --tokens 1", {"nowhere", "config.json"});
+  expect_error("generate --model " + (root_ / "nowhere").string() + " --tokens 1", {"nowhere", "does not exist"});
 }
 
 TEST_F(Cli, BadTokenList) {

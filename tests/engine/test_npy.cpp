@@ -26,7 +26,7 @@ TEST(Npy, RoundTripKeepsShapeAndValues) {
 TEST(Npy, RejectsOtherDtypesAndNamesTheFile) {
   const auto path = std::filesystem::temp_directory_path() / "sy_test_npy_f8.npy";
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }";
-  header.append(64 - 10 - header.size() - 1, ' ');
+  header.append(128 - 10 - header.size() - 1, ' ');  // magic+version+length+header: 128 bytes
   header += '\n';
   std::ofstream out(path, std::ios::binary);
   out.write("\x93NUMPY\x01\x00", 8);
