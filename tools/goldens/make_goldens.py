@@ -57,19 +57,21 @@ MAX_PROMPT_ATTEMPTS = 100000
 
 # A greedy continuation is only an exact test if no step is a near-tie. The margin between the
 # top-1 and top-2 logit at every generated step must be at least this fraction of that step's
-# logit std (and, for f32, at least MIN_MARGIN_F32_ABS). bf16 gets a wider margin because the
-# engine computes in float32 over bf16 weights while transformers rounds every activation to bf16.
-MARGIN_FRACTION = {"f32": 0.05, "bf16": 0.25}
-MIN_MARGIN_F32_ABS = 1e-3
+# logit std, and at least MIN_MARGIN_ABS. For bf16 the margins are taken on what the engine
+# computes (the bf16-rounded weights with float32 activations), and transformers' bf16 run must
+# produce the same continuation.
+MARGIN_FRACTION = 0.05
+MIN_MARGIN_ABS = 1e-3
 # Expert selection is a discontinuity too: a near-tie between the k-th and (k+1)-th router logit
 # would let float32 summation-order noise pick a different expert. Router logits at every
-# position of prompt + continuation must be this far apart around the top-k cut (f32 models; for
-# bf16 the float32-compute check below covers routing).
-MIN_ROUTER_MARGIN_F32 = 1e-3
-# bf16 only: the same bf16 weights run with float32 activations (what the engine does) must give
-# the same greedy continuation, and prompt logits within this fraction of the logit std of the
-# bf16 golden (the C++ test allows 0.08; demand half of it so the golden is not borderline).
-MAX_F32_COMPUTE_REL_DIFF_BF16 = 0.04
+# position of prompt + continuation must be this far apart around the top-k cut (on the float32
+# computation: the f32 model, or the bf16 weights with float32 activations).
+MIN_ROUTER_MARGIN = 1e-3
+# bf16 only: transformers rounds every activation to bf16, the engine keeps float32 activations
+# over the same bf16 weights. Measured on these models the two differ by 5-12 % of the logit std
+# at the worst logit of a prompt (and by far more when rounding flips an expert choice). A
+# golden prompt keeps that difference within this fraction; the C++ test allows 0.2.
+MAX_F32_COMPUTE_REL_DIFF_BF16 = 0.1
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Model directories written as two safetensors shards (with an index) rather than one file.
@@ -415,16 +417,15 @@ def prompt_logits(model, tokens: list[int]) -> torch.Tensor:
     return out.logits[0].float()
 
 
-def required_margin(dtype_name: str, step_std: float) -> float:
-    m = MARGIN_FRACTION[dtype_name] * step_std
-    return max(m, MIN_MARGIN_F32_ABS) if dtype_name == "f32" else m
+def required_margin(step_std: float) -> float:
+    return max(MARGIN_FRACTION * step_std, MIN_MARGIN_ABS)
 
 
 @torch.no_grad()
-def greedy_manual(model, tokens: list[int], n: int, dtype_name: str | None = None):
+def greedy_manual(model, tokens: list[int], n: int, check_margins: bool = False):
     """Greedy decoding by hand over the KV cache: (new tokens, top1-top2 margins, logit stds).
 
-    With dtype_name, gives up (returns None) at the first step whose margin is below
+    With check_margins, gives up (returns None) at the first step whose margin is below
     required_margin(): most candidate prompts fail within a step or two, so this keeps the
     prompt search cheap.
     """
@@ -435,7 +436,7 @@ def greedy_manual(model, tokens: list[int], n: int, dtype_name: str | None = Non
         top = torch.topk(logits, 2).values
         margins.append(float(top[0] - top[1]))
         stds.append(float(logits.std()))
-        if dtype_name is not None and margins[-1] < required_margin(dtype_name, stds[-1]):
+        if check_margins and margins[-1] < required_margin(stds[-1]):
             return None
         nxt = int(torch.argmax(logits))
         new.append(nxt)
@@ -520,17 +521,20 @@ def check_checkpoint(arch: str, dtype_name: str, model, out_dir: Path, probe: li
     assert torch.equal(prompt_logits(loaded, probe), ref), "from_pretrained changes the logits"
 
 
-def golden_prompt(model, model_f32_compute, dtype_name: str, slot: int, length: int) -> tuple[dict, int, torch.Tensor]:
+def golden_prompt(model, model_f32_compute, slot: int, length: int) -> tuple[dict, int, torch.Tensor]:
     """Finds the first seeded prompt of this length whose greedy continuation has no near-tie."""
     vocab = model.config.vocab_size
+    # The float32 computation the engine performs: the model itself for f32, the bf16 weights
+    # with float32 activations for bf16.
+    engine_like = model if model_f32_compute is None else model_f32_compute
     for attempt in range(MAX_PROMPT_ATTEMPTS):
         tokens = make_prompt(length, slot, attempt, vocab)
-        result = greedy_manual(model, tokens, MAX_NEW_TOKENS, dtype_name)
+        result = greedy_manual(engine_like, tokens, MAX_NEW_TOKENS, check_margins=True)
         if result is None:
             continue  # a near-tie somewhere in the continuation
         greedy, margins, _ = result
-        router_margin = min_router_margin(model, tokens + greedy[:-1])
-        if dtype_name == "f32" and router_margin < MIN_ROUTER_MARGIN_F32:
+        router_margin = min_router_margin(engine_like, tokens + greedy[:-1])
+        if router_margin < MIN_ROUTER_MARGIN:
             continue
         logits = prompt_logits(model, tokens)
         std = float(logits.std(unbiased=False))  # population std, as the C++ test computes it
@@ -538,11 +542,10 @@ def golden_prompt(model, model_f32_compute, dtype_name: str, slot: int, length: 
                  "min_greedy_margin": round(min(margins), 6), "logit_std": round(std, 6),
                  "min_router_margin": round(router_margin, 6)}
         if model_f32_compute is not None:
-            # What the engine computes: these bf16 weights, float32 activations.
-            alt = prompt_logits(model_f32_compute, tokens)
-            rel = float((alt - logits).abs().max()) / std
-            alt_greedy, _, _ = greedy_manual(model_f32_compute, tokens, MAX_NEW_TOKENS)
-            if rel > MAX_F32_COMPUTE_REL_DIFF_BF16 or alt_greedy != greedy:
+            # transformers' own bf16 run must agree with the float32-activation one.
+            own_greedy, _, _ = greedy_manual(model, tokens, MAX_NEW_TOKENS)
+            rel = float((prompt_logits(model_f32_compute, tokens) - logits).abs().max()) / std
+            if rel > MAX_F32_COMPUTE_REL_DIFF_BF16 or own_greedy != greedy:
                 continue
             entry["f32_compute_max_rel_diff"] = round(rel, 6)
         gen = greedy_generate(model, tokens, MAX_NEW_TOKENS)
@@ -591,7 +594,7 @@ def main() -> int:
 
             prompts, attempts = [], []
             for slot, length in enumerate(PROMPT_LENGTHS):
-                entry, attempt, logits = golden_prompt(model, f32_compute, dtype_name, slot, length)
+                entry, attempt, logits = golden_prompt(model, f32_compute, slot, length)
                 save_npy(out_dir / entry["logits"], logits.numpy())
                 prompts.append(entry)
                 attempts.append(attempt)
