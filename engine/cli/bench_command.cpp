@@ -1,5 +1,6 @@
 // `switchyard bench`: a Poisson workload through the runtime on virtual cpu devices; prints
 // throughput, latency and per-device busy/stall, or several policies side by side.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -90,16 +91,18 @@ void run(const BenchArgs& a) {
     std::printf("%s\n", (runs.size() == 1 ? out[0] : out).dump(2).c_str());
     return;
   }
-  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s, layout %s, virtual cpu devices\n\n",
+  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s, layout %s, virtual cpu devices (each execution lasts its measured time)\n\n",
               a.workload.c_str(), a.rate, a.duration, requests.size(), static_cast<unsigned long long>(a.seed),
               a.skew.empty() ? "" : (", skew " + a.skew).c_str(), layout.name.c_str());
   for (const BenchRun& r : runs) {
     std::printf("== %s\n%s\n", r.label.c_str(), format_table(r.report).c_str());
   }
   if (runs.size() > 1) {
-    std::printf("%-34s %12s %8s %10s %10s %10s\n", "policy", "tokens/s", "ratio", "ITL p50", "ITL p99", "TTFT p50");
+    int width = 6;
+    for (const BenchRun& r : runs) width = std::max(width, static_cast<int>(r.label.size()));
+    std::printf("%-*s %12s %8s %10s %10s %10s\n", width, "policy", "tokens/s", "ratio", "ITL p50", "ITL p99", "TTFT p50");
     for (const BenchRun& r : runs) {
-      std::printf("%-34s %12.1f %7.2fx %8.2fms %8.2fms %8.2fms\n", r.label.c_str(), r.report.tokens_per_s,
+      std::printf("%-*s %12.1f %7.2fx %8.2fms %8.2fms %8.2fms\n", width, r.label.c_str(), r.report.tokens_per_s,
                   r.report.tokens_per_s / runs.front().report.tokens_per_s, r.report.itl.p50_ms, r.report.itl.p99_ms,
                   r.report.ttft.p50_ms);
     }
