@@ -61,12 +61,17 @@ bool Coordinator::admit_one(std::int32_t slot) {
   RequestRecord& r = requests_[idx];
   const auto positions = static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens;
   const std::int32_t ranks = cluster_->topology().num_ranks();
+  // Most free KV pages wins; on a tie the rank with fewer running requests, and then the next
+  // rank after the last one chosen, so that an idle cluster spreads requests round-robin.
   std::int32_t best = -1, best_free = -1;
-  for (std::int32_t rank = 0; rank < ranks; ++rank) {
+  for (std::int32_t i = 0; i < ranks; ++i) {
+    const std::int32_t rank = (last_rank_ + 1 + i) % ranks;
     Executor& ex = cluster_->rank_executor(rank);
     const std::int32_t need = ex.kv_pages_for(positions);
     if (running_per_rank_[rank] >= options_.max_batch_per_rank || ex.free_kv_pages() < need) continue;
-    if (ex.free_kv_pages() > best_free) {
+    const bool better = ex.free_kv_pages() > best_free ||
+                        (ex.free_kv_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best]);
+    if (better) {
       best = rank;
       best_free = ex.free_kv_pages();
     }
@@ -100,6 +105,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
   waiting_.pop_front();
   r.state = RequestState::Running;
   r.rank = best;
+  last_rank_ = best;
   r.slot = slot;
   ++running_per_rank_[best];
   if (metrics_) metrics_->on_request_admitted(r.spec.id, loop_.now(), best);

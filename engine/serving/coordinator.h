@@ -99,6 +99,7 @@ class Coordinator {
   std::vector<std::int32_t> group_slot_;  // group id -> slot
   std::int32_t next_group_ = 0;
   std::int64_t arrived_ = 0;
+  std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
 };

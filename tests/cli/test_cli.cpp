@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -176,6 +178,62 @@ TEST_F(Cli, UnknownDtype) {
   f.write(header.data(), static_cast<std::streamsize>(len));
   f.close();
   expect_error("generate --model " + dir.string() + " --tokens 1", {"I32", "model.safetensors"});
+}
+
+// Many requests through the expert-parallel runtime give, request by request, what the
+// single-request reference path gives.
+TEST_F(Cli, GenerateManyRequestsOverALayoutMatchesSingleRequests) {
+  const fs::path in = root_ / "prompts.jsonl", out = root_ / "outputs.jsonl";
+  const std::vector<std::pair<std::string, std::string>> prompts = {{"a", "1,2,3"}, {"b", "40,41"}, {"c", "9"}};
+  {
+    std::ofstream f(in);
+    for (const auto& [id, tokens] : prompts)
+      f << R"({"id":")" << id << R"(","tokens":[)" << tokens << R"(],"max_new_tokens":6})" << "\n";
+  }
+  const std::string layout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
+  for (const std::string policy : {"async --scheduler mtfs", "pingpong --microbatches 2", "sync"}) {
+    CliRun r = switchyard("generate --model " + (root_ / "good").string() + " --layout " + layout + " --policy " +
+                          policy + " --prompts " + in.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << policy << "\n" << r.output;
+    std::ifstream f(out);
+    std::map<std::string, nlohmann::json> outputs;
+    for (std::string line; std::getline(f, line);) {
+      auto j = nlohmann::json::parse(line);
+      outputs[j.at("id").get<std::string>()] = j.at("output");
+    }
+    ASSERT_EQ(outputs.size(), prompts.size()) << policy;
+    for (const auto& [id, tokens] : prompts) {
+      CliRun single = switchyard("generate --model " + (root_ / "good").string() + " --tokens " + tokens +
+                                 " --max-new-tokens 6");
+      ASSERT_EQ(single.exit_code, 0) << single.output;
+      EXPECT_EQ(outputs.at(id), nlohmann::json::parse(single.output)) << policy << " request " << id;
+    }
+  }
+}
+
+TEST_F(Cli, BenchComparesPoliciesOnOneWorkload) {
+  const std::string layout = std::string(SY_SOURCE_DIR) + "/layouts/colocated-4.toml";
+  CliRun r = switchyard("bench --model " + (root_ / "good").string() + " --layout " + layout +
+                        " --workload short --rate 40 --duration 0.25 --skew exp:1 --compare sync,pingpong,async --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto runs = nlohmann::json::parse(r.output);
+  ASSERT_TRUE(runs.is_array());
+  ASSERT_EQ(runs.size(), 3u);
+  for (const auto& run : runs) {
+    EXPECT_GT(run.at("tokens_per_s").get<double>(), 0.0) << run.dump();
+    EXPECT_TRUE(run.contains("throughput_ratio")) << run.dump();
+    EXPECT_TRUE(run.contains("devices")) << run.dump();
+  }
+  EXPECT_DOUBLE_EQ(runs[0].at("throughput_ratio").get<double>(), 1.0);
+}
+
+TEST_F(Cli, LayoutThatDoesNotFitTheModel) {
+  const fs::path layout = root_ / "bad-layout.toml";
+  std::ofstream(layout) << "name = \"bad\"\n[[device]]\nname = \"gpu0\"\nattention = true\nexperts = [0, 999]\n";
+  std::ofstream(root_ / "one.jsonl") << R"({"id":"x","tokens":[1,2],"max_new_tokens":2})" << "\n";
+  expect_error("generate --model " + (root_ / "good").string() + " --layout " + layout.string() +
+                   " --prompts " + (root_ / "one.jsonl").string() + " --out " + (root_ / "o.jsonl").string(),
+               {"bad-layout.toml", "999"});
 }
 
 TEST_F(Cli, MakeModelRefusesNonEmptyDirectory) {

@@ -91,6 +91,18 @@ TEST_F(CoordinatorTest, NewRequestsGoToTheRankWithMostFreePages) {
   EXPECT_EQ(reqs[3].rank, 1);  // rank 1 holds the fewest pages (34 positions vs 38 and 50)
 }
 
+TEST_F(CoordinatorTest, RequestsArrivingAtAnIdleClusterRotateOverTheRanks) {
+  const Topology topo = Topology::disaggregated(weights_->config(), 2, 1);
+  CpuDeployment d(weights_, topo, options(64, 64));
+  // Arrivals 1 s apart: each finds every rank empty, so free pages tie.
+  std::vector<RequestSpec> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(request(i, 5, 2, std::int64_t{i} * 1'000'000'000));
+  d.submit(reqs);
+  d.run();
+  const auto& done = d.coordinator().requests();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(done[i].rank, i % 2) << i;
+}
+
 TEST_F(CoordinatorTest, BadPolicyRequestsAreRefusedAndServingContinues) {
   CpuDeployment d(weights_, Topology::colocated(weights_->config(), 2), options(256, 64));
   RuntimePolicy bad;
