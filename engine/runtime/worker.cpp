@@ -104,25 +104,12 @@ void Worker::receive(Shipment&& shipment) {
 }
 
 void Worker::absorb_expert_output(TokenPacket&& packet) {
-  auto& by_block = pool_[packet.request];
-  auto it = by_block.find(packet.layer.block);
-  assert(it != by_block.end() && "expert output for a token the pool does not hold");
-  PoolEntry& entry = it->second;
-  const std::size_t width = packet.rows > 0 ? packet.hidden.size() / static_cast<std::size_t>(packet.rows) : 0;
-  for (std::int32_t r = 0; r < packet.rows; ++r) {
-    if (width > 0) {
-      std::copy_n(packet.hidden.begin() + static_cast<std::ptrdiff_t>(r * width), width,
-                  entry.slot_outputs.begin() + static_cast<std::ptrdiff_t>(packet.slots[r] * width));
-    }
-    ++entry.filled;
-  }
-  if (entry.filled < entry.expected) return;
+  std::optional<TokenPool::Completed> done = pool_.absorb(packet);
+  if (!done) return;
   // All K outputs of every row are here: merge into the residual and queue the next layer.
-  TokenPacket merged = std::move(entry.residual);
-  executor_.merge(merged, entry.slot_outputs, entry.shared_out);
+  TokenPacket merged = std::move(done->residual);
+  executor_.merge(merged, done->slot_outputs, done->shared_out);
   merged.layer = packet.layer;
-  by_block.erase(it);
-  if (by_block.empty()) pool_.erase(packet.request);
   enqueue(std::move(merged));
 }
 
@@ -316,14 +303,9 @@ void Worker::dispatch_attention(Job& job) {
       it->second.packets.push_back(std::move(ep));
     }
     // The residual waits in the token pool until every expert output of every row is back.
-    PoolEntry entry;
-    entry.expected = p.rows * K;
-    entry.slot_outputs.assign(static_cast<std::size_t>(entry.expected) * width, 0.0f);
-    entry.shared_out = std::move(routed.shared_out);
     p.tokens.clear();
     p.layer = next_layer;
-    entry.residual = std::move(p);
-    pool_[entry.residual.request].emplace(next_layer.block, std::move(entry));
+    pool_.hold(std::move(p), K, static_cast<std::int64_t>(width), std::move(routed.shared_out));
   }
   for (auto& [d, shipment] : out) transport_.send(std::move(shipment));
 }

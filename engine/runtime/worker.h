@@ -18,6 +18,7 @@
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/scheduler.h"
 #include "engine/runtime/token_packet.h"
+#include "engine/runtime/token_pool.h"
 #include "engine/runtime/topology.h"
 #include "engine/runtime/transport.h"
 
@@ -53,14 +54,6 @@ class Worker {
   struct Queue {
     std::deque<TokenPacket> packets;
     std::int64_t tokens = 0;
-  };
-  // Token pool entry: a packet's residual stream waiting for its K expert outputs per row.
-  struct PoolEntry {
-    TokenPacket residual;
-    std::vector<float> slot_outputs;  // rows × K × H
-    std::vector<float> shared_out;    // rows × H, or empty
-    std::int32_t filled = 0;
-    std::int32_t expected = 0;
   };
   using GroupKey = std::tuple<LayerKind, std::int32_t, std::int32_t>;  // kind, block, group
   struct Job {
@@ -110,7 +103,7 @@ class Worker {
   std::vector<Queue> queues_;                 // [(block) * columns + column], blocks = L + 1
   std::int64_t queued_tokens_ = 0;
   QueueGrid grid_;
-  std::unordered_map<std::int64_t, std::map<std::int32_t, PoolEntry>> pool_;  // request -> block -> entry
+  TokenPool pool_;
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
   bool running_ = false;

@@ -1,5 +1,5 @@
 // The expert-parallel runtime against the single-request reference path: for every policy and
-// both placements, with 1 to 64 concurrent requests, top-k of 1, 2 and 4, random arrival
+// the shipped layouts, with 1 to 64 concurrent requests, top-k of 1, 2 and 4, random arrival
 // orders, and policy switches in the middle of a run, greedy outputs are identical.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
+#include "engine/runtime/layout.h"
 #include "engine/serving/cpu_deployment.h"
 
 namespace sy {
@@ -112,8 +113,13 @@ class RuntimeEquivalence : public ::testing::TestWithParam<ModelCase> {
 
 TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
   const ModelConfig& c = weights_->config();
-  const std::vector<std::pair<std::string, Topology>> placements = {
-      {"colocated-4", Topology::colocated(c, 4)}, {"disaggregated-2a4e", Topology::disaggregated(c, 2, 4)}};
+  // The shipped layout files themselves, as an operator would deploy them.
+  std::vector<std::pair<std::string, Topology>> placements;
+  for (const std::string name : {"colocated-4", "disaggregated-2a4e", "replicated-2a4e"}) {
+    auto layout = load_layout(fs::path(SY_SOURCE_DIR) / "layouts" / (name + ".toml"), c);
+    ASSERT_TRUE(layout.ok()) << layout.status().message();
+    placements.emplace_back(name, Topology::from_layout(*layout, c));
+  }
   const std::vector<std::pair<std::string, RuntimePolicy>> policies = {
       {"async/defrag", async_policy("defrag")}, {"async/mtfs", async_policy("mtfs")},
       {"async/flfs", async_policy("flfs")},     {"pingpong-2", pingpong(2)},
