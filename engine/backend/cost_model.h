@@ -3,16 +3,19 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace sy {
 
 class CostModel {
  public:
   virtual ~CostModel() = default;
-  // Attention of `tokens` rows whose sequences hold `context` cached positions in total.
-  virtual std::int64_t attention_ns(std::int64_t tokens, std::int64_t context) const = 0;
-  // `experts` expert FFNs over `tokens` rows in total (one grouped execution).
-  virtual std::int64_t experts_ns(std::int64_t tokens, std::int32_t experts) const = 0;
+  // Attention half of `block` (with its router, shared expert, or dense MLP) over `tokens` rows
+  // whose sequences hold `context` cached positions in total.
+  virtual std::int64_t attention_ns(std::int32_t block, std::int64_t tokens, std::int64_t context) const = 0;
+  // One grouped expert execution of `block`: tokens_per_expert[i] rows for the i-th expert run.
+  virtual std::int64_t experts_ns(std::int32_t block, std::span<const std::int64_t> tokens_per_expert) const = 0;
+  // Final norm, lm_head and sampling of `tokens` rows.
   virtual std::int64_t sample_ns(std::int64_t tokens) const = 0;
 };
 
@@ -20,11 +23,13 @@ class CostModel {
 class LinearCostModel final : public CostModel {
  public:
   LinearCostModel(std::int64_t fixed_ns, std::int64_t per_token_ns) : fixed_(fixed_ns), per_token_(per_token_ns) {}
-  std::int64_t attention_ns(std::int64_t tokens, std::int64_t context) const override {
+  std::int64_t attention_ns(std::int32_t, std::int64_t tokens, std::int64_t context) const override {
     return fixed_ + per_token_ * tokens + context;
   }
-  std::int64_t experts_ns(std::int64_t tokens, std::int32_t experts) const override {
-    return fixed_ * experts + per_token_ * tokens;
+  std::int64_t experts_ns(std::int32_t, std::span<const std::int64_t> tokens_per_expert) const override {
+    std::int64_t t = 0;
+    for (std::int64_t n : tokens_per_expert) t += fixed_ + per_token_ * n;
+    return t;
   }
   std::int64_t sample_ns(std::int64_t tokens) const override { return fixed_ + per_token_ * tokens; }
 

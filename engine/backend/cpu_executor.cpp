@@ -12,10 +12,6 @@ std::int64_t wall_ns() {
       .count();
 }
 
-std::uint64_t token_key(std::int64_t request, std::int32_t position) {
-  return (static_cast<std::uint64_t>(request) << 24) ^ static_cast<std::uint64_t>(position);
-}
-
 }  // namespace
 
 CpuExecutor::CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options)
@@ -80,10 +76,16 @@ std::int64_t CpuExecutor::attention(std::int32_t block, const std::vector<TokenP
       std::int64_t row = 0;
       for (TokenPacket* p : packets)
         for (std::int32_t r = 0; r < p->rows; ++r, ++row)
-          options_.routing(block, token_key(p->request, p->start_pos + r), K, ids_.data() + row * K,
+          options_.routing(block, p->request, p->start_pos + r, K, ids_.data() + row * K,
                            weights_.data() + row * K);
     } else {
       ops_.route(block, ffn_in_.data(), n, ids_.data(), weights_.data(), ws_);
+    }
+    if (options_.record_routing) {
+      std::int64_t row = 0;
+      for (TokenPacket* p : packets)
+        for (std::int32_t r = 0; r < p->rows; ++r, ++row)
+          options_.record_routing(block, p->request, p->start_pos + r, K, ids_.data() + row * K);
     }
     const bool shared = !ops_.weights().layer(block).shared_expert.empty();
     if (shared) {
@@ -106,13 +108,14 @@ std::int64_t CpuExecutor::attention(std::int32_t block, const std::vector<TokenP
     p->hidden.assign(hidden_.begin() + off * H, hidden_.begin() + (off + p->rows) * H);
     off += p->rows;
   }
-  return options_.cost_model ? options_.cost_model->attention_ns(n, context) : elapsed_since(t0);
+  return options_.cost_model ? options_.cost_model->attention_ns(block, n, context) : elapsed_since(t0);
 }
 
 std::int64_t CpuExecutor::experts(std::int32_t block, const std::vector<ExpertBatch>& batches) {
   const std::int64_t t0 = wall_ns();
   const std::int64_t H = ops_.config().hidden_size;
-  std::int64_t total = 0;
+  std::vector<std::int64_t> per_expert;
+  per_expert.reserve(batches.size());
   for (const ExpertBatch& batch : batches) {
     // The executor's gather: many small arrivals become one contiguous batch per expert.
     std::int64_t m = 0;
@@ -132,10 +135,9 @@ std::int64_t CpuExecutor::experts(std::int32_t block, const std::vector<ExpertBa
       std::copy(y_.begin() + off * H, y_.begin() + (off + p->rows) * H, p->hidden.begin());
       off += p->rows;
     }
-    total += m;
+    per_expert.push_back(m);
   }
-  return options_.cost_model ? options_.cost_model->experts_ns(total, static_cast<std::int32_t>(batches.size()))
-                             : elapsed_since(t0);
+  return options_.cost_model ? options_.cost_model->experts_ns(block, per_expert) : elapsed_since(t0);
 }
 
 std::int64_t CpuExecutor::sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) {

@@ -15,10 +15,14 @@
 
 namespace sy {
 
-// Routing override (skew studies): experts and weights of one token, chosen by something
-// other than the model's router. token_key identifies the token (request, position).
-using RoutingOverride = std::function<void(std::int32_t block, std::uint64_t token_key, std::int32_t k,
-                                           std::int32_t* expert_ids, float* weights)>;
+// Routing override (skew studies, sim): experts and weights of one token (a request's row at
+// an absolute position), chosen by something other than the model's router.
+using RoutingOverride = std::function<void(std::int32_t block, std::int64_t request, std::int32_t position,
+                                           std::int32_t k, std::int32_t* expert_ids, float* weights)>;
+
+// Sees every routing decision (cpu runs with --record-routing): the experts of one token.
+using RoutingRecorder = std::function<void(std::int32_t block, std::int64_t request, std::int32_t position,
+                                           std::int32_t k, const std::int32_t* expert_ids)>;
 
 struct CpuExecutorOptions {
   bool attention_rank = false;
@@ -26,6 +30,7 @@ struct CpuExecutorOptions {
   std::int32_t page_size = 16;
   const CostModel* cost_model = nullptr;  // null: durations are the measured wall time
   RoutingOverride routing;                // empty: the model's router
+  RoutingRecorder record_routing;         // empty: nothing recorded
 };
 
 class CpuExecutor final : public Executor {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
+#include <thread>
 
 namespace sy {
 
@@ -9,10 +11,32 @@ void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {
   events_.push(Event{std::max(at, now_), seq_++, std::move(fn)});
 }
 
+namespace {
+std::int64_t wall_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void VirtualEventLoop::set_pace(double speed) {
+  pace_ = speed > 0 ? speed : 0;
+  pace_virtual_origin_ = now_;
+  pace_wall_origin_ = wall_now_ns();
+}
+
+void VirtualEventLoop::wait_for_wall_clock(std::int64_t at) {
+  if (pace_ <= 0 || at <= now_) return;
+  const auto wall_target = pace_wall_origin_ + static_cast<std::int64_t>(static_cast<double>(at - pace_virtual_origin_) / pace_);
+  const std::int64_t ahead = wall_target - wall_now_ns();
+  // Sleeping for less than ~50 µs costs more than it keeps in step.
+  if (ahead > 50'000) std::this_thread::sleep_for(std::chrono::nanoseconds(ahead));
+}
+
 std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
   std::int64_t count = 0;
   while (!events_.empty()) {
     // The handler may post more events, so move it out before popping.
+    wait_for_wall_clock(events_.top().at);
     Event e = std::move(const_cast<Event&>(events_.top()));
     events_.pop();
     assert(e.at >= now_);
@@ -26,6 +50,7 @@ std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
 
 void VirtualEventLoop::run_until(std::int64_t t) {
   while (!events_.empty() && events_.top().at <= t) {
+    wait_for_wall_clock(events_.top().at);
     Event e = std::move(const_cast<Event&>(events_.top()));
     events_.pop();
     now_ = e.at;

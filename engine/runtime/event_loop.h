@@ -29,6 +29,13 @@ class VirtualEventLoop final : public EventLoop {
   // Runs events until none is left or `stop()` returns true (checked after each event).
   // Returns the number of events run.
   std::int64_t run(const std::function<bool()>& stop = {});
+
+  // Paced runs keep virtual time in step with the wall clock: `speed` virtual seconds per wall
+  // second (1: real time), so a live view of a simulated cluster looks like the real one. The
+  // loop waits for the wall clock between events; the handlers never do. 0: as fast as the
+  // handlers allow (the default).
+  void set_pace(double speed);
+  double pace() const { return pace_; }
   // Runs events whose time is ≤ t, then sets now() to t.
   void run_until(std::int64_t t);
   bool idle() const { return events_.empty(); }
@@ -45,8 +52,13 @@ class VirtualEventLoop final : public EventLoop {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
     }
   };
+  void wait_for_wall_clock(std::int64_t at);
+
   std::int64_t now_ = 0;
   std::uint64_t seq_ = 0;
+  double pace_ = 0;
+  std::int64_t pace_virtual_origin_ = 0;
+  std::int64_t pace_wall_origin_ = 0;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
 };
 

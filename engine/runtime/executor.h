@@ -37,7 +37,8 @@ class Executor {
   // Expert FFNs of `block`: each packet's hidden rows (ffn inputs) are replaced by the weighted
   // expert outputs. Several experts in one call form one grouped execution.
   virtual std::int64_t experts(std::int32_t block, const std::vector<ExpertBatch>& batches) = 0;
-  // Final norm, lm_head and sampling of each packet's last row; next[i] for packets[i].
+  // Final norm, lm_head and sampling of each packet's last row; next (resized to
+  // packets.size()) gets next[i] for packets[i].
   virtual std::int64_t sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) = 0;
   // Combines the K expert outputs (and the shared expert's) of one packet into its residual:
   // hidden += Σ_k slots[k] + shared, summed in rank order so arrival order does not matter.

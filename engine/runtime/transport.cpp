@@ -1,5 +1,6 @@
 #include "engine/runtime/transport.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace sy {
@@ -21,18 +22,29 @@ LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int
       observer_(observer),
       jitter_(link.jitter_seed),
       receivers_(static_cast<std::size_t>(num_devices)),
-      in_flight_(static_cast<std::size_t>(num_devices), 0) {}
+      in_flight_(static_cast<std::size_t>(num_devices), 0),
+      egress_free_(static_cast<std::size_t>(num_devices), 0),
+      ingress_free_(static_cast<std::size_t>(num_devices), 0) {}
 
 void LoopTransport::send(Shipment&& shipment) {
+  const std::int32_t src = shipment.src;
   const std::int32_t dst = shipment.dst;
-  const std::int64_t start = loop_.now();
+  std::int64_t start = loop_.now();
   std::int64_t delay = 0;
   const std::int64_t tokens = shipment.tokens();
   const std::int64_t bytes = tokens * bytes_per_row_;
-  if (shipment.src != dst) {
-    delay = link_.latency_ns;
-    if (link_.bytes_per_ns > 0) delay += static_cast<std::int64_t>(static_cast<double>(bytes) / link_.bytes_per_ns);
+  if (src != dst) {
+    const bool remote = link_.devices_per_node > 0 && src / link_.devices_per_node != dst / link_.devices_per_node;
+    const double bw = remote ? link_.inter_node_bytes_per_ns : link_.bytes_per_ns;
+    const std::int64_t wire = bw > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bw) : 0;
+    if (link_.shared_ports) {
+      // The bytes go out once both ports are free; each stays busy for the wire time.
+      start = std::max({start, egress_free_[src], ingress_free_[dst]});
+      egress_free_[src] = ingress_free_[dst] = start + wire;
+    }
+    delay = (start - loop_.now()) + (remote ? link_.inter_node_latency_ns : link_.latency_ns) + wire;
     if (link_.max_jitter_ns > 0) delay += static_cast<std::int64_t>(jitter_() % static_cast<std::uint64_t>(link_.max_jitter_ns + 1));
+    start = loop_.now();
   }
   if (observer_ && shipment.src != dst) observer_->on_transfer(shipment.src, dst, tokens, bytes, start, start + delay);
   ++in_flight_[dst];

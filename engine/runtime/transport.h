@@ -28,6 +28,15 @@ struct LinkModel {
   double bytes_per_ns = 0;          // 0: infinite bandwidth
   std::int64_t max_jitter_ns = 0;
   std::uint64_t jitter_seed = 0;
+  // Multi-node clusters: devices [n·devices_per_node, (n+1)·devices_per_node) share node n
+  // and talk over the link above (NVLink); between nodes the network's α and β apply.
+  // 0: every device on one node.
+  std::int32_t devices_per_node = 0;
+  std::int64_t inter_node_latency_ns = 0;
+  double inter_node_bytes_per_ns = 0;
+  // Bandwidth belongs to a device's port, not to a pair: transfers leaving one device (and
+  // those arriving at one) queue behind each other. Off: every pair has the full bandwidth.
+  bool shared_ports = false;
 };
 
 class LoopTransport final : public Transport {
@@ -49,6 +58,8 @@ class LoopTransport final : public Transport {
   std::mt19937_64 jitter_;
   std::vector<Receiver> receivers_;
   std::vector<std::int32_t> in_flight_;
+  std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
+  std::vector<std::int64_t> ingress_free_;  // and its receive port
 };
 
 }  // namespace sy

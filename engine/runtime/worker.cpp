@@ -299,6 +299,7 @@ void Worker::dispatch_attention(Job& job) {
       }
     }
     for (auto& [key, ep] : by_dest) {
+      if (observer_) observer_->on_routed(b, key.second, key.first, ep.rows, loop_.now());
       auto [it, inserted] = out.try_emplace(key.first, Shipment{device_, key.first, LayerKind::Expert, b, job.group, {}});
       it->second.packets.push_back(std::move(ep));
     }

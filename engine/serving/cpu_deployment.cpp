@@ -3,47 +3,37 @@
 #include "engine/serving/skew_router.h"
 
 namespace sy {
+namespace {
 
-CpuDeployment::CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology,
-                             DeploymentOptions options)
-    : coordinator_(loop_, options.coordinator, &metrics_),
-      options_(std::move(options)) {
-  metrics_.set_device_names(topology.device_names);
+Cluster::ExecutorFactory cpu_executors(std::shared_ptr<const ModelWeights> weights, const DeploymentOptions& options,
+                                       RoutingRecorder record_routing) {
   RoutingOverride routing;
-  if (options_.skew_lambda) {
+  if (options.skew_lambda) {
+    // The executors' copies of `routing` keep the router alive.
     auto router = std::make_shared<SkewRouter>(weights->config().num_layers, weights->config().num_experts,
-                                               *options_.skew_lambda, options_.skew_seed);
-    skew_ = router;
-    routing = [router](std::int32_t block, std::uint64_t key, std::int32_t k, std::int32_t* ids, float* w) {
-      router->route(block, key, k, ids, w);
-    };
+                                               *options.skew_lambda, options.skew_seed);
+    routing = [router](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,
+                       std::int32_t* ids, float* w) { router->route(block, skew_token_key(request, position), k, ids, w); };
   }
-  const CostModel* cost = options_.cost_model.get();
-  auto factory = [&, weights, cost, routing](std::int32_t, bool attention_rank) -> std::unique_ptr<Executor> {
+  return [weights, cost = options.cost_model.get(), kv_pages = options.kv_pages_per_rank,
+          page_size = options.page_size, routing, record_routing](std::int32_t, bool attention_rank) {
     CpuExecutorOptions o;
     o.attention_rank = attention_rank;
-    o.kv_pages = options_.kv_pages_per_rank;
-    o.page_size = options_.page_size;
+    o.kv_pages = kv_pages;
+    o.page_size = page_size;
     o.cost_model = cost;
     o.routing = routing;
-    return std::make_unique<CpuExecutor>(weights, o);
+    o.record_routing = record_routing;
+    return std::unique_ptr<Executor>(std::make_unique<CpuExecutor>(weights, o));
   };
-  const std::int64_t bytes_per_row = static_cast<std::int64_t>(weights->config().hidden_size) * 4;
-  cluster_ = std::make_unique<Cluster>(std::move(topology), loop_, factory, options_.link, bytes_per_row,
-                                       &metrics_, coordinator_.hooks());
-  coordinator_.attach(*cluster_, options_.policy);
 }
 
-CpuDeployment::~CpuDeployment() = default;
+}  // namespace
 
-void CpuDeployment::submit(std::vector<RequestSpec> requests) {
-  for (auto& r : requests) coordinator_.submit(std::move(r));
-}
-
-std::int64_t CpuDeployment::run() {
-  loop_.run([this] { return coordinator_.done() && cluster_->quiescent(); });
-  cluster_->flush_stalls();
-  return loop_.now();
-}
+CpuDeployment::CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology, DeploymentOptions options,
+                             RoutingRecorder record_routing)
+    // float32 activations cross the links.
+    : Deployment(std::move(topology), options, static_cast<std::int64_t>(weights->config().hidden_size) * 4,
+                 cpu_executors(weights, options, std::move(record_routing))) {}
 
 }  // namespace sy

@@ -208,6 +208,20 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
   return out;
 }
 
+void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::int32_t, std::int64_t tokens,
+                                 std::int64_t) {
+  std::lock_guard lock(mutex_);
+  if (static_cast<std::size_t>(block) >= expert_load_.size()) expert_load_.resize(static_cast<std::size_t>(block) + 1);
+  auto& row = expert_load_[static_cast<std::size_t>(block)];
+  if (static_cast<std::size_t>(expert) >= row.size()) row.resize(static_cast<std::size_t>(expert) + 1, 0);
+  row[static_cast<std::size_t>(expert)] += tokens;
+}
+
+std::vector<std::vector<std::int64_t>> MetricsCollector::expert_load() const {
+  std::lock_guard lock(mutex_);
+  return expert_load_;
+}
+
 nlohmann::json to_json(const MetricsReport& r) {
   nlohmann::json devices = nlohmann::json::array();
   for (const DeviceUsage& d : r.devices) {

@@ -71,6 +71,11 @@ class MetricsCollector : public RuntimeObserver {
   void on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index, std::int32_t group,
                     std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns) override;
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;
+  void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
+                 std::int64_t at_ns) override;
+  // Token rows routed to each expert since the start: [block][expert] (blocks without routing
+  // stay empty).
+  std::vector<std::vector<std::int64_t>> expert_load() const;
 
   // Point events (tokens, finishes, rejections) count when t_begin < t <= t_end, so that
   // report(start, now) includes the last token and back-to-back windows never count an event
@@ -102,6 +107,7 @@ class MetricsCollector : public RuntimeObserver {
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Request> requests_;
   std::vector<Device> devices_;
+  std::vector<std::vector<std::int64_t>> expert_load_;  // [block][expert]
 };
 
 nlohmann::json to_json(const MetricsReport& report);

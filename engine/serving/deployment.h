@@ -1,0 +1,61 @@
+// A whole deployment on one virtual-time event loop: the workers of a topology wired by the
+// runtime to a transport, a coordinator and metrics. Backends differ only in the executors
+// they plug in (cpu: real math, sim: a cost model), never in worker, queue or policy code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/backend/cost_model.h"
+#include "engine/runtime/cluster.h"
+#include "engine/runtime/event_loop.h"
+#include "engine/runtime/topology.h"
+#include "engine/serving/coordinator.h"
+#include "engine/serving/metrics.h"
+#include "engine/serving/workload.h"
+
+namespace sy {
+
+class RoutingTrace;
+
+struct DeploymentOptions {
+  RuntimePolicy policy;
+  CoordinatorOptions coordinator;
+  LinkModel link;
+  std::shared_ptr<const CostModel> cost_model;  // cpu: null means executions take their measured time
+  std::optional<double> skew_lambda;            // routing-skew override exp(-λ·rank)
+  std::uint64_t skew_seed = 0;
+  std::shared_ptr<const RoutingTrace> routing_trace;  // sim: replay a recorded routing
+  std::int32_t kv_pages_per_rank = 4096;
+  std::int32_t page_size = 16;
+};
+
+class Deployment {
+ public:
+  Deployment(Topology topology, DeploymentOptions options, std::int64_t bytes_per_row,
+             const Cluster::ExecutorFactory& make_executor);
+  virtual ~Deployment();
+  Deployment(const Deployment&) = delete;
+  Deployment& operator=(const Deployment&) = delete;
+
+  void submit(std::vector<RequestSpec> requests);
+  // Runs until every submitted request has finished or been rejected; returns the end time.
+  std::int64_t run();
+
+  VirtualEventLoop& loop() { return loop_; }
+  Coordinator& coordinator() { return coordinator_; }
+  Cluster& cluster() { return *cluster_; }
+  MetricsCollector& metrics() { return metrics_; }
+  const DeploymentOptions& options() const { return options_; }
+
+ private:
+  VirtualEventLoop loop_;
+  MetricsCollector metrics_;
+  Coordinator coordinator_;
+  DeploymentOptions options_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+}  // namespace sy
