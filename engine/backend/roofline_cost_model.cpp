@@ -1,0 +1,73 @@
+#include "engine/backend/roofline_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sy {
+namespace {
+constexpr double kBytes = 2.0;  // bf16
+}
+
+RooflineCostModel::RooflineCostModel(const HardwareProfile& profile, const ModelConfig& config,
+                                     std::int32_t tensor_parallel)
+    : hw_(profile), config_(config), tp_(std::max(1, tensor_parallel)) {}
+
+double RooflineCostModel::stream_ns(double bytes) const {
+  return bytes / (hw_.hbm_gbps * hw_.hbm_efficiency);  // GB/s == bytes/ns
+}
+
+double RooflineCostModel::gemm_ns(double params, double tokens) const {
+  if (tokens <= 0) return 0;
+  params /= tp_;
+  const double efficiency = hw_.gemm_efficiency * tokens / (tokens + hw_.gemm_half_tokens);
+  const double compute = 2.0 * params * tokens / (hw_.bf16_tflops * 1e3 * efficiency);  // TFLOP/s == 1e3 FLOP/ns
+  const double memory = stream_ns(params * kBytes);
+  return std::max(compute, memory) + hw_.kernel_overhead_us * 1e3;
+}
+
+std::int64_t RooflineCostModel::attention_ns(std::int32_t block, std::int64_t tokens, std::int64_t context) const {
+  const ModelConfig& c = config_;
+  const double H = c.hidden_size, n = static_cast<double>(tokens);
+  const double q = static_cast<double>(c.num_heads) * c.head_dim, kv = static_cast<double>(c.num_kv_heads) * c.head_dim;
+  // QKV and output projections.
+  double t = gemm_ns(H * (q + 2 * kv), n) + gemm_ns(q * H, n);
+  // The attention core reads every cached K and V once per (sequence, kv head); its FLOPs are
+  // 4 · heads · head_dim per (query row, cached position). Decode is bound by the KV read.
+  const double ctx = static_cast<double>(context);
+  const double kv_bytes = ctx * 2 * kv * kBytes / tp_;
+  const double core_flops = 4.0 * static_cast<double>(c.num_heads) * c.head_dim * ctx / tp_;
+  t += std::max(stream_ns(kv_bytes), core_flops / (hw_.bf16_tflops * 1e3 * hw_.gemm_efficiency)) +
+       hw_.kernel_overhead_us * 1e3;
+  // Norms, RoPE and the residual: elementwise passes over the activations.
+  t += stream_ns(4 * n * H * kBytes) + 2 * hw_.kernel_overhead_us * 1e3;
+  if (c.is_sparse(block)) {
+    t += gemm_ns(H * c.num_experts, n);  // router
+    if (c.has_shared_expert()) t += gemm_ns(3 * H * c.shared_expert_intermediate_size + H, n);
+  } else {
+    t += gemm_ns(3 * H * c.intermediate_size, n);  // dense MLP of this block
+  }
+  return static_cast<std::int64_t>(std::ceil(t));
+}
+
+std::int64_t RooflineCostModel::experts_ns(std::int32_t, std::span<const std::int64_t> tokens_per_expert) const {
+  const double H = config_.hidden_size;
+  const double I = config_.arch == Arch::Mixtral ? config_.intermediate_size : config_.moe_intermediate_size;
+  double t = 0;
+  // Gate/up as one GEMM, SiLU·mul, down: per expert, as a grouped GEMM runs them.
+  for (std::int64_t n : tokens_per_expert) {
+    if (n <= 0) continue;
+    const double rows = static_cast<double>(n);
+    t += gemm_ns(2 * H * I, rows) + gemm_ns(H * I, rows) + stream_ns(3 * rows * I * kBytes);
+  }
+  return static_cast<std::int64_t>(std::ceil(t));
+}
+
+std::int64_t RooflineCostModel::sample_ns(std::int64_t tokens) const {
+  const double n = static_cast<double>(tokens);
+  const double H = config_.hidden_size, V = config_.vocab_size;
+  // Final norm, lm_head, softmax/argmax over the vocabulary.
+  const double t = gemm_ns(H * V, n) + stream_ns(n * V * 4) + 2 * hw_.kernel_overhead_us * 1e3;
+  return static_cast<std::int64_t>(std::ceil(t));
+}
+
+}  // namespace sy

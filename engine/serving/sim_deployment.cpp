@@ -1,0 +1,71 @@
+#include "engine/serving/sim_deployment.h"
+
+#include "engine/serving/skew_router.h"
+
+namespace sy {
+namespace {
+
+using ExecutorList = std::shared_ptr<std::vector<const SimExecutor*>>;
+
+DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config, const HardwareProfile& hw) {
+  if (!o.cost_model) o.cost_model = std::make_shared<RooflineCostModel>(hw, config);
+  return o;
+}
+
+Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const DeploymentOptions& options, ExecutorList list) {
+  auto router = std::make_shared<SkewRouter>(config.num_layers, config.num_experts, options.skew_lambda.value_or(0.0),
+                                             options.skew_seed);
+  RoutingOverride routing = [router](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,
+                                     std::int32_t* ids, float* w) {
+    router->route(block, skew_token_key(request, position), k, ids, w);
+  };
+  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(),
+          kv_pages = options.kv_pages_per_rank, page_size = options.page_size, routing,
+          list](std::int32_t, bool attention_rank) {
+    SimExecutorOptions o;
+    o.attention_rank = attention_rank;
+    o.kv_pages = kv_pages;
+    o.page_size = page_size;
+    o.cost_model = cost;
+    o.routing = routing;
+    o.routing_trace = trace;
+    auto ex = std::make_unique<SimExecutor>(config, o);
+    list->push_back(ex.get());
+    return std::unique_ptr<Executor>(std::move(ex));
+  };
+}
+
+}  // namespace
+
+LinkModel profile_links(const HardwareProfile& hw, std::int32_t devices_per_node) {
+  LinkModel link;
+  // GB/s == bytes/ns. Without NVLink the devices of a node talk over PCIe.
+  const bool nvlink = hw.nvlink_gbps > 0;
+  link.bytes_per_ns = nvlink ? hw.nvlink_gbps : hw.pcie_gbps;
+  link.latency_ns = static_cast<std::int64_t>((nvlink ? hw.nvlink_latency_us : hw.nic_latency_us) * 1e3);
+  link.devices_per_node = devices_per_node;
+  link.inter_node_bytes_per_ns = hw.nic_gbps;
+  link.inter_node_latency_ns = static_cast<std::int64_t>(hw.nic_latency_us * 1e3);
+  link.shared_ports = true;
+  return link;
+}
+
+SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& hw, Topology topology,
+                             DeploymentOptions options)
+    : SimDeployment(config, with_cost_model(std::move(options), config, hw), std::move(topology),
+                    std::make_shared<std::vector<const SimExecutor*>>()) {}
+
+SimDeployment::SimDeployment(const ModelConfig& config, DeploymentOptions options, Topology topology,
+                             std::shared_ptr<std::vector<const SimExecutor*>> executors)
+    // bf16 activations cross the links.
+    : Deployment(std::move(topology), options, static_cast<std::int64_t>(config.hidden_size) * 2,
+                 sim_executors(config, options, executors)),
+      executors_(std::move(executors)) {}
+
+std::int64_t SimDeployment::trace_misses() const {
+  std::int64_t n = 0;
+  for (const SimExecutor* e : *executors_) n += e->trace_misses();
+  return n;
+}
+
+}  // namespace sy

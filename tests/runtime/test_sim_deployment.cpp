@@ -1,0 +1,213 @@
+// The sim backend runs the runtime's own worker, queue, policy and dispatcher code with only
+// its executor and clock swapped: every request is served under every policy, executions take
+// what the roofline says, and a routing recorded on a cpu run replays exactly on the sim.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/backend/roofline_cost_model.h"
+#include "engine/model/random_model.h"
+#include "engine/runtime/layout.h"
+#include "engine/serving/cpu_deployment.h"
+#include "engine/serving/sim_deployment.h"
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+HardwareProfile test_gpu() {
+  HardwareProfile hw;
+  hw.name = "test-gpu";
+  hw.bf16_tflops = 400;
+  hw.hbm_gbps = 2000;
+  hw.memory_gib = 80;
+  hw.nvlink_gbps = 300;
+  hw.nvlink_latency_us = 3;
+  hw.nic_gbps = 25;
+  hw.nic_latency_us = 10;
+  hw.pcie_gbps = 32;
+  hw.price = 1;
+  hw.gemm_efficiency = 0.7;
+  hw.gemm_half_tokens = 64;
+  hw.hbm_efficiency = 0.8;
+  hw.kernel_overhead_us = 5;
+  return hw;
+}
+
+// A Mixtral-8x7B-like shape (no weights are ever read on the sim).
+ModelConfig big_shape(std::int32_t top_k) {
+  ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);
+  c.hidden_size = 4096;
+  c.num_layers = 8;
+  c.sparse_layers.assign(8, true);
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.intermediate_size = 14336;
+  c.num_experts = 8;
+  c.top_k = top_k;
+  c.vocab_size = 32000;
+  return c;
+}
+
+std::vector<RequestSpec> workload(std::int32_t vocab, double rate, double seconds) {
+  WorkloadSpec w;
+  w.length_class = LengthClass::Short;
+  w.rate_per_s = rate;
+  w.duration_s = seconds;
+  w.seed = 3;
+  w.vocab_size = vocab;
+  return generate_workload(w);
+}
+
+RuntimePolicy make_policy(const std::string& kind, const std::string& scheduler, std::int32_t m) {
+  PolicySpec p;
+  p.policy = kind;
+  p.scheduler = scheduler;
+  p.microbatches = m;
+  return *runtime_policy(p);
+}
+
+TEST(SimDeployment, EveryPolicyServesEveryRequestToItsLength) {
+  const ModelConfig c = big_shape(2);
+  const auto requests = workload(c.vocab_size, 50, 1.0);
+  ASSERT_GT(requests.size(), 20u);
+  struct Case {
+    std::string layout;
+    RuntimePolicy policy;
+  };
+  const std::vector<Case> cases = {
+      {"disaggregated", make_policy("async", "defrag", 2)}, {"disaggregated", make_policy("async", "mtfs", 2)},
+      {"disaggregated", make_policy("async", "flfs", 2)},   {"disaggregated", make_policy("pingpong", "defrag", 3)},
+      {"colocated", make_policy("sync", "defrag", 2)}};
+  for (const Case& k : cases) {
+    const Layout layout = k.layout == "colocated" ? make_colocated_layout(8, c) : make_disaggregated_layout(4, 4, c);
+    DeploymentOptions o;
+    o.policy = k.policy;
+    o.skew_lambda = 0.5;
+    o.link = profile_links(test_gpu(), 8);
+    SimDeployment d(c, test_gpu(), Topology::from_layout(layout, c), o);
+    d.submit(requests);
+    const std::int64_t end = d.run();
+    EXPECT_GT(end, 1'000'000'000) << k.policy.describe();
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const RequestRecord& r = d.coordinator().requests()[i];
+      ASSERT_EQ(r.state, RequestState::Finished) << k.policy.describe() << " request " << i;
+      EXPECT_EQ(static_cast<std::int32_t>(r.output.size()), requests[i].max_new_tokens);
+    }
+    const MetricsReport m = d.metrics().report(0, end);
+    EXPECT_GT(m.tokens_per_s, 0) << k.policy.describe();
+    // Time comes from the cost model: some device is busy a real share of the run.
+    double busiest = 0;
+    for (const DeviceUsage& u : m.devices) busiest = std::max(busiest, u.busy);
+    EXPECT_GT(busiest, 0.01) << k.policy.describe();
+  }
+}
+
+TEST(SimDeployment, SkewConcentratesExpertLoad) {
+  const ModelConfig c = big_shape(1);
+  const auto requests = workload(c.vocab_size, 30, 0.5);
+  const auto imbalance = [&](double lambda) {
+    DeploymentOptions o;
+    o.policy = make_policy("async", "defrag", 2);
+    o.skew_lambda = lambda;
+    const Layout layout = make_disaggregated_layout(2, 4, c);
+    SimDeployment d(c, test_gpu(), Topology::from_layout(layout, c), o);
+    d.submit(requests);
+    d.run();
+    double worst = 0;
+    for (const auto& row : d.metrics().expert_load()) {
+      if (row.empty()) continue;
+      double sum = 0, mx = 0;
+      for (std::int64_t v : row) sum += static_cast<double>(v), mx = std::max(mx, static_cast<double>(v));
+      worst = std::max(worst, mx / (sum / static_cast<double>(c.num_experts)));
+    }
+    return worst;
+  };
+  EXPECT_LT(imbalance(0.0), 1.3);
+  EXPECT_GT(imbalance(1.0), 2.5);
+}
+
+TEST(RooflineCostModel, DecodeIsBoundByWeightsAndLargeBatchesByCompute) {
+  const ModelConfig c = big_shape(2);
+  const HardwareProfile hw = test_gpu();
+  RooflineCostModel cost(hw, c);
+  // One expert (3 × 4096 × 14336 bf16 = 352 MB) at one token streams its weights.
+  const std::int64_t one[] = {1};
+  const double weights_ns = 3.0 * 4096 * 14336 * 2 / (hw.hbm_gbps * hw.hbm_efficiency);
+  EXPECT_NEAR(static_cast<double>(cost.experts_ns(0, one)), weights_ns, weights_ns * 0.05);
+  // 8 tokens cost about the same as 1 (memory bound); 4096 tokens are compute bound.
+  const std::int64_t eight[] = {8}, many[] = {4096};
+  EXPECT_LT(static_cast<double>(cost.experts_ns(0, eight)), 1.1 * static_cast<double>(cost.experts_ns(0, one)));
+  const double flops = 2.0 * 3 * 4096 * 14336 * 4096;
+  const double compute_ns = flops / (hw.bf16_tflops * 1e3 * hw.gemm_efficiency * 4096 / (4096 + hw.gemm_half_tokens));
+  EXPECT_NEAR(static_cast<double>(cost.experts_ns(0, many)), compute_ns, compute_ns * 0.05);
+  // Attention over a long context is bound by the KV read.
+  const double kv_ns = 1e6 * 2 * 8 * 128 * 2 / (hw.hbm_gbps * hw.hbm_efficiency);
+  EXPECT_GT(static_cast<double>(cost.attention_ns(0, 64, 1'000'000)), kv_ns);
+}
+
+TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
+  // A real model routes on cpu; the sim, given the recorded trace and the same workload,
+  // sends exactly the same tokens to every expert of every block.
+  const fs::path dir = fs::temp_directory_path() / ("sy_test_sim_replay_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ModelConfig config = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32);
+  ASSERT_TRUE(write_random_model(config, 4, dir).ok());
+  auto weights = *ModelWeights::load(dir);
+  const ModelConfig& c = weights->config();
+  const auto requests = workload(c.vocab_size, 40, 0.3);
+  const Layout layout = make_disaggregated_layout(2, 2, c);
+
+  RoutingTrace trace({c.num_layers, c.num_experts, c.top_k});
+  DeploymentOptions o;
+  o.policy = make_policy("async", "defrag", 2);
+  o.cost_model = std::make_shared<LinearCostModel>(10'000, 1'000);
+  CpuDeployment cpu(weights, Topology::from_layout(layout, c), o,
+                    [&](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t,
+                        const std::int32_t* ids) { trace.add(block, request, position, ids); });
+  cpu.submit(requests);
+  cpu.run();
+  ASSERT_GT(trace.size(), 0u);
+  const fs::path file = dir / "routing.txt";
+  ASSERT_TRUE(trace.write(file).ok());
+  auto loaded = RoutingTrace::load(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+
+  // The cpu run's outputs decide the decode positions; the sim must see the same token counts.
+  std::vector<RequestSpec> replay = requests;
+  for (std::size_t i = 0; i < replay.size(); ++i)
+    replay[i].max_new_tokens = static_cast<std::int32_t>(cpu.coordinator().requests()[i].output.size());
+  DeploymentOptions so;
+  so.policy = make_policy("pingpong", "defrag", 2);
+  so.routing_trace = std::make_shared<RoutingTrace>(std::move(*loaded));
+  SimDeployment sim(c, test_gpu(), Topology::from_layout(layout, c), so);
+  sim.submit(replay);
+  sim.run();
+  EXPECT_EQ(sim.trace_misses(), 0);
+  EXPECT_EQ(sim.metrics().expert_load(), cpu.metrics().expert_load());
+  fs::remove_all(dir);
+}
+
+TEST(RoutingTrace, RejectsMalformedFilesNamingTheLine) {
+  const fs::path file = fs::temp_directory_path() / ("sy_test_trace_" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream(file) << "# switchyard routing trace v1\nlayers 2 experts 4 top_k 2\n0 0 0 1 2\n0 1 0 1 9\n";
+  }
+  auto r = RoutingTrace::load(file);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(":4:"), std::string::npos) << r.status().message();
+  {
+    std::ofstream(file) << "hello\n";
+  }
+  r = RoutingTrace::load(file);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a routing trace"), std::string::npos);
+  fs::remove(file);
+}
+
+}  // namespace
+}  // namespace sy
