@@ -1,6 +1,7 @@
 // `switchyard bench`: a Poisson workload through the runtime on virtual cpu devices; prints
 // throughput, latency and per-device busy/stall, or several policies side by side.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -11,7 +12,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/serve_options.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cli/backend_options.h"
 #include "engine/serving/skew_router.h"
 #include "engine/serving/workload.h"
 
@@ -19,8 +20,9 @@ namespace sy::cli {
 namespace {
 
 struct BenchArgs {
-  std::filesystem::path model;
+  std::string model;
   ServeOptions serve;
+  BackendOptions backend;
   std::string workload = "short";
   double rate = 20;
   double duration = 2;
@@ -41,11 +43,13 @@ std::vector<std::string> split(const std::string& text) {
 struct BenchRun {
   std::string label;
   MetricsReport report;
+  double simulated_s = 0;  // virtual time the run covered
+  double wall_s = 0;       // wall time it took
 };
 
-BenchRun run_one(const BenchArgs& a, std::shared_ptr<const ModelWeights> weights, const Layout& layout,
-                 const std::string& policy, const std::vector<RequestSpec>& requests) {
-  const ModelConfig& c = weights->config();
+BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
+                 const std::vector<RequestSpec>& requests) {
+  const ModelConfig& c = backend.config();
   DeploymentOptions options;
   options.policy = a.serve.policy_for(layout, policy);
   options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
@@ -55,15 +59,17 @@ BenchRun run_one(const BenchArgs& a, std::shared_ptr<const ModelWeights> weights
     options.skew_lambda = take(parse_skew(a.skew));
     options.skew_seed = a.seed;
   }
-  CpuDeployment deployment(weights, Topology::from_layout(layout, c), options);
-  deployment.submit(requests);
-  const std::int64_t end = deployment.run();
-  return {options.policy.describe(), deployment.metrics().report(0, end)};
+  auto deployment = backend.deploy(Topology::from_layout(layout, c), options);
+  deployment->submit(requests);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::int64_t end = deployment->run();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {options.policy.describe(), deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall};
 }
 
 void run(const BenchArgs& a) {
-  auto weights = load_model(a.model);
-  const ModelConfig& c = weights->config();
+  const Backend backend = Backend::open(a.backend, a.model);
+  const ModelConfig& c = backend.config();
   const Layout layout = a.serve.load(c);
   WorkloadSpec spec;
   spec.length_class = take(parse_length_class(a.workload));
@@ -78,7 +84,8 @@ void run(const BenchArgs& a) {
   for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
 
   std::vector<BenchRun> runs;
-  for (const auto& p : policies) runs.push_back(run_one(a, weights, layout, p, requests));
+  for (const auto& p : policies) runs.push_back(run_one(a, backend, layout, p, requests));
+  backend.finish();
 
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -86,16 +93,23 @@ void run(const BenchArgs& a) {
       nlohmann::json j = to_json(r.report);
       j["policy"] = r.label;
       j["throughput_ratio"] = r.report.tokens_per_s / runs.front().report.tokens_per_s;
+      j["backend"] = a.backend.backend;
+      j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
       out.push_back(j);
     }
     std::printf("%s\n", (runs.size() == 1 ? out[0] : out).dump(2).c_str());
     return;
   }
-  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s, layout %s, virtual cpu devices (each execution lasts its measured time)\n\n",
+  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s\nmodel %s, layout %s\n%s\n\n",
               a.workload.c_str(), a.rate, a.duration, requests.size(), static_cast<unsigned long long>(a.seed),
-              a.skew.empty() ? "" : (", skew " + a.skew).c_str(), layout.name.c_str());
+              a.skew.empty() ? "" : (", skew " + a.skew).c_str(), backend.model_name().c_str(), layout.name.c_str(),
+              backend.describe(static_cast<std::int32_t>(layout.devices.size())).c_str());
   for (const BenchRun& r : runs) {
-    std::printf("== %s\n%s\n", r.label.c_str(), format_table(r.report).c_str());
+    std::printf("== %s\n%s", r.label.c_str(), format_table(r.report).c_str());
+    if (backend.sim())
+      std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.0f× real time\n", r.simulated_s, r.wall_s,
+                  r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0);
+    std::printf("\n");
   }
   if (runs.size() > 1) {
     int width = 6;
@@ -114,8 +128,10 @@ void run(const BenchArgs& a) {
 void register_bench(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Serve a Poisson workload through the runtime and print metrics");
-  sub->add_option("--model", args->model, "Hugging Face model directory")->required();
+  sub->add_option("--model", args->model,
+                  "Hugging Face model directory (sim: also a config.json or a name from assets/models)")->required();
   args->serve.add_to(*sub, /*layout_required=*/true);
+  args->backend.add_to(*sub);
   sub->add_option("--workload", args->workload, "Length class")
       ->check(CLI::IsMember({"short", "medium", "reasonable"}))->capture_default_str();
   sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(CLI::PositiveNumber)

@@ -10,5 +10,6 @@ void register_logits(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_demo(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_reproduce(CLI::App& app);
 
 }  // namespace sy::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   sy::cli::register_generate(app);
   sy::cli::register_demo(app);
   sy::cli::register_bench(app);
+  sy::cli::register_reproduce(app);
 
   try {
     app.parse(argc, argv);

@@ -5,7 +5,8 @@
 namespace sy::cli {
 
 void ServeOptions::add_to(CLI::App& app, bool layout_required) {
-  auto* opt = app.add_option("--layout", layout, "Deployment layout (TOML, see layouts/README.md)");
+  auto* opt = app.add_option("--layout", layout,
+                             "Deployment layout: a TOML file (layouts/README.md), colocated:N or disaggregated:A+E");
   if (layout_required) opt->required();
   app.add_option("--policy", policy, "Execution policy (default: the layout's)")
       ->check(CLI::IsMember({"sync", "pingpong", "async"}));
@@ -17,8 +18,36 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   app.add_option("--decay", decay, "Defrag decay δ in (0, 1]");
 }
 
+namespace {
+// "colocated:N" or "disaggregated:A+E": a generated layout, for clusters no file describes.
+std::optional<Layout> generated_layout(const std::string& spec, const ModelConfig& config) {
+  const auto number = [&](const std::string& text) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || n <= 0 || n > 4096)
+      throw CommandError{"layout '" + spec + "': '" + text + "' is not a device count in 1..4096"};
+    return static_cast<std::int32_t>(n);
+  };
+  if (spec.rfind("colocated:", 0) == 0) return make_colocated_layout(number(spec.substr(10)), config);
+  if (spec.rfind("disaggregated:", 0) == 0) {
+    const std::string rest = spec.substr(14);
+    const auto plus = rest.find('+');
+    if (plus == std::string::npos)
+      throw CommandError{"layout '" + spec + "': expected disaggregated:A+E (attention + expert devices)"};
+    return make_disaggregated_layout(number(rest.substr(0, plus)), number(rest.substr(plus + 1)), config);
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 Layout ServeOptions::load(const ModelConfig& config) const {
-  Layout l = take(load_layout(layout, config));
+  std::optional<Layout> generated = generated_layout(layout.string(), config);
+  Layout l = generated ? *generated : take(load_layout(layout, config));
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;
   if (microbatches > 0) l.policy.microbatches = microbatches;

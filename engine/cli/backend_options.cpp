@@ -1,0 +1,107 @@
+#include "engine/cli/backend_options.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/cli/cli_support.h"
+#include "engine/serving/cpu_deployment.h"
+#include "engine/serving/sim_deployment.h"
+
+namespace sy::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory holding config.json, a config.json itself, or a name under assets/models.
+fs::path resolve_model_config(const std::string& model) {
+  const fs::path p(model);
+  if (fs::is_directory(p)) return p / "config.json";
+  if (fs::is_regular_file(p)) return p;
+  const fs::path named = assets_dir() / "models" / model / "config.json";
+  if (fs::is_regular_file(named)) return named;
+  std::string names;
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(assets_dir() / "models", ec))
+    if (fs::is_regular_file(e.path() / "config.json")) found.push_back(e.path().filename().string());
+  std::sort(found.begin(), found.end());
+  for (const auto& n : found) names += (names.empty() ? "" : ", ") + n;
+  throw CommandError{"model '" + model + "' is neither a model directory, a config.json nor a model of " +
+                     (assets_dir() / "models").string() + " (" + (names.empty() ? "none found" : names) + ")"};
+}
+
+}  // namespace
+
+void BackendOptions::add_to(CLI::App& app) {
+  app.add_option("--backend", backend, "cpu: real math on virtual devices; sim: a simulated cluster (no math)")
+      ->check(CLI::IsMember({"cpu", "sim"}))->capture_default_str();
+  app.add_option("--hardware", hardware, "sim: device profile, a name from assets/hardware or a .toml file")
+      ->capture_default_str();
+  app.add_option("--devices-per-node", devices_per_node, "sim: devices sharing a node's NVLink; NICs between nodes")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--record-routing", record_routing, "cpu: write every token's experts to this routing trace");
+  app.add_option("--routing", routing, "sim: replay the routing of this trace (recorded by a cpu run)");
+}
+
+Backend Backend::open(const BackendOptions& options, const std::string& model) {
+  Backend b;
+  b.options_ = options;
+  if (options.backend == "sim") {
+    if (!options.record_routing.empty()) throw CommandError{"--record-routing needs --backend cpu (the sim does not route)"};
+    const fs::path config = resolve_model_config(model);
+    b.config_ = take(ModelConfig::from_file(config));
+    b.model_name_ = config.parent_path().filename().string();
+    b.hardware_ = take(find_hardware_profile(options.hardware));
+    if (!options.routing.empty()) {
+      auto trace = std::make_shared<RoutingTrace>(take(RoutingTrace::load(options.routing)));
+      const auto& s = trace->shape();
+      const ModelConfig& c = b.config_;
+      if (s.num_layers != c.num_layers || s.num_experts != c.num_experts || s.top_k != c.top_k)
+        throw CommandError{options.routing.string() + ": recorded for " + std::to_string(s.num_layers) + " layers, " +
+                           std::to_string(s.num_experts) + " experts, top-" + std::to_string(s.top_k) + "; model " +
+                           model + " has " + std::to_string(c.num_layers) + ", " + std::to_string(c.num_experts) +
+                           ", top-" + std::to_string(c.top_k)};
+      b.replay_ = std::move(trace);
+    }
+    return b;
+  }
+  if (!options.routing.empty()) throw CommandError{"--routing replays on --backend sim; a cpu run routes with its model"};
+  b.weights_ = load_model(model);
+  b.config_ = b.weights_->config();
+  b.model_name_ = fs::path(model).filename().string();
+  if (!options.record_routing.empty()) {
+    const ModelConfig& c = b.config_;
+    b.recording_ = std::make_shared<RoutingTrace>(RoutingTrace::Shape{c.num_layers, c.num_experts, c.top_k});
+  }
+  return b;
+}
+
+std::string Backend::describe(std::int32_t devices) const {
+  if (!sim()) return "cpu: " + std::to_string(devices) + " virtual devices (each execution lasts its measured time)";
+  return "sim: " + std::to_string(devices) + "× " + hardware_->name + " (roofline; " +
+         std::to_string(options_.devices_per_node) + " devices per node)";
+}
+
+std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions options) const {
+  if (sim()) {
+    options.routing_trace = replay_;
+    if (options.link.bytes_per_ns == 0 && options.link.latency_ns == 0)
+      options.link = profile_links(*hardware_, options_.devices_per_node);
+    return std::make_unique<SimDeployment>(config_, *hardware_, std::move(topology), std::move(options));
+  }
+  RoutingRecorder record;
+  if (recording_) {
+    record = [trace = recording_](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t,
+                                  const std::int32_t* ids) { trace->add(block, request, position, ids); };
+  }
+  return std::make_unique<CpuDeployment>(weights_, std::move(topology), std::move(options), std::move(record));
+}
+
+void Backend::finish() const {
+  if (!recording_) return;
+  check(recording_->write(options_.record_routing));
+  std::fprintf(stderr, "recorded the routing of %zu tokens to %s\n", recording_->size(),
+               options_.record_routing.string().c_str());
+}
+
+}  // namespace sy::cli

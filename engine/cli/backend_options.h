@@ -1,0 +1,57 @@
+// The backend a serving command runs on (`--backend cpu|sim` and their options), and what it
+// needs: model weights on cpu, only the model's shape and a hardware profile on sim.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/backend/routing_trace.h"
+#include "engine/model/model_weights.h"
+#include "engine/serving/deployment.h"
+#include "engine/sim/hardware_profile.h"
+
+namespace sy::cli {
+
+struct BackendOptions {
+  std::string backend = "cpu";
+  std::string hardware = "h100";
+  std::int32_t devices_per_node = 8;
+  std::filesystem::path record_routing;  // cpu: write the model's routing here
+  std::filesystem::path routing;         // sim: replay this recorded routing
+
+  void add_to(CLI::App& app);
+};
+
+class Backend {
+ public:
+  // Opens the model for the chosen backend: a model directory on cpu; on sim a model directory,
+  // a config.json, or a name from assets/models (weights are never read). Raises CommandError.
+  static Backend open(const BackendOptions& options, const std::string& model);
+
+  bool sim() const { return hardware_.has_value(); }
+  const ModelConfig& config() const { return config_; }
+  const std::string& model_name() const { return model_name_; }
+  const HardwareProfile* hardware() const { return hardware_ ? &*hardware_ : nullptr; }
+  // "cpu (virtual devices, measured durations)" or "sim: 8× H100 (roofline)".
+  std::string describe(std::int32_t devices) const;
+
+  std::unique_ptr<Deployment> deploy(Topology topology, DeploymentOptions options) const;
+  // Writes the recorded routing (--record-routing); a no-op otherwise.
+  void finish() const;
+
+ private:
+  BackendOptions options_;
+  std::string model_name_;
+  ModelConfig config_;
+  std::shared_ptr<const ModelWeights> weights_;
+  std::optional<HardwareProfile> hardware_;
+  std::shared_ptr<const RoutingTrace> replay_;
+  std::shared_ptr<RoutingTrace> recording_;
+};
+
+}  // namespace sy::cli
