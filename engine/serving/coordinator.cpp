@@ -130,7 +130,11 @@ TokenPacket Coordinator::next_packet(const RequestRecord& r, std::int64_t idx, s
   p.group = group;
   p.layer = LayerId::attention(0, r.rank);
   const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
-  if (r.output.empty()) {
+  if (r.output.empty() && options_.skip_prefill && prompt > 0) {
+    p.tokens = {r.spec.prompt.back()};
+    p.rows = 1;
+    p.start_pos = prompt - 1;
+  } else if (r.output.empty()) {
     p.tokens = r.spec.prompt;
     p.rows = prompt;
     p.start_pos = 0;
@@ -151,12 +155,17 @@ void Coordinator::start_slot(std::int32_t s) {
   if (pending_policy_) return;
   Slot& slot = slots_[s];
   assert(!slot.running);
-  // Join waiting requests to this micro-batch while it is no larger than the others, so the
-  // micro-batches stay balanced (MegaScale-Infer wants equal micro-batches).
-  while (!waiting_.empty()) {
-    std::size_t smallest = slot.members.size();
-    for (const Slot& other : slots_) smallest = std::min(smallest, other.members.size());
-    if (slots_.size() > 1 && slot.members.size() > smallest) break;
+  // Join waiting requests to this micro-batch up to its fair share of everything running and
+  // waiting, and never below the largest other one, so the micro-batches stay balanced
+  // (MegaScale-Infer wants equal micro-batches) while a burst still fills them in one pass.
+  std::size_t total = waiting_.size(), largest_other = 0;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    total += slots_[i].members.size();
+    if (static_cast<std::int32_t>(i) != s) largest_other = std::max(largest_other, slots_[i].members.size());
+  }
+  const std::size_t fair = (total + slots_.size() - 1) / slots_.size();
+  const std::size_t limit = std::max(fair, largest_other);
+  while (!waiting_.empty() && slot.members.size() < limit) {
     if (!admit_one(s)) break;
   }
   if (slot.members.empty()) return;

@@ -23,6 +23,10 @@ struct CoordinatorOptions {
   std::optional<std::int32_t> eos_token_id;   // a request finishes after emitting it
   kernels::SamplingParams sampling;           // greedy by default
   std::uint64_t seed = 0;                     // per-request sampler seed = seed ^ request id
+  // Decode-only serving, as the papers measure (AMoE §5 "populating KV cache with dummy
+  // data"): a request enters with its prompt already cached and its first step is a single
+  // decode row. Only meaningful on the sim backend, where no tensor is computed.
+  bool skip_prefill = false;
 };
 
 enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
