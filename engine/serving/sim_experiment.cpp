@@ -51,6 +51,7 @@ SimPoint run_sim_point(const SimScenario& s, double rate, double duration_s, dou
   o.page_size = 16;
   o.kv_pages_per_rank = kv_pages_for_memory(s, o.page_size);
   o.coordinator.max_batch_per_rank = s.max_batch_per_rank;
+  o.coordinator.skip_prefill = s.decode_only;
   o.link = profile_links(s.hardware, s.devices_per_node);
   SimDeployment d(s.config, s.hardware, Topology::from_layout(s.layout, s.config), o);
   d.submit(generate_workload(w));
@@ -68,11 +69,13 @@ SimPoint run_sim_point(const SimScenario& s, double rate, double duration_s, dou
 }
 
 SimPoint max_sustained_throughput(const SimScenario& s, double itl_target_ms, double start_rate, double step,
-                                  double duration_s, double warmup_s, std::int32_t max_points) {
+                                  double duration_s, double warmup_s, std::int32_t max_points,
+                                  const std::function<void(const SimPoint&)>& on_point) {
   SimPoint best;
   double rate = start_rate;
   for (std::int32_t i = 0; i < max_points; ++i, rate *= step) {
     SimPoint p = run_sim_point(s, rate, duration_s, warmup_s);
+    if (on_point) on_point(p);
     const bool within = p.report.itl.count > 0 && p.report.itl.mean_ms <= itl_target_ms;
     if (!within) break;
     const bool growing = p.report.tokens_per_s > best.report.tokens_per_s * 1.02;

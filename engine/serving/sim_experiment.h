@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "engine/model/model_config.h"
@@ -24,6 +25,7 @@ struct SimScenario {
   std::int32_t devices_per_node = 8;
   std::int32_t max_batch_per_rank = 256;
   std::uint64_t seed = 0;
+  bool decode_only = true;  // prompts arrive already cached, as both papers measure
 };
 
 struct SimPoint {
@@ -40,8 +42,10 @@ SimPoint run_sim_point(const SimScenario& s, double rate, double duration_s, dou
 // The highest throughput the scenario sustains with mean inter-token latency within
 // itl_target_ms: rates from `start_rate` up by `step` until the latency target is missed or the
 // throughput stops growing (< 2 %). Returns the best point.
+// on_point sees every point run (for accounting).
 SimPoint max_sustained_throughput(const SimScenario& s, double itl_target_ms, double start_rate, double step,
-                                  double duration_s, double warmup_s, std::int32_t max_points = 12);
+                                  double duration_s, double warmup_s, std::int32_t max_points = 12,
+                                  const std::function<void(const SimPoint&)>& on_point = {});
 
 // KV pages an attention device of `layout` holds: what of the device's memory the weights it
 // hosts leave, at 90 % usable, in pages of `page_size` bf16 positions.
