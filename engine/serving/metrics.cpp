@@ -148,9 +148,11 @@ void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
-                                    std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t /*tokens*/,
+                                    std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t tokens,
                                     std::int64_t start_ns, std::int64_t end_ns) {
   on_device_busy(dev, start_ns, end_ns);
+  std::lock_guard lock(mutex_);
+  device(dev).executions.push_back({end_ns, tokens});
 }
 
 void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
@@ -202,6 +204,13 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
     if (d < devices_.size()) {
       u.busy = fraction(devices_[d].busy);
       for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
+      std::int64_t rows = 0;
+      for (const Execution& e : devices_[d].executions) {
+        if (e.end <= t_begin || e.end > t_end) continue;
+        ++u.executions;
+        rows += e.tokens;
+      }
+      if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
     }
     out.devices.push_back(std::move(u));
   }
@@ -227,7 +236,11 @@ nlohmann::json to_json(const MetricsReport& r) {
   for (const DeviceUsage& d : r.devices) {
     nlohmann::json stall = nlohmann::json::object();
     for (std::size_t s = 0; s < kStallReasons.size(); ++s) stall[std::string(stall_reason_name(kStallReasons[s]))] = d.stall[s];
-    devices.push_back({{"name", d.name}, {"busy", d.busy}, {"stall", std::move(stall)}});
+    devices.push_back({{"name", d.name},
+                       {"busy", d.busy},
+                       {"stall", std::move(stall)},
+                       {"executions", d.executions},
+                       {"rows_per_execution", d.rows_per_execution}});
   }
   return {{"window", {{"begin_ns", r.t_begin_ns}, {"end_ns", r.t_end_ns}, {"seconds", r.window_s}}},
           {"tokens_generated", r.tokens_generated},
@@ -255,10 +268,14 @@ std::string format_table(const MetricsReport& r) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> header = {"device", "busy"};
     for (StallReason s : kStallReasons) header.push_back("stall:" + std::string(stall_reason_name(s)));
+    header.push_back("executions");
+    header.push_back("rows/exec");
     rows.push_back(std::move(header));
     for (const DeviceUsage& d : r.devices) {
       std::vector<std::string> row = {d.name, percent(d.busy)};
       for (double s : d.stall) row.push_back(percent(s));
+      row.push_back(std::to_string(d.executions));
+      row.push_back(fixed(d.rows_per_execution, 1));
       rows.push_back(std::move(row));
     }
     out += "\n" + render(rows);

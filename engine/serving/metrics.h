@@ -31,6 +31,8 @@ struct DeviceUsage {
   std::string name;
   double busy = 0.0;  // fraction of the window covered by executions
   std::array<double, kStallReasons.size()> stall{};  // fraction stalled, per kStallReasons entry
+  std::int64_t executions = 0;  // executions that ended in the window
+  double rows_per_execution = 0;  // their mean token rows: how well the device batches
 };
 
 struct MetricsReport {
@@ -96,8 +98,13 @@ class MetricsCollector : public RuntimeObserver {
   struct Interval {
     std::int64_t start, end;
   };
+  struct Execution {
+    std::int64_t end;
+    std::int64_t tokens;
+  };
   struct Device {
     std::vector<Interval> busy;
+    std::vector<Execution> executions;
     std::array<std::vector<Interval>, kStallReasons.size()> stall;
   };
 
