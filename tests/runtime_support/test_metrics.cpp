@@ -203,10 +203,23 @@ TEST(Metrics, TableIsAligned) {
   std::getline(lines, header);
   std::getline(lines, row0);
   std::getline(lines, row1);
-  EXPECT_EQ(header, "device               busy  stall:queue_empty  stall:barrier  stall:transfer");
-  EXPECT_EQ(row0, "gpu0                50.0%               0.0%           0.0%            0.0%");
-  EXPECT_EQ(row1, "a-much-longer-name   0.0%               0.0%          25.0%            0.0%");
+  EXPECT_EQ(header, "device               busy  stall:queue_empty  stall:barrier  stall:transfer  executions  rows/exec");
+  EXPECT_EQ(row0, "gpu0                50.0%               0.0%           0.0%            0.0%           0        0.0");
+  EXPECT_EQ(row1, "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0        0.0");
   EXPECT_EQ(row0.size(), header.size());
+}
+
+TEST(Metrics, ExecutionsAndRowsPerExecutionCountByEndTime) {
+  MetricsCollector m;
+  m.on_execution(0, LayerKind::Expert, 0, 1, -1, 4, 0, 10 * ms);
+  m.on_execution(0, LayerKind::Expert, 1, 1, -1, 8, 10 * ms, 30 * ms);
+  m.on_execution(0, LayerKind::Attention, 2, 0, -1, 60, 30 * ms, 120 * ms);  // ends after the window
+  const MetricsReport r = m.report(0, 100 * ms);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].executions, 2);
+  EXPECT_DOUBLE_EQ(r.devices[0].rows_per_execution, 6.0);
+  EXPECT_DOUBLE_EQ(r.devices[0].busy, 1.0);
+  EXPECT_EQ(to_json(r)["devices"][0]["executions"], 2);
 }
 
 }  // namespace
