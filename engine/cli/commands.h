@@ -11,5 +11,6 @@ void register_generate(CLI::App& app);
 void register_demo(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_reproduce(CLI::App& app);
+void register_calibrate(CLI::App& app);
 
 }  // namespace sy::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   sy::cli::register_demo(app);
   sy::cli::register_bench(app);
   sy::cli::register_reproduce(app);
+  sy::cli::register_calibrate(app);
 
   try {
     app.parse(argc, argv);

@@ -236,6 +236,22 @@ TEST_F(Cli, LayoutThatDoesNotFitTheModel) {
                {"bad-layout.toml", "999"});
 }
 
+TEST_F(Cli, CalibrateWritesAProfileTheSimulatorRuns) {
+  const fs::path profile = root_ / "host.toml";
+  CliRun r = switchyard("calibrate --quick --out " + profile.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  CliRun sim = switchyard("bench --backend sim --hardware " + profile.string() + " --model " +
+                          (root_ / "good").string() + " --layout colocated:2 --rate 20 --duration 0.2 --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  EXPECT_GT(nlohmann::json::parse(sim.output).at("tokens_per_s").get<double>(), 0.0);
+}
+
+TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
+  expect_error("bench --backend sim --hardware b300 --model mixtral-8x7b --layout colocated:8", {"b300", "h100"});
+  expect_error("bench --backend sim --model no-such-model --layout colocated:8", {"no-such-model", "mixtral-8x7b"});
+  expect_error("bench --backend sim --model mixtral-8x7b --layout disaggregated:4", {"disaggregated:A+E"});
+}
+
 TEST_F(Cli, MakeModelRefusesNonEmptyDirectory) {
   expect_error("make-model --arch mixtral --preset tiny --out " + (root_ / "good").string(), {"good"});
 }
