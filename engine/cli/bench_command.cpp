@@ -107,7 +107,7 @@ void run(const BenchArgs& a) {
   for (const BenchRun& r : runs) {
     std::printf("== %s\n%s", r.label.c_str(), format_table(r.report).c_str());
     if (backend.sim())
-      std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.0f× real time\n", r.simulated_s, r.wall_s,
+      std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time\n", r.simulated_s, r.wall_s,
                   r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0);
     std::printf("\n");
   }

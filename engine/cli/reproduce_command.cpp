@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -24,6 +23,7 @@ struct ReproduceArgs {
   double itl_target_ms = 150;
   double skew = 0.5;
   bool quick = false;
+  bool verbose = false;
 };
 
 struct Row {
@@ -130,7 +130,7 @@ class Reproduction {
         const SimPoint p = run_sim_point(s, 4000.0, a_.duration, a_.duration / 3);
         account(p);
         tp[mb] = p.report.tokens_per_s;
-        if (std::getenv("SY_REPRODUCE_DEBUG")) std::fprintf(stderr, "m=%d\n%s", mb, format_table(p.report).c_str());
+        if (a_.verbose) std::fprintf(stderr, "%s m=%d\n%s\n", m.name, mb, format_table(p.report).c_str());
       }
       add({"MegaScale-Infer Fig. 12", std::string(m.name) + ": throughput m=2 / m=1", 1.9, tp[2] / tp[1], ""});
       add({"MegaScale-Infer Fig. 12", std::string(m.name) + ": throughput m=3 / m=2", m.m3_over_m2, tp[3] / tp[2], ""});
@@ -158,7 +158,7 @@ class Reproduction {
       std::printf("%-24s %-62s %7s %7.2f %7s  %s\n", r.figure.c_str(), r.what.c_str(), paper, r.ours, ratio,
                   r.note.c_str());
     }
-    std::printf("\n%d simulations, %.0f s of cluster time in %.0f s of wall time (%.0f× real time)\n", runs_,
+    std::printf("\n%d simulations, %.0f s of cluster time in %.0f s of wall time (%.2g× real time)\n", runs_,
                 simulated_s_, wall_s_, wall_s_ > 0 ? simulated_s_ / wall_s_ : 0.0);
   }
 
@@ -191,6 +191,9 @@ class Reproduction {
   }
   double max_tp(const SimScenario& s) { return max_point(s).report.tokens_per_s; }
   void account(const SimPoint& p) {
+    if (a_.verbose)
+      std::fprintf(stderr, "    rate %.0f/s: %.0f tokens/s, mean ITL %.1f ms (%.1f s simulated in %.1f s)\n", p.rate,
+                   p.report.tokens_per_s, p.report.itl.mean_ms, p.simulated_s, p.wall_s);
     ++runs_;
     simulated_s_ += p.simulated_s;
     wall_s_ += p.wall_s;
@@ -227,6 +230,7 @@ void register_reproduce(CLI::App& app) {
   sub->add_option("--skew", args->skew, "λ of the exponential routing skew (AMoE's fit; the paper gives no value)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   sub->add_flag("--quick", args->quick, "One workload and one model per figure (a smoke run)");
+  sub->add_flag("--verbose", args->verbose, "Print every simulated point's metrics table to stderr");
   sub->callback([args] { run(*args); });
 }
 
