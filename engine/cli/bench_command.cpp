@@ -45,6 +45,7 @@ struct BenchRun {
   MetricsReport report;
   double simulated_s = 0;  // virtual time the run covered
   double wall_s = 0;       // wall time it took
+  std::int64_t events = 0;  // event-loop events run
 };
 
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
@@ -64,7 +65,8 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t end = deployment->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {options.policy.describe(), deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall};
+  return {options.policy.describe(), deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
+          deployment->loop().events_run()};
 }
 
 void run(const BenchArgs& a) {
@@ -107,8 +109,9 @@ void run(const BenchArgs& a) {
   for (const BenchRun& r : runs) {
     std::printf("== %s\n%s", r.label.c_str(), format_table(r.report).c_str());
     if (backend.sim())
-      std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time\n", r.simulated_s, r.wall_s,
-                  r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0);
+      std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time (%lld events, %.0f ns each)\n",
+                  r.simulated_s, r.wall_s, r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0, static_cast<long long>(r.events),
+                  r.events > 0 ? r.wall_s * 1e9 / static_cast<double>(r.events) : 0.0);
     std::printf("\n");
   }
   if (runs.size() > 1) {

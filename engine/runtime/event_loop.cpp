@@ -43,6 +43,7 @@ std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
     now_ = e.at;
     e.fn();
     ++count;
+    ++events_run_;
     if (stop && stop()) break;
   }
   return count;
@@ -55,6 +56,7 @@ void VirtualEventLoop::run_until(std::int64_t t) {
     events_.pop();
     now_ = e.at;
     e.fn();
+    ++events_run_;
   }
   now_ = std::max(now_, t);
 }

@@ -39,6 +39,8 @@ class VirtualEventLoop final : public EventLoop {
   // Runs events whose time is ≤ t, then sets now() to t.
   void run_until(std::int64_t t);
   bool idle() const { return events_.empty(); }
+  // Events run since construction (simulator speed is events per wall second).
+  std::int64_t events_run() const { return events_run_; }
   std::size_t pending() const { return events_.size(); }
 
  private:
@@ -56,6 +58,7 @@ class VirtualEventLoop final : public EventLoop {
 
   std::int64_t now_ = 0;
   std::uint64_t seq_ = 0;
+  std::int64_t events_run_ = 0;
   double pace_ = 0;
   std::int64_t pace_virtual_origin_ = 0;
   std::int64_t pace_wall_origin_ = 0;
