@@ -13,7 +13,6 @@
 #include "engine/cli/commands.h"
 #include "engine/cli/serve_options.h"
 #include "engine/cli/backend_options.h"
-#include "engine/serving/skew_router.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -51,15 +50,7 @@ struct BenchRun {
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
                  const std::vector<RequestSpec>& requests) {
   const ModelConfig& c = backend.config();
-  DeploymentOptions options;
-  options.policy = a.serve.policy_for(layout, policy);
-  options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
-  options.page_size = layout.capacity.page_size;
-  options.coordinator.max_batch_per_rank = layout.capacity.max_batch;
-  if (!a.skew.empty()) {
-    options.skew_lambda = take(parse_skew(a.skew));
-    options.skew_seed = a.seed;
-  }
+  const DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
   auto deployment = backend.deploy(Topology::from_layout(layout, c), options);
   deployment->submit(requests);
   const auto t0 = std::chrono::steady_clock::now();

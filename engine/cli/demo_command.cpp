@@ -15,7 +15,6 @@
 #include "engine/cli/commands.h"
 #include "engine/cli/serve_options.h"
 #include "engine/model/random_model.h"
-#include "engine/serving/skew_router.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -76,15 +75,7 @@ void run(DemoArgs a) {
   const ModelConfig& c = backend.config();
   const Layout layout = a.serve.load(c);
 
-  DeploymentOptions options;
-  options.policy = a.serve.policy_for(layout);
-  options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
-  options.page_size = layout.capacity.page_size;
-  options.coordinator.max_batch_per_rank = layout.capacity.max_batch;
-  if (!a.skew.empty()) {
-    options.skew_lambda = take(parse_skew(a.skew));
-    options.skew_seed = a.seed;
-  }
+  const DeploymentOptions options = a.serve.deployment_options(layout, {}, a.skew, a.seed);
   auto d = backend.deploy(Topology::from_layout(layout, c), options);
   Coordinator& co = d->coordinator();
   VirtualEventLoop& loop = d->loop();

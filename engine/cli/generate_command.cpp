@@ -35,11 +35,7 @@ void run_many(const GenerateArgs& a) {
   const ModelConfig& c = weights->config();
   const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   const Layout layout = a.serve.load(c);
-  DeploymentOptions options;
-  options.policy = a.serve.policy_for(layout);
-  options.kv_pages_per_rank = layout.capacity.kv_pages_per_rank;
-  options.page_size = layout.capacity.page_size;
-  options.coordinator.max_batch_per_rank = layout.capacity.max_batch;
+  DeploymentOptions options = a.serve.deployment_options(layout);
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;

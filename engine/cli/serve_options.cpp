@@ -1,6 +1,7 @@
 #include "engine/cli/serve_options.h"
 
 #include "engine/cli/cli_support.h"
+#include "engine/serving/skew_router.h"
 
 namespace sy::cli {
 
@@ -61,6 +62,24 @@ RuntimePolicy ServeOptions::policy_for(const Layout& loaded, const std::string& 
   PolicySpec spec = loaded.policy;
   if (!policy_override.empty()) spec.policy = policy_override;
   return take(runtime_policy(spec));
+}
+
+}  // namespace sy::cli
+
+namespace sy::cli {
+
+DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const std::string& policy_override,
+                                                   const std::string& skew, std::uint64_t seed) const {
+  DeploymentOptions options;
+  options.policy = policy_for(loaded, policy_override);
+  options.kv_pages_per_rank = loaded.capacity.kv_pages_per_rank;
+  options.page_size = loaded.capacity.page_size;
+  options.coordinator.max_batch_per_rank = loaded.capacity.max_batch;
+  if (!skew.empty()) {
+    options.skew_lambda = take(parse_skew(skew));
+    options.skew_seed = seed;
+  }
+  return options;
 }
 
 }  // namespace sy::cli

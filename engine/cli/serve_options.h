@@ -10,6 +10,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/runtime/layout.h"
 #include "engine/runtime/runtime_policy.h"
+#include "engine/serving/deployment.h"
 
 namespace sy::cli {
 
@@ -27,6 +28,10 @@ struct ServeOptions {
   Layout load(const ModelConfig& config) const;
   // The policy the flags and the layout say, as the runtime takes it.
   RuntimePolicy policy_for(const Layout& loaded, const std::string& policy_override = {}) const;
+  // A deployment's options from the layout's capacity, that policy, and a routing skew
+  // ("exp:λ", empty for the model's router) seeded with `seed`.
+  DeploymentOptions deployment_options(const Layout& loaded, const std::string& policy_override = {},
+                                       const std::string& skew = {}, std::uint64_t seed = 0) const;
 };
 
 }  // namespace sy::cli
