@@ -51,7 +51,7 @@ std::int64_t RooflineCostModel::attention_ns(std::int32_t block, std::int64_t to
 
 std::int64_t RooflineCostModel::experts_ns(std::int32_t, std::span<const std::int64_t> tokens_per_expert) const {
   const double H = config_.hidden_size;
-  const double I = config_.arch == Arch::Mixtral ? config_.intermediate_size : config_.moe_intermediate_size;
+  const double I = config_.moe_intermediate_size;
   double t = 0;
   // Gate/up as one GEMM, SiLU·mul, down: per expert, as a grouped GEMM runs them.
   for (std::int64_t n : tokens_per_expert) {

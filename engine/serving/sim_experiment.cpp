@@ -15,7 +15,7 @@ std::int32_t kv_pages_for_memory(const SimScenario& s, std::int32_t page_size) {
   // An attention rank holds every block's attention, the embeddings and lm_head, and whatever
   // experts the layout also puts on it (colocated); the largest such device sets the pages.
   const double attention_params = c.num_layers * (H * (2 * q + 2 * kv)) + 2.0 * c.vocab_size * H;
-  const double I = c.arch == Arch::Mixtral ? c.intermediate_size : c.moe_intermediate_size;
+  const double I = c.moe_intermediate_size;
   const double expert_params_per_block = 3 * H * I;
   double most_experts = 0;
   for (std::int32_t d : s.layout.attention_devices()) {

@@ -90,7 +90,7 @@ TEST(ModelShapes, EveryShippedShapeHasItsPublishedSize) {
     auto c = ModelConfig::from_file(assets_dir() / "models" / s.name / "config.json");
     ASSERT_TRUE(c.ok()) << c.status().message();
     const double total = static_cast<double>(c->parameter_count()) / 1e9;
-    const double I = c->arch == Arch::Mixtral ? c->intermediate_size : c->moe_intermediate_size;
+    const double I = c->moe_intermediate_size;
     std::int32_t sparse = 0;
     for (std::int32_t l = 0; l < c->num_layers; ++l) sparse += c->is_sparse(l) ? 1 : 0;
     const double active = total - sparse * (c->num_experts - c->top_k) * 3.0 * c->hidden_size * I / 1e9;

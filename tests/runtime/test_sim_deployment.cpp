@@ -46,7 +46,7 @@ ModelConfig big_shape(std::int32_t top_k) {
   c.num_heads = 32;
   c.num_kv_heads = 8;
   c.head_dim = 128;
-  c.intermediate_size = 14336;
+  c.intermediate_size = c.moe_intermediate_size = 14336;
   c.num_experts = 8;
   c.top_k = top_k;
   c.vocab_size = 32000;
