@@ -1,6 +1,7 @@
 // config.json parsing and writing with the semantics (key names, defaults, sparse-layer rule) of
-// the Hugging Face transformers configuration classes MixtralConfig, Qwen2MoeConfig and
-// Qwen3MoeConfig. docs/model-format.md lists every key read and its default.
+// the Hugging Face transformers configuration classes MixtralConfig, Qwen2MoeConfig,
+// Qwen3MoeConfig and (shapes only) DbrxConfig. docs/model-format.md lists every key read and its
+// default.
 #include "engine/model/model_config.h"
 
 #include <charconv>
@@ -24,6 +25,7 @@ std::string arch_name(Arch arch) {
     case Arch::Mixtral: return "mixtral";
     case Arch::Qwen2Moe: return "qwen2_moe";
     case Arch::Qwen3Moe: return "qwen3_moe";
+    case Arch::Dbrx: return "dbrx";
   }
   return "unknown";
 }
@@ -32,9 +34,12 @@ StatusOr<Arch> parse_arch(const std::string& model_type) {
   if (model_type == "mixtral") return Arch::Mixtral;
   if (model_type == "qwen2_moe") return Arch::Qwen2Moe;
   if (model_type == "qwen3_moe") return Arch::Qwen3Moe;
+  if (model_type == "dbrx") return Arch::Dbrx;
   return Status::Error("unsupported model_type '" + model_type +
-                       "' (supported: mixtral, qwen2_moe, qwen3_moe)");
+                       "' (supported: mixtral, qwen2_moe, qwen3_moe; dbrx as a simulator shape only)");
 }
+
+bool arch_is_shapes_only(Arch arch) { return arch == Arch::Dbrx; }
 
 namespace {
 
@@ -43,6 +48,7 @@ std::string architecture_class(Arch arch) {
     case Arch::Mixtral: return "MixtralForCausalLM";
     case Arch::Qwen2Moe: return "Qwen2MoeForCausalLM";
     case Arch::Qwen3Moe: return "Qwen3MoeForCausalLM";
+    case Arch::Dbrx: return "DbrxForCausalLM";
   }
   return "";
 }
@@ -64,6 +70,37 @@ std::string torch_dtype_name(kernels::DType t) {
   return "float32";
 }
 
+// DBRX's own config.json format, the one read_dbrx() reads.
+std::string dbrx_json(const ModelConfig& c) {
+  nlohmann::ordered_json attn;
+  attn["clip_qkv"] = nullptr;
+  attn["kv_n_heads"] = c.num_kv_heads;
+  attn["rope_theta"] = c.rope_theta;
+  nlohmann::ordered_json act;
+  act["name"] = "silu";
+  nlohmann::ordered_json ffn;
+  ffn["ffn_act_fn"] = act;
+  ffn["ffn_hidden_size"] = c.moe_intermediate_size;
+  ffn["moe_num_experts"] = c.num_experts;
+  ffn["moe_top_k"] = c.top_k;
+  if (c.norm_topk_prob) ffn["moe_normalize_expert_weights"] = 1;
+  else ffn["moe_normalize_expert_weights"] = nullptr;
+  nlohmann::ordered_json j;
+  j["architectures"] = {architecture_class(c.arch)};
+  j["model_type"] = arch_name(c.arch);
+  j["d_model"] = c.hidden_size;
+  j["n_heads"] = c.num_heads;
+  j["n_layers"] = c.num_layers;
+  j["max_seq_len"] = c.max_position_embeddings;
+  j["vocab_size"] = c.vocab_size;
+  j["attn_config"] = attn;
+  j["ffn_config"] = ffn;
+  j["tie_word_embeddings"] = false;
+  if (c.eos_token_id) j["eos_token_id"] = *c.eos_token_id;
+  j["torch_dtype"] = torch_dtype_name(c.dtype);
+  return j.dump(2) + "\n";
+}
+
 // Reads typed keys of one config.json object; every error names the key and the file.
 class Reader {
  public:
@@ -71,6 +108,8 @@ class Reader {
 
   // A key that is absent or null counts as not given.
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  // For the few keys where an explicit null means something other than the default.
+  bool contains(const char* key) const { return j_.contains(key); }
   const json& at(const char* key) const { return j_.at(key); }
 
   Status missing(const char* key) const {
@@ -167,6 +206,107 @@ Status check_rope_object(const Reader& r, const char* key, double* theta) {
   return Status::Ok();
 }
 
+// DBRX's own config.json (transformers DbrxConfig): d_model, n_heads, n_layers, max_seq_len and
+// vocab_size at the top, the attention and FFN settings in the objects attn_config and
+// ffn_config. It lands in the ModelConfig members Mixtral uses (every layer routed, each expert a
+// SwiGLU of width ffn_hidden_size), which is all the simulator reads. Keys that only change values,
+// not shapes (clip_qkv, moe_jitter_eps, dropouts, loss weights), are not read.
+Status read_dbrx(const Reader& r, ModelConfig* c) {
+  const std::string& source = r.source();
+  SY_ASSIGN_CFG(c->vocab_size, r.positive("vocab_size"));
+  SY_ASSIGN_CFG(c->hidden_size, r.positive("d_model"));
+  SY_ASSIGN_CFG(c->num_layers, r.positive("n_layers"));
+  SY_ASSIGN_CFG(c->num_heads, r.positive("n_heads"));
+  SY_ASSIGN_CFG(c->max_position_embeddings, r.positive("max_seq_len", 2048));
+  SY_ASSIGN_CFG(c->tie_word_embeddings, r.boolean("tie_word_embeddings", false));
+  if (c->tie_word_embeddings) return r.bad("tie_word_embeddings", "must be false (DBRX never ties its embeddings)");
+  for (const char* key : {"attn_config", "ffn_config"}) {
+    if (!r.has(key)) return r.missing(key);
+    if (!r.at(key).is_object()) return r.bad(key, "must be an object");
+  }
+
+  const Reader attn(r.at("attn_config"), "attn_config of " + source);
+  SY_ASSIGN_CFG(c->num_kv_heads, attn.positive("kv_n_heads"));
+  SY_ASSIGN_CFG(c->rope_theta, attn.number("rope_theta", 1e4));
+  if (!(c->rope_theta > 0) || !std::isfinite(c->rope_theta)) return attn.bad("rope_theta", "must be positive");
+
+  const Reader ffn(r.at("ffn_config"), "ffn_config of " + source);
+  SY_ASSIGN_CFG(c->intermediate_size, ffn.positive("ffn_hidden_size"));
+  c->moe_intermediate_size = c->intermediate_size;
+  SY_ASSIGN_CFG(c->num_experts, ffn.positive("moe_num_experts"));
+  SY_ASSIGN_CFG(c->top_k, ffn.positive("moe_top_k"));
+  if (c->top_k > c->num_experts) {
+    return Status::Error("moe_top_k (" + std::to_string(c->top_k) + ") exceeds moe_num_experts (" +
+                         std::to_string(c->num_experts) + ") in ffn_config of " + source);
+  }
+  if (ffn.has("ffn_act_fn")) {
+    const json& act = ffn.at("ffn_act_fn");
+    if (!act.is_object() || !act.contains("name") || act.at("name") != "silu")
+      return ffn.bad("ffn_act_fn", "is not supported (only {\"name\": \"silu\"})");
+  }
+  // The top-k weights are divided by their p-norm with p = moe_normalize_expert_weights (default
+  // 1: Mixtral's renormalisation); null leaves them as the softmax gave them.
+  c->norm_topk_prob = true;
+  if (ffn.contains("moe_normalize_expert_weights")) {
+    const json& v = ffn.at("moe_normalize_expert_weights");
+    if (v.is_null()) c->norm_topk_prob = false;
+    else if (!v.is_number() || v.get<double>() != 1.0)
+      return ffn.bad("moe_normalize_expert_weights", "is not supported (only 1 or null)");
+  }
+
+  if (c->num_heads % c->num_kv_heads != 0) {
+    return Status::Error("n_heads (" + std::to_string(c->num_heads) + ") is not divisible by kv_n_heads (" +
+                         std::to_string(c->num_kv_heads) + ") in " + source);
+  }
+  c->head_dim = c->hidden_size / c->num_heads;
+  if (c->head_dim <= 0 || c->head_dim % 2 != 0 || c->head_dim * c->num_heads != c->hidden_size) {
+    return Status::Error("d_model (" + std::to_string(c->hidden_size) + ") / n_heads (" +
+                         std::to_string(c->num_heads) + ") in " + source +
+                         " must be a whole, even head size for rotary embeddings");
+  }
+  c->sparse_layers.assign(static_cast<std::size_t>(c->num_layers), true);
+  c->rms_norm_eps = 1e-5f;  // DBRX's norms are LayerNorms with eps 1e-5, not in config.json
+  return Status::Ok();
+}
+
+// The keys every architecture reads the same way: the checkpoint dtype and the stop token.
+Status read_dtype_and_eos(const Reader& r, ModelConfig* c) {
+  // Checkpoint dtype: transformers 5 writes "dtype", earlier versions "torch_dtype".
+  c->dtype = kernels::DType::F32;
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    if (!r.has(key)) continue;
+    if (!r.at(key).is_string()) return r.bad(key, "must be a string");
+    std::string name = r.at(key).get<std::string>();
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    if (name == "float32" || name == "float") {
+      c->dtype = kernels::DType::F32;
+    } else if (name == "float16" || name == "half") {
+      c->dtype = kernels::DType::F16;
+    } else if (name == "bfloat16") {
+      c->dtype = kernels::DType::BF16;
+    } else {
+      return r.bad(key, "is not supported (float32, float16 or bfloat16)");
+    }
+    break;
+  }
+
+  if (r.has("eos_token_id")) {
+    const json& v = r.at("eos_token_id");
+    const json* first = &v;
+    if (v.is_array()) {
+      if (v.empty()) first = nullptr;
+      else first = &v.front();
+    }
+    if (first != nullptr) {
+      if (!first->is_number_integer()) return r.bad("eos_token_id", "must be a token id or a list of token ids");
+      const auto id = first->get<std::int64_t>();
+      if (id < 0 || id >= c->vocab_size) return r.bad("eos_token_id", "must lie in [0, vocab_size)");
+      c->eos_token_id = static_cast<std::int32_t>(id);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std::string& source) {
@@ -187,9 +327,14 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
     auto arch = parse_arch(model_type);
     if (!arch.ok()) {
       return Status::Error("unsupported model_type '" + model_type + "' in " + source +
-                           " (supported: mixtral, qwen2_moe, qwen3_moe)");
+                           " (supported: mixtral, qwen2_moe, qwen3_moe; dbrx as a simulator shape only)");
     }
     c.arch = *arch;
+  }
+  if (c.arch == Arch::Dbrx) {
+    SY_RETURN_IF_ERROR(read_dbrx(r, &c));
+    SY_RETURN_IF_ERROR(read_dtype_and_eos(r, &c));
+    return c;
   }
   const bool mixtral = c.arch == Arch::Mixtral;
   const bool qwen2 = c.arch == Arch::Qwen2Moe;
@@ -311,39 +456,7 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
     }
   }
 
-  // Checkpoint dtype: transformers 5 writes "dtype", earlier versions "torch_dtype".
-  c.dtype = kernels::DType::F32;
-  for (const char* key : {"dtype", "torch_dtype"}) {
-    if (!r.has(key)) continue;
-    if (!r.at(key).is_string()) return r.bad(key, "must be a string");
-    std::string name = r.at(key).get<std::string>();
-    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-    if (name == "float32" || name == "float") {
-      c.dtype = kernels::DType::F32;
-    } else if (name == "float16" || name == "half") {
-      c.dtype = kernels::DType::F16;
-    } else if (name == "bfloat16") {
-      c.dtype = kernels::DType::BF16;
-    } else {
-      return r.bad(key, "is not supported (float32, float16 or bfloat16)");
-    }
-    break;
-  }
-
-  if (r.has("eos_token_id")) {
-    const json& v = r.at("eos_token_id");
-    const json* first = &v;
-    if (v.is_array()) {
-      if (v.empty()) first = nullptr;
-      else first = &v.front();
-    }
-    if (first != nullptr) {
-      if (!first->is_number_integer()) return r.bad("eos_token_id", "must be a token id or a list of token ids");
-      const auto id = first->get<std::int64_t>();
-      if (id < 0 || id >= c.vocab_size) return r.bad("eos_token_id", "must lie in [0, vocab_size)");
-      c.eos_token_id = static_cast<std::int32_t>(id);
-    }
-  }
+  SY_RETURN_IF_ERROR(read_dtype_and_eos(r, &c));
   return c;
 }
 
@@ -381,7 +494,17 @@ std::int64_t ModelConfig::parameter_count() const {
   return n;
 }
 
+std::int64_t ModelConfig::active_parameter_count() const {
+  std::int64_t skipped = 0;
+  const std::int64_t per_expert = 3 * static_cast<std::int64_t>(hidden_size) * moe_intermediate_size;
+  for (std::int32_t i = 0; i < num_layers; ++i)
+    if (static_cast<std::size_t>(i) < sparse_layers.size() && sparse_layers[static_cast<std::size_t>(i)])
+      skipped += static_cast<std::int64_t>(num_experts - top_k) * per_expert;
+  return parameter_count() - skipped;
+}
+
 std::string ModelConfig::to_json() const {
+  if (arch == Arch::Dbrx) return dbrx_json(*this);
   const bool mixtral = arch == Arch::Mixtral;
   nlohmann::ordered_json j;
   j["architectures"] = {architecture_class(arch)};

@@ -12,11 +12,15 @@
 
 namespace sy {
 
-enum class Arch { Mixtral, Qwen2Moe, Qwen3Moe };
+// Dbrx is a shape for the simulator only: its config.json is read, its weights are not (its
+// checkpoints fuse q/k/v and the experts into tensors the loader does not know).
+enum class Arch { Mixtral, Qwen2Moe, Qwen3Moe, Dbrx };
 
-// "mixtral", "qwen2_moe", "qwen3_moe" (the config.json model_type strings).
+// "mixtral", "qwen2_moe", "qwen3_moe", "dbrx" (the config.json model_type strings).
 std::string arch_name(Arch arch);
 StatusOr<Arch> parse_arch(const std::string& model_type);
+// True for architectures whose config.json is read but whose weights cannot be loaded or written.
+bool arch_is_shapes_only(Arch arch);
 
 struct ModelConfig {
   Arch arch = Arch::Mixtral;
@@ -26,7 +30,7 @@ struct ModelConfig {
   std::int32_t num_heads = 0;
   std::int32_t num_kv_heads = 0;
   std::int32_t head_dim = 0;               // config head_dim, else hidden_size / num_heads
-  std::int32_t intermediate_size = 0;      // dense MLP layers (and Mixtral's experts)
+  std::int32_t intermediate_size = 0;      // dense MLP layers (and Mixtral's and DBRX's experts)
   std::int32_t moe_intermediate_size = 0;  // one routed expert's FFN width
   std::int32_t num_experts = 0;
   std::int32_t top_k = 0;
@@ -44,12 +48,17 @@ struct ModelConfig {
 
   bool is_sparse(std::int32_t layer) const { return sparse_layers[layer]; }
   bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }
+  bool shapes_only() const { return arch_is_shapes_only(arch); }
   std::int64_t parameter_count() const;
+  // Parameters one token passes through: parameter_count() less the routed experts it skips
+  // (num_experts - top_k of them in every sparse layer).
+  std::int64_t active_parameter_count() const;
 
   // Parses and validates config.json text; `source` names the file in error messages.
   static StatusOr<ModelConfig> from_json(const std::string& text, const std::string& source);
   static StatusOr<ModelConfig> from_file(const std::filesystem::path& config_json);
-  // Writes the config.json a Hugging Face loader accepts for this architecture.
+  // Writes the config.json a Hugging Face loader accepts for this architecture (for dbrx, in
+  // DBRX's own format).
   std::string to_json() const;
 };
 

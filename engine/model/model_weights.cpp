@@ -72,6 +72,11 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path&
   if (!fs::is_directory(dir, ec)) return Status::Error("model directory " + dir.string() + " does not exist");
   auto config = ModelConfig::from_file(dir / "config.json");
   if (!config.ok()) return config.status();
+  // Checked before the checkpoint is opened: a shapes-only directory usually has no weights at all.
+  if (config->shapes_only()) {
+    return Status::Error(arch_name(config->arch) + ": shapes only (simulator); weight loading is not supported (" +
+                         (dir / "config.json").string() + ")");
+  }
   auto ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return ckpt.status();
 

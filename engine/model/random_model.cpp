@@ -43,6 +43,7 @@ ModelConfig preset_config(Arch arch, ModelPreset preset, kernels::DType dtype) {
   c.max_position_embeddings = tiny ? 2048 : 4096;
   c.eos_token_id = 2;
   switch (arch) {
+    case Arch::Dbrx:  // Mixtral's shape; write_random_model() refuses it (shapes only)
     case Arch::Mixtral:
       // ~1.9 M (tiny) / ~0.44 B (small) parameters; every layer routed, weights renormalised.
       c.num_layers = tiny ? 4 : 8;
@@ -311,6 +312,8 @@ Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir,
 
 Status write_random_model(const ModelConfig& config, std::uint64_t seed, const fs::path& dir,
                           std::uint64_t shard_bytes) {
+  if (config.shapes_only())
+    return Status::Error(arch_name(config.arch) + ": shapes only (simulator); writing weights is not supported");
   if (config.sparse_layers.size() != static_cast<std::size_t>(config.num_layers))
     return Status::Error("invalid model config: sparse_layers does not have num_layers entries");
   if (config.arch == Arch::Mixtral)

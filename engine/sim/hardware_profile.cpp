@@ -1,16 +1,20 @@
+// Reads, validates and writes the TOML device profiles of assets/hardware/ (format:
+// assets/hardware/README.md). Strict like the layout parser: every key required, unknown keys
+// refused, each message naming the file and, where there is one, the line.
 #include "engine/sim/hardware_profile.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 #include <vector>
 
 #include <toml++/toml.h>
@@ -18,11 +22,14 @@
 namespace sy {
 namespace {
 
+namespace fs = std::filesystem;
+
+// Every numeric key, in the order the writer emits them.
 struct Field {
   const char* key;
   double HardwareProfile::*member;
-  bool may_be_zero;
-  bool fraction;  // in (0, 1]
+  bool may_be_zero;  // 0 is meaningful (no NVLink, no fixed cost); negative never is
+  bool fraction;     // in (0, 1]
 };
 
 constexpr Field kFields[] = {
@@ -46,6 +53,32 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string known_keys() {
+  std::string out = "name";
+  for (const Field& f : kFields) out += std::string(", ") + f.key;
+  return out;
+}
+
+// A double as TOML writes it back exactly: the shortest decimal form that reads back as the
+// same value, always with a '.' or exponent so that it stays a float.
+std::string format_double(double v) {
+  std::ostringstream out;
+  out << toml::value<double>(v);
+  return out.str();
+}
+
+std::string render(const HardwareProfile& p) {
+  std::string out = "name = ";
+  {
+    std::ostringstream name;
+    name << toml::value<std::string>(p.name);
+    out += name.str();
+  }
+  out += "\n";
+  for (const Field& f : kFields) out += std::string(f.key) + " = " + format_double(p.*(f.member)) + "\n";
+  return out;
+}
+
 }  // namespace
 
 StatusOr<HardwareProfile> parse_hardware_profile(std::string_view text, const std::string& source) {
@@ -56,89 +89,125 @@ StatusOr<HardwareProfile> parse_hardware_profile(std::string_view text, const st
     return Status::Error(source + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
   }
   HardwareProfile p;
+  bool has_name = false;
   for (const auto& [key, node] : root) {
     const std::string k(key.str());
-    const auto line = std::to_string(node.source().begin.line);
+    const std::string where = source + ":" + std::to_string(node.source().begin.line);
     if (k == "name") {
-      const auto v = node.value<std::string>();
-      if (!v || v->empty()) return Status::Error(source + ":" + line + ": 'name' must be a non-empty string");
+      const auto v = node.value_exact<std::string>();
+      if (!v || v->empty()) return Status::Error(where + ": 'name' must be a non-empty string");
       p.name = *v;
+      has_name = true;
       continue;
     }
     const Field* f = nullptr;
     for (const Field& cand : kFields)
       if (k == cand.key) f = &cand;
-    if (!f) return Status::Error(source + ":" + line + ": unknown key '" + k + "'");
-    const auto v = node.value<double>();
-    if (!v || !std::isfinite(*v)) return Status::Error(source + ":" + line + ": '" + k + "' must be a number");
-    if (*v < 0 || (*v == 0 && !f->may_be_zero))
-      return Status::Error(source + ":" + line + ": '" + k + "' must be " + (f->may_be_zero ? ">= 0" : "> 0") +
-                           ", got " + std::to_string(*v));
-    if (f->fraction && *v > 1)
-      return Status::Error(source + ":" + line + ": '" + k + "' is a fraction in (0, 1], got " + std::to_string(*v));
-    p.*(f->member) = *v;
+    if (!f) return Status::Error(where + ": unknown key '" + k + "' (known keys: " + known_keys() + ")");
+    // Integers are accepted where floats are meant (bf16_tflops = 989); booleans and strings are not.
+    if (!node.is_integer() && !node.is_floating_point())
+      return Status::Error(where + ": '" + k + "' must be a number");
+    const double v = *node.value<double>();
+    if (!std::isfinite(v)) return Status::Error(where + ": '" + k + "' must be a finite number");
+    if (v < 0 || (v == 0 && !f->may_be_zero))
+      return Status::Error(where + ": '" + k + "' must be " + (f->may_be_zero ? ">= 0" : "> 0") + ", got " +
+                           format_double(v));
+    if (f->fraction && v > 1)
+      return Status::Error(where + ": '" + k + "' is a fraction in (0, 1], got " + format_double(v));
+    p.*(f->member) = v;
   }
-  if (p.name.empty()) return Status::Error(source + ": missing 'name'");
+  if (!has_name) return Status::Error(source + ": missing 'name'");
   for (const Field& f : kFields)
     if (!root.contains(f.key)) return Status::Error(source + ": missing '" + f.key + "'");
   return p;
 }
 
-StatusOr<HardwareProfile> load_hardware_profile(const std::filesystem::path& path) {
+StatusOr<HardwareProfile> load_hardware_profile(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return Status::Error("hardware profile " + path.string() + " does not exist or is not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error("cannot open hardware profile " + path.string() + ": " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) return Status::Error("cannot read hardware profile " + path.string());
   return parse_hardware_profile(ss.str(), path.string());
 }
 
-Status write_hardware_profile(const HardwareProfile& p, const std::filesystem::path& path) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "name = " << toml::value<std::string>(p.name) << "\n";
-  for (const Field& f : kFields) out << f.key << " = " << toml::value<double>(p.*(f.member)) << "\n";
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
+Status write_hardware_profile(const HardwareProfile& p, const fs::path& path) {
+  // What is written must read back as this very profile: a profile that would not validate (or
+  // would lose precision) is refused here rather than discovered at the next load.
+  const std::string text = render(p);
+  auto back = parse_hardware_profile(text, path.string());
+  if (!back.ok()) return Status::Error("refusing to write an invalid hardware profile: " + back.status().message());
+  if (!(*back == p)) return Status::Error("hardware profile " + path.string() + " would not read back unchanged");
+
+  // A unique sibling, renamed over the target: readers see the old file or the new one, never a
+  // partial one, and a failure leaves no temporary behind.
+  static std::atomic<unsigned> counter{0};
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   {
-    std::ofstream f(tmp, std::ios::binary);
-    f << out.str();
-    if (!f) return Status::Error("cannot write hardware profile " + path.string());
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Status::Error("cannot write hardware profile " + path.string() + ": " + std::strerror(errno));
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return Status::Error("cannot write hardware profile " + path.string());
+    }
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  fs::rename(tmp, path, ec);
   if (ec) {
-    std::filesystem::remove(tmp, ec);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
     return Status::Error("cannot write hardware profile " + path.string() + ": " + ec.message());
   }
   return Status::Ok();
 }
 
-std::filesystem::path assets_dir() {
+fs::path assets_dir() {
   if (const char* env = std::getenv("SWITCHYARD_ASSETS"); env && *env) return env;
   return SY_ASSETS_DIR;
 }
 
 StatusOr<HardwareProfile> find_hardware_profile(const std::string& name_or_path) {
-  const std::filesystem::path direct(name_or_path);
-  if (direct.extension() == ".toml" || std::filesystem::is_regular_file(direct)) return load_hardware_profile(direct);
-  const std::filesystem::path dir = assets_dir() / "hardware";
-  const std::string wanted = lower(name_or_path);
-  std::vector<std::string> names;
+  const fs::path direct(name_or_path);
   std::error_code ec;
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+  if (direct.extension() == ".toml" || fs::is_regular_file(direct, ec)) return load_hardware_profile(direct);
+
+  const fs::path dir = assets_dir() / "hardware";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".toml") files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
+  const std::string wanted = lower(name_or_path);
+
+  // The file stem first: it needs no parsing, so one broken profile cannot hide another.
+  for (const fs::path& f : files)
+    if (lower(f.stem().string()) == wanted) return load_hardware_profile(f);
+
+  std::vector<std::string> names;
+  std::vector<std::string> broken;
+  for (const fs::path& f : files) {
     auto p = load_hardware_profile(f);
-    if (!p.ok()) return p.status();
-    if (lower(f.stem().string()) == wanted || lower(p->name) == wanted) return p;
-    names.push_back(f.stem().string());
+    if (!p.ok()) {
+      broken.push_back(p.status().message());
+      continue;
+    }
+    if (lower(p->name) == wanted) return p;
+    std::string label = f.stem().string();
+    if (lower(p->name) != lower(label)) label += " (" + p->name + ")";
+    names.push_back(label);
   }
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  return Status::Error("unknown hardware profile '" + name_or_path + "' (in " + dir.string() + ": " +
-                       (list.empty() ? "none" : list) + ")");
+  std::string message = "unknown hardware profile '" + name_or_path + "': not a .toml file, and no profile in " +
+                        dir.string() + " has that file name or name (available: " +
+                        (list.empty() ? "none" : list) + ")";
+  for (const auto& b : broken) message += "; skipped " + b;
+  return Status::Error(message);
 }
 
 }  // namespace sy
