@@ -1,0 +1,26 @@
+// A control socket client: sends one JSON command and waits for the engine's JSON reply
+// (docs/control-protocol.md). A timeout never leaves the client stuck: the next call works.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "telemetry/curve_keys.h"
+#include "telemetry/status.h"
+
+namespace sy::telemetry {
+
+class ControlClient {
+ public:
+  static StatusOr<std::unique_ptr<ControlClient>> connect(const std::string& endpoint,
+                                                          const CurveClientKeys* keys = nullptr);
+  virtual ~ControlClient() = default;
+
+  // Sends `request` (raw bytes: a JSON object normally, anything in tests) and returns the
+  // reply text. An error only when no reply came within `timeout` or the socket failed; an
+  // engine-side error is a reply `{"ok":false,"error":"…"}`, returned as text.
+  virtual StatusOr<std::string> call(const std::string& request, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace sy::telemetry
