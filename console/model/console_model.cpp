@@ -1,0 +1,177 @@
+#include "console/model/console_model.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace sy::console {
+namespace {
+
+constexpr std::size_t kMaxControlEvents = 10000;
+
+}  // namespace
+
+void ConsoleModel::note_time(std::int64_t t) {
+  if (!has_time_) {
+    earliest_ns_ = latest_ns_ = t;
+    has_time_ = true;
+    return;
+  }
+  earliest_ns_ = std::min(earliest_ns_, t);
+  latest_ns_ = std::max(latest_ns_, t);
+}
+
+void ConsoleModel::note_error(const std::string& message) {
+  ++bad_messages_;
+  last_error_ = message;
+}
+
+void ConsoleModel::add_span(const telemetry::Span& s) {
+  if (spans_.add(s)) {
+    note_time(s.start_ns);
+    note_time(s.end_ns);
+  }
+  ++records_;
+}
+
+void ConsoleModel::add_queue_sample(const telemetry::QueueSample& q) {
+  if (queues_.add(q)) note_time(q.t_ns);
+  ++records_;
+}
+
+void ConsoleModel::add_expert_load(const telemetry::ExpertLoad& l) {
+  loads_.add(l);
+  note_time(l.window_end_ns);
+  ++records_;
+}
+
+void ConsoleModel::add_request_event(const telemetry::RequestEvent& r) {
+  requests_.add(r);
+  note_time(r.t_ns);
+  ++records_;
+}
+
+void ConsoleModel::add_summary_json(const std::string& object) {
+  auto p = parse_summary(object);
+  ++records_;
+  if (!p.ok()) return note_error(p.status().message());
+  note_time(p->t_end_ns);
+  summaries_.add(*p);
+}
+
+void ConsoleModel::add_control_json(const std::string& object) {
+  auto e = parse_control_event(object);
+  ++records_;
+  if (!e.ok()) return note_error(e.status().message());
+  note_time(e->t_ns);
+  // Keep time order: the stream delivers them in order, a trace may not.
+  auto pos = std::upper_bound(control_events_.begin(), control_events_.end(), e->t_ns,
+                              [](std::int64_t t, const ControlEvent& c) { return t < c.t_ns; });
+  control_events_.insert(pos, std::move(*e));
+  while (control_events_.size() > kMaxControlEvents) control_events_.pop_front();
+}
+
+void ConsoleModel::add_meta_json(const std::string& object) {
+  auto m = parse_run_meta(object);
+  ++records_;
+  if (!m.ok()) return note_error(m.status().message());
+  set_meta(std::move(*m));
+}
+
+void ConsoleModel::set_meta(RunMeta meta) {
+  if (meta.now_ns > 0) note_time(meta.now_ns);
+  meta_ = std::move(meta);
+  ++version_;
+}
+
+void ConsoleModel::ingest(const telemetry::Batch& batch) {
+  using telemetry::Topic;
+  switch (batch.topic) {
+    case Topic::Spans:
+      for (const auto& s : batch.spans) add_span(s);
+      break;
+    case Topic::Queues:
+      for (const auto& q : batch.queues) add_queue_sample(q);
+      break;
+    case Topic::ExpertLoad:
+      for (const auto& l : batch.loads) add_expert_load(l);
+      break;
+    case Topic::Requests:
+      for (const auto& r : batch.requests) add_request_event(r);
+      break;
+    case Topic::Control:
+    case Topic::Summary:
+    case Topic::Meta: {
+      nlohmann::json array = nlohmann::json::parse(batch.json, nullptr, false);
+      if (array.is_discarded() || !array.is_array()) {
+        note_error("a " + std::string(batch.topic == Topic::Meta      ? "meta"
+                                      : batch.topic == Topic::Summary ? "summary"
+                                                                      : "control") +
+                   " message is not a JSON array");
+        break;
+      }
+      for (const auto& object : array) {
+        const std::string text = object.dump();
+        if (batch.topic == Topic::Meta)
+          add_meta_json(text);
+        else if (batch.topic == Topic::Summary)
+          add_summary_json(text);
+        else
+          add_control_json(text);
+      }
+      break;
+    }
+  }
+  ++version_;
+}
+
+void ConsoleModel::set_bounded(bool bounded) {
+  bounded_ = bounded;
+  constexpr auto kAll = std::numeric_limits<std::size_t>::max();
+  queues_.set_per_queue_capacity(bounded ? 4096 : queues_.per_queue_capacity());
+  loads_.set_max_windows(bounded ? 900 : kAll);
+  requests_.set_max_rows(bounded ? 20000 : kAll);
+}
+
+void ConsoleModel::apply_retention() {
+  if (!has_time_ || !bounded_) return;
+  const std::int64_t cutoff = latest_ns_ - retention_.window_ns;
+  spans_.trim(cutoff, retention_.max_spans);
+  queues_.trim(cutoff);
+  loads_.trim(cutoff);
+  summaries_.trim(cutoff);
+  while (!control_events_.empty() && control_events_.front().t_ns < cutoff) control_events_.pop_front();
+  earliest_ns_ = std::max(earliest_ns_, cutoff);
+}
+
+void ConsoleModel::clear() {
+  spans_.clear();
+  queues_.clear();
+  loads_.clear();
+  summaries_.clear();
+  requests_.clear();
+  control_events_.clear();
+  meta_.reset();
+  has_time_ = false;
+  earliest_ns_ = latest_ns_ = 0;
+  records_ = 0;
+  bad_messages_ = 0;
+  last_error_.clear();
+  ++version_;
+}
+
+std::int64_t ConsoleModel::begin_ns() const {
+  return has_time_ ? earliest_ns_ : 0;
+}
+
+std::int32_t ConsoleModel::device_count() const {
+  std::int32_t n = spans_.device_count();
+  if (meta_) {
+    n = std::max(n, static_cast<std::int32_t>(meta_->devices.size()));
+    for (const auto& d : meta_->devices) n = std::max(n, d.index + 1);
+  }
+  return n;
+}
+
+}  // namespace sy::console

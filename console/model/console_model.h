@@ -1,0 +1,101 @@
+// Everything the console knows about one run, fed by telemetry batches (live) or a recorded
+// trace (post-mortem): spans, queue depths, expert load, summaries, requests, control events and
+// run metadata, with the live retention that bounds memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "console/model/control_event.h"
+#include "console/model/expert_load_store.h"
+#include "console/model/queue_store.h"
+#include "console/model/request_table.h"
+#include "console/model/run_meta.h"
+#include "console/model/span_store.h"
+#include "console/model/summary_store.h"
+#include "telemetry/wire.h"
+
+namespace sy::console {
+
+// How much of a live run the console keeps: the last `window_ns` of run time, and at most
+// `max_spans` spans (the oldest go first when the stream is denser than the window allows).
+struct Retention {
+  std::int64_t window_ns = 120'000'000'000;  // 2 minutes
+  std::size_t max_spans = 4'000'000;          // about 200 MB of spans
+};
+
+class ConsoleModel {
+ public:
+  ConsoleModel() = default;
+
+  // Takes one decoded batch of any topic. JSON that does not parse is counted and its error
+  // kept (last_error()); the rest of the batch is still taken.
+  void ingest(const telemetry::Batch& batch);
+
+  void add_span(const telemetry::Span& s);
+  void add_queue_sample(const telemetry::QueueSample& q);
+  void add_expert_load(const telemetry::ExpertLoad& l);
+  void add_request_event(const telemetry::RequestEvent& r);
+  void add_summary_json(const std::string& object);
+  void add_control_json(const std::string& object);
+  void add_meta_json(const std::string& object);
+  void set_meta(RunMeta meta);
+
+  // Live runs are bounded (retention, per-queue ring buffers, recent windows and requests); a
+  // trace is not, so that the whole recording shows. clear() keeps the setting.
+  void set_bounded(bool bounded);
+  bool bounded() const { return bounded_; }
+  // Drops what is older than the retention allows; nothing when unbounded.
+  void apply_retention();
+  void set_retention(const Retention& r) { retention_ = r; }
+  const Retention& retention() const { return retention_; }
+  void clear();
+
+  const SpanStore& spans() const { return spans_; }
+  const QueueStore& queues() const { return queues_; }
+  QueueStore& queues() { return queues_; }
+  const ExpertLoadStore& loads() const { return loads_; }
+  ExpertLoadStore& loads() { return loads_; }
+  const SummaryStore& summaries() const { return summaries_; }
+  const RequestTable& requests() const { return requests_; }
+  RequestTable& requests() { return requests_; }
+  const std::deque<ControlEvent>& control_events() const { return control_events_; }
+  const std::optional<RunMeta>& meta() const { return meta_; }
+
+  // Earliest and latest time of anything held (0, 0 when empty).
+  std::int64_t begin_ns() const;
+  std::int64_t end_ns() const { return has_time_ ? latest_ns_ : 0; }
+  std::int32_t device_count() const;
+
+  std::uint64_t records() const { return records_; }
+  std::uint64_t bad_messages() const { return bad_messages_; }
+  const std::string& last_error() const { return last_error_; }
+  // Bumped on every change; views cache derived data against it.
+  std::uint64_t version() const { return version_; }
+
+ private:
+  void note_time(std::int64_t t);
+  void note_error(const std::string& message);
+
+  SpanStore spans_;
+  QueueStore queues_;
+  ExpertLoadStore loads_;
+  SummaryStore summaries_;
+  RequestTable requests_;
+  std::deque<ControlEvent> control_events_;
+  std::optional<RunMeta> meta_;
+  Retention retention_;
+  bool bounded_ = true;
+  bool has_time_ = false;
+  std::int64_t earliest_ns_ = 0;
+  std::int64_t latest_ns_ = 0;
+  std::uint64_t records_ = 0;
+  std::uint64_t bad_messages_ = 0;
+  std::string last_error_;
+  std::uint64_t version_ = 0;
+};
+
+}  // namespace sy::console

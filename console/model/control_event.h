@@ -1,0 +1,27 @@
+// A control command the engine handled (the stream's `control` topic, a trace's control events):
+// what was asked, what changed, and whether it worked. The timeline marks them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "telemetry/status.h"
+
+namespace sy::console {
+
+struct ControlEvent {
+  std::int64_t t_ns = 0;
+  std::string cmd;
+  std::string request_json;
+  std::string old_json;
+  std::string new_json;
+  bool ok = false;
+  std::string error;
+
+  // A one-line label: "set_policy: async/defrag -> pingpong" or "move_expert failed: ...".
+  std::string label() const;
+};
+
+telemetry::StatusOr<ControlEvent> parse_control_event(const std::string& json_object);
+
+}  // namespace sy::console

@@ -1,0 +1,120 @@
+#include "console/model/run_meta.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace sy::console {
+namespace {
+
+using nlohmann::json;
+
+// Reads `key` of `object` into `out` when present and not null; wrong types throw with the key named.
+template <class T>
+void read(const json& object, const char* key, T& out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return;
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    throw std::runtime_error(std::string("key \"") + key + "\" has the wrong type (" + it->type_name() + ")");
+  }
+}
+
+}  // namespace
+
+std::string PolicyInfo::describe() const {
+  std::string out = name.empty() ? "?" : name;
+  char buf[96];
+  if (name == "async") {
+    out += "/" + (scheduler.empty() ? std::string("?") : scheduler);
+    if (scheduler == "defrag") {
+      std::snprintf(buf, sizeof buf, " (lookahead %d, decay %g)", lookahead, decay);
+      out += buf;
+    }
+  } else if (microbatches > 0) {
+    std::snprintf(buf, sizeof buf, " (m=%d)", microbatches);
+    out += buf;
+  }
+  return out;
+}
+
+std::string RunMeta::device_name(std::int32_t index) const {
+  if (const DeviceInfo* d = device(index); d != nullptr && !d->name.empty()) return d->name;
+  return "dev " + std::to_string(index);
+}
+
+const DeviceInfo* RunMeta::device(std::int32_t index) const {
+  for (const DeviceInfo& d : devices)
+    if (d.index == index) return &d;
+  return nullptr;
+}
+
+telemetry::StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
+  json j;
+  try {
+    j = json::parse(json_object);
+  } catch (const json::exception& e) {
+    return telemetry::Status::Error(std::string("meta is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return telemetry::Status::Error("meta is not a JSON object");
+  RunMeta m;
+  try {
+    read(j, "schema_version", m.schema_version);
+    read(j, "run_id", m.run_id);
+    read(j, "clock", m.clock);
+    read(j, "wall_origin_unix_ns", m.wall_origin_unix_ns);
+    read(j, "pace", m.pace);
+    read(j, "now_ns", m.now_ns);
+    read(j, "backend", m.backend);
+    read(j, "hardware", m.hardware);
+    if (auto it = j.find("model"); it != j.end() && it->is_object()) {
+      read(*it, "name", m.model_name);
+      read(*it, "arch", m.arch);
+      read(*it, "blocks", m.blocks);
+      read(*it, "experts", m.experts);
+      read(*it, "top_k", m.top_k);
+      read(*it, "hidden_size", m.hidden_size);
+    }
+    if (auto it = j.find("devices"); it != j.end() && it->is_array()) {
+      for (const json& d : *it) {
+        if (!d.is_object()) throw std::runtime_error("an entry of \"devices\" is not an object");
+        DeviceInfo info;
+        read(d, "index", info.index);
+        read(d, "name", info.name);
+        read(d, "rank", info.rank);
+        read(d, "node", info.node);
+        m.devices.push_back(std::move(info));
+      }
+    }
+    read(j, "placement", m.placement);
+    if (auto it = j.find("policy"); it != j.end() && it->is_object()) {
+      read(*it, "name", m.policy.name);
+      read(*it, "scheduler", m.policy.scheduler);
+      read(*it, "lookahead", m.policy.lookahead);
+      read(*it, "decay", m.policy.decay);
+      read(*it, "microbatches", m.policy.microbatches);
+    }
+    read(j, "admission_paused", m.admission_paused);
+    if (auto it = j.find("recording"); it != j.end() && it->is_object()) {
+      std::string path;
+      read(*it, "path", path);
+      read(*it, "since_ns", m.recording_since_ns);
+      m.recording_path = path;
+    }
+    if (auto it = j.find("workload"); it != j.end() && it->is_object()) {
+      WorkloadInfo w;
+      read(*it, "rate", w.rate);
+      read(*it, "skew", w.skew);
+      read(*it, "length_class", w.length_class);
+      m.workload = w;
+    }
+    read(j, "row_bytes", m.row_bytes);
+  } catch (const std::exception& e) {
+    return telemetry::Status::Error(std::string("meta: ") + e.what());
+  }
+  m.json = json_object;
+  return m;
+}
+
+}  // namespace sy::console

@@ -1,0 +1,75 @@
+// The engine's run metadata (the stream's `meta` topic, get_state's `state`, a trace's META
+// table): model shape, devices, expert placement, policy, admission and recording state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "telemetry/status.h"
+
+namespace sy::console {
+
+// placement[block][expert] = devices holding a replica of that expert.
+using Placement = std::vector<std::vector<std::vector<std::int32_t>>>;
+
+struct DeviceInfo {
+  std::int32_t index = 0;
+  std::string name;
+  std::int32_t rank = -1;  // attention DP rank; -1 for an expert-only device
+  std::int32_t node = 0;
+};
+
+struct PolicyInfo {
+  std::string name;       // async, pingpong, sync, ...
+  std::string scheduler;  // defrag, mtfs, flfs (async only)
+  std::int32_t lookahead = 0;
+  double decay = 0;
+  std::int32_t microbatches = 0;
+
+  // "async/defrag (lookahead 3, decay 0.5)", "pingpong (m=2)".
+  std::string describe() const;
+};
+
+struct WorkloadInfo {
+  double rate = 0;
+  std::string skew;
+  std::string length_class;
+};
+
+struct RunMeta {
+  int schema_version = 0;
+  std::uint64_t run_id = 0;
+  std::string clock;  // virtual | wall
+  std::int64_t wall_origin_unix_ns = 0;
+  double pace = 0;
+  std::int64_t now_ns = 0;
+  std::string backend;
+  std::string hardware;  // empty when null
+  std::string model_name;
+  std::string arch;
+  std::int32_t blocks = 0;
+  std::int32_t experts = 0;
+  std::int32_t top_k = 0;
+  std::int32_t hidden_size = 0;
+  std::vector<DeviceInfo> devices;
+  Placement placement;
+  PolicyInfo policy;
+  bool admission_paused = false;
+  std::optional<std::string> recording_path;
+  std::int64_t recording_since_ns = 0;
+  std::optional<WorkloadInfo> workload;
+  std::int64_t row_bytes = 0;
+  std::string json;  // the object as received
+
+  // Device name by index ("dev N" when the metadata does not name it).
+  std::string device_name(std::int32_t index) const;
+  const DeviceInfo* device(std::int32_t index) const;
+};
+
+// Parses one meta object (JSON text). Missing optional keys keep their defaults; a key of the
+// wrong type is an error naming the key.
+telemetry::StatusOr<RunMeta> parse_run_meta(const std::string& json_object);
+
+}  // namespace sy::console

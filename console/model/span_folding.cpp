@@ -1,0 +1,83 @@
+#include "console/model/span_folding.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace sy::console {
+namespace {
+
+constexpr std::size_t kKinds = static_cast<std::size_t>(telemetry::SpanKind::Stall) + 1;
+
+void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
+  std::array<int, kKinds> votes{};
+  const std::size_t n = std::min<std::size_t>(item.count, static_cast<std::size_t>(std::max(1, samples)));
+  for (std::size_t k = 0; k < n; ++k) {
+    // Evenly spaced members, first and last included.
+    const std::size_t offset = n == 1 ? 0 : k * (item.count - 1) / (n - 1);
+    const telemetry::Span& s = lane[item.first + offset];
+    const auto kind = static_cast<std::size_t>(s.kind);
+    if (kind < kKinds) ++votes[kind];
+    if (s.kind == telemetry::SpanKind::Stall) item.has_stall = true;
+  }
+  // Stalls only win a fold they dominate, so a busy device's folds read as busy.
+  std::size_t best = 0;
+  for (std::size_t k = 1; k < kKinds; ++k)
+    if (votes[k] > votes[best]) best = k;
+  item.kind = static_cast<telemetry::SpanKind>(best);
+}
+
+}  // namespace
+
+void fold_lane(const LaneSpans& lane, std::int64_t t0_ns, std::int64_t t1_ns, const FoldOptions& options,
+               std::vector<TimelineItem>& out) {
+  if (lane.empty() || t1_ns < t0_ns) return;
+  const auto min_ns = static_cast<std::int64_t>(
+      std::max(1.0, std::ceil(options.min_width_px * std::max(options.ns_per_pixel, 0.0))));
+  std::size_t i = lane.first_ending_at_or_after(t0_ns);
+  const std::size_t end = lane.first_starting_after(t1_ns);
+  // On a lane whose spans overlap (transfers), one long span keeps the running maximum of ends
+  // high and the search above lands far before t0; look back a bounded number of spans instead,
+  // so a frame never scans the run. A span longer than that look-back window can be missed.
+  constexpr std::size_t kMaxLookBack = 4096;
+  const std::size_t first_inside = lane.first_starting_at_or_after(t0_ns);
+  if (first_inside > i + kMaxLookBack) i = first_inside - kMaxLookBack;
+
+  while (i < end) {
+    const telemetry::Span& s = lane[i];
+    if (s.end_ns < t0_ns) {  // an earlier long span kept the running maximum high: not visible
+      ++i;
+      continue;
+    }
+    if (s.end_ns - s.start_ns >= min_ns) {
+      out.push_back({s.start_ns, s.end_ns, i, 1, s.kind, s.kind == telemetry::SpanKind::Stall});
+      ++i;
+      continue;
+    }
+    // A narrow span opens a fold; it swallows whatever ends within min_ns of the fold's end,
+    // then any narrow neighbour that starts within min_ns of it, until a gap or a wide span.
+    std::int64_t fold_end = s.end_ns;
+    std::size_t j = i + 1;
+    while (j < end) {
+      const std::size_t k = std::min(end, std::max(j, lane.first_ending_at_or_after(fold_end + min_ns)));
+      if (k > j) {
+        fold_end = std::max(fold_end, lane[k - 1].end_ns);
+        j = k;
+        if (j >= end) break;
+      }
+      const telemetry::Span& next = lane[j];
+      if (next.end_ns - next.start_ns < min_ns && next.start_ns - fold_end < min_ns) {
+        fold_end = std::max(fold_end, next.end_ns);
+        ++j;
+        continue;
+      }
+      break;
+    }
+    TimelineItem item{s.start_ns, fold_end, i, j - i, s.kind, s.kind == telemetry::SpanKind::Stall};
+    if (item.folded()) colour_fold(lane, options.fold_samples, item);
+    out.push_back(item);
+    i = j;
+  }
+}
+
+}  // namespace sy::console

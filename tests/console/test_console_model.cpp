@@ -1,0 +1,169 @@
+#include <gtest/gtest.h>
+
+#include "console/model/console_model.h"
+#include "console/model/time_format.h"
+
+namespace sy::console {
+namespace {
+
+using telemetry::Batch;
+using telemetry::Topic;
+
+constexpr const char* kMeta = R"({"schema_version":1,"run_id":123,"clock":"virtual","wall_origin_unix_ns":5,
+  "pace":1.0,"now_ns":2000000000,"backend":"sim","hardware":"H100",
+  "model":{"name":"mixtral-8x7b","arch":"mixtral","blocks":2,"experts":4,"top_k":2,"hidden_size":4096},
+  "devices":[{"index":0,"name":"a0","rank":0,"node":0},{"index":1,"name":"e0","rank":-1,"node":0}],
+  "placement":[[[1],[1],[1],[1]],[[1],[1],[1],[1]]],
+  "policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2},
+  "admission_paused":false,"recording":{"path":"/tmp/run.db","since_ns":10},
+  "workload":{"rate":60.0,"skew":"exp:0.5","length_class":"short"},"row_bytes":8192})";
+
+Batch json_batch(Topic topic, std::string array) {
+  Batch b;
+  b.topic = topic;
+  b.json = std::move(array);
+  return b;
+}
+
+TEST(ConsoleModel, IngestsEveryTopic) {
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, std::string("[") + kMeta + "]"));
+  ASSERT_TRUE(m.meta().has_value()) << m.last_error();
+  EXPECT_EQ(m.meta()->model_name, "mixtral-8x7b");
+  EXPECT_EQ(m.meta()->blocks, 2);
+  EXPECT_EQ(m.meta()->device_name(1), "e0");
+  EXPECT_EQ(m.meta()->device_name(7), "dev 7");
+  EXPECT_EQ(m.meta()->policy.describe(), "async/defrag (lookahead 3, decay 0.5)");
+  EXPECT_EQ(m.meta()->placement[1][3], (std::vector<std::int32_t>{1}));
+  EXPECT_EQ(*m.meta()->recording_path, "/tmp/run.db");
+  EXPECT_EQ(m.meta()->workload->skew, "exp:0.5");
+
+  Batch spans;
+  spans.topic = Topic::Spans;
+  telemetry::Span s;
+  s.device = 1;
+  s.start_ns = 100;
+  s.end_ns = 200;
+  spans.spans = {s, s};
+  m.ingest(spans);
+  EXPECT_EQ(m.spans().size(), 2u);
+  EXPECT_EQ(m.device_count(), 2);
+
+  Batch queues;
+  queues.topic = Topic::Queues;
+  telemetry::QueueSample q;
+  q.t_ns = 150;
+  q.depth_tokens = 7;
+  queues.queues = {q};
+  m.ingest(queues);
+  EXPECT_EQ(m.queues().queue_count(), 1u);
+
+  Batch loads;
+  loads.topic = Topic::ExpertLoad;
+  telemetry::ExpertLoad l;
+  l.window_end_ns = 1000;
+  l.tokens = 4;
+  loads.loads = {l};
+  m.ingest(loads);
+  EXPECT_EQ(m.loads().latest()->records.size(), 1u);
+
+  Batch requests;
+  requests.topic = Topic::Requests;
+  telemetry::RequestEvent r;
+  r.request_id = 9;
+  r.t_ns = 10;
+  r.phase = telemetry::RequestPhase::Arrival;
+  requests.requests.push_back(r);
+  r.t_ns = 60;
+  r.phase = telemetry::RequestPhase::FirstToken;
+  requests.requests.push_back(r);
+  m.ingest(requests);
+  ASSERT_EQ(m.requests().size(), 1u);
+  EXPECT_EQ(m.requests().rows().at(9).ttft_ns(), 50);
+
+  m.ingest(json_batch(Topic::Summary, R"([{"t_begin_ns":0,"t_end_ns":1000000000,"tokens_per_s":1500.5,
+      "requests_per_s":12,"requests_finished":12,"running":30,"waiting":2,
+      "itl_ms":{"count":100,"mean":20,"p50":19,"p90":30,"p99":45},"ttft_ms":{"count":12,"mean":80,"p50":70,"p90":120,"p99":150},
+      "kv_usage":0.42,"devices":[{"device":0,"busy":0.8,"stall":{"queue_empty":0.1,"barrier":0.05,"transfer":0.05,"weights":0},
+      "executions":100,"rows_per_execution":12.5}],"expert_imbalance":[1.5,2.0],"dropped_events":0}])"));
+  ASSERT_EQ(m.summaries().points().size(), 1u) << m.last_error();
+  const SummaryPoint& p = *m.summaries().latest();
+  EXPECT_DOUBLE_EQ(p.tokens_per_s, 1500.5);
+  EXPECT_DOUBLE_EQ(p.itl_ms.p99, 45);
+  EXPECT_DOUBLE_EQ(p.devices[0].stall_barrier, 0.05);
+  EXPECT_EQ(p.expert_imbalance.size(), 2u);
+
+  m.ingest(json_batch(Topic::Control, R"([{"t_ns":500,"cmd":"set_policy","request":{"cmd":"set_policy","policy":"pingpong"},
+      "old":{"name":"async","scheduler":"defrag"},"new":{"name":"pingpong"},"ok":true,"error":null}])"));
+  ASSERT_EQ(m.control_events().size(), 1u);
+  EXPECT_EQ(m.control_events()[0].label(), "set_policy: async/defrag -> pingpong");
+  EXPECT_EQ(m.bad_messages(), 0u);
+  EXPECT_EQ(m.begin_ns(), 10);
+  EXPECT_EQ(m.end_ns(), 2'000'000'000);
+}
+
+TEST(ConsoleModel, BadJsonIsCountedAndNamedNotFatal) {
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, "not json"));
+  EXPECT_EQ(m.bad_messages(), 1u);
+  EXPECT_NE(m.last_error().find("meta"), std::string::npos);
+  m.ingest(json_batch(Topic::Meta, R"([{"model":{"blocks":"many"}}])"));
+  EXPECT_EQ(m.bad_messages(), 2u);
+  EXPECT_NE(m.last_error().find("blocks"), std::string::npos) << m.last_error();
+  m.ingest(json_batch(Topic::Summary, R"([{"t_begin_ns":5,"t_end_ns":1}, {"t_begin_ns":0,"t_end_ns":"x"}])"));
+  EXPECT_EQ(m.bad_messages(), 4u);
+  m.ingest(json_batch(Topic::Control, R"([{"cmd":"pause"}])"));
+  EXPECT_EQ(m.bad_messages(), 5u);
+  EXPECT_NE(m.last_error().find("t_ns"), std::string::npos);
+  EXPECT_FALSE(m.meta().has_value());
+}
+
+TEST(ConsoleModel, RetentionBoundsALiveRunButNotATrace) {
+  ConsoleModel m;
+  m.set_retention({1000, 1'000'000});
+  telemetry::Span s;
+  for (int i = 0; i < 100; ++i) {
+    s.start_ns = i * 100;
+    s.end_ns = i * 100 + 50;
+    m.add_span(s);
+  }
+  m.apply_retention();
+  EXPECT_EQ(m.spans().size(), 11u);  // those ending at or after 9950 - 1000: i = 89..99
+  EXPECT_EQ(m.begin_ns(), 9950 - 1000);
+
+  ConsoleModel trace;
+  trace.set_bounded(false);
+  trace.set_retention({1000, 10});
+  for (int i = 0; i < 100; ++i) {
+    s.start_ns = i * 100;
+    s.end_ns = i * 100 + 50;
+    trace.add_span(s);
+  }
+  trace.apply_retention();
+  EXPECT_EQ(trace.spans().size(), 100u);
+}
+
+TEST(ConsoleModel, ClearForgetsTheRun) {
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, std::string("[") + kMeta + "]"));
+  telemetry::Span s;
+  m.add_span(s);
+  m.clear();
+  EXPECT_FALSE(m.meta().has_value());
+  EXPECT_TRUE(m.spans().empty());
+  EXPECT_EQ(m.end_ns(), 0);
+}
+
+TEST(TimeFormat, UnitsFitTheMagnitude) {
+  EXPECT_EQ(format_duration(std::int64_t{500}), "500 ns");
+  EXPECT_EQ(format_duration(std::int64_t{1500}), "1.5 us");
+  EXPECT_EQ(format_duration(std::int64_t{2'500'000}), "2.5 ms");
+  EXPECT_EQ(format_duration(std::int64_t{3'000'000'000}), "3 s");
+  EXPECT_EQ(format_duration(std::int64_t{125'000'000'000}), "2m 05s");
+  EXPECT_EQ(format_time(1'234'567'891, 1000), "1.234568 s");
+  EXPECT_EQ(format_time(1'234'567'891, 1'000'000'000), "1 s");
+  EXPECT_EQ(format_count(1'200'000), "1.2M");
+}
+
+}  // namespace
+}  // namespace sy::console
