@@ -11,6 +11,7 @@ constexpr std::size_t kKinds = static_cast<std::size_t>(telemetry::SpanKind::Sta
 
 void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
   std::array<int, kKinds> votes{};
+  std::int64_t stalled = 0, total = 0;
   const std::size_t n = std::min<std::size_t>(item.count, static_cast<std::size_t>(std::max(1, samples)));
   for (std::size_t k = 0; k < n; ++k) {
     // Evenly spaced members, first and last included.
@@ -18,8 +19,13 @@ void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
     const telemetry::Span& s = lane[item.first + offset];
     const auto kind = static_cast<std::size_t>(s.kind);
     if (kind < kKinds) ++votes[kind];
-    if (s.kind == telemetry::SpanKind::Stall) item.has_stall = true;
+    total += s.end_ns - s.start_ns;
+    if (s.kind == telemetry::SpanKind::Stall) {
+      item.has_stall = true;
+      stalled += s.end_ns - s.start_ns;
+    }
   }
+  item.stall_share = total > 0 ? static_cast<float>(static_cast<double>(stalled) / static_cast<double>(total)) : 0.0f;
   // Stalls only win a fold they dominate, so a busy device's folds read as busy.
   std::size_t best = 0;
   for (std::size_t k = 1; k < kKinds; ++k)
@@ -34,6 +40,8 @@ void fold_lane(const LaneSpans& lane, std::int64_t t0_ns, std::int64_t t1_ns, co
   if (lane.empty() || t1_ns < t0_ns) return;
   const auto min_ns = static_cast<std::int64_t>(
       std::max(1.0, std::ceil(options.min_width_px * std::max(options.ns_per_pixel, 0.0))));
+  const auto max_fold_ns = std::max<std::int64_t>(
+      min_ns, static_cast<std::int64_t>(options.max_fold_px * std::max(options.ns_per_pixel, 0.0)));
   std::size_t i = lane.first_ending_at_or_after(t0_ns);
   const std::size_t end = lane.first_starting_after(t1_ns);
   // On a lane whose spans overlap (transfers), one long span keeps the running maximum of ends
@@ -58,7 +66,7 @@ void fold_lane(const LaneSpans& lane, std::int64_t t0_ns, std::int64_t t1_ns, co
     // then any narrow neighbour that starts within min_ns of it, until a gap or a wide span.
     std::int64_t fold_end = s.end_ns;
     std::size_t j = i + 1;
-    while (j < end) {
+    while (j < end && fold_end - s.start_ns < max_fold_ns) {
       const std::size_t k = std::min(end, std::max(j, lane.first_ending_at_or_after(fold_end + min_ns)));
       if (k > j) {
         fold_end = std::max(fold_end, lane[k - 1].end_ns);

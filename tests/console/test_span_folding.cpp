@@ -50,7 +50,7 @@ TEST(SpanFolding, DenseNarrowSpansFoldIntoOneBlock) {
   LaneSpans lane;
   for (int i = 0; i < 100'000; ++i) lane.add(compute(i * 10, i * 10 + 8));  // 1 ms of 8 ns spans
   std::vector<TimelineItem> items;
-  fold_lane(lane, 0, 1'000'000, {.ns_per_pixel = 1000, .min_width_px = 3}, items);
+  fold_lane(lane, 0, 1'000'000, {.ns_per_pixel = 1000, .min_width_px = 3, .max_fold_px = 2000}, items);
   ASSERT_EQ(items.size(), 1u);
   EXPECT_TRUE(items[0].folded());
   EXPECT_EQ(items[0].count, 100'000u);
@@ -93,6 +93,23 @@ TEST(SpanFolding, FoldsAreColouredByTheirMostCommonKindAndFlagStalls) {
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0].kind, SpanKind::Attention);
   EXPECT_TRUE(items[0].has_stall);
+  EXPECT_FLOAT_EQ(items[0].stall_share, 0.25f);
+}
+
+TEST(SpanFolding, FoldsCloseAtTheirMaximumWidth) {
+  LaneSpans lane;
+  for (int i = 0; i < 100'000; ++i) lane.add(compute(i * 10, i * 10 + 8));
+  std::vector<TimelineItem> items;
+  fold_lane(lane, 0, 1'000'000, {.ns_per_pixel = 1000, .min_width_px = 3, .max_fold_px = 20}, items);
+  // 1000 px of dense spans in folds of 20 px, each overshooting by at most one 3 px step.
+  EXPECT_GE(items.size(), 42u);
+  EXPECT_LE(items.size(), 51u);
+  std::size_t n = 0;
+  for (const auto& item : items) {
+    n += item.count;
+    EXPECT_LE(item.end_ns - item.start_ns, 23'000 + 10);
+  }
+  EXPECT_EQ(n, 100'000u);
 }
 
 TEST(SpanFolding, EverySpanInViewIsRepresentedExactlyOnceAtEveryZoom) {
