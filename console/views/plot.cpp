@@ -1,0 +1,84 @@
+#include "console/views/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "console/model/time_format.h"
+#include "console/views/palette.h"
+
+namespace sy::console::plot {
+
+double nice_ceiling(double v) {
+  if (!(v > 0)) return 1;
+  const double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= v * (1 - 1e-9)) return m * p;
+  return 10 * p;
+}
+
+std::int64_t time_step(double ns_per_pixel, double min_px) {
+  const double want = std::max(1.0, ns_per_pixel * min_px);
+  const auto step = static_cast<std::int64_t>(nice_ceiling(want));
+  return std::max<std::int64_t>(step, 1);
+}
+
+Chart begin_chart(const char* id, const char* title, ImVec2 size, std::int64_t t0, std::int64_t t1, double y_max,
+                  const char* unit) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, size);
+  Chart c;
+  c.hovered = ImGui::IsItemHovered();
+  const float line = ImGui::GetTextLineHeight();
+  c.min = ImVec2(origin.x + 48, origin.y + line + 4);
+  c.max = ImVec2(origin.x + size.x - 6, origin.y + size.y - line - 2);
+  c.t0 = t0;
+  c.t1 = std::max(t1, t0 + 1);
+  c.y_max = nice_ceiling(y_max > 0 ? y_max * 1.05 : 1.0);
+
+  dl->AddText(ImVec2(origin.x + 4, origin.y), palette::kText, title);
+  dl->AddRectFilled(c.min, c.max, palette::kBackground);
+  // y grid: 4 divisions.
+  char buf[32];
+  for (int i = 0; i <= 4; ++i) {
+    const double v = c.y_max * i / 4.0;
+    const float y = c.y(v);
+    dl->AddLine(ImVec2(c.min.x, y), ImVec2(c.max.x, y), palette::kGrid);
+    std::snprintf(buf, sizeof buf, "%s%s", format_count(v).c_str(), i == 4 ? unit : "");
+    const ImVec2 ts = ImGui::CalcTextSize(buf);
+    dl->AddText(ImVec2(c.min.x - ts.x - 4, y - ts.y / 2), palette::kTextDim, buf);
+  }
+  // Time ticks relative to the right edge.
+  const double ns_per_px = static_cast<double>(c.t1 - c.t0) / std::max(1.0f, c.max.x - c.min.x);
+  const std::int64_t step = time_step(ns_per_px, 70);
+  for (std::int64_t k = 0;; ++k) {
+    const std::int64_t t = c.t1 - k * step;
+    if (t < c.t0) break;
+    const float x = c.x(t);
+    dl->AddLine(ImVec2(x, c.max.y), ImVec2(x, c.max.y + 3), palette::kGrid);
+    const std::string label = k == 0 ? format_time(t, step) : "-" + format_duration(k * step);
+    const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
+    dl->AddText(ImVec2(std::max(c.min.x, x - ts.x / 2), c.max.y + 2), palette::kTextDim, label.c_str());
+  }
+  dl->AddRect(c.min, c.max, palette::kGrid);
+  return c;
+}
+
+void cursor_line(const Chart& c, std::int64_t t, ImU32 colour) {
+  if (t < c.t0 || t > c.t1) return;
+  const float x = c.x(t);
+  ImGui::GetWindowDrawList()->AddLine(ImVec2(x, c.min.y), ImVec2(x, c.max.y), colour);
+}
+
+void legend_item(ImU32 colour, const char* label) {
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float h = ImGui::GetTextLineHeight();
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + h - 6, p.y + h - 3), colour);
+  ImGui::Dummy(ImVec2(h - 4, h));
+  ImGui::SameLine();
+  ImGui::TextUnformatted(label);
+  ImGui::SameLine(0, 14);
+}
+
+}  // namespace sy::console::plot
