@@ -1,0 +1,68 @@
+#include "console/app/command_line.h"
+
+#include <QCommandLineParser>
+#include <cstdio>
+
+namespace sy::console {
+
+std::optional<CommandLine> parse_command_line(const QStringList& arguments, int& exit_code) {
+  QCommandLineParser p;
+  p.setApplicationDescription(
+      "Switchyard operator console: watch and steer a Switchyard engine through its telemetry stream and control "
+      "socket, or open a recorded trace.");
+  p.addHelpOption();
+  p.addVersionOption();
+  const QCommandLineOption connect(QStringLiteral("connect"), "Watch the engine whose telemetry stream is at ENDPOINT.", "ENDPOINT");
+  const QCommandLineOption control(QStringLiteral("control"), "The engine's control endpoint (default tcp://127.0.0.1:5556).", "ENDPOINT");
+  const QCommandLineOption server_key(QStringLiteral("server-key"), "CURVE: the engine's public key file.", "FILE");
+  const QCommandLineOption client_key(QStringLiteral("client-key"), "CURVE: this console's key pair file.", "FILE");
+  const QCommandLineOption open(QStringLiteral("open"), "Open a recorded trace.", "FILE.db");
+  const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Save a PNG of the window after --after seconds.", "FILE.png");
+  const QCommandLineOption after(QStringLiteral("after"), "Seconds to wait before the screenshot (default 2).", "SECONDS", "2");
+  const QCommandLineOption quit(QStringLiteral("quit"), "Exit after the screenshot (status 0 when it was written).");
+  p.addOptions({connect, control, server_key, client_key, open, screenshot, after, quit});
+
+  exit_code = 0;
+  if (!p.parse(arguments)) {
+    std::fprintf(stderr, "switchyard-console: error: %s\n", qPrintable(p.errorText()));
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (p.isSet("help")) {
+    std::printf("%s", qPrintable(p.helpText()));
+    return std::nullopt;
+  }
+  if (p.isSet("version")) {
+    std::printf("switchyard-console %s\n", qPrintable(QCoreApplication::applicationVersion()));
+    return std::nullopt;
+  }
+  auto fail = [&](const QString& message) -> std::optional<CommandLine> {
+    std::fprintf(stderr, "switchyard-console: error: %s\n", qPrintable(message));
+    exit_code = 2;
+    return std::nullopt;
+  };
+  if (!p.positionalArguments().isEmpty()) return fail("unexpected argument " + p.positionalArguments().first());
+
+  CommandLine c;
+  if (p.isSet(connect) && p.isSet(open)) return fail("--connect and --open exclude each other");
+  if ((p.isSet(control) || p.isSet(server_key) || p.isSet(client_key)) && !p.isSet(connect))
+    return fail("--control, --server-key and --client-key need --connect");
+  if (p.isSet(connect)) {
+    ConnectionSettings s;
+    s.telemetry_endpoint = p.value(connect).toStdString();
+    if (p.isSet(control)) s.control_endpoint = p.value(control).toStdString();
+    s.server_key_file = p.value(server_key).toStdString();
+    s.client_key_file = p.value(client_key).toStdString();
+    c.connect = s;
+  }
+  c.open = p.value(open);
+  c.screenshot = p.value(screenshot);
+  bool ok = false;
+  c.after_seconds = p.value(after).toDouble(&ok);
+  if (!ok || c.after_seconds < 0) return fail("--after takes a number of seconds, not '" + p.value(after) + "'");
+  c.quit = p.isSet(quit);
+  if (p.isSet(after) && c.screenshot.isEmpty() && !c.quit) return fail("--after needs --screenshot or --quit");
+  return c;
+}
+
+}  // namespace sy::console

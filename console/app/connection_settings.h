@@ -1,0 +1,26 @@
+// Where the console connects: the engine's telemetry and control endpoints and, for an engine
+// that listens beyond loopback, the CURVE key files (docs/telemetry-protocol.md).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "telemetry/curve_keys.h"
+#include "telemetry/status.h"
+
+namespace sy::console {
+
+struct ConnectionSettings {
+  std::string telemetry_endpoint = "tcp://127.0.0.1:5555";
+  std::string control_endpoint = "tcp://127.0.0.1:5556";
+  // CURVE: the server's public key file and this client's key pair file (both written by
+  // `switchyard keys`). Empty: a plain connection.
+  std::string server_key_file;
+  std::string client_key_file;
+
+  bool uses_curve() const { return !server_key_file.empty() || !client_key_file.empty(); }
+  // Reads the key files; errors name the file and the problem.
+  telemetry::StatusOr<std::optional<telemetry::CurveClientKeys>> load_keys() const;
+};
+
+}  // namespace sy::console

@@ -1,0 +1,81 @@
+// Live control of the engine (docs/control-protocol.md): policy and its parameters, micro-batch
+// count, admission pause/resume, recording, the demo workload, and the placement editor with its
+// load preview. It only builds commands; the main window sends them and shows every reply.
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace sy::console {
+
+class ConsoleModel;
+class LoadPreviewWidget;
+
+class ControlPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ControlPanel(QWidget* parent = nullptr);
+
+  void setModel(const ConsoleModel* model) { model_ = model; }
+  // Re-reads the run metadata and the last load window (the main window calls it on its timer).
+  void refresh();
+  // Controls are enabled only while connected to a live engine.
+  void setLive(bool live);
+
+ signals:
+  void commandRequested(QString json, QString description);
+
+ private:
+  void syncFromMeta();
+  void updatePolicyWidgets();
+  void updatePreview();
+  void applyPolicy();
+  void applyMicrobatches();
+  void applyPlacement();
+  void applyWorkload();
+
+  const ConsoleModel* model_ = nullptr;
+  std::uint64_t seen_meta_version_ = ~0ull;
+  std::uint64_t seen_run_ = 0;
+  bool policy_edited_ = false;
+  bool microbatches_edited_ = false;
+
+  QLabel* state_label_;
+  QComboBox* policy_;
+  QComboBox* scheduler_;
+  QSpinBox* lookahead_;
+  QDoubleSpinBox* decay_;
+  QSpinBox* policy_microbatches_;
+  QPushButton* apply_policy_;
+  QSpinBox* microbatches_;
+  QPushButton* apply_microbatches_;
+  QLabel* admission_label_;
+  QPushButton* pause_;
+  QPushButton* resume_;
+  QLabel* recording_label_;
+  QLineEdit* record_path_;
+  QPushButton* record_start_;
+  QPushButton* record_stop_;
+  QDoubleSpinBox* rate_;
+  QLineEdit* skew_;
+  QPushButton* apply_workload_;
+  QComboBox* placement_mode_;
+  QSpinBox* block_;
+  QSpinBox* expert_;
+  QComboBox* from_;
+  QComboBox* to_;
+  LoadPreviewWidget* preview_;
+  QPushButton* apply_placement_;
+  QWidget* live_widgets_;
+};
+
+}  // namespace sy::console

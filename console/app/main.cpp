@@ -1,0 +1,54 @@
+// switchyard-console: the operator console (docs/console.md).
+#include <QApplication>
+#include <QSurfaceFormat>
+#include <QTimer>
+#include <cstdio>
+
+#include "console/app/command_line.h"
+#include "console/app/main_window.h"
+#include "console/app/theme.h"
+
+int main(int argc, char** argv) {
+  // Docks can float and re-dock: their GL widgets then share one context group.
+  QApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("switchyard");
+  QApplication::setApplicationName("console");
+  QApplication::setApplicationVersion("0.1.0");
+  sy::console::apply_dark_theme(app);
+
+  int exit_code = 0;
+  const auto options = sy::console::parse_command_line(QApplication::arguments(), exit_code);
+  if (!options) return exit_code;
+
+  sy::console::MainWindow window;
+  window.show();
+  if (options->connect) {
+    const auto st = window.connectTo(*options->connect);
+    if (!st.ok()) {
+      std::fprintf(stderr, "switchyard-console: error: %s\n", st.message().c_str());
+      if (options->quit) return 1;
+    }
+  }
+  if (!options->open.isEmpty()) {
+    const auto st = window.openTrace(options->open);
+    if (!st.ok()) {
+      std::fprintf(stderr, "switchyard-console: error: %s\n", st.message().c_str());
+      if (options->quit) return 1;
+    }
+  }
+  if (!options->screenshot.isEmpty()) {
+    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [&window, options] {
+      const auto st = window.saveScreenshot(options->screenshot);
+      if (st.ok())
+        std::printf("switchyard-console: wrote %s\n", qPrintable(options->screenshot));
+      else
+        std::fprintf(stderr, "switchyard-console: error: %s\n", st.message().c_str());
+      std::fflush(stdout);
+      if (options->quit) QApplication::exit(st.ok() ? 0 : 1);
+    });
+  } else if (options->quit) {
+    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [] { QApplication::exit(0); });
+  }
+  return QApplication::exec();
+}

@@ -1,0 +1,28 @@
+// The GUI tests' process-wide setup: a private Xvfb, Qt on the xcb platform (Qt 6.4's offscreen
+// platform crashes with QOpenGLWidget), settings in a temporary folder, one QApplication.
+#pragma once
+
+#include <QApplication>
+#include <QImage>
+#include <memory>
+#include <string>
+
+#include "xvfb_server.h"
+
+namespace sy::console::testing {
+
+// Starts everything on first use; the test fails with the reason if Xvfb cannot start.
+QApplication* gui_application();
+// A scratch folder for this test process.
+std::string scratch_dir();
+
+// Not blank: the image has real contrast (luminance standard deviation), not one flat colour.
+double luminance_stddev(const QImage& image);
+// Pixels that are clearly blue (attention spans) and clearly green (expert spans).
+struct SpanColours {
+  long blue = 0;
+  long green = 0;
+};
+SpanColours count_span_colours(const QImage& image);
+
+}  // namespace sy::console::testing

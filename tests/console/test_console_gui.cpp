@@ -1,0 +1,174 @@
+// The console's GUI under Xvfb: opening a recorded trace shows the views, the scrubber drives
+// them, the timeline answers keys and the wheel through the Qt/ImGui glue, errors are reported,
+// and the command-line automation writes a screenshot that is not blank.
+#include <gtest/gtest.h>
+
+#include <QDockWidget>
+#include <QProcess>
+#include <QSlider>
+#include <QTest>
+#include <filesystem>
+#include <fstream>
+
+#include "console/app/log_panel.h"
+#include "console/app/main_window.h"
+#include "console/imgui_glue/imgui_widget.h"
+#include "gui_environment.h"
+#include "synthetic_trace.h"
+
+namespace sy::console {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::count_span_colours;
+using testing::gui_application;
+using testing::luminance_stddev;
+using testing::scratch_dir;
+
+class ConsoleGui : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (gui_application() == nullptr) return;
+    trace_ = scratch_dir() + "/trace.db";
+    auto counts = testing::write_synthetic_trace(trace_, 3);
+    ASSERT_TRUE(counts.ok()) << counts.status().message();
+    counts_ = *counts;
+  }
+  void SetUp() override { ASSERT_NE(gui_application(), nullptr); }
+
+  // Lets the event loop run: timers tick, widgets paint.
+  static void settle(int ms = 400) { QTest::qWait(ms); }
+
+  static inline std::string trace_;
+  static inline testing::SyntheticTraceCounts counts_;
+};
+
+TEST_F(ConsoleGui, OpensARecordedTraceWithEveryView) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  const auto st = w.openTrace(QString::fromStdString(trace_));
+  ASSERT_TRUE(st.ok()) << st.message();
+  settle();
+  EXPECT_EQ(w.model().spans().size(), counts_.spans);
+  EXPECT_FALSE(w.viewState().live);
+  for (const char* name : {"timelineView", "queuesDockView", "skewDockView", "chartsDockView"}) {
+    auto* view = w.findChild<ImGuiWidget*>(name);
+    ASSERT_NE(view, nullptr) << name;
+    EXPECT_GT(view->framesDrawn(), 0u) << name << " never painted";
+  }
+  // The timeline shows spans: attention (blue) and expert (green) rows.
+  auto* timeline = w.findChild<ImGuiWidget*>("timelineView");
+  const QImage frame = timeline->grabFramebuffer();
+  const auto colours = count_span_colours(frame);
+  EXPECT_GT(colours.blue, 2000);
+  EXPECT_GT(colours.green, 2000);
+
+  const QString png = QString::fromStdString(scratch_dir() + "/trace.png");
+  ASSERT_TRUE(w.saveScreenshot(png).ok());
+  const QImage shot(png);
+  ASSERT_FALSE(shot.isNull());
+  EXPECT_EQ(shot.size(), w.size() * w.devicePixelRatio());
+  EXPECT_GT(luminance_stddev(shot), 10.0);
+}
+
+TEST_F(ConsoleGui, TheScrubberSetsTheTimeTheViewsShow) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  auto* slider = w.findChild<QSlider*>("scrubber");
+  ASSERT_NE(slider, nullptr);
+  slider->setFocus();
+  QTest::keyClick(slider, Qt::Key_Home);  // the start of the run
+  settle(100);
+  const std::int64_t begin = w.model().begin_ns(), end = w.model().end_ns();
+  EXPECT_GE(w.viewState().cursor_ns, begin);
+  EXPECT_LT(w.viewState().cursor_ns, begin + (end - begin) / 100);
+  QTest::keyClick(slider, Qt::Key_End);
+  settle(100);
+  EXPECT_GT(w.viewState().cursor_ns, end - (end - begin) / 100);
+}
+
+TEST_F(ConsoleGui, TimelineZoomsAndPansWithKeysAndWheel) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  settle();
+  auto* timeline = w.findChild<ImGuiWidget*>("timelineView");
+  ASSERT_NE(timeline, nullptr);
+  timeline->setFocus();
+  // Hover the rows so the view owns the input, then press W: press and release arrive between
+  // two frames, and the glue must still show ImGui the press.
+  QTest::mouseMove(timeline, QPoint(timeline->width() / 2, timeline->height() / 2));
+  settle(150);
+  const std::int64_t range0 = w.viewState().view_t1_ns - w.viewState().view_t0_ns;
+  QTest::keyClick(timeline, Qt::Key_W);
+  settle(150);
+  const std::int64_t range1 = w.viewState().view_t1_ns - w.viewState().view_t0_ns;
+  EXPECT_LT(range1, range0 * 8 / 10);
+  EXPECT_GT(range1, range0 * 6 / 10);
+
+  const std::int64_t t0 = w.viewState().view_t0_ns;
+  QTest::keyClick(timeline, Qt::Key_D);
+  settle(150);
+  EXPECT_GT(w.viewState().view_t0_ns, t0);
+
+  // Wheel towards the user zooms out around the pointer.
+  const QPoint at(timeline->width() / 2, timeline->height() / 2);
+  QWheelEvent wheel(QPointF(at), QPointF(timeline->mapToGlobal(at)), QPoint(), QPoint(0, -120), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(timeline, &wheel);
+  settle(150);
+  EXPECT_GT(w.viewState().view_t1_ns - w.viewState().view_t0_ns, range1);
+
+  QTest::keyClick(timeline, Qt::Key_Home);  // fit the run
+  settle(150);
+  EXPECT_LE(w.viewState().view_t0_ns, w.model().begin_ns());
+  EXPECT_GE(w.viewState().view_t1_ns, w.model().end_ns());
+}
+
+TEST_F(ConsoleGui, ABadTraceIsReportedAndTheWindowCarriesOn) {
+  MainWindow w;
+  w.show();
+  const std::string bogus = scratch_dir() + "/bogus.db";
+  { std::ofstream(bogus) << "not sqlite"; }
+  const int errors = w.log()->errorCount();
+  const auto st = w.openTrace(QString::fromStdString(bogus));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("bogus.db"), std::string::npos) << st.message();
+  EXPECT_EQ(w.log()->errorCount(), errors + 1);
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+}
+
+TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {
+  const QString png = QString::fromStdString(scratch_dir() + "/auto.png");
+  QProcess p;
+  p.start(SY_CONSOLE_BIN, {"--open", QString::fromStdString(trace_), "--screenshot", png, "--after", "1", "--quit"});
+  ASSERT_TRUE(p.waitForFinished(60000)) << "the console did not quit";
+  EXPECT_EQ(p.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
+  const QImage shot(png);
+  ASSERT_FALSE(shot.isNull());
+  EXPECT_GT(luminance_stddev(shot), 10.0);
+  const auto colours = count_span_colours(shot);
+  EXPECT_GT(colours.blue, 2000);
+  EXPECT_GT(colours.green, 2000);
+
+  QProcess bad;
+  bad.start(SY_CONSOLE_BIN, {"--open", "x.db", "--connect", "tcp://127.0.0.1:1"});
+  ASSERT_TRUE(bad.waitForFinished(30000));
+  EXPECT_EQ(bad.exitCode(), 2);
+  EXPECT_TRUE(bad.readAllStandardError().contains("exclude each other"));
+
+  QProcess missing;
+  missing.start(SY_CONSOLE_BIN, {"--open", QString::fromStdString(scratch_dir() + "/none.db"), "--screenshot",
+                                 png, "--after", "0", "--quit"});
+  ASSERT_TRUE(missing.waitForFinished(30000));
+  EXPECT_EQ(missing.exitCode(), 1);
+  EXPECT_TRUE(missing.readAllStandardError().contains("none.db"));
+}
+
+}  // namespace
+}  // namespace sy::console

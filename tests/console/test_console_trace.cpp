@@ -1,0 +1,151 @@
+// Post-mortem: a trace recorded by the telemetry library opens into the console's model with
+// every view's data, and exports as an SQLite copy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "console/model/console_model.h"
+#include "console/model/span_folding.h"
+#include "console/model/trace_copy.h"
+#include "console/model/trace_loader.h"
+#include "synthetic_trace.h"
+#include "telemetry/trace_reader.h"
+
+namespace sy::console {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TraceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) / ("console_trace_" + std::to_string(getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    auto counts = testing::write_synthetic_trace(dir_ / "run.db", 3);
+    ASSERT_TRUE(counts.ok()) << counts.status().message();
+    counts_ = *counts;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  testing::SyntheticTraceCounts counts_;
+};
+
+TEST_F(TraceTest, LoadsEveryTableIntoTheModel) {
+  auto reader = telemetry::TraceReader::open(dir_ / "run.db");
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ConsoleModel model;
+  ASSERT_TRUE(load_trace(**reader, model).ok());
+
+  EXPECT_FALSE(model.bounded());
+  EXPECT_EQ(model.spans().size(), counts_.spans);
+  EXPECT_EQ(model.spans().rejected(), 0u);
+  EXPECT_EQ(model.device_count(), 8);
+  EXPECT_EQ(model.queues().queue_count(), 64u);  // 8 devices x 8 blocks
+  std::size_t samples = 0;
+  for (const QueueKey& k : model.queues().keys()) samples += model.queues().series(k)->size();
+  EXPECT_EQ(samples, counts_.queue_samples);  // nothing lost to ring-buffer capacity
+  EXPECT_EQ(model.loads().window_count(), 3u);
+  EXPECT_EQ(model.requests().size(), 180u);
+  EXPECT_EQ(model.summaries().points().size(), counts_.summaries);
+  ASSERT_EQ(model.control_events().size(), 1u);
+  EXPECT_EQ(model.control_events()[0].label(), "set_policy: async/defrag -> async/mtfs");
+  EXPECT_EQ(model.bad_messages(), 0u) << model.last_error();
+
+  ASSERT_TRUE(model.meta().has_value());
+  const RunMeta& meta = *model.meta();
+  EXPECT_EQ(meta.model_name, "synthetic-moe");
+  EXPECT_EQ(meta.blocks, 8);
+  EXPECT_EQ(meta.run_id, 77u);
+  EXPECT_EQ(meta.policy.describe(), "async/defrag (lookahead 3, decay 0.5)");
+  ASSERT_EQ(meta.devices.size(), 8u);
+  EXPECT_EQ(meta.device_name(5), "e1");
+  ASSERT_EQ(meta.placement.size(), 8u);
+  EXPECT_EQ(meta.placement[2][5], (std::vector<std::int32_t>{5}));
+  EXPECT_GE(model.end_ns(), counts_.end_ns);
+
+  // The views' queries over the loaded data: every span of a lane is represented once.
+  const auto& lane = model.spans().lane(4, telemetry::Lane::Compute);
+  std::vector<TimelineItem> items;
+  fold_lane(lane, model.begin_ns(), model.end_ns(), {.ns_per_pixel = 2e6, .min_width_px = 3}, items);
+  std::size_t n = 0;
+  for (const auto& i : items) n += i.count;
+  EXPECT_EQ(n, lane.size());
+  EXPECT_LT(items.size(), 1000u);
+}
+
+TEST_F(TraceTest, SqliteCopyOpensAsTheSameTrace) {
+  ASSERT_TRUE(copy_trace_database(dir_ / "run.db", dir_ / "copy.db").ok());
+  EXPECT_FALSE(fs::exists(dir_ / "copy.db.partial"));
+  auto reader = telemetry::TraceReader::open(dir_ / "copy.db");
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto spans = (*reader)->spans();
+  ASSERT_TRUE(spans.ok());
+  EXPECT_EQ(spans->size(), counts_.spans);
+  // Replacing an existing file works too.
+  ASSERT_TRUE(copy_trace_database(dir_ / "run.db", dir_ / "copy.db").ok());
+}
+
+TEST_F(TraceTest, CopyErrorsNameTheProblem) {
+  auto missing = copy_trace_database(dir_ / "nope.db", dir_ / "out.db");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("nope.db"), std::string::npos);
+  std::ofstream(dir_ / "text.db") << "this is not a database, just text that is long enough to have a header";
+  auto garbage = copy_trace_database(dir_ / "text.db", dir_ / "out.db");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.message().find("text.db"), std::string::npos) << garbage.message();
+  auto no_dir = copy_trace_database(dir_ / "run.db", dir_ / "missing" / "out.db");
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_NE(no_dir.message().find("out.db"), std::string::npos) << no_dir.message();
+  auto self = copy_trace_database(dir_ / "run.db", dir_ / "run.db");
+  ASSERT_FALSE(self.ok());
+  EXPECT_FALSE(fs::exists(dir_ / "out.db"));
+}
+
+TEST(TraceLoader, MetadataStoredAsOneObjectOrAsKeys) {
+  // A recorder may store the meta object whole; numbers stored as text still parse.
+  struct Fake : telemetry::TraceReader {
+    std::map<std::string, std::string> kv;
+    int schema_version() const override { return 1; }
+    std::map<std::string, std::string> metadata() const override { return kv; }
+    std::int64_t start_ns() const override { return 0; }
+    std::int64_t end_ns() const override { return 0; }
+    std::vector<std::string> device_names() const override { return {"x0", "x1"}; }
+    telemetry::StatusOr<std::vector<telemetry::Span>> spans(std::int64_t, std::int64_t) const override { return std::vector<telemetry::Span>{}; }
+    telemetry::StatusOr<std::vector<telemetry::QueueSample>> queue_samples(std::int64_t, std::int64_t) const override { return std::vector<telemetry::QueueSample>{}; }
+    telemetry::StatusOr<std::vector<telemetry::ExpertLoad>> expert_load(std::int64_t, std::int64_t) const override { return std::vector<telemetry::ExpertLoad>{}; }
+    telemetry::StatusOr<std::vector<telemetry::RequestEvent>> requests(std::int64_t, std::int64_t) const override { return std::vector<telemetry::RequestEvent>{}; }
+    telemetry::StatusOr<std::vector<std::string>> control_events() const override { return std::vector<std::string>{}; }
+    telemetry::StatusOr<std::vector<std::string>> summaries() const override { return std::vector<std::string>{}; }
+  } fake;
+  fake.kv = {{"meta", R"({"model":{"name":"whole","blocks":4},"policy":{"name":"sync"}})"}, {"run_id", "12"}};
+  auto meta = trace_run_meta(fake);
+  ASSERT_TRUE(meta.ok()) << meta.status().message();
+  EXPECT_EQ(meta->model_name, "whole");
+  EXPECT_EQ(meta->blocks, 4);
+  EXPECT_EQ(meta->run_id, 12u);
+  ASSERT_EQ(meta->devices.size(), 2u);  // from DEVICES when META has none
+  EXPECT_EQ(meta->device_name(1), "x1");
+
+  fake.kv = {{"model", R"({"name":"keys"})"}, {"blocks_total", "x"}, {"policy", "not json, a plain string"}};
+  meta = trace_run_meta(fake);
+  ASSERT_TRUE(meta.ok()) << meta.status().message();  // the malformed key is dropped, not fatal
+  EXPECT_EQ(meta->model_name, "keys");
+  EXPECT_TRUE(meta->policy.name.empty());
+}
+
+TEST(TraceLoader, OpeningSomethingElseIsAnErrorNamingIt) {
+  const fs::path p = fs::path(::testing::TempDir()) / ("not_a_trace_" + std::to_string(getpid()) + ".db");
+  std::ofstream(p) << "hello";
+  auto reader = telemetry::TraceReader::open(p);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_NE(reader.status().message().find(p.filename().string()), std::string::npos) << reader.status().message();
+  fs::remove(p);
+}
+
+}  // namespace
+}  // namespace sy::console
