@@ -1,0 +1,271 @@
+#include "telemetry/trace_reader.h"
+
+#include <unordered_map>
+
+#include <sqlite3.h>
+
+#include "telemetry/trace_schema.h"
+
+namespace sy::telemetry {
+
+namespace {
+
+class Query {
+ public:
+  Query(sqlite3* db, const char* sql) : db_(db) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
+  ~Query() { sqlite3_finalize(stmt_); }
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+
+  bool ok() const { return ok_; }
+  void bind(int col, std::int64_t v) { sqlite3_bind_int64(stmt_, col, v); }
+  // True while rows come; `error()` tells a failed step from the end.
+  bool next() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) ok_ = false;
+    return false;
+  }
+  std::int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::int32_t i32(int col) const { return static_cast<std::int32_t>(sqlite3_column_int64(stmt_, col)); }
+  bool null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string text(int col) const {
+    const auto* p = sqlite3_column_text(stmt_, col);
+    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p),
+                                                      static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+  std::string error() const { return sqlite3_errmsg(db_); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  bool ok_ = false;
+};
+
+// Maps StringIds ids back to one enum's values by name; unknown names become 255, which every
+// name function reports as "unknown".
+template <class E>
+class EnumIds {
+ public:
+  template <class NameFn>
+  EnumIds(const std::unordered_map<std::string, std::int64_t>& ids, int count, NameFn name) {
+    for (int i = 0; i < count; ++i) {
+      const E e = static_cast<E>(i);
+      if (auto it = ids.find(std::string(name(e))); it != ids.end()) by_id_[it->second] = e;
+    }
+  }
+  E operator()(std::int64_t id) const {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? static_cast<E>(255) : it->second;
+  }
+
+ private:
+  std::unordered_map<std::int64_t, E> by_id_;
+};
+
+class SqliteTraceReader final : public TraceReader {
+ public:
+  SqliteTraceReader(sqlite3* db, std::string name, int version, const std::unordered_map<std::string, std::int64_t>& ids)
+      : db_(db),
+        name_(std::move(name)),
+        version_(version),
+        lanes_(ids, 3, lane_name),
+        kinds_(ids, 7, span_kind_name),
+        reasons_(ids, 5, stall_reason_name),
+        layers_(ids, 3, layer_kind_name),
+        phases_(ids, 5, request_phase_name) {}
+  ~SqliteTraceReader() override { sqlite3_close_v2(db_); }
+
+  int schema_version() const override { return version_; }
+
+  std::map<std::string, std::string> metadata() const override {
+    std::map<std::string, std::string> out;
+    Query q(db_, "SELECT key, value FROM META");
+    while (q.ok() && q.next()) out[q.text(0)] = q.text(1);
+    return out;
+  }
+
+  std::int64_t start_ns() const override { return bound("MIN", "start", "timestamp"); }
+  std::int64_t end_ns() const override { return bound("MAX", "end", "timestamp"); }
+
+  std::vector<std::string> device_names() const override {
+    std::vector<std::string> out;
+    Query q(db_, "SELECT device, value FROM DEVICES JOIN StringIds ON DEVICES.nameId = StringIds.id ORDER BY device");
+    while (q.ok() && q.next()) {
+      const std::int64_t d = q.i64(0);
+      if (d < 0 || d > 1'000'000) continue;
+      if (out.size() <= static_cast<std::size_t>(d)) out.resize(static_cast<std::size_t>(d) + 1);
+      out[static_cast<std::size_t>(d)] = q.text(1);
+    }
+    return out;
+  }
+
+  StatusOr<std::vector<Span>> spans(std::int64_t t0, std::int64_t t1) const override {
+    Query q(db_,
+            "SELECT start, end, device, laneId, kindId, stallReasonId, block, idx, microbatch, peer, tokens "
+            "FROM SPANS WHERE end >= ?1 AND start <= ?2 ORDER BY start, rowid");
+    return rows<Span>(q, t0, t1, "SPANS", [&](const Query& r) {
+      Span s;
+      s.start_ns = r.i64(0);
+      s.end_ns = r.i64(1);
+      s.device = r.i32(2);
+      s.lane = lanes_(r.i64(3));
+      s.kind = kinds_(r.i64(4));
+      s.stall_reason = r.null(5) ? StallReason::None : reasons_(r.i64(5));
+      s.block = r.i32(6);
+      s.index = r.i32(7);
+      s.microbatch = r.i32(8);
+      s.peer = r.i32(9);
+      s.tokens = r.i64(10);
+      return s;
+    });
+  }
+
+  StatusOr<std::vector<QueueSample>> queue_samples(std::int64_t t0, std::int64_t t1) const override {
+    Query q(db_,
+            "SELECT timestamp, device, layerKindId, block, idx, depthTokens, oldestAgeNs FROM QUEUE_SAMPLES "
+            "WHERE timestamp BETWEEN ?1 AND ?2 ORDER BY timestamp, rowid");
+    return rows<QueueSample>(q, t0, t1, "QUEUE_SAMPLES", [&](const Query& r) {
+      QueueSample s;
+      s.t_ns = r.i64(0);
+      s.device = r.i32(1);
+      s.layer = layers_(r.i64(2));
+      s.block = r.i32(3);
+      s.index = r.i32(4);
+      s.depth_tokens = r.i64(5);
+      s.oldest_age_ns = r.i64(6);
+      return s;
+    });
+  }
+
+  StatusOr<std::vector<ExpertLoad>> expert_load(std::int64_t t0, std::int64_t t1) const override {
+    Query q(db_,
+            "SELECT start, end, block, expert, device, tokens FROM EXPERT_LOAD "
+            "WHERE start >= ?1 AND end <= ?2 ORDER BY start, rowid");
+    return rows<ExpertLoad>(q, t0, t1, "EXPERT_LOAD", [&](const Query& r) {
+      ExpertLoad l;
+      l.window_start_ns = r.i64(0);
+      l.window_end_ns = r.i64(1);
+      l.block = r.i32(2);
+      l.expert = r.i32(3);
+      l.device = r.i32(4);
+      l.tokens = r.i64(5);
+      return l;
+    });
+  }
+
+  StatusOr<std::vector<RequestEvent>> requests(std::int64_t t0, std::int64_t t1) const override {
+    Query q(db_,
+            "SELECT timestamp, requestId, phaseId, tokensIn, tokensOut, rank FROM REQUEST_EVENTS "
+            "WHERE timestamp BETWEEN ?1 AND ?2 ORDER BY timestamp, rowid");
+    return rows<RequestEvent>(q, t0, t1, "REQUEST_EVENTS", [&](const Query& r) {
+      RequestEvent e;
+      e.t_ns = r.i64(0);
+      e.request_id = r.i64(1);
+      e.phase = phases_(r.i64(2));
+      e.tokens_in = r.i32(3);
+      e.tokens_out = r.i32(4);
+      e.rank = r.i32(5);
+      return e;
+    });
+  }
+
+  StatusOr<std::vector<std::string>> control_events() const override {
+    return texts("SELECT json FROM CONTROL_EVENTS ORDER BY timestamp, rowid", "CONTROL_EVENTS");
+  }
+  StatusOr<std::vector<std::string>> summaries() const override {
+    return texts("SELECT json FROM SUMMARIES ORDER BY start, rowid", "SUMMARIES");
+  }
+
+ private:
+  template <class T, class Fn>
+  StatusOr<std::vector<T>> rows(Query& q, std::int64_t t0, std::int64_t t1, const char* table, Fn make) const {
+    if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
+    q.bind(1, t0);
+    q.bind(2, t1);
+    std::vector<T> out;
+    while (q.next()) out.push_back(make(q));
+    if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
+    return out;
+  }
+
+  StatusOr<std::vector<std::string>> texts(const char* sql, const char* table) const {
+    Query q(db_, sql);
+    std::vector<std::string> out;
+    while (q.ok() && q.next()) out.push_back(q.text(0));
+    if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
+    return out;
+  }
+
+  std::int64_t bound(const char* fn, const char* interval_column, const char* point_column) const {
+    const std::string f = fn;
+    const std::string sql = "SELECT " + f + "(t) FROM (SELECT " + f + "(" + interval_column + ") AS t FROM SPANS " +
+                            "UNION ALL SELECT " + f + "(" + point_column + ") FROM QUEUE_SAMPLES " +
+                            "UNION ALL SELECT " + f + "(" + interval_column + ") FROM EXPERT_LOAD " +
+                            "UNION ALL SELECT " + f + "(" + point_column + ") FROM REQUEST_EVENTS " +
+                            "UNION ALL SELECT " + f + "(" + point_column + ") FROM CONTROL_EVENTS " +
+                            "UNION ALL SELECT " + f + "(" + interval_column + ") FROM SUMMARIES)";
+    Query q(db_, sql.c_str());
+    if (q.ok() && q.next() && !q.null(0)) return q.i64(0);
+    return 0;
+  }
+
+  sqlite3* db_;
+  std::string name_;
+  int version_;
+  EnumIds<Lane> lanes_;
+  EnumIds<SpanKind> kinds_;
+  EnumIds<StallReason> reasons_;
+  EnumIds<LayerKind> layers_;
+  EnumIds<RequestPhase> phases_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TraceReader>> TraceReader::open(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::Error(name + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) return Status::Error(name + ": is a directory");
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(name.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string why = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    return Status::Error(name + ": cannot open: " + why);
+  }
+  auto fail = [&](const std::string& message) -> Status {
+    sqlite3_close_v2(db);
+    return Status::Error(name + ": " + message);
+  };
+  sqlite3_busy_timeout(db, 2000);
+  std::int64_t app_id = 0;
+  std::int64_t version = 0;
+  {
+    Query q(db, "PRAGMA application_id");
+    if (!q.ok() || !q.next()) return fail("not an SQLite database (" + q.error() + ")");
+    app_id = q.i64(0);
+  }
+  {
+    Query q(db, "PRAGMA user_version");
+    if (!q.ok() || !q.next()) return fail("cannot read the schema version (" + q.error() + ")");
+    version = q.i64(0);
+  }
+  if (app_id != trace_schema::kApplicationId) {
+    return fail(app_id == 0 && version == 0 ? "not a Switchyard trace (no trace schema: an empty or foreign database)"
+                                            : "not a Switchyard trace (application_id " + std::to_string(app_id) + ")");
+  }
+  if (version < 1) return fail("not a Switchyard trace (schema version " + std::to_string(version) + ")");
+  if (version > trace_schema::kVersion) {
+    return fail("trace schema version " + std::to_string(version) + " is newer than this reader's (" +
+                std::to_string(trace_schema::kVersion) + "); use a newer switchyard");
+  }
+  std::unordered_map<std::string, std::int64_t> ids;
+  {
+    Query q(db, "SELECT id, value FROM StringIds");
+    while (q.ok() && q.next()) ids[q.text(1)] = q.i64(0);
+    if (!q.ok()) return fail("reading StringIds: " + q.error());
+  }
+  return std::unique_ptr<TraceReader>(new SqliteTraceReader(db, name, static_cast<int>(version), ids));
+}
+
+}  // namespace sy::telemetry

@@ -1,0 +1,72 @@
+// Records the telemetry stream into an SQLite trace (docs/trace-schema.md) on a background
+// writer thread: WAL mode, batched transactions, a valid database at every moment (also after
+// kill -9), indexes built when the recording stops.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "telemetry/events.h"
+#include "telemetry/status.h"
+#include "telemetry/wire.h"
+
+namespace sy::telemetry {
+
+struct RecorderOptions {
+  std::filesystem::path path;
+  // META rows: run metadata (model, layout, policy, clock, …); values are text, JSON for structures.
+  std::map<std::string, std::string> metadata;
+  // DEVICES rows: the name of device i.
+  std::vector<std::string> device_names;
+  // An existing file (and its -wal/-shm) is replaced only when set; otherwise open() refuses.
+  bool overwrite = false;
+  // Records waiting for the writer; beyond it, whole batches are dropped and counted so that
+  // whoever feeds the recorder never waits for the disk.
+  std::size_t max_queued_records = std::size_t{1} << 20;
+};
+
+struct RecorderStats {
+  std::uint64_t records_written = 0;  // rows committed (events and JSON objects)
+  std::uint64_t records_dropped = 0;  // rows refused: queue full, or after a write error
+  std::uint64_t transactions = 0;
+};
+
+class TraceRecorder {
+ public:
+  // Creates the file with its schema and starts the writer. Errors name the file and the
+  // problem (exists, directory missing, not writable).
+  static StatusOr<std::unique_ptr<TraceRecorder>> open(RecorderOptions options);
+  // Stops (as stop()) if still running.
+  ~TraceRecorder();
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  // Any thread; copies the records and returns at once. False when they were dropped.
+  bool add(std::span<const Span> records);
+  bool add(std::span<const QueueSample> records);
+  bool add(std::span<const ExpertLoad> records);
+  bool add(std::span<const RequestEvent> records);
+  // A JSON object of the control or summary topic (other topics are refused: false).
+  bool add_json(Topic topic, std::string object_json);
+
+  // Waits until everything added before the call is committed; returns the writer's error, if any.
+  Status flush();
+  // Drains, builds the indexes, marks the trace complete, leaves WAL mode (a single file again)
+  // and closes. Idempotent. The error is the first write error of the recording, if any.
+  Status stop();
+
+  RecorderStats stats() const;
+  const std::filesystem::path& path() const;
+
+ private:
+  struct State;
+  explicit TraceRecorder(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace sy::telemetry
