@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "telemetry/status.h"
 
@@ -29,5 +30,20 @@ struct CurveClientKeys {
   std::string server_public_key;
   CurveKeyPair client;
 };
+
+// True when `key` is 40 characters of Z85 that decode to a 32-byte CURVE key.
+bool is_valid_curve_key(std::string_view key);
+
+// The key directory `switchyard keys --out DIR` writes (docs/telemetry-protocol.md, "CURVE"):
+//   DIR/server.key           the server's pair (0600): the engine's --keys DIR
+//   DIR/server.pub           the server's public key: copy to every client
+//   DIR/<client>.key         a client's pair (0600): the console's --keys DIR
+//   DIR/clients/<client>.pub the client's public key: the engine admits every key in DIR/clients/
+inline constexpr std::string_view kServerKeyFile = "server.key";
+inline constexpr std::string_view kServerPublicFile = "server.pub";
+inline constexpr std::string_view kAuthorizedClientsDir = "clients";
+
+// A client's keys from a key directory: DIR/server.pub and DIR/<client_name>.key.
+StatusOr<CurveClientKeys> load_client_keys(const std::filesystem::path& dir, std::string_view client_name = "client");
 
 }  // namespace sy::telemetry
