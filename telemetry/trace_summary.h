@@ -1,0 +1,62 @@
+// What `switchyard trace summarize` prints: per-device busy and stall time by reason, request
+// throughput and latency percentiles, and the most skewed experts of a recorded trace.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "telemetry/status.h"
+#include "telemetry/trace_reader.h"
+
+namespace sy::telemetry {
+
+// Milliseconds. Percentiles by nearest rank over the sorted values.
+struct LatencyStats {
+  std::size_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+LatencyStats latency_stats(std::vector<double> values_ms);
+
+struct DeviceSummary {
+  std::int32_t device = 0;
+  std::string name;
+  // Fractions of the trace window spent on the compute lane.
+  double busy = 0;
+  std::array<double, 5> stall{};  // by StallReason (index 0, None, stays 0)
+  std::int64_t executions = 0;    // non-stall compute spans
+  double rows_per_execution = 0;  // their mean tokens
+};
+
+struct ExpertSkew {
+  std::int32_t block = 0;
+  std::int32_t expert = 0;
+  std::int64_t tokens = 0;       // routed to it over the trace, all replicas
+  double ratio_to_mean = 0;      // tokens / the block's mean per expert
+  double block_imbalance = 0;    // the block's max / mean
+};
+
+struct TraceSummary {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::map<std::string, std::string> metadata;
+  std::vector<DeviceSummary> devices;
+  std::int64_t requests_arrived = 0, requests_finished = 0, requests_rejected = 0;
+  std::int64_t tokens_generated = 0;  // per request the most tokens_out seen, summed
+  double tokens_per_s = 0, requests_per_s = 0;
+  LatencyStats ttft_ms;  // first token - arrival
+  LatencyStats tpot_ms;  // (finished - first token) / (tokens_out - 1): a request's mean inter-token time
+  LatencyStats e2e_ms;   // finished - arrival
+  // From the summary windows, when recorded: the median of the windows' ITL p50 and the worst p99.
+  std::optional<double> itl_p50_median_ms, itl_p99_worst_ms;
+  std::vector<ExpertSkew> skewed_experts;  // most skewed first
+  std::int64_t control_events = 0;
+  std::int64_t summary_windows = 0;
+};
+
+StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts = 5);
+std::string format_trace_summary(const TraceSummary& summary);
+
+}  // namespace sy::telemetry
