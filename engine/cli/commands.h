@@ -12,5 +12,7 @@ void register_demo(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_reproduce(CLI::App& app);
 void register_calibrate(CLI::App& app);
+void register_trace(CLI::App& app);
+void register_keys(CLI::App& app);
 
 }  // namespace sy::cli

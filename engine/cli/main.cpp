@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   sy::cli::register_bench(app);
   sy::cli::register_reproduce(app);
   sy::cli::register_calibrate(app);
+  sy::cli::register_trace(app);
+  sy::cli::register_keys(app);
 
   try {
     app.parse(argc, argv);
