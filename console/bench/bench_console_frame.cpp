@@ -1,9 +1,18 @@
-// Frame time of the console's timeline with 1,000,000 spans over 8 devices: the CPU time to
-// build one ImGui frame of the timeline (level-of-detail queries, draw lists, ImGui::Render) at
-// several zoom levels. Runs headless (no window, no GL); prints a table.
+// Frame time of the console's timeline with 1,000,000 spans over 8 devices at several zoom
+// levels: the CPU time to build one ImGui frame (level-of-detail queries, draw lists,
+// ImGui::Render) and, with --gl, to render it with the console's OpenGL3 backend into an
+// offscreen framebuffer (glFinish included; needs a display, e.g. under xvfb-run). Prints a table.
 //
-//   build/bin/bench_console_frame [--spans N] [--frames N]
+//   build/bin/bench_console_frame [--spans N] [--frames N] [--gl]
+#include <QGuiApplication>
+#include <QOffscreenSurface>
+#include <QOpenGLContext>
+#include <QOpenGLFramebufferObject>
+#include <QOpenGLFunctions>
+#include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
+
+#include <memory>
 
 #include <algorithm>
 #include <chrono>
@@ -89,13 +98,40 @@ double percentile(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   std::size_t spans = 1'000'000;
   int frames = 200;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--spans") == 0) spans = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (std::strcmp(argv[i], "--frames") == 0) frames = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "usage: %s [--spans N] [--frames N]\n", argv[0]);
+  bool gl = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--gl") == 0) {
+      gl = true;
+    } else if (i + 1 < argc && std::strcmp(argv[i], "--spans") == 0) {
+      spans = std::strtoull(argv[++i], nullptr, 10);
+    } else if (i + 1 < argc && std::strcmp(argv[i], "--frames") == 0) {
+      frames = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--spans N] [--frames N] [--gl]\n", argv[0]);
       return 2;
     }
+  }
+  // --gl: a real GL context (Qt's, as in the console) and an offscreen framebuffer.
+  std::unique_ptr<QGuiApplication> app;
+  std::unique_ptr<QOpenGLContext> context;
+  std::unique_ptr<QOffscreenSurface> surface;
+  std::unique_ptr<QOpenGLFramebufferObject> fbo;
+  if (gl) {
+    static int qt_argc = 1;
+    static char qt_arg0[] = "bench_console_frame";
+    static char* qt_argv[] = {qt_arg0, nullptr};
+    app = std::make_unique<QGuiApplication>(qt_argc, qt_argv);
+    context = std::make_unique<QOpenGLContext>();
+    surface = std::make_unique<QOffscreenSurface>();
+    if (!context->create()) {
+      std::fprintf(stderr, "bench_console_frame: error: no OpenGL context (run under xvfb-run)\n");
+      return 1;
+    }
+    surface->setFormat(context->format());
+    surface->create();
+    context->makeCurrent(surface.get());
+    fbo = std::make_unique<QOpenGLFramebufferObject>(1600, 900);
+    fbo->bind();
   }
   sy::console::ConsoleModel model;
   model.set_bounded(false);
@@ -111,13 +147,16 @@ int main(int argc, char** argv) {
   unsigned char* pixels = nullptr;
   int w = 0, h = 0;
   io.Fonts->GetTexDataAsRGBA32(&pixels, &w, &h);  // builds the atlas, as the GL backend would
+  if (gl) ImGui_ImplOpenGL3_Init("#version 130");
 
   std::printf("timeline frame time, %s spans over %d devices (%s of run time), %.0fx%.0f px, %d frames per row\n",
               sy::console::format_count(static_cast<double>(model.spans().size())).c_str(), model.device_count(),
               sy::console::format_duration(model.end_ns() - model.begin_ns()).c_str(), io.DisplaySize.x, io.DisplaySize.y,
               frames);
-  std::printf("%-12s %10s %10s %10s %9s %9s %10s\n", "visible", "mean ms", "p50 ms", "p99 ms", "items", "folded",
-              "spans");
+  if (gl)
+    std::printf("OpenGL: %s\n", reinterpret_cast<const char*>(context->functions()->glGetString(GL_RENDERER)));
+  std::printf("%-12s %10s %10s %10s %12s %9s %9s %10s\n", "visible", "mean ms", "p50 ms", "p99 ms",
+              gl ? "GL p50 ms" : "", "items", "folded", "spans");
 
   sy::console::TimelineView view;
   const std::int64_t mid = (model.begin_ns() + model.end_ns()) / 2;
@@ -129,7 +168,7 @@ int main(int argc, char** argv) {
     state.follow_live = false;
     state.view_t0_ns = mid - range / 2;
     state.view_t1_ns = mid + range / 2;
-    std::vector<double> ms;
+    std::vector<double> ms, gl_ms;
     for (int f = 0; f < frames + 10; ++f) {
       state.view_t0_ns = mid - range / 2;  // the view may not move between frames
       state.view_t1_ns = mid + range / 2;
@@ -143,14 +182,27 @@ int main(int argc, char** argv) {
       ImGui::Render();
       const auto t1 = std::chrono::steady_clock::now();
       if (f >= 10) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      if (gl) {
+        ImGui_ImplOpenGL3_NewFrame();
+        QOpenGLFunctions* f_gl = context->functions();
+        f_gl->glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        f_gl->glFinish();
+        const auto t2 = std::chrono::steady_clock::now();
+        if (f >= 10) gl_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      }
     }
     double mean = 0;
     for (double v : ms) mean += v;
     mean /= static_cast<double>(ms.size());
     const auto& stats = view.last_frame();
-    std::printf("%-12s %10.3f %10.3f %10.3f %9zu %9zu %10zu\n", sy::console::format_duration(range).c_str(), mean,
-                percentile(ms, 0.5), percentile(ms, 0.99), stats.items, stats.folded_items, stats.spans_in_view);
+    char gl_column[32] = "";
+    if (gl) std::snprintf(gl_column, sizeof gl_column, "%.3f", percentile(gl_ms, 0.5));
+    std::printf("%-12s %10.3f %10.3f %10.3f %12s %9zu %9zu %10zu\n", sy::console::format_duration(range).c_str(), mean,
+                percentile(ms, 0.5), percentile(ms, 0.99), gl_column, stats.items, stats.folded_items,
+                stats.spans_in_view);
   }
+  if (gl) ImGui_ImplOpenGL3_Shutdown();
   ImGui::DestroyContext();
   return 0;
 }
