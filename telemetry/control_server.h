@@ -78,7 +78,8 @@ class ControlServer {
   using Handler = std::function<void(nlohmann::json command, Reply reply)>;
 
   static StatusOr<std::unique_ptr<ControlServer>> start(ControlServerOptions options, Handler handler);
-  // Stops both threads; requests still pending get no reply (their clients time out).
+  // Stops both threads; requests still pending get no reply (their clients time out). Waits
+  // for a handler call in progress to return, so a handler must never block indefinitely.
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
