@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev
+  libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev robin-map-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev
   qt6-base-dev libqt6opengl6-dev libimgui-dev fonts-dejavu-core

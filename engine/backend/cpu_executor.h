@@ -37,11 +37,10 @@ class CpuExecutor final : public Executor {
  public:
   CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options);
 
-  std::int64_t attention(std::int32_t block, const std::vector<TokenPacket*>& packets,
-                         std::vector<RoutedRows>& routed) override;
-  std::int64_t experts(std::int32_t block, const std::vector<ExpertBatch>& batches) override;
-  std::int64_t sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) override;
-  void merge(TokenPacket& packet, const std::vector<float>& slot_outputs,
+  std::int64_t attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) override;
+  std::int64_t experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) override;
+  std::int64_t sample(TokenBatch& batch, std::vector<std::int32_t>& next) override;
+  void merge(std::int32_t rows, std::vector<float>& hidden, const std::vector<float>& slot_outputs,
              const std::vector<float>& shared_out) override;
 
   bool admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams sampling,
@@ -65,9 +64,7 @@ class CpuExecutor final : public Executor {
   std::unordered_map<std::int64_t, RequestState> requests_;
   Workspace ws_;
   BatchLayout batch_;
-  std::vector<float> hidden_, ffn_in_, shared_, x_, y_, scale_, logits_;
-  std::vector<std::int32_t> ids_;
-  std::vector<float> weights_;
+  std::vector<float> hidden_, y_, logits_;
 };
 
 }  // namespace sy

@@ -26,55 +26,49 @@ void SimExecutor::release(std::int64_t request) {
   pages_.erase(it);
 }
 
-std::int64_t SimExecutor::attention(std::int32_t block, const std::vector<TokenPacket*>& packets,
-                                    std::vector<RoutedRows>& routed) {
-  std::int64_t rows = 0, context = 0;
-  for (const TokenPacket* p : packets) {
-    rows += p->rows;
-    // Every row attends to the cached positions before it and itself.
-    context += static_cast<std::int64_t>(p->rows) * p->start_pos + static_cast<std::int64_t>(p->rows) * (p->rows + 1) / 2;
-  }
+std::int64_t SimExecutor::attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) {
+  const std::int64_t rows = batch.rows();
+  std::int64_t context = 0;
+  // Every row attends to the cached positions before it and itself.
+  for (std::int32_t position : batch.position) context += position + 1;
   if (config_.is_sparse(block)) {
     const std::int32_t K = config_.top_k;
-    for (std::size_t i = 0; i < packets.size(); ++i) {
-      const TokenPacket& p = *packets[i];
-      RoutedRows& out = routed[i];
-      out.expert_ids.resize(static_cast<std::size_t>(p.rows * K));
-      out.expert_weights.assign(static_cast<std::size_t>(p.rows * K), 1.0f / static_cast<float>(K));
-      out.ffn_in.clear();
-      out.shared_out.clear();
-      for (std::int32_t r = 0; r < p.rows; ++r) {
-        std::int32_t* ids = out.expert_ids.data() + r * K;
-        float* w = out.expert_weights.data() + r * K;
-        if (options_.routing_trace && options_.routing_trace->lookup(block, p.request, p.start_pos + r, ids)) continue;
-        if (options_.routing_trace) ++trace_misses_;
-        assert(options_.routing && "no routing for a token the trace lacks");
-        options_.routing(block, p.request, p.start_pos + r, K, ids, w);
+    routed.expert_ids.resize(static_cast<std::size_t>(rows * K));
+    routed.expert_weights.resize(static_cast<std::size_t>(rows * K));
+    routed.ffn_in.clear();
+    routed.shared_out.clear();
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      std::int32_t* ids = routed.expert_ids.data() + r * K;
+      float* w = routed.expert_weights.data() + r * K;
+      if (options_.routing_trace) {
+        if (options_.routing_trace->lookup(block, batch.request[i], batch.position[i], ids)) {
+          std::fill(w, w + K, 1.0f / static_cast<float>(K));
+          continue;
+        }
+        ++trace_misses_;
       }
+      assert(options_.routing && "no routing for a token the trace lacks");
+      options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
   return options_.cost_model->attention_ns(block, rows, context);
 }
 
-std::int64_t SimExecutor::experts(std::int32_t block, const std::vector<ExpertBatch>& batches) {
+std::int64_t SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {
   per_expert_.clear();
-  for (const ExpertBatch& b : batches) {
-    std::int64_t n = 0;
-    for (const TokenPacket* p : b.packets) n += p->rows;
-    per_expert_.push_back(n);
-  }
+  for (const TokenBatch* b : per_expert) per_expert_.push_back(b->rows());
   return options_.cost_model->experts_ns(block, per_expert_);
 }
 
-std::int64_t SimExecutor::sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) {
+std::int64_t SimExecutor::sample(TokenBatch& batch, std::vector<std::int32_t>& next) {
   // No logits: a token id derived from the position keeps outputs deterministic; the sim has
   // no EOS, requests end at their max_new_tokens.
-  next.resize(packets.size());
-  for (std::size_t i = 0; i < packets.size(); ++i) {
-    const TokenPacket& p = *packets[i];
-    next[i] = (p.start_pos + p.rows) % std::max(1, config_.vocab_size);
-  }
-  return options_.cost_model->sample_ns(static_cast<std::int64_t>(packets.size()));
+  next.clear();
+  batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
+  });
+  return options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size()));
 }
 
 }  // namespace sy

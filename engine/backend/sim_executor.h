@@ -28,11 +28,10 @@ class SimExecutor final : public Executor {
  public:
   SimExecutor(const ModelConfig& config, SimExecutorOptions options);
 
-  std::int64_t attention(std::int32_t block, const std::vector<TokenPacket*>& packets,
-                         std::vector<RoutedRows>& routed) override;
-  std::int64_t experts(std::int32_t block, const std::vector<ExpertBatch>& batches) override;
-  std::int64_t sample(const std::vector<TokenPacket*>& packets, std::vector<std::int32_t>& next) override;
-  void merge(TokenPacket&, const std::vector<float>&, const std::vector<float>&) override {}
+  std::int64_t attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) override;
+  std::int64_t experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) override;
+  std::int64_t sample(TokenBatch& batch, std::vector<std::int32_t>& next) override;
+  void merge(std::int32_t, std::vector<float>&, const std::vector<float>&, const std::vector<float>&) override {}
 
   bool admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams sampling,
              std::uint64_t seed) override;

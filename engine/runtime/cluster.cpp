@@ -10,14 +10,17 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
   transport_ = std::make_unique<LoopTransport>(loop_, topology_.num_devices, bytes_per_row, link, observer);
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
     executors_.push_back(make_executor(d, topology_.device_rank[d] >= 0));
-    workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, observer, hooks));
+    workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, recycler_, observer, hooks));
     transport_->set_receiver(d, [w = workers_.back().get()](Shipment&& s) { w->receive(std::move(s)); });
   }
 }
 
-void Cluster::inject(std::int32_t rank, std::int32_t group, std::vector<TokenPacket> packets) {
+void Cluster::inject(std::int32_t rank, std::int32_t group, TokenBatch rows) {
   const std::int32_t d = topology_.rank_device[rank];
-  Shipment s{d, d, LayerKind::Attention, 0, group, std::move(packets)};
+  rows.layer = LayerId::attention(0, rank);
+  rows.group = group;
+  Shipment s{d, d, LayerKind::Attention, 0, group, {}};
+  if (!rows.empty()) s.batches.push_back(std::move(rows));
   transport_->send(std::move(s));
 }
 

@@ -30,8 +30,8 @@ class Cluster {
   Worker& worker(std::int32_t device) { return *workers_[device]; }
   std::int32_t num_devices() const { return topology_.num_devices; }
 
-  // Hands the coordinator's block-0 packets of one rank to its worker.
-  void inject(std::int32_t rank, std::int32_t group, std::vector<TokenPacket> packets);
+  // Hands the coordinator's block-0 rows of one rank to its worker.
+  void inject(std::int32_t rank, std::int32_t group, TokenBatch rows);
   // No packet queued, pooled, executing or on a link anywhere: a safe point.
   bool quiescent() const;
   // Only at a safe point (asserted).
@@ -43,6 +43,7 @@ class Cluster {
   Topology topology_;
   EventLoop& loop_;
   std::vector<std::unique_ptr<Executor>> executors_;
+  BatchRecycler recycler_;
   std::unique_ptr<LoopTransport> transport_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

@@ -8,7 +8,31 @@
 namespace sy {
 
 void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {
-  events_.push(Event{std::max(at, now_), seq_++, std::move(fn)});
+  std::uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.push_back(std::move(fn));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = std::move(fn);
+  }
+  events_.push_back(Event{std::max(at, now_), seq_++, slot});
+  std::push_heap(events_.begin(), events_.end(), Later{});
+}
+
+void VirtualEventLoop::run_next() {
+  std::pop_heap(events_.begin(), events_.end(), Later{});
+  const Event e = events_.back();
+  events_.pop_back();
+  assert(e.at >= now_);
+  now_ = e.at;
+  // The handler may post more events (and reuse slots): move it out first.
+  std::function<void()> fn = std::move(slots_[e.slot]);
+  slots_[e.slot] = nullptr;
+  free_slots_.push_back(e.slot);
+  fn();
+  ++events_run_;
 }
 
 namespace {
@@ -35,28 +59,18 @@ void VirtualEventLoop::wait_for_wall_clock(std::int64_t at) {
 std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
   std::int64_t count = 0;
   while (!events_.empty()) {
-    // The handler may post more events, so move it out before popping.
-    wait_for_wall_clock(events_.top().at);
-    Event e = std::move(const_cast<Event&>(events_.top()));
-    events_.pop();
-    assert(e.at >= now_);
-    now_ = e.at;
-    e.fn();
+    wait_for_wall_clock(events_.front().at);
+    run_next();
     ++count;
-    ++events_run_;
     if (stop && stop()) break;
   }
   return count;
 }
 
 void VirtualEventLoop::run_until(std::int64_t t) {
-  while (!events_.empty() && events_.top().at <= t) {
-    wait_for_wall_clock(events_.top().at);
-    Event e = std::move(const_cast<Event&>(events_.top()));
-    events_.pop();
-    now_ = e.at;
-    e.fn();
-    ++events_run_;
+  while (!events_.empty() && events_.front().at <= t) {
+    wait_for_wall_clock(events_.front().at);
+    run_next();
   }
   now_ = std::max(now_, t);
 }

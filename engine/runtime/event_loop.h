@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <queue>
 #include <vector>
 
 namespace sy {
@@ -44,10 +43,12 @@ class VirtualEventLoop final : public EventLoop {
   std::size_t pending() const { return events_.size(); }
 
  private:
+  // The heap orders small records; the callbacks stay put in a slab (moving a std::function
+  // on every sift costs more than the comparison).
   struct Event {
     std::int64_t at;
     std::uint64_t seq;
-    std::function<void()> fn;
+    std::uint32_t slot;
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
@@ -55,6 +56,8 @@ class VirtualEventLoop final : public EventLoop {
     }
   };
   void wait_for_wall_clock(std::int64_t at);
+  // Pops the earliest event, advances now() to it and runs it.
+  void run_next();
 
   std::int64_t now_ = 0;
   std::uint64_t seq_ = 0;
@@ -62,7 +65,9 @@ class VirtualEventLoop final : public EventLoop {
   double pace_ = 0;
   std::int64_t pace_virtual_origin_ = 0;
   std::int64_t pace_wall_origin_ = 0;
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::vector<Event> events_;  // binary heap under Later
+  std::vector<std::function<void()>> slots_;
+  std::vector<std::uint32_t> free_slots_;
 };
 
 }  // namespace sy

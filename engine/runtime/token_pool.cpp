@@ -5,52 +5,70 @@
 
 namespace sy {
 
-void TokenPool::hold(TokenPacket residual, std::int32_t k, std::int64_t width, std::vector<float> shared_out) {
-  Entry e;
-  const std::int32_t slots = residual.rows * k;
-  e.remaining = slots;
-  e.width = width;
-  e.slot_outputs.assign(static_cast<std::size_t>(slots * width), 0.0f);
-  e.filled.assign(static_cast<std::size_t>(slots), false);
-  e.shared_out = std::move(shared_out);
-  const std::int64_t request = residual.request;
-  const std::int32_t block = residual.layer.block;
-  e.residual = std::move(residual);
-  [[maybe_unused]] const bool inserted = entries_[request].emplace(block, std::move(e)).second;
-  assert(inserted && "a request has one token batch in flight per block");
+void TokenPool::hold(TokenBatch&& residual, std::int32_t k, std::int64_t width, std::vector<float>&& shared_out) {
+  const bool tensors = width > 0 && !residual.hidden.empty();
+  const auto w = static_cast<std::size_t>(width);
+  residual.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    std::uint32_t at;
+    if (free_.empty()) {
+      at = static_cast<std::uint32_t>(entries_.size());
+      entries_.emplace_back();
+    } else {
+      at = free_.back();
+      free_.pop_back();
+    }
+    Entry& e = entries_[at];
+    const auto f = static_cast<std::size_t>(first);
+    e.c.request = residual.request[f];
+    e.c.layer = residual.layer;
+    e.c.group = residual.group;
+    e.c.rank = residual.rank[f];
+    e.c.first_position = residual.position[f];
+    e.c.rows = static_cast<std::int32_t>(rows);
+    e.remaining = static_cast<std::int32_t>(rows) * k;
+    e.width = width;
+    if (tensors) {
+      const auto n = static_cast<std::size_t>(rows);
+      e.c.hidden.assign(residual.hidden.begin() + static_cast<std::ptrdiff_t>(f * w),
+                        residual.hidden.begin() + static_cast<std::ptrdiff_t>((f + n) * w));
+      e.c.slot_outputs.assign(n * static_cast<std::size_t>(k) * w, 0.0f);
+      if (!shared_out.empty())
+        e.c.shared_out.assign(shared_out.begin() + static_cast<std::ptrdiff_t>(f * w),
+                              shared_out.begin() + static_cast<std::ptrdiff_t>((f + n) * w));
+    }
+#ifndef NDEBUG
+    e.filled.assign(static_cast<std::size_t>(e.remaining), false);
+#endif
+    [[maybe_unused]] const bool inserted = index_.emplace(e.c.request, at).second;
+    assert(inserted && "a request has one token batch in flight");
+  });
 }
 
-std::optional<TokenPool::Completed> TokenPool::absorb(const TokenPacket& p) {
-  auto req = entries_.find(p.request);
-  assert(req != entries_.end() && "expert output for a request the pool does not hold");
-  auto it = req->second.find(p.layer.block);
-  assert(it != req->second.end() && "expert output for a block the pool does not hold");
-  Entry& e = it->second;
-  assert(static_cast<std::int32_t>(p.slots.size()) == p.rows);
-  const std::size_t width = static_cast<std::size_t>(e.width);
-  // The sim backend carries no tensors: rows count, no floats are copied.
-  const bool has_tensors = width > 0 && !p.hidden.empty();
-  for (std::int32_t r = 0; r < p.rows; ++r) {
-    const auto slot = static_cast<std::size_t>(p.slots[static_cast<std::size_t>(r)]);
+void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) {
+  const std::int64_t n = outputs.rows();
+  const bool tensors = !outputs.hidden.empty();
+  for (std::int64_t r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const auto it = index_.find(outputs.request[i]);
+    assert(it != index_.end() && "expert output for a request the pool does not hold");
+    Entry& e = entries_[it->second];
+    const auto slot = static_cast<std::size_t>(outputs.slot[i]);
+#ifndef NDEBUG
     assert(slot < e.filled.size() && !e.filled[slot] && "a top-k slot arrived twice");
     e.filled[slot] = true;
-    if (has_tensors) {
-      std::copy_n(p.hidden.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(r) * width), width,
-                  e.slot_outputs.begin() + static_cast<std::ptrdiff_t>(slot * width));
+#endif
+    if (tensors && e.width > 0) {
+      const auto w = static_cast<std::size_t>(e.width);
+      std::copy_n(outputs.hidden.begin() + static_cast<std::ptrdiff_t>(i * w), w,
+                  e.c.slot_outputs.begin() + static_cast<std::ptrdiff_t>(slot * w));
     }
-    --e.remaining;
+    if (--e.remaining > 0) continue;
+    const std::uint32_t at = it->second;
+    index_.erase(it);
+    done.push_back(std::move(e.c));
+    e.c = Completed{};
+    free_.push_back(at);
   }
-  if (e.remaining > 0) return std::nullopt;
-  Completed done{std::move(e.residual), std::move(e.slot_outputs), std::move(e.shared_out)};
-  req->second.erase(it);
-  if (req->second.empty()) entries_.erase(req);
-  return done;
-}
-
-std::size_t TokenPool::size() const {
-  std::size_t n = 0;
-  for (const auto& [request, blocks] : entries_) n += blocks.size();
-  return n;
 }
 
 }  // namespace sy

@@ -1,49 +1,56 @@
-// The token pool of a device that runs attention (AMoE §3.2): a token's residual stream waits
-// here until the K expert outputs of each of its rows are back, and leaves with them.
+// The token pool of a device that runs attention (AMoE §3.2): a request's residual rows wait
+// here until the K expert outputs of each row are back, and leave together with them.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <optional>
-#include <unordered_map>
 #include <vector>
 
-#include "engine/runtime/token_packet.h"
+#include <tsl/robin_map.h>
+
+#include "engine/runtime/token_batch.h"
 
 namespace sy {
 
 class TokenPool {
  public:
-  // What leaves the pool when the last expert output of an entry arrives: the residual and,
-  // per row and top-k slot, the expert output (rows × K × width), plus the shared expert's.
+  // One request's rows whose expert outputs are all back.
   struct Completed {
-    TokenPacket residual;
-    std::vector<float> slot_outputs;
-    std::vector<float> shared_out;
+    std::int64_t request = -1;
+    LayerId layer;                  // the layer after the expert block
+    std::int32_t group = -1;
+    std::int32_t rank = -1;
+    std::int32_t first_position = 0;
+    std::int32_t rows = 0;
+    std::vector<float> hidden;        // residual, rows × width (empty without tensors)
+    std::vector<float> slot_outputs;  // rows × K × width, slot row·K + k
+    std::vector<float> shared_out;    // rows × width, or empty
   };
 
-  // Holds `residual` (already addressed to the layer after the expert block) until
-  // residual.rows × k expert outputs, each of `width` floats, have arrived. One entry per
-  // (request, next block): a request has at most one token batch in flight per block.
-  void hold(TokenPacket residual, std::int32_t k, std::int64_t width, std::vector<float> shared_out);
+  // Holds every request's rows of `residual` (already addressed to the layer after the expert
+  // block) until rows × k expert outputs, each of `width` floats, have arrived for it.
+  // shared_out is rows × width for the whole batch (qwen2_moe's shared expert) or empty. A
+  // request has at most one token batch in flight, so a request is held at most once.
+  void hold(TokenBatch&& residual, std::int32_t k, std::int64_t width, std::vector<float>&& shared_out);
 
-  // Takes one expert packet (its `slots` say which row·K + k each of its rows fills) for the
-  // entry of (packet.request, packet.layer.block). Returns the entry once it is complete.
-  std::optional<Completed> absorb(const TokenPacket& expert_output);
+  // Takes expert output rows (request and slot per row; activations when tensors travel).
+  // Requests whose last output arrived are moved out of the pool and appended to `done`.
+  void absorb(const TokenBatch& outputs, std::vector<Completed>& done);
 
-  bool empty() const { return entries_.empty(); }
-  std::size_t size() const;
+  bool empty() const { return index_.empty(); }
+  std::size_t size() const { return index_.size(); }
+  // Entries allocated, held or free: released entries are reused.
+  std::size_t capacity() const { return entries_.size(); }
 
  private:
   struct Entry {
-    TokenPacket residual;
-    std::vector<float> slot_outputs;
-    std::vector<float> shared_out;
-    std::vector<bool> filled;  // per slot: guards against a slot arriving twice (our bug)
+    Completed c;
     std::int32_t remaining = 0;
     std::int64_t width = 0;
+    std::vector<bool> filled;  // debug builds: a slot arriving twice is our bug
   };
-  std::unordered_map<std::int64_t, std::map<std::int32_t, Entry>> entries_;  // request -> block -> entry
+  std::vector<Entry> entries_;
+  std::vector<std::uint32_t> free_;
+  tsl::robin_map<std::int64_t, std::uint32_t> index_;  // request -> entries_ slot
 };
 
 }  // namespace sy

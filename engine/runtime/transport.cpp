@@ -1,7 +1,6 @@
 #include "engine/runtime/transport.h"
 
 #include <algorithm>
-#include <memory>
 
 namespace sy {
 
@@ -48,11 +47,20 @@ void LoopTransport::send(Shipment&& shipment) {
   }
   if (observer_ && shipment.src != dst) observer_->on_transfer(shipment.src, dst, tokens, bytes, start, start + delay);
   ++in_flight_[dst];
-  // std::function needs a copyable callable: park the shipment on the heap.
-  auto parcel = std::make_shared<Shipment>(std::move(shipment));
-  loop_.post(start + delay, [this, dst, parcel] {
+  std::uint32_t slot;
+  if (free_.empty()) {
+    slot = static_cast<std::uint32_t>(parked_.size());
+    parked_.emplace_back();
+  } else {
+    slot = free_.back();
+    free_.pop_back();
+  }
+  parked_[slot] = std::move(shipment);
+  loop_.post(start + delay, [this, dst, slot] {
     --in_flight_[dst];
-    receivers_[dst](std::move(*parcel));
+    Shipment s = std::move(parked_[slot]);
+    free_.push_back(slot);
+    receivers_[dst](std::move(s));
   });
 }
 

@@ -9,7 +9,7 @@
 
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/runtime_observer.h"
-#include "engine/runtime/token_packet.h"
+#include "engine/runtime/token_batch.h"
 
 namespace sy {
 
@@ -60,6 +60,10 @@ class LoopTransport final : public Transport {
   std::vector<std::int32_t> in_flight_;
   std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
   std::vector<std::int64_t> ingress_free_;  // and its receive port
+  // Shipments on a link, parked until delivery; a free list keeps their slots (and the event
+  // callbacks, which capture only a slot index) free of allocation.
+  std::vector<Shipment> parked_;
+  std::vector<std::uint32_t> free_;
 };
 
 }  // namespace sy

@@ -25,26 +25,35 @@ std::string LayerId::to_string() const {
 }
 
 Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
-               Transport& transport, RuntimeObserver* observer, Hooks hooks)
+               Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks)
     : device_(device),
       topo_(topology),
       loop_(loop),
       executor_(executor),
       transport_(transport),
+      recycler_(recycler),
       observer_(observer),
       hooks_(std::move(hooks)) {
-  rank_ = topo_.device_rank[device];
+  outgoing_.resize(static_cast<std::size_t>(topo_.num_devices));
+  reload_placement();
+  set_policy(RuntimePolicy{});
+  stalled_ = true;
+  stall_start_ = loop_.now();
+}
+
+void Worker::reload_placement() {
+  assert(quiescent());
+  rank_ = topo_.device_rank[device_];
   expert_column_.assign(static_cast<std::size_t>(topo_.num_experts), -1);
+  column_expert_.clear();
   if (rank_ >= 0) column_expert_.push_back(-1);
-  for (std::int32_t e : topo_.device_expert_ids[device]) {
+  for (std::int32_t e : topo_.device_expert_ids[device_]) {
     expert_column_[e] = static_cast<std::int32_t>(column_expert_.size());
     column_expert_.push_back(e);
   }
   columns_ = std::max<std::int32_t>(1, static_cast<std::int32_t>(column_expert_.size()));
-  queues_.resize(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_));
-  set_policy(RuntimePolicy{});
-  stalled_ = true;
-  stall_start_ = loop_.now();
+  queues_.assign(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_), Queue{});
+  grid_.reset(topo_.num_blocks + 1, columns_);
 }
 
 void Worker::set_policy(const RuntimePolicy& policy) {
@@ -56,25 +65,55 @@ void Worker::set_policy(const RuntimePolicy& policy) {
   arrived_.clear();
 }
 
-std::int32_t Worker::column_of(const LayerId& id) const {
+std::size_t Worker::queue_index(const LayerId& id) const {
+  std::int32_t column = 0;
   if (id.kind == LayerKind::Expert) {
     assert(expert_column_[id.index] >= 0 && "expert not placed on this device");
-    return expert_column_[id.index];
+    column = expert_column_[id.index];
+  } else {
+    assert(rank_ == id.index && "attention rows sent to the wrong rank");
   }
-  assert(rank_ == id.index && "attention packet sent to the wrong rank");
-  return 0;
+  return static_cast<std::size_t>(id.block * columns_ + column);
 }
 
-Worker::Queue& Worker::queue_for(const LayerId& id) {
-  return queues_[static_cast<std::size_t>(id.block * columns_ + column_of(id))];
+TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
+  Queue& q = queues_[qi];
+  for (TokenBatch& b : q.batches)
+    if (b.group == group) return b;
+  q.batches.push_back(recycler_.take());
+  TokenBatch& b = q.batches.back();
+  b.layer = layer;
+  b.group = group;
+  b.oldest_ns = loop_.now();
+  return b;
 }
 
-void Worker::enqueue(TokenPacket&& packet) {
-  packet.enqueued_ns = loop_.now();
-  Queue& q = queue_for(packet.layer);
-  q.tokens += packet.rows;
-  queued_tokens_ += packet.rows;
-  q.packets.push_back(std::move(packet));
+void Worker::account(std::size_t qi, std::int64_t rows) {
+  Queue& q = queues_[qi];
+  q.tokens += rows;
+  queued_tokens_ += rows;
+  grid_.tokens[qi] = q.tokens;
+}
+
+void Worker::enqueue(TokenBatch&& batch) {
+  const std::int64_t rows = batch.rows();
+  if (rows == 0) return;
+  const std::size_t qi = queue_index(batch.layer);
+  TokenBatch& tail = queue_tail(qi, batch.layer, batch.group);
+  if (tail.empty()) {
+    // Take the arriving rows' storage and give the tail's (empty) storage back.
+    std::swap(tail.request, batch.request);
+    std::swap(tail.position, batch.position);
+    std::swap(tail.rank, batch.rank);
+    std::swap(tail.token, batch.token);
+    std::swap(tail.slot, batch.slot);
+    std::swap(tail.weight, batch.weight);
+    std::swap(tail.hidden, batch.hidden);
+  } else {
+    tail.append(std::move(batch));
+  }
+  recycler_.give(std::move(batch));
+  account(qi, rows);
 }
 
 std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) const {
@@ -85,13 +124,15 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
 }
 
 void Worker::receive(Shipment&& shipment) {
-  for (TokenPacket& p : shipment.packets) {
-    if (p.layer.kind != LayerKind::Expert && !p.slots.empty()) {
-      absorb_expert_output(std::move(p));
+  for (TokenBatch& batch : shipment.batches) {
+    if (batch.layer.kind != LayerKind::Expert && !batch.slot.empty()) {
+      absorb_expert_outputs(batch);
+      recycler_.give(std::move(batch));
     } else {
-      enqueue(std::move(p));
+      enqueue(std::move(batch));
     }
   }
+  recycler_.give_list(std::move(shipment.batches));
   if (policy_.grouped()) {
     const GroupKey key{shipment.kind, shipment.block, shipment.group};
     if (++arrived_[key] == expected_shipments(shipment.kind, shipment.block)) {
@@ -103,130 +144,138 @@ void Worker::receive(Shipment&& shipment) {
   try_run();
 }
 
-void Worker::absorb_expert_output(TokenPacket&& packet) {
-  std::optional<TokenPool::Completed> done = pool_.absorb(packet);
-  if (!done) return;
-  // All K outputs of every row are here: merge into the residual and queue the next layer.
-  TokenPacket merged = std::move(done->residual);
-  executor_.merge(merged, done->slot_outputs, done->shared_out);
-  merged.layer = packet.layer;
-  enqueue(std::move(merged));
-}
-
-void Worker::drain(Queue& q, std::int32_t group, std::vector<TokenPacket>& out) {
-  if (group < 0) {
-    for (auto& p : q.packets) out.push_back(std::move(p));
-    queued_tokens_ -= q.tokens;
-    q.packets.clear();
-    q.tokens = 0;
-    return;
-  }
-  for (auto it = q.packets.begin(); it != q.packets.end();) {
-    if (it->group == group) {
-      q.tokens -= it->rows;
-      queued_tokens_ -= it->rows;
-      out.push_back(std::move(*it));
-      it = q.packets.erase(it);
-    } else {
-      ++it;
+void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
+  completed_.clear();
+  pool_.absorb(outputs, completed_);
+  // Every request whose K outputs per row are all back: merge into its residual and queue its
+  // rows for the layer after the expert block, appended to that queue's batch in place.
+  for (TokenPool::Completed& c : completed_) {
+    if (!c.hidden.empty()) executor_.merge(c.rows, c.hidden, c.slot_outputs, c.shared_out);
+    const std::size_t qi = queue_index(c.layer);
+    TokenBatch& tail = queue_tail(qi, c.layer, c.group);
+    for (std::int32_t i = 0; i < c.rows; ++i) {
+      tail.request.push_back(c.request);
+      tail.position.push_back(c.first_position + i);
+      tail.rank.push_back(c.rank);
     }
+    tail.hidden.insert(tail.hidden.end(), c.hidden.begin(), c.hidden.end());
+    account(qi, c.rows);
   }
 }
 
-bool Worker::take_async_job(Job& job) {
-  grid_.reset(topo_.num_blocks + 1, columns_);
-  for (std::size_t i = 0; i < queues_.size(); ++i) grid_.tokens[i] = queues_[i].tokens;
+void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
+  Queue& q = queues_[qi];
+  for (auto it = q.batches.begin(); it != q.batches.end();) {
+    if (group >= 0 && it->group != group) {
+      ++it;
+      continue;
+    }
+    const std::int64_t rows = it->rows();
+    q.tokens -= rows;
+    queued_tokens_ -= rows;
+    if (out.empty()) {
+      std::swap(out, *it);
+    } else {
+      out.oldest_ns = std::min(out.oldest_ns, it->oldest_ns);
+      out.append(std::move(*it));
+    }
+    recycler_.give(std::move(*it));
+    it = q.batches.erase(it);
+  }
+  grid_.tokens[qi] = q.tokens;
+}
+
+bool Worker::take_async_job() {
   auto pick = scheduler_->pick(grid_);
   if (!pick) return false;
   const std::int32_t expert = column_expert_.empty() ? -1 : column_expert_[pick->column];
-  job.block = pick->block;
+  const auto qi = static_cast<std::size_t>(pick->block * columns_ + pick->column);
+  job_.block = pick->block;
+  job_.group = -1;
   if (expert >= 0) {
-    job.kind = LayerKind::Expert;
-    job.index = expert;
+    job_.kind = LayerKind::Expert;
+    job_.index = expert;
+    job_.per_expert.push_back(recycler_.take());
+    drain(qi, -1, job_.per_expert[0]);
   } else {
-    job.kind = pick->block == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention;
-    job.index = rank_;
+    job_.kind = pick->block == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention;
+    job_.index = rank_;
+    drain(qi, -1, job_.batch);
   }
-  drain(queues_[static_cast<std::size_t>(pick->block * columns_ + pick->column)], -1, job.packets);
   return true;
 }
 
-bool Worker::take_grouped_job(Job& job) {
+bool Worker::take_grouped_job() {
   if (pending_groups_.empty()) return false;
   auto [kind, block, group] = pending_groups_.front();
   pending_groups_.pop_front();
-  job.kind = kind;
-  job.block = block;
-  job.group = group;
+  job_.kind = kind;
+  job_.block = block;
+  job_.group = group;
   if (kind == LayerKind::Expert) {
-    job.index = -1;  // every expert of the block hosted here, as one grouped execution
+    job_.index = -1;  // every expert of the block hosted here, as one grouped execution
     for (std::int32_t c = 0; c < columns_; ++c) {
-      if (column_expert_[c] >= 0) drain(queues_[static_cast<std::size_t>(block * columns_ + c)], group, job.packets);
+      if (column_expert_[c] < 0) continue;
+      TokenBatch rows = recycler_.take();
+      drain(static_cast<std::size_t>(block * columns_ + c), group, rows);
+      if (rows.empty()) {
+        recycler_.give(std::move(rows));
+      } else {
+        job_.per_expert.push_back(std::move(rows));
+      }
     }
   } else {
-    job.index = rank_;
-    drain(queues_[static_cast<std::size_t>(block * columns_)], group, job.packets);
+    job_.index = rank_;
+    drain(static_cast<std::size_t>(block * columns_), group, job_.batch);
   }
   return true;
 }
 
 void Worker::try_run() {
   if (running_) return;
-  auto job = std::make_shared<Job>();
-  const bool found = policy_.grouped() ? take_grouped_job(*job) : take_async_job(*job);
+  job_.batch.clear();
+  for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
+  job_.per_expert.clear();
+  job_.tokens = 0;
+  const bool found = policy_.grouped() ? take_grouped_job() : take_async_job();
   if (!found) return;
-  execute(std::move(job));
+  execute();
 }
 
-void Worker::execute(std::shared_ptr<Job> job) {
+void Worker::execute() {
   if (stalled_) {
     if (observer_ && loop_.now() > stall_start_) observer_->on_stall(device_, stall_reason_, stall_start_, loop_.now());
     stalled_ = false;
   }
   running_ = true;
-  job->start = loop_.now();
-  std::vector<TokenPacket*> ptrs;
-  for (auto& p : job->packets) {
-    ptrs.push_back(&p);
-    job->tokens += p.rows;
-  }
+  job_.start = loop_.now();
   std::int64_t duration = 0;
-  if (!ptrs.empty()) {
-    switch (job->kind) {
-      case LayerKind::Attention:
-        job->routed.resize(ptrs.size());
-        duration = executor_.attention(job->block, ptrs, job->routed);
-        break;
-      case LayerKind::Expert: {
-        std::vector<ExpertBatch> batches;
-        for (auto* p : ptrs) {
-          auto it = std::find_if(batches.begin(), batches.end(), [&](const ExpertBatch& b) { return b.expert == p->layer.index; });
-          if (it == batches.end()) {
-            batches.push_back({p->layer.index, {}});
-            it = batches.end() - 1;
-          }
-          it->packets.push_back(p);
-        }
-        std::sort(batches.begin(), batches.end(), [](const auto& a, const auto& b) { return a.expert < b.expert; });
-        duration = executor_.experts(job->block, batches);
-        break;
-      }
-      case LayerKind::Sampler:
-        duration = executor_.sample(ptrs, job->next_tokens);
-        break;
+  if (job_.kind == LayerKind::Expert) {
+    std::vector<TokenBatch*> batches;
+    batches.reserve(job_.per_expert.size());
+    for (TokenBatch& b : job_.per_expert) {
+      job_.tokens += b.rows();
+      batches.push_back(&b);
+    }
+    if (job_.tokens > 0) duration = executor_.experts(job_.block, batches);
+  } else {
+    job_.tokens = job_.batch.rows();
+    if (job_.tokens > 0) {
+      duration = job_.kind == LayerKind::Attention ? executor_.attention(job_.block, job_.batch, job_.routed)
+                                                   : executor_.sample(job_.batch, job_.next_tokens);
     }
   }
-  loop_.post(job->start + duration, [this, job] { finish(job); });
+  loop_.post(job_.start + duration, [this] { finish(); });
 }
 
-void Worker::finish(const std::shared_ptr<Job>& job) {
+void Worker::finish() {
   const std::int64_t end = loop_.now();
-  if (observer_ && !job->packets.empty())
-    observer_->on_execution(device_, job->kind, job->block, job->index, job->group, job->tokens, job->start, end);
-  switch (job->kind) {
-    case LayerKind::Attention: dispatch_attention(*job); break;
-    case LayerKind::Expert: dispatch_experts(*job); break;
-    case LayerKind::Sampler: dispatch_sampler(*job); break;
+  if (observer_ && job_.tokens > 0)
+    observer_->on_execution(device_, job_.kind, job_.block, job_.index, job_.group, job_.tokens, job_.start, end);
+  switch (job_.kind) {
+    case LayerKind::Attention: dispatch_attention(); break;
+    case LayerKind::Expert: dispatch_experts(); break;
+    case LayerKind::Sampler: dispatch_sampler(); break;
   }
   running_ = false;
   try_run();
@@ -248,89 +297,131 @@ std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std
   return devices[h % devices.size()];
 }
 
-void Worker::dispatch_attention(Job& job) {
-  const std::int32_t b = job.block;
+std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group) {
+  std::vector<TokenBatch>& batches = outgoing_[static_cast<std::size_t>(device)];
+  if (batches.empty()) touched_.push_back(device);
+  for (std::size_t i = 0; i < batches.size(); ++i)
+    if (batches[i].layer == layer) return i;
+  batches.push_back(recycler_.take());
+  batches.back().layer = layer;
+  batches.back().group = group;
+  return batches.size() - 1;
+}
+
+TokenBatch& Worker::outgoing(std::int32_t device, const LayerId& layer, std::int32_t group) {
+  return outgoing_[static_cast<std::size_t>(device)][outgoing_index(device, layer, group)];
+}
+
+void Worker::send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group,
+                           const std::vector<std::int32_t>& always) {
+  // Grouped policies ship to every expected receiver, rows or not: that is their barrier.
+  for (std::int32_t d : always)
+    if (outgoing_[static_cast<std::size_t>(d)].empty() &&
+        std::find(touched_.begin(), touched_.end(), d) == touched_.end())
+      touched_.push_back(d);
+  std::sort(touched_.begin(), touched_.end());
+  for (std::int32_t d : touched_) {
+    auto& batches = outgoing_[static_cast<std::size_t>(d)];
+    if (observer_ && kind == LayerKind::Expert)
+      for (const TokenBatch& b : batches) observer_->on_routed(block, b.layer.index, d, b.rows(), loop_.now());
+    Shipment s{device_, d, kind, block, group, recycler_.take_list()};
+    std::swap(s.batches, batches);
+    transport_.send(std::move(s));
+  }
+  touched_.clear();
+}
+
+void Worker::dispatch_attention() {
+  static const std::vector<std::int32_t> kNone;
+  const std::int32_t b = job_.block;
   const std::int32_t last = topo_.num_blocks;
   const LayerId next_layer = b + 1 == last ? LayerId::sampler(last, rank_) : LayerId::attention(b + 1, rank_);
-  const LayerKind next_kind = next_layer.kind;
+  TokenBatch& batch = job_.batch;
+  batch.token.clear();
 
   if (!topo_.sparse[b]) {
-    // Dense block: the MLP ran with the attention; the tokens stay on this rank.
-    Shipment local{device_, device_, next_kind, b + 1, job.group, {}};
-    for (TokenPacket& p : job.packets) {
-      p.layer = next_layer;
-      p.tokens.clear();
-      local.packets.push_back(std::move(p));
-    }
-    if (!local.packets.empty() || policy_.grouped()) transport_.send(std::move(local));
+    // Dense block: the MLP ran with the attention; the rows stay on this rank.
+    batch.layer = next_layer;
+    Shipment local{device_, device_, next_layer.kind, b + 1, job_.group, {}};
+    if (!batch.empty()) local.batches.push_back(std::move(batch));
+    if (!local.batches.empty() || policy_.grouped()) transport_.send(std::move(local));
     return;
   }
 
   const std::int32_t K = topo_.top_k;
-  // One outgoing shipment per expert device; one packet per (request, expert) within it.
-  std::map<std::int32_t, Shipment> out;
-  if (policy_.grouped()) {
-    for (std::int32_t d : topo_.block_expert_devices[b]) out[d] = Shipment{device_, d, LayerKind::Expert, b, job.group, {}};
-  }
-  for (std::size_t i = 0; i < job.packets.size(); ++i) {
-    TokenPacket& p = job.packets[i];
-    RoutedRows& routed = job.routed[i];
-    const std::size_t width = p.rows > 0 ? routed.ffn_in.size() / static_cast<std::size_t>(p.rows) : 0;
-    std::map<std::pair<std::int32_t, std::int32_t>, TokenPacket> by_dest;  // (device, expert)
-    for (std::int32_t r = 0; r < p.rows; ++r) {
+  const RoutedRows& routed = job_.routed;
+  const std::int64_t rows = batch.rows();
+  const std::size_t width = rows > 0 ? routed.ffn_in.size() / static_cast<std::size_t>(rows) : 0;
+  // Permute by expert: one outgoing batch per (device, expert); each row travels K times. An
+  // expert with one replica always lands in the same batch: remember where, per dispatch.
+  expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
+  const auto& replicas = topo_.expert_devices[b];
+  batch.for_each_request([&](std::int64_t first, std::int64_t n) {
+    for (std::int64_t r = 0; r < n; ++r) {
+      const auto row = static_cast<std::size_t>(first + r);
       for (std::int32_t k = 0; k < K; ++k) {
-        const std::int32_t e = routed.expert_ids[static_cast<std::size_t>(r * K + k)];
-        const std::int32_t d = choose_replica(b, e, p.request, r);
-        TokenPacket& ep = by_dest[{d, e}];
-        if (ep.rows == 0) {
-          ep.request = p.request;
-          ep.layer = LayerId::expert(b, e);
-          ep.rank = p.rank;
-          ep.group = p.group;
-          ep.start_pos = p.start_pos;
+        const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
+        const std::int32_t e = routed.expert_ids[rk];
+        TokenBatch* out;
+        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
+          const std::int32_t d = replicas[static_cast<std::size_t>(e)][0];
+          std::int32_t& cached = expert_batch_[static_cast<std::size_t>(e)];
+          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), job_.group));
+          out = &outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
+        } else {
+          const std::int32_t d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
+          out = &outgoing(d, LayerId::expert(b, e), job_.group);
         }
-        ++ep.rows;
-        ep.slots.push_back(r * K + k);
-        ep.weights.push_back(routed.expert_weights[static_cast<std::size_t>(r * K + k)]);
+        out->request.push_back(batch.request[row]);
+        out->position.push_back(batch.position[row]);
+        out->rank.push_back(batch.rank[row]);
+        out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
+        out->weight.push_back(routed.expert_weights[rk]);
         if (width > 0) {
-          ep.hidden.insert(ep.hidden.end(), routed.ffn_in.begin() + static_cast<std::ptrdiff_t>(r * width),
-                           routed.ffn_in.begin() + static_cast<std::ptrdiff_t>((r + 1) * width));
+          out->hidden.insert(out->hidden.end(), routed.ffn_in.begin() + static_cast<std::ptrdiff_t>(row * width),
+                             routed.ffn_in.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
         }
       }
     }
-    for (auto& [key, ep] : by_dest) {
-      if (observer_) observer_->on_routed(b, key.second, key.first, ep.rows, loop_.now());
-      auto [it, inserted] = out.try_emplace(key.first, Shipment{device_, key.first, LayerKind::Expert, b, job.group, {}});
-      it->second.packets.push_back(std::move(ep));
-    }
-    // The residual waits in the token pool until every expert output of every row is back.
-    p.tokens.clear();
-    p.layer = next_layer;
-    pool_.hold(std::move(p), K, static_cast<std::int64_t>(width), std::move(routed.shared_out));
-  }
-  for (auto& [d, shipment] : out) transport_.send(std::move(shipment));
+  });
+  std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
+  // The residual waits in the token pool until every expert output of every row is back.
+  batch.layer = next_layer;
+  batch.group = job_.group;
+  pool_.hold(std::move(batch), K, static_cast<std::int64_t>(width), std::move(job_.routed.shared_out));
+  send_outgoing(LayerKind::Expert, b, job_.group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
 }
 
-void Worker::dispatch_experts(Job& job) {
-  const std::int32_t b = job.block;
+void Worker::dispatch_experts() {
+  static const std::vector<std::int32_t> kNone;
+  const std::int32_t b = job_.block;
   const std::int32_t last = topo_.num_blocks;
   const LayerKind next_kind = b + 1 == last ? LayerKind::Sampler : LayerKind::Attention;
-  std::map<std::int32_t, Shipment> out;  // by rank device
-  if (policy_.grouped()) {
-    for (std::int32_t d : topo_.rank_device) out[d] = Shipment{device_, d, next_kind, b + 1, job.group, {}};
+  // Permute by attention rank: each row goes back to the rank that holds its request's KV.
+  rank_batch_.assign(static_cast<std::size_t>(topo_.num_ranks()), -1);
+  for (const TokenBatch& tb : job_.per_expert) {
+    const std::int64_t rows = tb.rows();
+    const std::int64_t width = rows > 0 ? static_cast<std::int64_t>(tb.hidden.size()) / rows : 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int32_t rank = tb.rank[static_cast<std::size_t>(r)];
+      const std::int32_t d = topo_.rank_device[rank];
+      std::int32_t& cached = rank_batch_[static_cast<std::size_t>(rank)];
+      if (cached < 0) {
+        const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
+        cached = static_cast<std::int32_t>(outgoing_index(d, layer, job_.group));
+      }
+      outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)].append_row(tb, r, width);
+    }
   }
-  for (TokenPacket& p : job.packets) {
-    const std::int32_t d = topo_.rank_device[p.rank];
-    p.layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, p.rank) : LayerId::attention(b + 1, p.rank);
-    auto [it, inserted] = out.try_emplace(d, Shipment{device_, d, next_kind, b + 1, job.group, {}});
-    it->second.packets.push_back(std::move(p));
-  }
-  for (auto& [d, shipment] : out) transport_.send(std::move(shipment));
+  send_outgoing(next_kind, b + 1, job_.group, policy_.grouped() ? topo_.rank_device : kNone);
 }
 
-void Worker::dispatch_sampler(Job& job) {
-  for (std::size_t i = 0; i < job.packets.size(); ++i) hooks_.on_sampled(job.packets[i].request, job.next_tokens[i]);
-  if (policy_.grouped()) hooks_.on_group_sampled(rank_, job.group);
+void Worker::dispatch_sampler() {
+  std::size_t i = 0;
+  job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
+    hooks_.on_sampled(job_.batch.request[static_cast<std::size_t>(first)], job_.next_tokens[i++]);
+  });
+  if (policy_.grouped()) hooks_.on_group_sampled(rank_, job_.group);
 }
 
 StallReason Worker::current_stall_reason() const {
@@ -354,16 +445,18 @@ void Worker::flush_stall() {
   stall_start_ = loop_.now();
 }
 
-std::vector<std::pair<LayerId, std::int64_t>> Worker::queue_depths() const {
-  std::vector<std::pair<LayerId, std::int64_t>> out;
+std::vector<Worker::QueueDepth> Worker::queue_depths() const {
+  std::vector<QueueDepth> out;
   for (std::int32_t b = 0; b <= topo_.num_blocks; ++b) {
     for (std::int32_t c = 0; c < columns_; ++c) {
       const Queue& q = queues_[static_cast<std::size_t>(b * columns_ + c)];
       if (q.tokens == 0) continue;
       const std::int32_t e = column_expert_.empty() ? -1 : column_expert_[c];
-      LayerId id = e >= 0 ? LayerId::expert(b, e)
-                          : (b == topo_.num_blocks ? LayerId::sampler(b, rank_) : LayerId::attention(b, rank_));
-      out.emplace_back(id, q.tokens);
+      const LayerId id = e >= 0 ? LayerId::expert(b, e)
+                                : (b == topo_.num_blocks ? LayerId::sampler(b, rank_) : LayerId::attention(b, rank_));
+      std::int64_t oldest = q.batches.front().oldest_ns;
+      for (const TokenBatch& batch : q.batches) oldest = std::min(oldest, batch.oldest_ns);
+      out.push_back({id, q.tokens, oldest});
     }
   }
   return out;

@@ -9,15 +9,15 @@
 #include <map>
 #include <memory>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/runtime/batch_recycler.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/runtime_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/scheduler.h"
-#include "engine/runtime/token_packet.h"
+#include "engine/runtime/token_batch.h"
 #include "engine/runtime/token_pool.h"
 #include "engine/runtime/topology.h"
 #include "engine/runtime/transport.h"
@@ -33,26 +33,35 @@ class Worker {
     std::function<void(std::int32_t rank, std::int32_t group)> on_group_sampled;
   };
 
+  // One μ-queue's depth at a moment: for state snapshots and queue-depth telemetry.
+  struct QueueDepth {
+    LayerId layer;
+    std::int64_t tokens = 0;
+    std::int64_t oldest_ns = 0;  // when its oldest waiting row was queued
+  };
+
   Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
-         Transport& transport, RuntimeObserver* observer, Hooks hooks);
+         Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks);
 
   // Applies a policy. Only at a safe point: the worker must be quiescent (asserted).
   void set_policy(const RuntimePolicy& policy);
-  // Receptor: queues arriving packets, merges expert outputs in the token pool.
+  // Re-reads the topology's placement (which experts this device hosts). Only at a safe point.
+  void reload_placement();
+  // Receptor: queues arriving rows, merges expert outputs in the token pool.
   void receive(Shipment&& shipment);
 
   // Nothing queued, pooled, or executing.
   bool quiescent() const { return !running_ && queued_tokens_ == 0 && pool_.empty() && pending_groups_.empty(); }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
-  // Tokens waiting per μ-queue (LayerId), for state snapshots and queue-depth telemetry.
-  std::vector<std::pair<LayerId, std::int64_t>> queue_depths() const;
+  // Every non-empty μ-queue.
+  std::vector<QueueDepth> queue_depths() const;
   // Closes the open stall interval at `now` (end of a run).
   void flush_stall();
 
  private:
   struct Queue {
-    std::deque<TokenPacket> packets;
+    std::vector<TokenBatch> batches;  // async: one (group -1); grouped: one per micro-batch
     std::int64_t tokens = 0;
   };
   using GroupKey = std::tuple<LayerKind, std::int32_t, std::int32_t>;  // kind, block, group
@@ -61,28 +70,35 @@ class Worker {
     std::int32_t block = 0;
     std::int32_t index = 0;
     std::int32_t group = -1;
-    std::vector<TokenPacket> packets;
-    std::vector<RoutedRows> routed;
+    TokenBatch batch;                    // attention and sampler
+    std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
+    RoutedRows routed;
     std::vector<std::int32_t> next_tokens;
     std::int64_t tokens = 0;
     std::int64_t start = 0;
   };
 
-  std::int32_t column_of(const LayerId& id) const;
-  Queue& queue_for(const LayerId& id);
-  void enqueue(TokenPacket&& packet);
-  void absorb_expert_output(TokenPacket&& packet);
+  std::size_t queue_index(const LayerId& id) const;
+  // The batch of queue `qi` that rows of `group` append to, created (and stamped) when absent.
+  TokenBatch& queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);
+  void account(std::size_t qi, std::int64_t rows);
+  void enqueue(TokenBatch&& batch);
+  void absorb_expert_outputs(const TokenBatch& outputs);
   std::int32_t expected_shipments(LayerKind kind, std::int32_t block) const;
   void try_run();
-  bool take_async_job(Job& job);
-  bool take_grouped_job(Job& job);
-  void drain(Queue& q, std::int32_t group, std::vector<TokenPacket>& out);
-  void execute(std::shared_ptr<Job> job);
-  void finish(const std::shared_ptr<Job>& job);
-  void dispatch_attention(Job& job);
-  void dispatch_experts(Job& job);
-  void dispatch_sampler(Job& job);
+  bool take_async_job();
+  bool take_grouped_job();
+  void drain(std::size_t queue, std::int32_t group, TokenBatch& out);
+  void execute();
+  void finish();
+  void dispatch_attention();
+  void dispatch_experts();
+  void dispatch_sampler();
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
+  // The outgoing batch for (device, layer), created on first use in this dispatch.
+  TokenBatch& outgoing(std::int32_t device, const LayerId& layer, std::int32_t group);
+  std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
+  void send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group, const std::vector<std::int32_t>& always);
   void update_stall();
   StallReason current_stall_reason() const;
 
@@ -91,6 +107,7 @@ class Worker {
   EventLoop& loop_;
   Executor& executor_;
   Transport& transport_;
+  BatchRecycler& recycler_;
   RuntimeObserver* observer_;
   Hooks hooks_;
 
@@ -102,14 +119,22 @@ class Worker {
   std::vector<std::int32_t> column_expert_;   // grid column -> expert id (-1: the attention column)
   std::vector<Queue> queues_;                 // [(block) * columns + column], blocks = L + 1
   std::int64_t queued_tokens_ = 0;
-  QueueGrid grid_;
+  QueueGrid grid_;                            // tokens per queue, kept in step with queues_
   TokenPool pool_;
+  std::vector<TokenPool::Completed> completed_;  // scratch for absorb
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
+  Job job_;
   bool running_ = false;
   bool stalled_ = false;
   StallReason stall_reason_ = StallReason::QueueEmpty;
   std::int64_t stall_start_ = 0;
+  // Dispatch scratch: per destination device, the batches being filled (one per expert, or
+  // one for the attention rank), and the devices touched so far.
+  std::vector<std::vector<TokenBatch>> outgoing_;
+  std::vector<std::int32_t> touched_;
+  std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
+  std::vector<std::int32_t> expert_batch_;  // dispatch_attention: expert -> index in outgoing_[its device]
 };
 
 }  // namespace sy

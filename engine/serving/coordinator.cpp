@@ -112,7 +112,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
   if (slot >= 0) {
     slots_[slot].members.push_back(idx);
   } else {
-    cluster_->inject(best, -1, {next_packet(r, idx, -1)});
+    inject_soon(idx);
   }
   return true;
 }
@@ -123,27 +123,40 @@ void Coordinator::admit_async() {
   }
 }
 
-TokenPacket Coordinator::next_packet(const RequestRecord& r, std::int64_t idx, std::int32_t group) const {
-  TokenPacket p;
-  p.request = idx;
-  p.rank = r.rank;
-  p.group = group;
-  p.layer = LayerId::attention(0, r.rank);
+void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
+  const RequestRecord& r = requests_[idx];
   const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
+  auto row = [&](std::int32_t token, std::int32_t position) {
+    out.request.push_back(idx);
+    out.position.push_back(position);
+    out.rank.push_back(r.rank);
+    out.token.push_back(token);
+  };
   if (r.output.empty() && options_.skip_prefill && prompt > 0) {
-    p.tokens = {r.spec.prompt.back()};
-    p.rows = 1;
-    p.start_pos = prompt - 1;
+    row(r.spec.prompt.back(), prompt - 1);
   } else if (r.output.empty()) {
-    p.tokens = r.spec.prompt;
-    p.rows = prompt;
-    p.start_pos = 0;
+    for (std::int32_t i = 0; i < prompt; ++i) row(r.spec.prompt[static_cast<std::size_t>(i)], i);
   } else {
-    p.tokens = {r.output.back()};
-    p.rows = 1;
-    p.start_pos = prompt + static_cast<std::int32_t>(r.output.size()) - 1;
+    row(r.output.back(), prompt + static_cast<std::int32_t>(r.output.size()) - 1);
   }
-  return p;
+}
+
+void Coordinator::inject_soon(std::int64_t idx) {
+  // Every request sampled or admitted at one instant enters block 0 in one batch per rank.
+  const std::int32_t rank = requests_[idx].rank;
+  if (pending_injection_.empty()) pending_injection_.resize(static_cast<std::size_t>(cluster_->topology().num_ranks()));
+  append_next_rows(pending_injection_[static_cast<std::size_t>(rank)], idx);
+  if (injection_posted_) return;
+  injection_posted_ = true;
+  loop_.post_now([this] {
+    injection_posted_ = false;
+    for (std::int32_t r = 0; r < static_cast<std::int32_t>(pending_injection_.size()); ++r) {
+      TokenBatch& rows = pending_injection_[static_cast<std::size_t>(r)];
+      if (rows.empty()) continue;
+      cluster_->inject(r, -1, std::move(rows));
+      rows = TokenBatch{};
+    }
+  });
 }
 
 void Coordinator::start_idle_slots() {
@@ -174,8 +187,8 @@ void Coordinator::start_slot(std::int32_t s) {
   slot.ranks_done = 0;
   group_slot_.push_back(s);
   const std::int32_t ranks = cluster_->topology().num_ranks();
-  std::vector<std::vector<TokenPacket>> per_rank(static_cast<std::size_t>(ranks));
-  for (std::int64_t idx : slot.members) per_rank[requests_[idx].rank].push_back(next_packet(requests_[idx], idx, slot.group));
+  std::vector<TokenBatch> per_rank(static_cast<std::size_t>(ranks));
+  for (std::int64_t idx : slot.members) append_next_rows(per_rank[static_cast<std::size_t>(requests_[idx].rank)], idx);
   // Every rank takes part in every micro-batch, even with no tokens: the barrier counts it.
   for (std::int32_t rank = 0; rank < ranks; ++rank) cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
 }
@@ -193,7 +206,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
     if (pending_policy_) {
       parked_.push_back(idx);
     } else {
-      cluster_->inject(r.rank, -1, {next_packet(r, idx, -1)});
+      inject_soon(idx);
     }
   }
   if (pending_policy_) loop_.post_now([this] { check_safe_point(); });
@@ -243,7 +256,7 @@ void Coordinator::set_admission_paused(bool paused) {
 }
 
 void Coordinator::check_safe_point() {
-  if (!pending_policy_ || !cluster_->quiescent()) return;
+  if (!pending_policy_ || injection_posted_ || !cluster_->quiescent()) return;
   for (const Slot& s : slots_)
     if (s.running) return;
   policy_ = *pending_policy_;
@@ -266,7 +279,7 @@ void Coordinator::check_safe_point() {
   } else {
     for (std::int64_t idx : running) {
       requests_[idx].slot = -1;
-      cluster_->inject(requests_[idx].rank, -1, {next_packet(requests_[idx], idx, -1)});
+      inject_soon(idx);
     }
     admit_async();
   }

@@ -80,7 +80,11 @@ class Coordinator {
   void admit_async();
   void start_slot(std::int32_t slot);
   void start_idle_slots();
-  TokenPacket next_packet(const RequestRecord& r, std::int64_t idx, std::int32_t group) const;
+  // Appends the rows request `idx` feeds block 0 next: its prompt (or, decode-only, its last
+  // prompt token), else its last output token.
+  void append_next_rows(TokenBatch& out, std::int64_t idx) const;
+  // Async: queues the request's next rows for its rank; one injection per rank and instant.
+  void inject_soon(std::int64_t idx);
   void finish(std::int64_t idx);
   void check_safe_point();
   void reset_slots();
@@ -95,6 +99,8 @@ class Coordinator {
   std::vector<RequestRecord> requests_;
   std::deque<std::int64_t> waiting_;
   std::vector<std::int32_t> running_per_rank_;
+  std::vector<TokenBatch> pending_injection_;  // per rank, until the posted injection runs
+  bool injection_posted_ = false;
   std::vector<std::int64_t> parked_;  // async, while switching: sampled and held at the safe point
   std::vector<Slot> slots_;
   // Bumped whenever slots_ is rebuilt (policy switch): continuations posted for a slot of the

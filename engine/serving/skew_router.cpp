@@ -43,6 +43,12 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
   double total = 0.0;
   for (std::size_t r = 0; r < n; ++r) total += rank_weight_[r] = std::exp(-lambda * static_cast<double>(r));
   for (double& w : rank_weight_) w /= total;
+  // The sum every first pick draws against, accumulated in the same order as route() would.
+  first_pick_total_ = 0.0;
+  for (double w : rank_weight_) first_pick_total_ += w;
+  relative_weight_.resize(n);
+  for (std::size_t d = 0; d < n; ++d)
+    relative_weight_[d] = std::max(std::exp(-lambda * static_cast<double>(d)), kMinRelativeWeight);
 
   std::uint64_t state = mix(seed ^ kPermutationSalt);
   ranking_.resize(static_cast<std::size_t>(num_layers));
@@ -67,17 +73,30 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
   assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
   std::uint64_t state = mix(mix(seed_hash_ ^ static_cast<std::uint64_t>(block)) ^ token_key);
   // Sample ranks (the rank distribution is the same in every block), keeping them in
-  // expert_ids until the end; k is small, so the O(k · E) scans beat any allocation.
+  // expert_ids until the end; ranks already picked are flagged in a stack buffer.
+  constexpr std::int32_t kStackExperts = 1024;
+  bool flags[kStackExperts];
+  std::vector<char> spill_flags;
+  bool* taken = flags;
+  if (num_experts_ > kStackExperts) {
+    spill_flags.assign(static_cast<std::size_t>(num_experts_), 0);
+    taken = reinterpret_cast<bool*>(spill_flags.data());
+  } else if (k > 1) {
+    std::fill(flags, flags + num_experts_, false);
+  }
   for (std::int32_t j = 0; j < k; ++j) {
-    const auto taken = [&](std::int32_t r) { return std::find(expert_ids, expert_ids + j, r) != expert_ids + j; };
     double remaining = 0.0;
-    for (std::int32_t r = 0; r < num_experts_; ++r)
-      if (!taken(r)) remaining += rank_weight_[static_cast<std::size_t>(r)];
+    if (j == 0) {
+      remaining = first_pick_total_;
+    } else {
+      for (std::int32_t r = 0; r < num_experts_; ++r)
+        if (!taken[r]) remaining += rank_weight_[static_cast<std::size_t>(r)];
+    }
     std::int32_t pick = -1;
     if (remaining > 0.0) {
       double target = uniform01(state) * remaining;
       for (std::int32_t r = 0; r < num_experts_; ++r) {
-        if (taken(r) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
+        if ((j > 0 && taken[r]) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
         pick = r;  // rounding can leave target just above the last sum: take the last candidate
         target -= rank_weight_[static_cast<std::size_t>(r)];
         if (target < 0.0) break;
@@ -87,9 +106,10 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
     }
     if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
       pick = 0;
-      while (taken(pick)) ++pick;
+      while (j > 0 && taken[pick]) ++pick;
     }
     expert_ids[j] = pick;
+    if (k > 1) taken[pick] = true;
   }
   // Weights ∝ exp(−λ · (rank − hottest picked rank)), computed relative to the hottest pick
   // so that they stay representable however cold the tail is.
@@ -104,7 +124,7 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
   }
   double sum = 0.0;
   for (std::int32_t j = 0; j < k; ++j) {
-    rel[j] = std::max(std::exp(-lambda_ * static_cast<double>(expert_ids[j] - hottest)), kMinRelativeWeight);
+    rel[j] = relative_weight_[static_cast<std::size_t>(expert_ids[j] - hottest)];
     sum += rel[j];
   }
   const auto& order = ranking_[static_cast<std::size_t>(block)];

@@ -41,6 +41,8 @@ class SkewRouter {
   double lambda_;
   std::uint64_t seed_hash_;
   std::vector<double> rank_weight_;                 // [rank], sums to 1
+  double first_pick_total_ = 0;                     // Σ rank_weight_, in rank order
+  std::vector<double> relative_weight_;             // [rank distance] -> max(exp(-λ·d), 1e-6)
   std::vector<std::vector<std::int32_t>> ranking_;  // [block][rank] -> expert
   std::vector<std::vector<std::int32_t>> rank_of_;  // [block][expert] -> rank
   std::vector<std::vector<double>> popularity_;     // [block][expert]
