@@ -87,27 +87,38 @@ void RequestTableView::draw(const ConsoleModel& model, ViewState&) {
     specs->SpecsDirty = false;
     dirty_ = true;
   }
-  if (dirty_ || version_ != table.version()) {
-    order_.clear();
+  const auto now = std::chrono::steady_clock::now();
+  const bool stale = version_ != table.version() && now - sorted_at_ > std::chrono::milliseconds(250);
+  if (dirty_ || stale) {
+    std::vector<const RequestRow*> rows;
     for (const auto& [id, row] : table.rows())
-      if (passes(row, filter_)) order_.push_back(&row);
+      if (passes(row, filter_)) rows.push_back(&row);
     const int column = sort_column_;
     const bool ascending = sort_ascending_;
-    std::stable_sort(order_.begin(), order_.end(), [column, ascending](const RequestRow* a, const RequestRow* b) {
+    std::stable_sort(rows.begin(), rows.end(), [column, ascending](const RequestRow* a, const RequestRow* b) {
       const std::int64_t ka = key(*a, column), kb = key(*b, column);
       if (ka != kb) return ascending ? ka < kb : ka > kb;
       return a->id > b->id;
     });
+    order_.clear();
+    for (const RequestRow* r : rows) order_.push_back(r->id);
     version_ = table.version();
     dirty_ = false;
+    sorted_at_ = now;
   }
 
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(order_.size()));
   while (clipper.Step()) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
-      const RequestRow& r = *order_[static_cast<std::size_t>(i)];
+      auto it = table.rows().find(order_[static_cast<std::size_t>(i)]);
       ImGui::TableNextRow();
+      if (it == table.rows().end()) {  // dropped since the last sort
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%lld (gone)", static_cast<long long>(order_[static_cast<std::size_t>(i)]));
+        continue;
+      }
+      const RequestRow& r = it->second;
       ImGui::TableNextColumn();
       ImGui::Text("%lld", static_cast<long long>(r.id));
       ImGui::TableNextColumn();

@@ -3,6 +3,7 @@
 // thousands of rows stay cheap.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -16,12 +17,14 @@ class RequestTableView {
   void draw(const ConsoleModel& model, ViewState& state);
 
  private:
-  std::vector<const RequestRow*> order_;
+  std::vector<std::int64_t> order_;  // request ids, sorted (rows may go between re-sorts)
   std::uint64_t version_ = ~0ull;
   int sort_column_ = 0;
   bool sort_ascending_ = false;
   int filter_ = 0;  // 0 all, 1 waiting, 2 running, 3 finished, 4 rejected
   bool dirty_ = true;
+  // A live table changes every frame; re-sorting it is throttled.
+  std::chrono::steady_clock::time_point sorted_at_{};
 };
 
 }  // namespace sy::console
