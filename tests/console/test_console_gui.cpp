@@ -129,6 +129,27 @@ TEST_F(ConsoleGui, TimelineZoomsAndPansWithKeysAndWheel) {
   EXPECT_GE(w.viewState().view_t1_ns, w.model().end_ns());
 }
 
+TEST_F(ConsoleGui, AViewKeepsDrawingWhenItsDockFloatsAndReturns) {
+  // Floating a dock gives its GL widget a new context: the glue must rebuild ImGui's GL objects.
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  auto* dock = w.findChild<QDockWidget*>("skewDock");
+  auto* view = w.findChild<ImGuiWidget*>("skewDockView");
+  ASSERT_TRUE(dock && view);
+  for (bool floating : {true, false}) {
+    dock->setFloating(floating);
+    settle(300);
+    const auto frames = view->framesDrawn();
+    view->requestFrames(3);
+    settle(300);
+    EXPECT_GT(view->framesDrawn(), frames) << (floating ? "floating" : "docked again");
+    const QImage image = view->grabFramebuffer();
+    EXPECT_GT(luminance_stddev(image), 10.0) << (floating ? "floating" : "docked again");
+  }
+}
+
 TEST_F(ConsoleGui, ABadTraceIsReportedAndTheWindowCarriesOn) {
   MainWindow w;
   w.show();
