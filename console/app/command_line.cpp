@@ -14,13 +14,15 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   p.addVersionOption();
   const QCommandLineOption connect(QStringLiteral("connect"), "Watch the engine whose telemetry stream is at ENDPOINT.", "ENDPOINT");
   const QCommandLineOption control(QStringLiteral("control"), "The engine's control endpoint (default tcp://127.0.0.1:5556).", "ENDPOINT");
+  const QCommandLineOption keys(QStringLiteral("keys"), "CURVE: a key directory from `switchyard keys` (server.pub and CLIENT.key).", "DIR");
+  const QCommandLineOption client(QStringLiteral("client"), "CURVE: the client key name in --keys DIR (default client).", "NAME", "client");
   const QCommandLineOption server_key(QStringLiteral("server-key"), "CURVE: the engine's public key file.", "FILE");
   const QCommandLineOption client_key(QStringLiteral("client-key"), "CURVE: this console's key pair file.", "FILE");
   const QCommandLineOption open(QStringLiteral("open"), "Open a recorded trace.", "FILE.db");
   const QCommandLineOption screenshot(QStringLiteral("screenshot"), "Save a PNG of the window after --after seconds.", "FILE.png");
   const QCommandLineOption after(QStringLiteral("after"), "Seconds to wait before the screenshot (default 2).", "SECONDS", "2");
   const QCommandLineOption quit(QStringLiteral("quit"), "Exit after the screenshot (status 0 when it was written).");
-  p.addOptions({connect, control, server_key, client_key, open, screenshot, after, quit});
+  p.addOptions({connect, control, keys, client, server_key, client_key, open, screenshot, after, quit});
 
   exit_code = 0;
   if (!p.parse(arguments)) {
@@ -45,12 +47,18 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
 
   CommandLine c;
   if (p.isSet(connect) && p.isSet(open)) return fail("--connect and --open exclude each other");
-  if ((p.isSet(control) || p.isSet(server_key) || p.isSet(client_key)) && !p.isSet(connect))
-    return fail("--control, --server-key and --client-key need --connect");
+  if ((p.isSet(control) || p.isSet(keys) || p.isSet(client) || p.isSet(server_key) || p.isSet(client_key)) &&
+      !p.isSet(connect))
+    return fail("--control, --keys, --client, --server-key and --client-key need --connect");
+  if (p.isSet(keys) && (p.isSet(server_key) || p.isSet(client_key)))
+    return fail("--keys excludes --server-key and --client-key");
+  if (p.isSet(server_key) != p.isSet(client_key)) return fail("--server-key and --client-key go together");
   if (p.isSet(connect)) {
     ConnectionSettings s;
     s.telemetry_endpoint = p.value(connect).toStdString();
     if (p.isSet(control)) s.control_endpoint = p.value(control).toStdString();
+    s.key_dir = p.value(keys).toStdString();
+    s.client_name = p.value(client).toStdString();
     s.server_key_file = p.value(server_key).toStdString();
     s.client_key_file = p.value(client_key).toStdString();
     c.connect = s;

@@ -15,6 +15,7 @@ namespace sy::console {
 namespace {
 
 QWidget* with_browse(QLineEdit* edit, QWidget* parent, const QString& title) {
+  // A directory chooser: key material comes as the directory `switchyard keys` writes.
   auto* w = new QWidget;
   auto* row = new QHBoxLayout(w);
   row->setContentsMargins(0, 0, 0, 0);
@@ -22,7 +23,7 @@ QWidget* with_browse(QLineEdit* edit, QWidget* parent, const QString& title) {
   row->addWidget(edit, 1);
   row->addWidget(browse);
   QObject::connect(browse, &QPushButton::clicked, parent, [edit, parent, title] {
-    const QString path = QFileDialog::getOpenFileName(parent, title, edit->text());
+    const QString path = QFileDialog::getExistingDirectory(parent, title, edit->text());
     if (!path.isEmpty()) edit->setText(path);
   });
   return w;
@@ -39,17 +40,19 @@ ConnectDialog::ConnectDialog(const ConnectionSettings& initial, QWidget* parent)
   control_ = new QLineEdit(QString::fromStdString(initial.control_endpoint));
   control_->setObjectName("controlEndpointEdit");
   curve_ = new QCheckBox(tr("CURVE encryption and authentication"));
-  server_key_ = new QLineEdit(QString::fromStdString(initial.server_key_file));
-  client_key_ = new QLineEdit(QString::fromStdString(initial.client_key_file));
+  key_dir_ = new QLineEdit(QString::fromStdString(initial.key_dir));
+  key_dir_->setObjectName("keyDirEdit");
+  client_name_ = new QLineEdit(QString::fromStdString(initial.client_name));
   curve_->setChecked(initial.uses_curve());
   form->addRow(tr("Telemetry (SUB)"), telemetry_);
   form->addRow(tr("Control"), control_);
   form->addRow(curve_);
-  form->addRow(tr("Server public key"), with_browse(server_key_, this, tr("Server public key file")));
-  form->addRow(tr("Client key pair"), with_browse(client_key_, this, tr("Client key file")));
+  form->addRow(tr("Key directory"), with_browse(key_dir_, this, tr("Key directory from switchyard keys")));
+  form->addRow(tr("Client name"), client_name_);
   layout->addLayout(form);
   auto* hint = new QLabel(tr("Endpoints are ZeroMQ addresses, e.g. tcp://gpu-node-7:5555. An engine bound beyond "
-                             "loopback needs the key files written by <tt>switchyard keys</tt>."));
+                             "loopback needs CURVE: a directory written by <tt>switchyard keys</tt> holding "
+                             "<tt>server.pub</tt> and <tt>NAME.key</tt> for the client name."));
   hint->setWordWrap(true);
   layout->addWidget(hint);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
@@ -58,8 +61,8 @@ ConnectDialog::ConnectDialog(const ConnectionSettings& initial, QWidget* parent)
   connect(buttons, &QDialogButtonBox::accepted, this, &ConnectDialog::accept);
   connect(buttons, &QDialogButtonBox::rejected, this, &ConnectDialog::reject);
   auto toggle = [this](bool on) {
-    server_key_->parentWidget()->setEnabled(on);
-    client_key_->parentWidget()->setEnabled(on);
+    key_dir_->parentWidget()->setEnabled(on);
+    client_name_->setEnabled(on);
   };
   connect(curve_, &QCheckBox::toggled, this, toggle);
   toggle(curve_->isChecked());
@@ -70,8 +73,8 @@ ConnectionSettings ConnectDialog::settings() const {
   s.telemetry_endpoint = telemetry_->text().trimmed().toStdString();
   s.control_endpoint = control_->text().trimmed().toStdString();
   if (curve_->isChecked()) {
-    s.server_key_file = server_key_->text().trimmed().toStdString();
-    s.client_key_file = client_key_->text().trimmed().toStdString();
+    s.key_dir = key_dir_->text().trimmed().toStdString();
+    s.client_name = client_name_->text().trimmed().toStdString();
   }
   return s;
 }
@@ -84,7 +87,7 @@ void ConnectDialog::accept() {
   }
   if (curve_->isChecked()) {
     if (!s.uses_curve()) {
-      QMessageBox::warning(this, windowTitle(), tr("CURVE needs the server's public key file and a client key file."));
+      QMessageBox::warning(this, windowTitle(), tr("CURVE needs the key directory written by switchyard keys."));
       return;
     }
     auto keys = s.load_keys();

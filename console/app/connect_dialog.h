@@ -24,8 +24,8 @@ class ConnectDialog : public QDialog {
   QLineEdit* telemetry_;
   QLineEdit* control_;
   QCheckBox* curve_;
-  QLineEdit* server_key_;
-  QLineEdit* client_key_;
+  QLineEdit* key_dir_;
+  QLineEdit* client_name_;
 };
 
 }  // namespace sy::console

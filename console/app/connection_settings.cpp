@@ -5,6 +5,13 @@ namespace sy::console {
 telemetry::StatusOr<std::optional<telemetry::CurveClientKeys>> ConnectionSettings::load_keys() const {
   using telemetry::Status;
   if (!uses_curve()) return std::optional<telemetry::CurveClientKeys>();
+  if (!key_dir.empty()) {
+    if (!server_key_file.empty() || !client_key_file.empty())
+      return Status::Error("give either a key directory or the two key files, not both");
+    auto keys = telemetry::load_client_keys(key_dir, client_name);
+    if (!keys.ok()) return keys.status();
+    return std::optional<telemetry::CurveClientKeys>(std::move(*keys));
+  }
   if (server_key_file.empty()) return Status::Error("CURVE needs the server's public key file");
   if (client_key_file.empty()) return Status::Error("CURVE needs this client's key file (public and secret key)");
   auto server = telemetry::read_key_file(server_key_file);

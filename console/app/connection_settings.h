@@ -13,12 +13,14 @@ namespace sy::console {
 struct ConnectionSettings {
   std::string telemetry_endpoint = "tcp://127.0.0.1:5555";
   std::string control_endpoint = "tcp://127.0.0.1:5556";
-  // CURVE: the server's public key file and this client's key pair file (both written by
-  // `switchyard keys`). Empty: a plain connection.
+  // CURVE, from a key directory written by `switchyard keys` (DIR/server.pub and
+  // DIR/<client_name>.key), or from the two files named directly. All empty: a plain connection.
+  std::string key_dir;
+  std::string client_name = "client";
   std::string server_key_file;
   std::string client_key_file;
 
-  bool uses_curve() const { return !server_key_file.empty() || !client_key_file.empty(); }
+  bool uses_curve() const { return !key_dir.empty() || !server_key_file.empty() || !client_key_file.empty(); }
   // Reads the key files; errors name the file and the problem.
   telemetry::StatusOr<std::optional<telemetry::CurveClientKeys>> load_keys() const;
 };

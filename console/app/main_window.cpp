@@ -532,8 +532,8 @@ void MainWindow::loadSettings() {
   if (s.contains("window/state")) restored_layout_ = restoreState(s.value("window/state").toByteArray());
   last_settings_.telemetry_endpoint = s.value("connect/telemetry", q(last_settings_.telemetry_endpoint)).toString().toStdString();
   last_settings_.control_endpoint = s.value("connect/control", q(last_settings_.control_endpoint)).toString().toStdString();
-  last_settings_.server_key_file = s.value("connect/serverKey").toString().toStdString();
-  last_settings_.client_key_file = s.value("connect/clientKey").toString().toStdString();
+  last_settings_.key_dir = s.value("connect/keyDir").toString().toStdString();
+  last_settings_.client_name = s.value("connect/clientName", "client").toString().toStdString();
   Retention r = model_.retention();
   r.window_ns = static_cast<std::int64_t>(s.value("live/retentionSeconds", static_cast<double>(r.window_ns) / 1e9).toDouble() * 1e9);
   r.max_spans = static_cast<std::size_t>(s.value("live/maxSpans", static_cast<qulonglong>(r.max_spans)).toULongLong());
@@ -546,8 +546,8 @@ void MainWindow::saveSettings() {
   s.setValue("window/state", saveState());
   s.setValue("connect/telemetry", q(last_settings_.telemetry_endpoint));
   s.setValue("connect/control", q(last_settings_.control_endpoint));
-  s.setValue("connect/serverKey", q(last_settings_.server_key_file));
-  s.setValue("connect/clientKey", q(last_settings_.client_key_file));
+  s.setValue("connect/keyDir", q(last_settings_.key_dir));
+  s.setValue("connect/clientName", q(last_settings_.client_name));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -9,6 +9,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTest>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "console/app/main_window.h"
 #include "gui_environment.h"
 #include "telemetry/control_server.h"
+#include "telemetry/curve_keys.h"
+#include "telemetry/curve_server.h"
 #include "telemetry/telemetry_hub.h"
 
 namespace sy::console {
@@ -47,9 +50,16 @@ class ConsoleLive : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(testing::gui_application(), nullptr);
+    start_servers();
+  }
+
+  void start_servers() {
+    server_.reset();
+    hub_.reset();
     start_hub(0);
     telemetry::ControlServerOptions options;
     options.endpoint = "tcp://127.0.0.1:0";
+    options.curve = curve_;
     auto server = telemetry::ControlServer::start(options, [this](json command, telemetry::ControlServer::Reply reply) {
       {
         std::lock_guard lock(mutex_);
@@ -68,6 +78,7 @@ class ConsoleLive : public ::testing::Test {
     telemetry::HubOptions options;
     options.endpoint = hub_endpoint_.empty() ? "tcp://127.0.0.1:0" : hub_endpoint_;
     options.run_id = run_id;
+    options.curve = curve_;
     hub_.reset();
     auto hub = telemetry::TelemetryHub::start(options);
     ASSERT_TRUE(hub.ok()) << hub.status().message();
@@ -118,6 +129,7 @@ class ConsoleLive : public ::testing::Test {
     return s;
   }
 
+  std::optional<telemetry::CurveServerConfig> curve_;
   std::string hub_endpoint_;
   std::unique_ptr<telemetry::TelemetryHub> hub_;
   telemetry::Producer* producer_ = nullptr;
@@ -200,6 +212,52 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   QTest::mouseClick(w.findChild<QPushButton*>("applyPlacementButton"), Qt::LeftButton);
   ASSERT_TRUE(wait_for([&] { return commands().back()["cmd"] == "move_expert"; }));
   EXPECT_EQ(commands().back(), json::parse(R"({"cmd":"move_expert","block":1,"expert":2,"from":2,"to":1})"));
+}
+
+TEST_F(ConsoleLive, CurveKeysFromAKeyDirectoryAdmitTheConsoleAndNoKeysGetNothing) {
+  // A key directory as `switchyard keys` writes it: the engine's pair, a client pair, the client
+  // authorised.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::scratch_dir()) / "keys";
+  fs::create_directories(dir / telemetry::kAuthorizedClientsDir);
+  const auto server = telemetry::generate_curve_keypair();
+  const auto client = telemetry::generate_curve_keypair();
+  ASSERT_TRUE(telemetry::write_key_file(dir / telemetry::kServerKeyFile, server, true).ok());
+  ASSERT_TRUE(telemetry::write_key_file(dir / telemetry::kServerPublicFile, server, false).ok());
+  ASSERT_TRUE(telemetry::write_key_file(dir / "console.key", client, true).ok());
+  ASSERT_TRUE(telemetry::write_key_file(dir / telemetry::kAuthorizedClientsDir / "console.pub", client, false).ok());
+  auto config = telemetry::load_curve_server_config(dir);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  curve_ = *config;
+  start_servers();
+
+  MainWindow keyed;
+  keyed.show();
+  ConnectionSettings with_keys = settings();
+  with_keys.key_dir = dir.string();
+  with_keys.client_name = "console";
+  ASSERT_TRUE(keyed.connectTo(with_keys).ok());
+  MainWindow plain;
+  plain.show();
+  ASSERT_TRUE(plain.connectTo(settings()).ok());
+
+  std::int64_t t = 1'000'000'000;
+  ASSERT_TRUE(wait_for([&] {
+    publish(t += 1'000'000);
+    return keyed.model().spans().size() >= 3 && keyed.model().meta().has_value();
+  }));
+  // The console without keys saw nothing, and its get_state went unanswered.
+  ASSERT_TRUE(wait_for([&] { return plain.log()->errorCount() > 0; }));
+  EXPECT_TRUE(plain.model().spans().empty());
+  EXPECT_EQ(plain.connection().state(), LiveConnection::State::Waiting);
+  EXPECT_TRUE(plain.log()->toPlainText().contains("no reply"));
+
+  // A missing client key is named.
+  ConnectionSettings wrong = with_keys;
+  wrong.client_name = "nobody";
+  const auto st = plain.connectTo(wrong);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("nobody.key"), std::string::npos) << st.message();
 }
 
 TEST_F(ConsoleLive, NoEngineMeansWaitingAndCommandsTimeOutVisibly) {
