@@ -446,15 +446,8 @@ void MainWindow::exportSqlite() {
   }
   const QString out = QFileDialog::getSaveFileName(this, tr("Export SQLite copy"), "switchyard-trace.db", "SQLite (*.db)");
   if (out.isEmpty()) return;
-  QApplication::setOverrideCursor(Qt::WaitCursor);
-  const auto st = copy_trace_database(source->toStdString(), out.toStdString());
-  QApplication::restoreOverrideCursor();
-  if (!st.ok()) {
-    log_->append(LogPanel::Level::Error, tr("export failed: %1").arg(q(st.message())));
-    QMessageBox::warning(this, tr("Export"), q(st.message()));
-    return;
-  }
-  log_->append(LogPanel::Level::Ok, tr("exported %1 to %2").arg(*source, out));
+  const auto st = exportSqliteTo(out);
+  if (!st.ok()) QMessageBox::warning(this, tr("Export"), q(st.message()));
 }
 
 void MainWindow::exportChrome() {
@@ -465,6 +458,27 @@ void MainWindow::exportChrome() {
   }
   const QString out = QFileDialog::getSaveFileName(this, tr("Export Chrome/Perfetto JSON"), "switchyard-trace.json", "JSON (*.json)");
   if (out.isEmpty()) return;
+  const auto st = exportChromeTo(out);
+  if (!st.ok()) QMessageBox::warning(this, tr("Export"), q(st.message()));
+}
+
+telemetry::Status MainWindow::exportSqliteTo(const QString& out) {
+  auto source = exportSource();
+  if (!source.ok()) return source.status();
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  const auto st = copy_trace_database(source->toStdString(), out.toStdString());
+  QApplication::restoreOverrideCursor();
+  if (!st.ok()) {
+    log_->append(LogPanel::Level::Error, tr("export failed: %1").arg(q(st.message())));
+    return st;
+  }
+  log_->append(LogPanel::Level::Ok, tr("exported %1 to %2").arg(*source, out));
+  return st;
+}
+
+telemetry::Status MainWindow::exportChromeTo(const QString& out) {
+  auto source = exportSource();
+  if (!source.ok()) return source.status();
   QApplication::setOverrideCursor(Qt::WaitCursor);
   telemetry::Status st;
   if (trace_ && *source == trace_path_) {
@@ -476,10 +490,10 @@ void MainWindow::exportChrome() {
   QApplication::restoreOverrideCursor();
   if (!st.ok()) {
     log_->append(LogPanel::Level::Error, tr("export failed: %1").arg(q(st.message())));
-    QMessageBox::warning(this, tr("Export"), q(st.message()));
-    return;
+    return st;
   }
   log_->append(LogPanel::Level::Ok, tr("exported %1 as Chrome trace JSON to %2 (opens in ui.perfetto.dev)").arg(*source, out));
+  return st;
 }
 
 void MainWindow::editRetention() {

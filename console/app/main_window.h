@@ -45,6 +45,10 @@ class MainWindow : public QMainWindow {
   telemetry::Status openTrace(const QString& path);
   // Writes a PNG of the whole window.
   telemetry::Status saveScreenshot(const QString& path);
+  // File > Export without the dialogs: the open trace (or the live engine's recording, when its
+  // file is on this machine) as an SQLite copy or as Chrome/Perfetto JSON.
+  telemetry::Status exportSqliteTo(const QString& out);
+  telemetry::Status exportChromeTo(const QString& out);
 
   const ConsoleModel& model() const { return model_; }
   const ViewState& viewState() const { return view_state_; }

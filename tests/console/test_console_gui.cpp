@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QDockWidget>
+#include <QFile>
 #include <QProcess>
 #include <QSlider>
 #include <QTest>
@@ -148,6 +149,29 @@ TEST_F(ConsoleGui, AViewKeepsDrawingWhenItsDockFloatsAndReturns) {
     const QImage image = view->grabFramebuffer();
     EXPECT_GT(luminance_stddev(image), 10.0) << (floating ? "floating" : "docked again");
   }
+}
+
+TEST_F(ConsoleGui, ExportsTheOpenTraceAsSqliteAndChromeJson) {
+  MainWindow w;
+  const QString db = QString::fromStdString(scratch_dir() + "/export.db");
+  const QString js = QString::fromStdString(scratch_dir() + "/export.json");
+  // Nothing open, nothing connected: a clear refusal.
+  const auto none = w.exportSqliteTo(db);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("no trace is open"), std::string::npos) << none.message();
+
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  ASSERT_TRUE(w.exportSqliteTo(db).ok());
+  MainWindow reopened;
+  ASSERT_TRUE(reopened.openTrace(db).ok());
+  EXPECT_EQ(reopened.model().spans().size(), w.model().spans().size());
+
+  ASSERT_TRUE(w.exportChromeTo(js).ok());
+  QFile f(js);
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QByteArray text = f.readAll();
+  EXPECT_TRUE(text.contains("\"traceEvents\"") || text.startsWith("[")) << text.left(200).toStdString();
+  EXPECT_TRUE(text.contains("set_policy"));  // the control command, as an instant event
 }
 
 TEST_F(ConsoleGui, ABadTraceIsReportedAndTheWindowCarriesOn) {
