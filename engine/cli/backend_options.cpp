@@ -97,6 +97,18 @@ std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions
   return std::make_unique<CpuDeployment>(weights_, std::move(topology), std::move(options), std::move(record));
 }
 
+RunInfo Backend::run_info() const {
+  RunInfo info;
+  info.backend = sim() ? "sim" : "cpu";
+  info.hardware = sim() ? hardware_->name : "";
+  info.model_name = model_name_;
+  info.model = config_;
+  info.devices_per_node = sim() ? options_.devices_per_node : 0;
+  // The sim ships bf16 rows between devices, the cpu backend float32 ones.
+  info.row_bytes = static_cast<std::int64_t>(config_.hidden_size) * (sim() ? 2 : 4);
+  return info;
+}
+
 void Backend::finish() const {
   if (!recording_) return;
   check(recording_->write(options_.record_routing));

@@ -13,6 +13,7 @@
 #include "engine/backend/routing_trace.h"
 #include "engine/model/model_weights.h"
 #include "engine/serving/deployment.h"
+#include "engine/serving/telemetry_bridge.h"
 #include "engine/sim/hardware_profile.h"
 
 namespace sy::cli {
@@ -41,6 +42,8 @@ class Backend {
   std::string describe(std::int32_t devices) const;
 
   std::unique_ptr<Deployment> deploy(Topology topology, DeploymentOptions options) const;
+  // What the telemetry metadata says about this backend and model.
+  RunInfo run_info() const;
   // Writes the recorded routing (--record-routing); a no-op otherwise.
   void finish() const;
 

@@ -13,6 +13,7 @@
 #include "engine/cli/commands.h"
 #include "engine/cli/serve_options.h"
 #include "engine/cli/backend_options.h"
+#include "engine/cli/live_telemetry.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -29,6 +30,7 @@ struct BenchArgs {
   std::uint64_t seed = 0;
   bool json = false;
   std::string compare;
+  TelemetryFlags live;
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -48,14 +50,16 @@ struct BenchRun {
 };
 
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
-                 const std::vector<RequestSpec>& requests) {
+                 const std::vector<RequestSpec>& requests, LiveTelemetry* live) {
   const ModelConfig& c = backend.config();
   const DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
   auto deployment = backend.deploy(Topology::from_layout(layout, c), options);
   deployment->submit(requests);
+  if (live) live->attach(*deployment, backend.run_info(), {});
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t end = deployment->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (live) live->detach();
   return {options.policy.describe(), deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
           deployment->loop().events_run()};
 }
@@ -76,8 +80,12 @@ void run(const BenchArgs& a) {
   if (policies.empty()) policies.push_back(a.serve.policy);
   for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
 
+  if (!a.live.record.empty() && policies.size() > 1)
+    throw CommandError{"--record with --compare would put every run's events on one time base: record one policy at a time"};
+  std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
+  if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
   std::vector<BenchRun> runs;
-  for (const auto& p : policies) runs.push_back(run_one(a, backend, layout, p, requests));
+  for (const auto& p : policies) runs.push_back(run_one(a, backend, layout, p, requests, live.get()));
   backend.finish();
 
   if (a.json) {
@@ -136,6 +144,7 @@ void register_bench(CLI::App& app) {
   sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
   sub->add_flag("--json", args->json, "Print the metrics as JSON");
   sub->add_option("--compare", args->compare, "Policies to run side by side on the same workload, e.g. sync,pingpong,async");
+  args->live.add_to(*sub, /*default_on=*/false);
   sub->callback([args] { run(*args); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/live_telemetry.h"
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
 #include "engine/serving/cpu_deployment.h"
@@ -27,6 +28,7 @@ struct GenerateArgs {
   std::filesystem::path prompts;
   std::filesystem::path out;
   ServeOptions serve;
+  TelemetryFlags live;
 };
 
 // Many requests at once through the expert-parallel runtime on virtual cpu devices.
@@ -41,7 +43,18 @@ void run_many(const GenerateArgs& a) {
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
   CpuDeployment deployment(weights, Topology::from_layout(layout, c), options);
   deployment.submit(requests);
+  std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
+  if (live) {
+    std::fprintf(stderr, "%s\n", live->describe().c_str());
+    RunInfo info;
+    info.backend = "cpu";
+    info.model_name = a.model.filename().string();
+    info.model = c;
+    info.row_bytes = static_cast<std::int64_t>(c.hidden_size) * 4;
+    live->attach(deployment, std::move(info), {});
+  }
   deployment.run();
+  if (live) live->detach();
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> outputs;
   std::int64_t rejected = 0, tokens = 0;
   for (const RequestRecord& r : deployment.coordinator().requests()) {
@@ -89,6 +102,7 @@ void register_generate(CLI::App& app) {
       ->excludes(tokens);
   sub->add_option("--out", args->out, "JSONL outputs {\"id\",\"output\"} (with --prompts)");
   args->serve.add_to(*sub, /*layout_required=*/false);
+  args->live.add_to(*sub, /*default_on=*/false);
   sub->add_option("--max-new-tokens", args->max_new_tokens, "Tokens to generate")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   sub->add_option("--temperature", args->temperature, "Sampling temperature (0: greedy)")

@@ -36,6 +36,14 @@ void Cluster::set_policy(const RuntimePolicy& policy) {
   for (auto& w : workers_) w->set_policy(policy);
 }
 
+void Cluster::set_placement(ExpertPlacement placement) {
+  assert(quiescent());
+  assert(topology_.validate_placement(placement).ok());
+  topology_.expert_devices = std::move(placement);
+  topology_.finalize();
+  for (auto& w : workers_) w->reload_placement();
+}
+
 void Cluster::flush_stalls() {
   for (auto& w : workers_) w->flush_stall();
 }

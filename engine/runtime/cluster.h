@@ -36,6 +36,9 @@ class Cluster {
   bool quiescent() const;
   // Only at a safe point (asserted).
   void set_policy(const RuntimePolicy& policy);
+  // Replaces the expert placement (validated by Topology::validate_placement). Only at a safe
+  // point (asserted): the workers rebuild their μ-queues for the experts they now host.
+  void set_placement(ExpertPlacement placement);
   // Closes every worker's open stall interval (end of a measurement window).
   void flush_stalls();
 

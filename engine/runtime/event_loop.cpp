@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <thread>
 
 namespace sy {
 
@@ -53,13 +52,45 @@ void VirtualEventLoop::wait_for_wall_clock(std::int64_t at) {
   const auto wall_target = pace_wall_origin_ + static_cast<std::int64_t>(static_cast<double>(at - pace_virtual_origin_) / pace_);
   const std::int64_t ahead = wall_target - wall_now_ns();
   // Sleeping for less than ~50 µs costs more than it keeps in step.
-  if (ahead > 50'000) std::this_thread::sleep_for(std::chrono::nanoseconds(ahead));
+  if (ahead <= 50'000) return;
+  std::unique_lock lock(external_mutex_);
+  external_cv_.wait_for(lock, std::chrono::nanoseconds(ahead), [this] { return has_external_.load(); });
+}
+
+void VirtualEventLoop::post_external(std::function<void()> fn) {
+  {
+    std::lock_guard lock(external_mutex_);
+    external_.push_back(std::move(fn));
+    has_external_.store(true);
+  }
+  external_cv_.notify_one();
+}
+
+void VirtualEventLoop::take_external() {
+  std::vector<std::function<void()>> taken;
+  {
+    std::lock_guard lock(external_mutex_);
+    taken.swap(external_);
+    has_external_.store(false);
+  }
+  // In a paced run the wall clock may be well past now(): run them at the virtual time the wall
+  // clock says, but never beyond the next scheduled event (time only moves forward).
+  std::int64_t at = now_;
+  if (pace_ > 0) {
+    const auto wall_virtual = pace_virtual_origin_ + static_cast<std::int64_t>(
+                                                         static_cast<double>(wall_now_ns() - pace_wall_origin_) * pace_);
+    at = std::max(at, wall_virtual);
+    if (!events_.empty()) at = std::min(at, events_.front().at);
+  }
+  for (auto& fn : taken) post(at, std::move(fn));
 }
 
 std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
   std::int64_t count = 0;
-  while (!events_.empty()) {
+  while (!events_.empty() || has_external_.load(std::memory_order_relaxed)) {
+    if (has_external_.load(std::memory_order_relaxed)) take_external();
     wait_for_wall_clock(events_.front().at);
+    if (has_external_.load(std::memory_order_relaxed)) continue;  // woken early: take them first
     run_next();
     ++count;
     if (stop && stop()) break;
@@ -68,8 +99,11 @@ std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
 }
 
 void VirtualEventLoop::run_until(std::int64_t t) {
-  while (!events_.empty() && events_.front().at <= t) {
+  for (;;) {
+    if (has_external_.load(std::memory_order_relaxed)) take_external();
+    if (events_.empty() || events_.front().at > t) break;
     wait_for_wall_clock(events_.front().at);
+    if (has_external_.load(std::memory_order_relaxed)) continue;
     run_next();
   }
   now_ = std::max(now_, t);

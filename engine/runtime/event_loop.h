@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 namespace sy {
@@ -42,6 +45,10 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t events_run() const { return events_run_; }
   std::size_t pending() const { return events_.size(); }
 
+  // The one entry from other threads (control commands): `fn` runs on the loop's thread as an
+  // event at the current time, before the next scheduled event; a paced wait is cut short.
+  void post_external(std::function<void()> fn);
+
  private:
   // The heap orders small records; the callbacks stay put in a slab (moving a std::function
   // on every sift costs more than the comparison).
@@ -55,7 +62,10 @@ class VirtualEventLoop final : public EventLoop {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
     }
   };
+  // Waits until wall time reaches virtual time `at` (paced runs), or an external post arrives.
   void wait_for_wall_clock(std::int64_t at);
+  // Moves externally posted functions into the event queue.
+  void take_external();
   // Pops the earliest event, advances now() to it and runs it.
   void run_next();
 
@@ -68,6 +78,10 @@ class VirtualEventLoop final : public EventLoop {
   std::vector<Event> events_;  // binary heap under Later
   std::vector<std::function<void()>> slots_;
   std::vector<std::uint32_t> free_slots_;
+  std::mutex external_mutex_;
+  std::condition_variable external_cv_;
+  std::vector<std::function<void()>> external_;
+  std::atomic<bool> has_external_{false};
 };
 
 }  // namespace sy

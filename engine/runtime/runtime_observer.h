@@ -25,6 +25,8 @@ class RuntimeObserver {
   // The attention side of `block` sent `tokens` rows to `expert` on `device` (expert load).
   virtual void on_routed(std::int32_t /*block*/, std::int32_t /*expert*/, std::int32_t /*device*/,
                          std::int64_t /*tokens*/, std::int64_t /*at_ns*/) {}
+  // A shipment between two devices: its bytes start leaving at start_ns (once the ports are
+  // free) and have all arrived at end_ns.
   virtual void on_transfer(std::int32_t /*src*/, std::int32_t /*dst*/, std::int64_t /*tokens*/,
                            std::int64_t /*bytes*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
 };

@@ -42,6 +42,16 @@ StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec) {
   return p;
 }
 
+PolicySpec policy_spec(const RuntimePolicy& policy) {
+  PolicySpec spec;
+  spec.policy = policy_name(policy.kind);
+  spec.scheduler = policy.scheduler.name;
+  spec.lookahead = policy.scheduler.lookahead;
+  spec.decay = policy.scheduler.decay;
+  spec.microbatches = policy.microbatches;
+  return spec;
+}
+
 std::string RuntimePolicy::describe() const {
   std::ostringstream out;
   out << policy_name(kind);

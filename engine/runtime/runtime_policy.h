@@ -31,6 +31,8 @@ struct RuntimePolicy {
 
 // The runtime form of a layout's (or a control command's) policy section.
 StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec);
+// And back: the policy section that runtime_policy() turns into `policy`.
+PolicySpec policy_spec(const RuntimePolicy& policy);
 
 std::string policy_name(PolicyKind kind);
 // "async" | "pingpong" | "sync"; the message names an unknown policy.

@@ -51,6 +51,38 @@ void Topology::finalize() {
   }
 }
 
+Status Topology::validate_placement(const ExpertPlacement& placement) const {
+  if (static_cast<std::int32_t>(placement.size()) != num_blocks)
+    return Status::Error("placement has " + std::to_string(placement.size()) + " blocks, the model has " +
+                         std::to_string(num_blocks));
+  for (std::int32_t b = 0; b < num_blocks; ++b) {
+    const auto& experts = placement[static_cast<std::size_t>(b)];
+    const std::string where = "block " + std::to_string(b);
+    if (!sparse[b]) {
+      if (!experts.empty()) return Status::Error(where + " is dense (no routed experts) but the placement lists experts");
+      continue;
+    }
+    if (static_cast<std::int32_t>(experts.size()) != num_experts)
+      return Status::Error(where + " lists " + std::to_string(experts.size()) + " experts, the model has " +
+                           std::to_string(num_experts));
+    for (std::int32_t e = 0; e < num_experts; ++e) {
+      const auto& devices = experts[static_cast<std::size_t>(e)];
+      const std::string what = where + " expert " + std::to_string(e);
+      if (devices.empty()) return Status::Error(what + " is placed on no device");
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        const std::int32_t d = devices[i];
+        if (d < 0 || d >= num_devices)
+          return Status::Error(what + ": device " + std::to_string(d) + " does not exist (devices 0-" +
+                               std::to_string(num_devices - 1) + ")");
+        if (std::find(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(i), d) !=
+            devices.begin() + static_cast<std::ptrdiff_t>(i))
+          return Status::Error(what + ": device " + std::to_string(d) + " is listed twice");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Topology Topology::from_layout(const Layout& layout, const ModelConfig& c) {
   Topology t = base(c, layout.num_devices());
   t.device_names.clear();

@@ -28,8 +28,9 @@ LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int
 void LoopTransport::send(Shipment&& shipment) {
   const std::int32_t src = shipment.src;
   const std::int32_t dst = shipment.dst;
-  std::int64_t start = loop_.now();
-  std::int64_t delay = 0;
+  const std::int64_t now = loop_.now();
+  std::int64_t wire_start = now;  // when the bytes start to leave (after the ports free up)
+  std::int64_t arrival = now;
   const std::int64_t tokens = shipment.tokens();
   const std::int64_t bytes = tokens * bytes_per_row_;
   if (src != dst) {
@@ -38,14 +39,13 @@ void LoopTransport::send(Shipment&& shipment) {
     const std::int64_t wire = bw > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bw) : 0;
     if (link_.shared_ports) {
       // The bytes go out once both ports are free; each stays busy for the wire time.
-      start = std::max({start, egress_free_[src], ingress_free_[dst]});
-      egress_free_[src] = ingress_free_[dst] = start + wire;
+      wire_start = std::max({now, egress_free_[src], ingress_free_[dst]});
+      egress_free_[src] = ingress_free_[dst] = wire_start + wire;
     }
-    delay = (start - loop_.now()) + (remote ? link_.inter_node_latency_ns : link_.latency_ns) + wire;
-    if (link_.max_jitter_ns > 0) delay += static_cast<std::int64_t>(jitter_() % static_cast<std::uint64_t>(link_.max_jitter_ns + 1));
-    start = loop_.now();
+    arrival = wire_start + (remote ? link_.inter_node_latency_ns : link_.latency_ns) + wire;
+    if (link_.max_jitter_ns > 0) arrival += static_cast<std::int64_t>(jitter_() % static_cast<std::uint64_t>(link_.max_jitter_ns + 1));
+    if (observer_) observer_->on_transfer(src, dst, tokens, bytes, wire_start, arrival);
   }
-  if (observer_ && shipment.src != dst) observer_->on_transfer(shipment.src, dst, tokens, bytes, start, start + delay);
   ++in_flight_[dst];
   std::uint32_t slot;
   if (free_.empty()) {
@@ -56,7 +56,7 @@ void LoopTransport::send(Shipment&& shipment) {
     free_.pop_back();
   }
   parked_[slot] = std::move(shipment);
-  loop_.post(start + delay, [this, dst, slot] {
+  loop_.post(arrival, [this, dst, slot] {
     --in_flight_[dst];
     Shipment s = std::move(parked_[slot]);
     free_.push_back(slot);

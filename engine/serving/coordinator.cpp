@@ -3,12 +3,39 @@
 #include <algorithm>
 #include <cassert>
 
-#include "engine/serving/metrics.h"
-
 namespace sy {
 
-Coordinator::Coordinator(EventLoop& loop, const CoordinatorOptions& options, MetricsCollector* metrics)
-    : loop_(loop), options_(options), metrics_(metrics) {}
+Coordinator::Coordinator(EventLoop& loop, const CoordinatorOptions& options, RequestObserver* observer)
+    : loop_(loop), options_(options), observer_(observer) {}
+
+void Coordinator::notify(std::int64_t idx, RequestPhase phase) {
+  if (!observer_) return;
+  const RequestRecord& r = requests_[static_cast<std::size_t>(idx)];
+  RequestUpdate u;
+  u.id = r.spec.id;
+  u.t_ns = loop_.now();
+  u.phase = phase;
+  u.rank = r.rank;
+  u.tokens_in = static_cast<std::int32_t>(r.spec.prompt.size());
+  u.tokens_out = static_cast<std::int32_t>(r.output.size());
+  observer_->on_request(u);
+}
+
+std::int64_t Coordinator::kv_pages_used() const {
+  std::int64_t n = 0;
+  for (std::int32_t pages : held_pages_) n += pages;
+  return n;
+}
+
+std::int64_t Coordinator::kv_pages_total() const {
+  std::int64_t n = 0;
+  if (!cluster_) return 0;
+  for (std::int32_t rank = 0; rank < cluster_->topology().num_ranks(); ++rank) {
+    Executor& ex = cluster_->rank_executor(rank);
+    n += ex.free_kv_pages() + held_pages_[static_cast<std::size_t>(rank)];
+  }
+  return n;
+}
 
 Worker::Hooks Coordinator::hooks() {
   Worker::Hooks h;
@@ -21,6 +48,7 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
   cluster_ = &cluster;
   policy_ = policy;
   running_per_rank_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
+  held_pages_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
   cluster.set_policy(policy);
   reset_slots();
 }
@@ -42,7 +70,7 @@ void Coordinator::on_arrival(std::int64_t idx) {
   r.state = RequestState::Waiting;
   ++arrived_;
   ++open_;
-  if (metrics_) metrics_->on_request_arrival(r.spec.id, loop_.now());
+  notify(idx, RequestPhase::Arrival);
   if (r.spec.max_new_tokens <= 0) {
     finish(idx);
     return;
@@ -81,11 +109,8 @@ bool Coordinator::admit_one(std::int32_t slot) {
     bool could_ever_fit = false;
     for (std::int32_t rank = 0; rank < ranks; ++rank) {
       Executor& ex = cluster_->rank_executor(rank);
-      std::int32_t held = 0;
-      for (const auto& other : requests_)
-        if (other.state == RequestState::Running && other.rank == rank)
-          held += ex.kv_pages_for(static_cast<std::int32_t>(other.spec.prompt.size()) + other.spec.max_new_tokens);
-      if (ex.kv_pages_for(positions) <= ex.free_kv_pages() + held) could_ever_fit = true;
+      if (ex.kv_pages_for(positions) <= ex.free_kv_pages() + held_pages_[static_cast<std::size_t>(rank)])
+        could_ever_fit = true;
     }
     if (!could_ever_fit) {
       waiting_.pop_front();
@@ -93,7 +118,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
       r.reject_reason = "request " + r.spec.external_id + " needs " + std::to_string(positions) +
                         " KV positions, more than any attention rank holds";
       --open_;
-      if (metrics_) metrics_->on_request_rejected(r.spec.id, loop_.now());
+      notify(idx, RequestPhase::Rejected);
       return true;  // the queue moved: let the caller try the next one
     }
     return false;
@@ -108,7 +133,8 @@ bool Coordinator::admit_one(std::int32_t slot) {
   last_rank_ = best;
   r.slot = slot;
   ++running_per_rank_[best];
-  if (metrics_) metrics_->on_request_admitted(r.spec.id, loop_.now(), best);
+  held_pages_[static_cast<std::size_t>(best)] += ex.kv_pages_for(positions);
+  notify(idx, RequestPhase::Admitted);
   if (slot >= 0) {
     slots_[slot].members.push_back(idx);
   } else {
@@ -118,7 +144,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
 }
 
 void Coordinator::admit_async() {
-  if (pending_policy_) return;
+  if (switching()) return;
   while (admit_one(-1)) {
   }
 }
@@ -165,7 +191,7 @@ void Coordinator::start_idle_slots() {
 }
 
 void Coordinator::start_slot(std::int32_t s) {
-  if (pending_policy_) return;
+  if (switching()) return;
   Slot& slot = slots_[s];
   assert(!slot.running);
   // Join waiting requests to this micro-batch up to its fair share of everything running and
@@ -196,26 +222,29 @@ void Coordinator::start_slot(std::int32_t s) {
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
   RequestRecord& r = requests_[idx];
   r.output.push_back(token);
-  if (metrics_) metrics_->on_token(r.spec.id, loop_.now());
+  notify(idx, RequestPhase::Token);
   const bool finished = static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens ||
                         (options_.eos_token_id && token == *options_.eos_token_id);
   if (finished) {
     finish(idx);
     if (!policy_.grouped()) admit_async();
   } else if (!policy_.grouped()) {
-    if (pending_policy_) {
+    if (switching()) {
       parked_.push_back(idx);
     } else {
       inject_soon(idx);
     }
   }
-  if (pending_policy_) loop_.post_now([this] { check_safe_point(); });
+  if (switching()) loop_.post_now([this] { check_safe_point(); });
 }
 
 void Coordinator::finish(std::int64_t idx) {
   RequestRecord& r = requests_[idx];
   if (r.rank >= 0) {
-    cluster_->rank_executor(r.rank).release(idx);
+    Executor& ex = cluster_->rank_executor(r.rank);
+    held_pages_[static_cast<std::size_t>(r.rank)] -=
+        ex.kv_pages_for(static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens);
+    ex.release(idx);
     --running_per_rank_[r.rank];
   }
   if (r.slot >= 0) {
@@ -224,7 +253,12 @@ void Coordinator::finish(std::int64_t idx) {
   }
   r.state = RequestState::Finished;
   --open_;
-  if (metrics_) metrics_->on_request_finished(r.spec.id, loop_.now());
+  notify(idx, RequestPhase::Finished);
+  if (!options_.keep_finished) {
+    // Long-running services keep the record (ids, state) but not its tokens.
+    std::vector<std::int32_t>().swap(r.output);
+    std::vector<std::int32_t>().swap(r.spec.prompt);
+  }
 }
 
 void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
@@ -235,7 +269,7 @@ void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
   // Start the next iteration after the worker's callback has returned.
   loop_.post_now([this, s, epoch = slots_epoch_] {
     if (epoch != slots_epoch_) return;  // a policy switch rebuilt the slots meanwhile
-    if (pending_policy_) {
+    if (switching()) {
       check_safe_point();
     } else if (!slots_[s].running) {
       start_slot(s);
@@ -243,9 +277,18 @@ void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
   });
 }
 
-Status Coordinator::request_policy(const RuntimePolicy& policy) {
+Status Coordinator::request_policy(const RuntimePolicy& policy, ChangeDone done) {
   SY_RETURN_IF_ERROR(validate(policy));
   pending_policy_ = policy;
+  if (done) pending_done_.push_back(std::move(done));
+  loop_.post_now([this] { check_safe_point(); });
+  return Status::Ok();
+}
+
+Status Coordinator::request_placement(ExpertPlacement placement, ChangeDone done) {
+  SY_RETURN_IF_ERROR(cluster_->topology().validate_placement(placement));
+  pending_placement_ = std::move(placement);
+  if (done) pending_done_.push_back(std::move(done));
   loop_.post_now([this] { check_safe_point(); });
   return Status::Ok();
 }
@@ -256,13 +299,22 @@ void Coordinator::set_admission_paused(bool paused) {
 }
 
 void Coordinator::check_safe_point() {
-  if (!pending_policy_ || injection_posted_ || !cluster_->quiescent()) return;
+  if (!switching() || injection_posted_ || !cluster_->quiescent()) return;
   for (const Slot& s : slots_)
     if (s.running) return;
-  policy_ = *pending_policy_;
-  pending_policy_.reset();
-  ++switches_;
+  if (pending_placement_) {
+    cluster_->set_placement(std::move(*pending_placement_));
+    pending_placement_.reset();
+  }
+  if (pending_policy_) {
+    policy_ = *pending_policy_;
+    pending_policy_.reset();
+    ++switches_;
+  }
   cluster_->set_policy(policy_);
+  std::vector<ChangeDone> done;
+  done.swap(pending_done_);
+  for (auto& fn : done) fn(loop_.now());
   // Every running request sits between two tokens: re-enter them under the new policy.
   std::vector<std::int64_t> running;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i)

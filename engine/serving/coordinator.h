@@ -5,18 +5,18 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/runtime/cluster.h"
+#include "engine/serving/request_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/serving/workload.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
-
-class MetricsCollector;
 
 struct CoordinatorOptions {
   std::int32_t max_batch_per_rank = 64;       // concurrent requests per attention rank
@@ -27,6 +27,9 @@ struct CoordinatorOptions {
   // data"): a request enters with its prompt already cached and its first step is a single
   // decode row. Only meaningful on the sim backend, where no tensor is computed.
   bool skip_prefill = false;
+  // Keep each finished request's prompt and output (generate and tests read them); a service
+  // that runs until interrupted drops them.
+  bool keep_finished = true;
 };
 
 enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
@@ -42,7 +45,8 @@ struct RequestRecord {
 
 class Coordinator {
  public:
-  Coordinator(EventLoop& loop, const CoordinatorOptions& options, MetricsCollector* metrics);
+  // observer (may be null) sees every request's lifecycle.
+  Coordinator(EventLoop& loop, const CoordinatorOptions& options, RequestObserver* observer);
   // Wires the cluster (its worker hooks must call on_sampled / on_group_sampled) and starts
   // serving under `policy`.
   void attach(Cluster& cluster, const RuntimePolicy& policy);
@@ -50,17 +54,33 @@ class Coordinator {
 
   // Schedules the request's arrival at spec.arrival_ns.
   void submit(RequestSpec spec);
+  // Called once a requested change has been applied (at the safe point), with the time.
+  using ChangeDone = std::function<void(std::int64_t applied_at_ns)>;
   // Switches policy at the next safe point. Errors name the bad parameter; serving continues.
-  Status request_policy(const RuntimePolicy& policy);
+  Status request_policy(const RuntimePolicy& policy, ChangeDone done = {});
+  // Moves, replicates or removes expert replicas at the next safe point ([block][expert] ->
+  // devices). Errors name the block, expert or device that is wrong; serving continues.
+  Status request_placement(ExpertPlacement placement, ChangeDone done = {});
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
+  bool admission_paused() const { return paused_; }
 
   const RuntimePolicy& policy() const { return policy_; }
-  bool switching() const { return pending_policy_.has_value(); }
+  // The policy that will hold once the pending switch (if any) is applied.
+  const RuntimePolicy& target_policy() const { return pending_policy_ ? *pending_policy_ : policy_; }
+  bool switching() const { return pending_policy_.has_value() || pending_placement_.has_value(); }
+  // The placement that will hold once the pending change (if any) is applied.
+  const ExpertPlacement& target_placement() const {
+    return pending_placement_ ? *pending_placement_ : cluster_->topology().expert_devices;
+  }
   // Every submitted request has arrived and finished or been rejected.
   bool done() const { return arrived_ == static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
   const std::vector<RequestRecord>& requests() const { return requests_; }
   std::int64_t policy_switches() const { return switches_; }
+  std::int64_t waiting_requests() const { return static_cast<std::int64_t>(waiting_.size()); }
+  // KV pages reserved by running requests and in all, over every attention rank.
+  std::int64_t kv_pages_used() const;
+  std::int64_t kv_pages_total() const;
   std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
   std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
   std::size_t waiting() const { return waiting_.size(); }
@@ -91,10 +111,15 @@ class Coordinator {
 
   EventLoop& loop_;
   CoordinatorOptions options_;
-  MetricsCollector* metrics_;
+  void notify(std::int64_t idx, RequestPhase phase);
+
+  RequestObserver* observer_;
   Cluster* cluster_ = nullptr;
   RuntimePolicy policy_;
   std::optional<RuntimePolicy> pending_policy_;
+  std::optional<ExpertPlacement> pending_placement_;
+  std::vector<ChangeDone> pending_done_;
+  std::vector<std::int32_t> held_pages_;  // per rank: KV pages reserved by its running requests
   bool paused_ = false;
   std::vector<RequestRecord> requests_;
   std::deque<std::int64_t> waiting_;

@@ -8,12 +8,12 @@ namespace {
 Cluster::ExecutorFactory cpu_executors(std::shared_ptr<const ModelWeights> weights, const DeploymentOptions& options,
                                        RoutingRecorder record_routing) {
   RoutingOverride routing;
-  if (options.skew_lambda) {
+  if (options.skew_routing) {
     // The executors' copies of `routing` keep the router alive.
-    auto router = std::make_shared<SkewRouter>(weights->config().num_layers, weights->config().num_experts,
-                                               *options.skew_lambda, options.skew_seed);
-    routing = [router](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,
-                       std::int32_t* ids, float* w) { router->route(block, skew_token_key(request, position), k, ids, w); };
+    routing = [router = options.skew_routing](std::int32_t block, std::int64_t request, std::int32_t position,
+                                              std::int32_t k, std::int32_t* ids, float* w) {
+      router->route(block, request, position, k, ids, w);
+    };
   }
   return [weights, cost = options.cost_model.get(), kv_pages = options.kv_pages_per_rank,
           page_size = options.page_size, routing, record_routing](std::int32_t, bool attention_rank) {
@@ -28,10 +28,21 @@ Cluster::ExecutorFactory cpu_executors(std::shared_ptr<const ModelWeights> weigh
   };
 }
 
+DeploymentOptions with_skew_routing(DeploymentOptions o, const ModelConfig& config) {
+  if (o.skew_lambda && !o.skew_routing)
+    o.skew_routing = std::make_shared<SkewRouting>(config.num_layers, config.num_experts, *o.skew_lambda, o.skew_seed);
+  return o;
+}
+
 }  // namespace
 
 CpuDeployment::CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology, DeploymentOptions options,
                              RoutingRecorder record_routing)
+    : CpuDeployment(weights, std::move(topology), with_skew_routing(std::move(options), weights->config()),
+                    std::move(record_routing), 0) {}
+
+CpuDeployment::CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology, DeploymentOptions options,
+                             RoutingRecorder record_routing, int)
     // float32 activations cross the links.
     : Deployment(std::move(topology), options, static_cast<std::int64_t>(weights->config().hidden_size) * 4,
                  cpu_executors(weights, options, std::move(record_routing))) {}

@@ -16,6 +16,11 @@ class CpuDeployment final : public Deployment {
   // record_routing, when set, sees every routing decision (switchyard --record-routing).
   CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology, DeploymentOptions options,
                 RoutingRecorder record_routing = {});
+
+ private:
+  // options already carry their skew routing.
+  CpuDeployment(std::shared_ptr<const ModelWeights> weights, Topology topology, DeploymentOptions options,
+                RoutingRecorder record_routing, int);
 };
 
 }  // namespace sy

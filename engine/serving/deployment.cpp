@@ -4,10 +4,11 @@ namespace sy {
 
 Deployment::Deployment(Topology topology, DeploymentOptions options, std::int64_t bytes_per_row,
                        const Cluster::ExecutorFactory& make_executor)
-    : coordinator_(loop_, options.coordinator, &metrics_), options_(std::move(options)) {
+    : coordinator_(loop_, options.coordinator, &observers_), options_(std::move(options)) {
   metrics_.set_device_names(topology.device_names);
+  observers_.add(&metrics_, &metrics_);
   cluster_ = std::make_unique<Cluster>(std::move(topology), loop_, make_executor, options_.link, bytes_per_row,
-                                       &metrics_, coordinator_.hooks());
+                                       &observers_, coordinator_.hooks());
   coordinator_.attach(*cluster_, options_.policy);
 }
 

@@ -14,11 +14,13 @@
 #include "engine/runtime/topology.h"
 #include "engine/serving/coordinator.h"
 #include "engine/serving/metrics.h"
+#include "engine/serving/observer_fanout.h"
 #include "engine/serving/workload.h"
 
 namespace sy {
 
 class RoutingTrace;
+class SkewRouting;
 
 struct DeploymentOptions {
   RuntimePolicy policy;
@@ -27,6 +29,9 @@ struct DeploymentOptions {
   std::shared_ptr<const CostModel> cost_model;  // cpu: null means executions take their measured time
   std::optional<double> skew_lambda;            // routing-skew override exp(-λ·rank)
   std::uint64_t skew_seed = 0;
+  // Made from skew_lambda by the deployment (sim: always, λ = 0 when unset); shared by its
+  // executors, so that the skew can change while serving.
+  std::shared_ptr<SkewRouting> skew_routing;
   std::shared_ptr<const RoutingTrace> routing_trace;  // sim: replay a recorded routing
   std::int32_t kv_pages_per_rank = 4096;
   std::int32_t page_size = 16;
@@ -48,11 +53,14 @@ class Deployment {
   Coordinator& coordinator() { return coordinator_; }
   Cluster& cluster() { return *cluster_; }
   MetricsCollector& metrics() { return metrics_; }
+  // Every runtime and request report also goes to these (telemetry); call between events.
+  ObserverFanout& observers() { return observers_; }
   const DeploymentOptions& options() const { return options_; }
 
  private:
   VirtualEventLoop loop_;
   MetricsCollector metrics_;
+  ObserverFanout observers_;
   Coordinator coordinator_;
   DeploymentOptions options_;
   std::unique_ptr<Cluster> cluster_;

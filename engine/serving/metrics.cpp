@@ -40,6 +40,7 @@ LatencyStats stats_ms(std::vector<double> ns) {
   std::sort(ns.begin(), ns.end());
   out.mean_ms = std::accumulate(ns.begin(), ns.end(), 0.0) / static_cast<double>(ns.size()) / 1e6;
   out.p50_ms = percentile_nearest_rank(ns, 50) / 1e6;
+  out.p90_ms = percentile_nearest_rank(ns, 90) / 1e6;
   out.p99_ms = percentile_nearest_rank(ns, 99) / 1e6;
   return out;
 }
@@ -75,8 +76,8 @@ std::string render(const std::vector<std::vector<std::string>>& rows, bool left 
 }
 
 nlohmann::json latency_json(const LatencyStats& s) {
-  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p99", nullptr}};
-  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p99", s.p99_ms}};
+  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
+  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
 }
 
 std::vector<std::string> latency_row(const std::string& name, const LatencyStats& s) {
@@ -129,6 +130,40 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
   r.rejected = true;
 }
 
+void MetricsCollector::on_request(const RequestUpdate& u) {
+  switch (u.phase) {
+    case RequestPhase::Arrival: on_request_arrival(u.id, u.t_ns); break;
+    case RequestPhase::Admitted: on_request_admitted(u.id, u.t_ns, u.rank); break;
+    case RequestPhase::Token: on_token(u.id, u.t_ns); break;
+    case RequestPhase::Finished: on_request_finished(u.id, u.t_ns); break;
+    case RequestPhase::Rejected: on_request_rejected(u.id, u.t_ns); break;
+  }
+}
+
+void MetricsCollector::forget_before(std::int64_t t) {
+  std::lock_guard lock(mutex_);
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second.finished >= 0 && it->second.finished <= t) {
+      it = requests_.erase(it);
+    } else {
+      // A running request keeps its last token before t: the next ITL is measured from it.
+      auto& tokens = it->second.tokens;
+      const auto keep = std::lower_bound(tokens.begin(), tokens.end(), t);
+      if (keep - tokens.begin() > 1) {
+        tokens.erase(tokens.begin(), keep - 1);
+        it->second.first_forgotten = true;
+      }
+      ++it;
+    }
+  }
+  const auto ended = [t](const Interval& i) { return i.end < t; };
+  for (Device& d : devices_) {
+    std::erase_if(d.busy, ended);
+    for (auto& reason : d.stall) std::erase_if(reason, ended);
+    std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+  }
+}
+
 MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
   assert(index >= 0);
   if (devices_.size() <= static_cast<std::size_t>(index)) devices_.resize(static_cast<std::size_t>(index) + 1);
@@ -175,7 +210,7 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
       if (!inside(t)) continue;
       ++out.tokens_generated;
       if (i == 0) {
-        if (r.arrival >= 0) ttft.push_back(static_cast<double>(t - r.arrival));
+        if (r.arrival >= 0 && !r.first_forgotten) ttft.push_back(static_cast<double>(t - r.arrival));
       } else {
         itl.push_back(static_cast<double>(t - r.tokens[i - 1]));
       }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/runtime_observer.h"
+#include "engine/serving/request_observer.h"
 
 namespace sy {
 
@@ -24,6 +25,7 @@ struct LatencyStats {
   std::int64_t count = 0;  // samples in the window; the other fields are 0 when there are none
   double mean_ms = 0.0;
   double p50_ms = 0.0;
+  double p90_ms = 0.0;
   double p99_ms = 0.0;
 };
 
@@ -54,7 +56,7 @@ struct MetricsReport {
 double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent);
 
 // Not copyable (it owns a mutex); every method may be called from any thread.
-class MetricsCollector : public RuntimeObserver {
+class MetricsCollector : public RuntimeObserver, public RequestObserver {
  public:
   // Names for report rows; devices without one are called dev<i>.
   void set_device_names(std::vector<std::string> names);
@@ -66,6 +68,12 @@ class MetricsCollector : public RuntimeObserver {
   void on_request_finished(std::int64_t id, std::int64_t t);
   // A request refused by admission: counted apart, never as finished.
   void on_request_rejected(std::int64_t id, std::int64_t t);
+  // RequestObserver: the coordinator's updates, dispatched to the calls above.
+  void on_request(const RequestUpdate& update) override;
+  // Drops what no report starting at or after `t` needs (finished requests, intervals and
+  // executions that ended before t), so that a service running for days keeps bounded memory
+  // and per-window reports stay cheap. Reports over earlier windows are incomplete afterwards.
+  void forget_before(std::int64_t t);
   void on_device_busy(std::int32_t device, std::int64_t start, std::int64_t end);
   void on_device_stall(std::int32_t device, StallReason reason, std::int64_t start, std::int64_t end);
 
@@ -92,6 +100,7 @@ class MetricsCollector : public RuntimeObserver {
     std::int64_t admitted = -1;
     std::int32_t rank = -1;
     std::vector<std::int64_t> tokens;
+    bool first_forgotten = false;  // forget_before() dropped its first token(s)
     std::int64_t finished = -1;
     bool rejected = false;
   };

@@ -9,16 +9,16 @@ using ExecutorList = std::shared_ptr<std::vector<const SimExecutor*>>;
 
 DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config, const HardwareProfile& hw) {
   if (!o.cost_model) o.cost_model = std::make_shared<RooflineCostModel>(hw, config);
+  if (!o.skew_routing)
+    o.skew_routing = std::make_shared<SkewRouting>(config.num_layers, config.num_experts, o.skew_lambda.value_or(0.0),
+                                                   o.skew_seed);
   return o;
 }
 
 Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const DeploymentOptions& options, ExecutorList list) {
-  auto router = std::make_shared<SkewRouter>(config.num_layers, config.num_experts, options.skew_lambda.value_or(0.0),
-                                             options.skew_seed);
-  RoutingOverride routing = [router](std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,
-                                     std::int32_t* ids, float* w) {
-    router->route(block, skew_token_key(request, position), k, ids, w);
-  };
+  RoutingOverride routing = [router = options.skew_routing](std::int32_t block, std::int64_t request,
+                                                            std::int32_t position, std::int32_t k, std::int32_t* ids,
+                                                            float* w) { router->route(block, request, position, k, ids, w); };
   return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(),
           kv_pages = options.kv_pages_per_rank, page_size = options.page_size, routing,
           list](std::int32_t, bool attention_rank) {

@@ -134,6 +134,11 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
   }
 }
 
+void SkewRouting::route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,
+                        std::int32_t* expert_ids, float* weights) const {
+  router_->route(block, skew_token_key(request, position), k, expert_ids, weights);
+}
+
 std::uint64_t skew_token_key(std::int64_t request_id, std::int32_t position) {
   return mix(static_cast<std::uint64_t>(request_id)) ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(position));
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,27 @@ class SkewRouter {
   std::vector<std::vector<std::int32_t>> ranking_;  // [block][rank] -> expert
   std::vector<std::vector<std::int32_t>> rank_of_;  // [block][expert] -> rank
   std::vector<std::vector<double>> popularity_;     // [block][expert]
+};
+
+// The skew model a deployment routes with, replaceable while it serves (the demo's
+// set_workload): every executor of the deployment shares one. Loop thread only.
+class SkewRouting {
+ public:
+  SkewRouting(std::int32_t num_layers, std::int32_t num_experts, double lambda, std::uint64_t seed)
+      : layers_(num_layers), experts_(num_experts), seed_(seed),
+        router_(std::make_unique<SkewRouter>(num_layers, num_experts, lambda, seed)) {}
+  // Routes one token (request, position) of `block`, as SkewRouter::route does.
+  void route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k, std::int32_t* expert_ids,
+             float* weights) const;
+  // From now on popularity ∝ exp(−lambda·rank), with the same per-block expert order.
+  void set_lambda(double lambda) { router_ = std::make_unique<SkewRouter>(layers_, experts_, lambda, seed_); }
+  double lambda() const { return router_->lambda(); }
+  const SkewRouter& router() const { return *router_; }
+
+ private:
+  std::int32_t layers_, experts_;
+  std::uint64_t seed_;
+  std::unique_ptr<SkewRouter> router_;
 };
 
 // The token_key the runtime passes for one token: its request and absolute position, so that a

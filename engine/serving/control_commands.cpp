@@ -1,0 +1,310 @@
+#include "engine/serving/control_commands.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/runtime/runtime_policy.h"
+
+namespace sy {
+namespace {
+
+using nlohmann::json;
+
+std::string cmd_of(const json& c) { return c.at("cmd").get<std::string>(); }
+
+// Refuses keys a command does not take, so that a typo ("blok") is an error, not a no-op.
+Status only_keys(const json& c, std::initializer_list<const char*> keys) {
+  for (const auto& [key, value] : c.items()) {
+    (void)value;
+    if (key == "cmd") continue;
+    if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
+      std::string known;
+      for (const char* k : keys) known += (known.empty() ? "" : ", ") + std::string(k);
+      return Status::Error("unknown field '" + key + "'" + (known.empty() ? " (it takes none)" : " (it takes " + known + ")"));
+    }
+  }
+  return Status::Ok();
+}
+
+// An integer field in [lo, hi]; `fallback` when absent (required when there is none).
+StatusOr<std::int32_t> int_field(const json& c, const char* key, std::int32_t lo, std::int32_t hi,
+                                 std::optional<std::int32_t> fallback = std::nullopt) {
+  if (!c.contains(key)) {
+    if (fallback) return *fallback;
+    return Status::Error("missing field '" + std::string(key) + "'");
+  }
+  const json& v = c.at(key);
+  if (!v.is_number_integer())
+    return Status::Error("'" + std::string(key) + "' must be an integer, got " + v.dump());
+  const bool in_range = v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(hi)
+                                               : v.get<std::int64_t>() >= lo && v.get<std::int64_t>() <= hi;
+  if (!in_range || v.get<std::int64_t>() < lo)
+    return Status::Error("'" + std::string(key) + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "], got " + v.dump());
+  return static_cast<std::int32_t>(v.get<std::int64_t>());
+}
+
+json devices_json(const std::vector<std::int32_t>& devices) { return devices; }
+
+}  // namespace
+
+ControlCommands::ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub,
+                                 Hooks hooks)
+    : d_(deployment), bridge_(bridge), hub_(hub), hooks_(std::move(hooks)), alive_(std::make_shared<bool>(true)) {}
+
+ControlCommands::~ControlCommands() {
+  alive_.reset();
+  if (stopper_.joinable()) stopper_.join();
+}
+
+const std::vector<std::string>& ControlCommands::names() {
+  static const std::vector<std::string> kNames = {
+      "get_state",        "set_policy",    "set_microbatches", "move_expert", "replicate_expert", "set_placement",
+      "pause",            "resume",        "record_start",     "record_stop", "set_workload"};
+  return kNames;
+}
+
+void ControlCommands::fail(const json& c, const Reply& reply, const std::string& error) {
+  const std::string cmd = cmd_of(c);
+  reply({{"ok", false}, {"error", cmd + ": " + error}});
+  bridge_.publish_control({{"t_ns", d_.loop().now()},
+                           {"cmd", cmd},
+                           {"request", c},
+                           {"old", nullptr},
+                           {"new", nullptr},
+                           {"ok", false},
+                           {"error", cmd + ": " + error}});
+}
+
+void ControlCommands::succeed(const json& c, const Reply& reply, json old_value, json new_value, json fields) {
+  fields["ok"] = true;
+  fields["cmd"] = cmd_of(c);
+  fields["old"] = old_value;
+  fields["new"] = new_value;
+  reply(fields);
+  bridge_.publish_control({{"t_ns", d_.loop().now()},
+                           {"cmd", cmd_of(c)},
+                           {"request", c},
+                           {"old", std::move(old_value)},
+                           {"new", std::move(new_value)},
+                           {"ok", true},
+                           {"error", nullptr}});
+  bridge_.publish_meta();
+}
+
+void ControlCommands::handle(const json& c, Reply reply) {
+  if (!c.is_object() || !c.contains("cmd") || !c.at("cmd").is_string()) {
+    reply({{"ok", false}, {"error", "a command is a JSON object with a string field \"cmd\""}});
+    return;
+  }
+  const std::string cmd = cmd_of(c);
+  if (cmd == "get_state") return get_state(c, reply);
+  if (cmd == "set_policy") return set_policy(c, reply);
+  if (cmd == "set_microbatches") return set_microbatches(c, reply);
+  if (cmd == "move_expert") return move_expert(c, reply, false);
+  if (cmd == "replicate_expert") return move_expert(c, reply, true);
+  if (cmd == "set_placement") return set_placement(c, reply);
+  if (cmd == "pause") return set_admission(c, reply, true);
+  if (cmd == "resume") return set_admission(c, reply, false);
+  if (cmd == "record_start") return record_start(c, reply);
+  if (cmd == "record_stop") return record_stop(c, reply);
+  if (cmd == "set_workload") return set_workload(c, reply);
+  std::string known;
+  for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  reply({{"ok", false}, {"error", "unknown command '" + cmd + "' (known: " + known + ")"}});
+}
+
+void ControlCommands::get_state(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {}); !s.ok()) return fail(c, reply, s.message());
+  json state = bridge_.meta();
+  state["load"] = bridge_.load();
+  reply({{"ok", true}, {"cmd", "get_state"}, {"state", std::move(state)}});
+}
+
+void ControlCommands::apply_policy(const json& c, const Reply& reply, const PolicySpec& spec) {
+  auto policy = runtime_policy(spec);
+  if (!policy.ok()) return fail(c, reply, policy.status().message());
+  Coordinator& co = d_.coordinator();
+  json old_value = policy_spec(co.target_policy()).to_json();
+  json new_value = spec.to_json();
+  std::weak_ptr<bool> alive = alive_;
+  Status s = co.request_policy(*policy, [this, alive, c, reply, old_value, new_value](std::int64_t t) {
+    if (alive.expired()) return;
+    succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+  });
+  if (!s.ok()) return fail(c, reply, s.message());
+  bridge_.publish_meta();  // meta shows "switching" until the safe point
+}
+
+void ControlCommands::set_policy(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"policy", "params"}); !s.ok()) return fail(c, reply, s.message());
+  json changes = json::object();
+  if (c.contains("params")) {
+    if (!c.at("params").is_object()) return fail(c, reply, "'params' must be an object, got " + c.at("params").dump());
+    changes = c.at("params");
+  }
+  if (c.contains("policy")) {
+    if (!c.at("policy").is_string()) return fail(c, reply, "'policy' must be a string, got " + c.at("policy").dump());
+    changes["name"] = c.at("policy");
+  }
+  if (changes.empty()) return fail(c, reply, "nothing to change: give 'policy' and/or 'params'");
+  auto spec = PolicySpec::from_json(changes, policy_spec(d_.coordinator().target_policy()));
+  if (!spec.ok()) return fail(c, reply, spec.status().message());
+  apply_policy(c, reply, *spec);
+}
+
+void ControlCommands::set_microbatches(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"m"}); !s.ok()) return fail(c, reply, s.message());
+  auto m = int_field(c, "m", 1, 64);
+  if (!m.ok()) return fail(c, reply, m.status().message());
+  PolicySpec spec = policy_spec(d_.coordinator().target_policy());
+  spec.microbatches = *m;
+  apply_policy(c, reply, spec);
+}
+
+void ControlCommands::move_expert(const json& c, const Reply& reply, bool replicate) {
+  const Status keys = replicate ? only_keys(c, {"block", "expert", "to"}) : only_keys(c, {"block", "expert", "from", "to"});
+  if (!keys.ok()) return fail(c, reply, keys.message());
+  const Topology& topo = d_.cluster().topology();
+  auto block = int_field(c, "block", -1, topo.num_blocks - 1, -1);
+  auto expert = int_field(c, "expert", 0, topo.num_experts - 1);
+  auto to = int_field(c, "to", 0, topo.num_devices - 1);
+  auto from = replicate ? StatusOr<std::int32_t>(-1) : int_field(c, "from", 0, topo.num_devices - 1);
+  for (const Status* s : {&block.status(), &expert.status(), &to.status(), &from.status()})
+    if (!s->ok()) return fail(c, reply, s->message());
+  if (!replicate && *from == *to) return fail(c, reply, "'from' and 'to' are the same device");
+  if (*block >= 0 && !topo.sparse[*block]) return fail(c, reply, "block " + std::to_string(*block) + " has no routed experts");
+
+  ExpertPlacement placement = d_.coordinator().target_placement();
+  json old_value = json::array(), new_value = json::array();
+  for (std::int32_t b = 0; b < topo.num_blocks; ++b) {
+    if (!topo.sparse[b] || (*block >= 0 && b != *block)) continue;
+    auto& devices = placement[static_cast<std::size_t>(b)][static_cast<std::size_t>(*expert)];
+    const std::string what = "expert " + std::to_string(*expert) + " of block " + std::to_string(b);
+    const auto has = [&](std::int32_t d) { return std::find(devices.begin(), devices.end(), d) != devices.end(); };
+    old_value.push_back({{"block", b}, {"devices", devices_json(devices)}});
+    if (replicate) {
+      if (has(*to)) return fail(c, reply, what + " is already on device " + std::to_string(*to));
+      devices.push_back(*to);
+    } else {
+      if (!has(*from)) {
+        std::string on;
+        for (std::int32_t d : devices) on += (on.empty() ? "" : ", ") + std::to_string(d);
+        return fail(c, reply, what + " is not on device " + std::to_string(*from) + " (it is on " + on + ")");
+      }
+      std::erase(devices, *from);
+      if (!has(*to)) devices.push_back(*to);
+    }
+    std::sort(devices.begin(), devices.end());
+    new_value.push_back({{"block", b}, {"devices", devices_json(devices)}});
+  }
+  apply_placement(c, reply, std::move(placement), std::move(old_value), std::move(new_value));
+}
+
+void ControlCommands::set_placement(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"placement"}); !s.ok()) return fail(c, reply, s.message());
+  if (!c.contains("placement")) return fail(c, reply, "missing field 'placement'");
+  const json& p = c.at("placement");
+  const auto type_error = [&](const std::string& where) {
+    fail(c, reply, where + " must be a list of device indices (placement is [block][expert] -> devices)");
+  };
+  if (!p.is_array()) return type_error("'placement'");
+  ExpertPlacement placement;
+  for (std::size_t b = 0; b < p.size(); ++b) {
+    if (!p[b].is_array()) return type_error("block " + std::to_string(b));
+    auto& experts = placement.emplace_back();
+    for (std::size_t e = 0; e < p[b].size(); ++e) {
+      const json& devices = p[b][e];
+      if (!devices.is_array()) return type_error("block " + std::to_string(b) + " expert " + std::to_string(e));
+      auto& list = experts.emplace_back();
+      for (const json& d : devices) {
+        if (!d.is_number_integer() || d.get<std::int64_t>() < 0 ||
+            d.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
+          return type_error("block " + std::to_string(b) + " expert " + std::to_string(e));
+        list.push_back(static_cast<std::int32_t>(d.get<std::int64_t>()));
+      }
+    }
+  }
+  if (Status s = d_.cluster().topology().validate_placement(placement); !s.ok()) return fail(c, reply, s.message());
+  json old_value = d_.coordinator().target_placement();
+  json new_value = placement;
+  apply_placement(c, reply, std::move(placement), std::move(old_value), std::move(new_value));
+}
+
+void ControlCommands::apply_placement(const json& c, const Reply& reply, ExpertPlacement placement, json old_value,
+                                      json new_value) {
+  std::weak_ptr<bool> alive = alive_;
+  Status s = d_.coordinator().request_placement(
+      std::move(placement), [this, alive, c, reply, old_value, new_value](std::int64_t t) {
+        if (alive.expired()) return;
+        succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+      });
+  if (!s.ok()) return fail(c, reply, s.message());
+  bridge_.publish_meta();
+}
+
+void ControlCommands::set_admission(const json& c, const Reply& reply, bool paused) {
+  if (Status s = only_keys(c, {}); !s.ok()) return fail(c, reply, s.message());
+  Coordinator& co = d_.coordinator();
+  const bool was = co.admission_paused();
+  co.set_admission_paused(paused);
+  succeed(c, reply, {{"admission_paused", was}}, {{"admission_paused", paused}});
+}
+
+void ControlCommands::record_start(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"path", "overwrite"}); !s.ok()) return fail(c, reply, s.message());
+  if (!c.contains("path") || !c.at("path").is_string() || c.at("path").get<std::string>().empty())
+    return fail(c, reply, "'path' must be a non-empty string (the .db file to create)");
+  if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
+    return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
+  if (stopper_.joinable()) stopper_.join();  // a previous recording still building its indexes
+  telemetry::RecorderOptions o;
+  o.path = c.at("path").get<std::string>();
+  o.metadata = bridge_.recording_metadata();
+  o.device_names = d_.cluster().topology().device_names;
+  o.overwrite = c.value("overwrite", false);
+  auto old_path = hub_.recording_path();
+  telemetry::Status s = hub_.start_recording(o);
+  if (!s.ok()) return fail(c, reply, s.message());
+  succeed(c, reply, old_path ? json(old_path->string()) : json(nullptr), o.path.string(), {{"path", o.path.string()}});
+}
+
+void ControlCommands::record_stop(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {}); !s.ok()) return fail(c, reply, s.message());
+  auto path = hub_.recording_path();
+  if (!path) return fail(c, reply, "no recording is running");
+  if (stopper_.joinable()) stopper_.join();
+  // Stopping builds the trace's indexes, which takes a while on a big trace: not on the loop.
+  const std::int64_t t = d_.loop().now();
+  std::weak_ptr<bool> alive = alive_;
+  stopper_ = std::thread([this, alive, c, reply, t, file = path->string()] {
+    const telemetry::Status s = hub_.stop_recording();
+    const auto stats = hub_.recording_stats();
+    json event = {{"t_ns", t},       {"cmd", "record_stop"}, {"request", c},   {"old", file},
+                  {"new", nullptr},  {"ok", s.ok()},         {"error", nullptr}};
+    if (s.ok()) {
+      reply({{"ok", true}, {"cmd", "record_stop"}, {"path", file}, {"old", file}, {"new", nullptr}});
+    } else {
+      event["error"] = "record_stop: " + s.message();
+      reply({{"ok", false}, {"error", "record_stop: " + s.message()}});
+    }
+    (void)stats;
+    (void)hub_.publish_json(telemetry::Topic::Control, event.dump());
+    // Meta reads the deployment: publish it from the loop's thread.
+    d_.loop().post_external([this, alive] {
+      if (!alive.expired()) bridge_.publish_meta();
+    });
+  });
+}
+
+void ControlCommands::set_workload(const json& c, const Reply& reply) {
+  if (!hooks_.set_workload)
+    return fail(c, reply, "this run's workload is not generated live (only `switchyard demo` takes set_workload)");
+  auto workload = hooks_.set_workload(c);
+  if (!workload.ok()) return fail(c, reply, workload.status().message());
+  json old_value = bridge_.workload();
+  bridge_.set_workload(*workload);
+  succeed(c, reply, std::move(old_value), *workload, {{"workload", *workload}});
+}
+
+}  // namespace sy

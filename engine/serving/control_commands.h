@@ -1,0 +1,74 @@
+// The control commands of docs/control-protocol.md, applied to one deployment on its loop
+// thread: every command is validated in full before anything changes, answered with
+// {"ok":true,…} or {"ok":false,"error":…}, and echoed on the control topic with its old and
+// new value. Policy, micro-batch and placement changes take effect at the next safe point and
+// are answered once applied.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/status.h"
+#include "engine/serving/deployment.h"
+#include "engine/serving/telemetry_bridge.h"
+#include "telemetry/telemetry_hub.h"
+
+namespace sy {
+
+class ControlCommands {
+ public:
+  using Reply = std::function<void(const nlohmann::json&)>;
+  struct Hooks {
+    // set_workload: applies the command's {"rate", "skew", ...} and returns the new workload
+    // object; unset where the workload is not generated live (the command is then refused).
+    std::function<StatusOr<nlohmann::json>(const nlohmann::json& command)> set_workload;
+  };
+
+  ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub, Hooks hooks);
+  // Waits for a recording being stopped in the background.
+  ~ControlCommands();
+  ControlCommands(const ControlCommands&) = delete;
+  ControlCommands& operator=(const ControlCommands&) = delete;
+
+  // Every command name, for the control server's list of known commands.
+  static const std::vector<std::string>& names();
+
+  // On the loop thread. `command` is a JSON object with a string "cmd" (the control server has
+  // checked that much); `reply` is called exactly once, now or when the change is applied.
+  void handle(const nlohmann::json& command, Reply reply);
+
+ private:
+  void get_state(const nlohmann::json& c, const Reply& reply);
+  void set_policy(const nlohmann::json& c, const Reply& reply);
+  void set_microbatches(const nlohmann::json& c, const Reply& reply);
+  void move_expert(const nlohmann::json& c, const Reply& reply, bool replicate);
+  void set_placement(const nlohmann::json& c, const Reply& reply);
+  void set_admission(const nlohmann::json& c, const Reply& reply, bool paused);
+  void record_start(const nlohmann::json& c, const Reply& reply);
+  void record_stop(const nlohmann::json& c, const Reply& reply);
+  void set_workload(const nlohmann::json& c, const Reply& reply);
+
+  // Switches to `spec` at the next safe point; replies and echoes once applied.
+  void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);
+  void apply_placement(const nlohmann::json& c, const Reply& reply, ExpertPlacement placement,
+                       nlohmann::json old_value, nlohmann::json new_value);
+  // Answers ok with `fields` and echoes the change (old -> new).
+  void succeed(const nlohmann::json& c, const Reply& reply, nlohmann::json old_value, nlohmann::json new_value,
+               nlohmann::json fields = nlohmann::json::object());
+  void fail(const nlohmann::json& c, const Reply& reply, const std::string& error);
+
+  Deployment& d_;
+  TelemetryBridge& bridge_;
+  telemetry::TelemetryHub& hub_;
+  Hooks hooks_;
+  // Shared with callbacks that may outlive this object (changes applied later): false once gone.
+  std::shared_ptr<bool> alive_;
+  std::thread stopper_;  // record_stop builds indexes off the loop thread
+};
+
+}  // namespace sy

@@ -1,0 +1,26 @@
+// What the coordinator reports about each request as it moves through its lifecycle. Metrics
+// and telemetry implement it; the coordinator depends on neither.
+#pragma once
+
+#include <cstdint>
+
+namespace sy {
+
+enum class RequestPhase : std::uint8_t { Arrival, Admitted, Token, Finished, Rejected };
+
+struct RequestUpdate {
+  std::int64_t id = 0;       // the request's id (RequestSpec::id)
+  std::int64_t t_ns = 0;
+  RequestPhase phase = RequestPhase::Arrival;
+  std::int32_t rank = -1;        // attention DP rank once admitted
+  std::int32_t tokens_in = 0;    // prompt length
+  std::int32_t tokens_out = 0;   // tokens produced so far (Token: including this one)
+};
+
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void on_request(const RequestUpdate& update) = 0;
+};
+
+}  // namespace sy

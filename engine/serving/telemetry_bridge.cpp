@@ -1,0 +1,406 @@
+#include "engine/serving/telemetry_bridge.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/runtime/runtime_policy.h"
+
+namespace sy {
+namespace {
+
+namespace tm = telemetry;
+
+tm::SpanKind span_kind(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Attention: return tm::SpanKind::Attention;
+    case LayerKind::Expert: return tm::SpanKind::Expert;
+    case LayerKind::Sampler: return tm::SpanKind::Sampler;
+  }
+  return tm::SpanKind::Attention;
+}
+
+tm::LayerKind layer_kind(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Attention: return tm::LayerKind::Attention;
+    case LayerKind::Expert: return tm::LayerKind::Expert;
+    case LayerKind::Sampler: return tm::LayerKind::Sampler;
+  }
+  return tm::LayerKind::Attention;
+}
+
+tm::StallReason stall_reason(StallReason reason) {
+  switch (reason) {
+    case StallReason::QueueEmpty: return tm::StallReason::QueueEmpty;
+    case StallReason::Barrier: return tm::StallReason::Barrier;
+    case StallReason::Transfer: return tm::StallReason::Transfer;
+  }
+  return tm::StallReason::None;
+}
+
+nlohmann::json latency(const LatencyStats& s) {
+  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
+  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
+}
+
+std::int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, tm::ServingMetrics* prometheus,
+                                 RunInfo info, Options options)
+    : d_(deployment),
+      hub_(hub),
+      prometheus_(prometheus),
+      info_(std::move(info)),
+      options_(options),
+      alive_(std::make_shared<bool>(true)) {
+  const Topology& topo = d_.cluster().topology();
+  for (std::int32_t dev = 0; dev < topo.num_devices; ++dev) devices_.push_back(&hub_.add_producer(topo.device_names[dev]));
+  requests_ = &hub_.add_producer("coordinator");
+  if (prometheus_) prometheus_->set_device_names(topo.device_names);
+  last_nonzero_.resize(static_cast<std::size_t>(topo.num_devices));
+  const auto cells = static_cast<std::size_t>(topo.num_blocks) * static_cast<std::size_t>(topo.num_experts) *
+                     static_cast<std::size_t>(topo.num_devices);
+  load_window_.assign(cells, 0);
+  summary_load_.assign(cells, 0);
+  last_summary_load_.assign(cells, 0);
+
+  VirtualEventLoop& loop = d_.loop();
+  const std::int64_t now = loop.now();
+  // The wall time that run time `now` corresponds to.
+  wall_origin_unix_ns_ = unix_now_ns() - now;
+  load_window_start_ = summary_start_ = last_summary_ns_ = now;
+  d_.observers().add(this, this);
+
+  // Periodic samples on the loop; each reposts itself while the bridge lives.
+  struct Ticker {
+    VirtualEventLoop* loop;
+    std::weak_ptr<bool> alive;
+    std::int64_t period;
+    std::function<void()> fn;
+    void operator()() const {
+      if (alive.expired()) return;
+      fn();
+      loop->post(loop->now() + period, *this);
+    }
+  };
+  auto every = [&](std::int64_t period, std::function<void()> fn) {
+    loop.post(loop.now() + period, Ticker{&loop, alive_, period, std::move(fn)});
+  };
+  every(options_.queue_sample_ns, [this] { sample_queues(); });
+  every(options_.load_window_ns, [this] { close_load_window(); });
+  every(options_.summary_window_ns, [this] { close_summary_window(); });
+  publish_meta();
+}
+
+TelemetryBridge::~TelemetryBridge() {
+  d_.observers().remove(this, this);
+  alive_.reset();
+}
+
+void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index,
+                                   std::int32_t group, std::int64_t tokens, std::int64_t start_ns,
+                                   std::int64_t end_ns) {
+  tm::Span s;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.tokens = tokens;
+  s.device = device;
+  s.block = kind == LayerKind::Sampler ? -1 : block;
+  s.index = index;
+  s.microbatch = group;
+  s.lane = tm::Lane::Compute;
+  s.kind = span_kind(kind);
+  producer(device).span(s);
+}
+
+void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
+  tm::Span s;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.device = device;
+  s.lane = tm::Lane::Compute;
+  s.kind = tm::SpanKind::Stall;
+  s.stall_reason = stall_reason(reason);
+  producer(device).span(s);
+}
+
+void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t /*bytes*/,
+                                  std::int64_t start_ns, std::int64_t end_ns) {
+  tm::Span s;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.tokens = tokens;
+  s.kind = tm::SpanKind::Transfer;
+  s.device = src;
+  s.peer = dst;
+  s.lane = tm::Lane::Send;
+  producer(src).span(s);
+  s.device = dst;
+  s.peer = src;
+  s.lane = tm::Lane::Receive;
+  producer(dst).span(s);
+}
+
+void TelemetryBridge::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
+                                std::int64_t /*at_ns*/) {
+  const Topology& topo = d_.cluster().topology();
+  const auto cell = (static_cast<std::size_t>(block) * static_cast<std::size_t>(topo.num_experts) +
+                     static_cast<std::size_t>(expert)) *
+                        static_cast<std::size_t>(topo.num_devices) +
+                    static_cast<std::size_t>(device);
+  load_window_[cell] += tokens;
+  summary_load_[cell] += tokens;
+}
+
+void TelemetryBridge::on_request(const RequestUpdate& u) {
+  tm::RequestEvent e;
+  e.t_ns = u.t_ns;
+  e.request_id = u.id;
+  e.tokens_in = u.tokens_in;
+  e.tokens_out = u.tokens_out;
+  e.rank = u.rank;
+  switch (u.phase) {
+    case RequestPhase::Arrival:
+      e.phase = tm::RequestPhase::Arrival;
+      arrival_ns_[u.id] = u.t_ns;
+      break;
+    case RequestPhase::Admitted: e.phase = tm::RequestPhase::Admitted; break;
+    case RequestPhase::Token: {
+      // Every token feeds the latency histograms; only the first is a lifecycle event.
+      if (prometheus_) {
+        prometheus_->add_generated_tokens(1);
+        const auto last = last_token_ns_.find(u.id);
+        if (last != last_token_ns_.end()) {
+          prometheus_->observe_inter_token_latency(static_cast<double>(u.t_ns - last->second) * 1e-9);
+        } else if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end()) {
+          prometheus_->observe_time_to_first_token(static_cast<double>(u.t_ns - a->second) * 1e-9);
+        }
+      }
+      last_token_ns_[u.id] = u.t_ns;
+      if (u.tokens_out != 1) return;
+      e.phase = tm::RequestPhase::FirstToken;
+      break;
+    }
+    case RequestPhase::Finished:
+    case RequestPhase::Rejected:
+      e.phase = u.phase == RequestPhase::Finished ? tm::RequestPhase::Finished : tm::RequestPhase::Rejected;
+      if (prometheus_ && u.phase == RequestPhase::Finished) {
+        if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end())
+          prometheus_->observe_end_to_end_latency(static_cast<double>(u.t_ns - a->second) * 1e-9);
+      }
+      last_token_ns_.erase(u.id);
+      arrival_ns_.erase(u.id);
+      break;
+  }
+  requests_->request(e);
+}
+
+void TelemetryBridge::sample_queues() {
+  const std::int64_t now = d_.loop().now();
+  Cluster& cluster = d_.cluster();
+  for (std::int32_t dev = 0; dev < cluster.num_devices(); ++dev) {
+    const auto depths = cluster.worker(dev).queue_depths();
+    auto& previous = last_nonzero_[static_cast<std::size_t>(dev)];
+    std::vector<LayerId> current;
+    current.reserve(depths.size());
+    std::int64_t total = 0;
+    auto emit = [&](const LayerId& layer, std::int64_t tokens, std::int64_t oldest) {
+      tm::QueueSample q;
+      q.t_ns = now;
+      q.depth_tokens = tokens;
+      q.oldest_age_ns = tokens > 0 ? now - oldest : 0;
+      q.device = dev;
+      q.block = layer.block;
+      q.index = layer.index;
+      q.layer = layer_kind(layer.kind);
+      producer(dev).queue(q);
+    };
+    for (const Worker::QueueDepth& q : depths) {
+      emit(q.layer, q.tokens, q.oldest_ns);
+      current.push_back(q.layer);
+      total += q.tokens;
+    }
+    // A queue that drained since the last sample reports its zero once.
+    for (const LayerId& layer : previous)
+      if (std::find(current.begin(), current.end(), layer) == current.end()) emit(layer, 0, now);
+    previous = std::move(current);
+    if (prometheus_) prometheus_->set_queue_depth(dev, total);
+  }
+}
+
+void TelemetryBridge::close_load_window() {
+  const Topology& topo = d_.cluster().topology();
+  const std::int64_t now = d_.loop().now();
+  const auto E = static_cast<std::size_t>(topo.num_experts), D = static_cast<std::size_t>(topo.num_devices);
+  for (std::size_t cell = 0; cell < load_window_.size(); ++cell) {
+    if (load_window_[cell] == 0) continue;
+    tm::ExpertLoad l;
+    l.window_start_ns = load_window_start_;
+    l.window_end_ns = now;
+    l.tokens = load_window_[cell];
+    l.device = static_cast<std::int32_t>(cell % D);
+    l.expert = static_cast<std::int32_t>((cell / D) % E);
+    l.block = static_cast<std::int32_t>(cell / D / E);
+    requests_->load(l);
+    load_window_[cell] = 0;
+  }
+  load_window_start_ = now;
+  // Meta rides along: a subscriber that joins late learns the run within a window.
+  publish_meta();
+}
+
+nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end) const {
+  const MetricsReport r = d_.metrics().report(t_begin, t_end);
+  const Coordinator& co = d_.coordinator();
+  const Topology& topo = d_.cluster().topology();
+  std::int64_t running = 0;
+  for (std::int32_t rank = 0; rank < topo.num_ranks(); ++rank) running += co.running(rank);
+  nlohmann::json devices = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    const DeviceUsage& u = r.devices[i];
+    nlohmann::json stall = {{"weights", 0.0}};
+    for (std::size_t s = 0; s < kStallReasons.size(); ++s) stall[std::string(stall_reason_name(kStallReasons[s]))] = u.stall[s];
+    devices.push_back({{"device", static_cast<std::int64_t>(i)},
+                       {"name", u.name},
+                       {"busy", u.busy},
+                       {"stall", std::move(stall)},
+                       {"executions", u.executions},
+                       {"rows_per_execution", u.rows_per_execution}});
+  }
+  // Imbalance of each sparse block over the window: tokens of its busiest expert over the mean.
+  nlohmann::json imbalance = nlohmann::json::array();
+  const auto E = static_cast<std::size_t>(topo.num_experts), D = static_cast<std::size_t>(topo.num_devices);
+  for (std::int32_t b = 0; b < topo.num_blocks; ++b) {
+    if (!topo.sparse[b]) {
+      imbalance.push_back(nullptr);
+      continue;
+    }
+    std::int64_t most = 0, total = 0;
+    for (std::size_t e = 0; e < E; ++e) {
+      std::int64_t n = 0;
+      for (std::size_t dev = 0; dev < D; ++dev) n += summary_load_[(static_cast<std::size_t>(b) * E + e) * D + dev];
+      most = std::max(most, n);
+      total += n;
+    }
+    imbalance.push_back(total > 0 ? static_cast<double>(most) * static_cast<double>(E) / static_cast<double>(total) : 0.0);
+  }
+  const std::int64_t kv_total = co.kv_pages_total();
+  return {{"t_begin_ns", t_begin},
+          {"t_end_ns", t_end},
+          {"tokens_per_s", r.tokens_per_s},
+          {"requests_per_s", r.requests_per_s},
+          {"requests_finished", r.requests_finished},
+          {"requests_rejected", r.requests_rejected},
+          {"tokens_generated", r.tokens_generated},
+          {"running", running},
+          {"waiting", co.waiting_requests()},
+          {"itl_ms", latency(r.itl)},
+          {"ttft_ms", latency(r.ttft)},
+          {"kv_usage", kv_total > 0 ? static_cast<double>(co.kv_pages_used()) / static_cast<double>(kv_total) : 0.0},
+          {"devices", std::move(devices)},
+          {"expert_imbalance", std::move(imbalance)},
+          {"dropped_events", hub_.dropped_records()}};
+}
+
+void TelemetryBridge::close_summary_window() {
+  const std::int64_t now = d_.loop().now();
+  d_.cluster().flush_stalls();  // stall time up to now counts in this window
+  nlohmann::json s = summary(summary_start_, now);
+  (void)hub_.publish_json(tm::Topic::Summary, s.dump());
+  if (prometheus_) prometheus_->on_summary(s);
+  last_summary_load_ = summary_load_;
+  std::fill(summary_load_.begin(), summary_load_.end(), 0);
+  last_summary_ns_ = now - summary_start_;
+  summary_start_ = now;
+}
+
+void TelemetryBridge::finish() {
+  const std::int64_t now = d_.loop().now();
+  if (now > summary_start_) close_summary_window();
+  close_load_window();
+  sample_queues();
+  hub_.flush();
+}
+
+nlohmann::json TelemetryBridge::meta() const {
+  Deployment& d = d_;
+  const Topology& topo = d.cluster().topology();
+  const Coordinator& co = d.coordinator();
+  nlohmann::json devices = nlohmann::json::array();
+  for (std::int32_t dev = 0; dev < topo.num_devices; ++dev) {
+    devices.push_back({{"index", dev},
+                       {"name", topo.device_names[dev]},
+                       {"rank", topo.device_rank[dev]},
+                       {"node", info_.devices_per_node > 0 ? dev / info_.devices_per_node : 0},
+                       {"experts", topo.device_expert_ids[dev]}});
+  }
+  const RuntimePolicy& p = co.target_policy();
+  nlohmann::json recording = nullptr;
+  if (auto path = hub_.recording_path()) recording = {{"path", path->string()}};
+  const ModelConfig& c = info_.model;
+  return {{"schema_version", tm::kSchemaVersion},
+          {"run_id", hub_.run_id()},
+          {"clock", "virtual"},
+          {"wall_origin_unix_ns", wall_origin_unix_ns_},
+          {"pace", d.loop().pace()},
+          {"now_ns", d.loop().now()},
+          {"backend", info_.backend},
+          {"hardware", info_.hardware.empty() ? nlohmann::json(nullptr) : nlohmann::json(info_.hardware)},
+          {"model",
+           {{"name", info_.model_name},
+            {"arch", arch_name(c.arch)},
+            {"blocks", c.num_layers},
+            {"experts", c.num_experts},
+            {"top_k", c.top_k},
+            {"hidden_size", c.hidden_size}}},
+          {"devices", std::move(devices)},
+          {"placement", topo.expert_devices},
+          {"policy",
+           {{"name", policy_name(p.kind)},
+            {"scheduler", p.scheduler.name},
+            {"lookahead", p.scheduler.lookahead},
+            {"decay", p.scheduler.decay},
+            {"microbatches", p.microbatches}}},
+          {"switching", co.switching()},
+          {"admission_paused", co.admission_paused()},
+          {"recording", std::move(recording)},
+          {"workload", info_.workload},
+          {"row_bytes", info_.row_bytes}};
+}
+
+nlohmann::json TelemetryBridge::load() const {
+  const Topology& topo = d_.cluster().topology();
+  const auto B = static_cast<std::size_t>(topo.num_blocks), E = static_cast<std::size_t>(topo.num_experts),
+             D = static_cast<std::size_t>(topo.num_devices);
+  std::vector<std::int64_t> per_device(D, 0);
+  nlohmann::json per_expert = nlohmann::json::array();
+  for (std::size_t b = 0; b < B; ++b) {
+    std::vector<std::int64_t> row(E, 0);
+    for (std::size_t e = 0; e < E; ++e) {
+      for (std::size_t dev = 0; dev < D; ++dev) {
+        const std::int64_t n = last_summary_load_[(b * E + e) * D + dev];
+        row[e] += n;
+        per_device[dev] += n;
+      }
+    }
+    per_expert.push_back(std::move(row));
+  }
+  return {{"window_ns", last_summary_ns_}, {"per_device", per_device}, {"per_expert", std::move(per_expert)}};
+}
+
+void TelemetryBridge::publish_meta() { (void)hub_.publish_json(tm::Topic::Meta, meta().dump()); }
+
+void TelemetryBridge::publish_control(nlohmann::json event) { (void)hub_.publish_json(tm::Topic::Control, event.dump()); }
+
+std::map<std::string, std::string> TelemetryBridge::recording_metadata() const {
+  const nlohmann::json m = meta();
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : m.items()) out[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  return out;
+}
+
+}  // namespace sy
