@@ -576,7 +576,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 telemetry::Status MainWindow::saveScreenshot(const QString& path) {
-  // Render every view with the newest data before grabbing.
+  // Render every view and the control panel with the newest data before grabbing.
+  control_panel_->refresh();
+  updateStatus();
   for (ImGuiWidget* w : {timeline_widget_, queue_widget_, skew_widget_, charts_widget_, requests_widget_}) w->repaint();
   const QPixmap pixmap = grab();
   if (pixmap.isNull()) return telemetry::Status::Error("grabbing the window failed");

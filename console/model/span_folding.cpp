@@ -11,6 +11,7 @@ constexpr std::size_t kKinds = static_cast<std::size_t>(telemetry::SpanKind::Sta
 
 void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
   std::array<int, kKinds> votes{};
+  std::array<std::int64_t, 5> by_reason{};
   std::int64_t stalled = 0, total = 0;
   const std::size_t n = std::min<std::size_t>(item.count, static_cast<std::size_t>(std::max(1, samples)));
   for (std::size_t k = 0; k < n; ++k) {
@@ -23,8 +24,14 @@ void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
     if (s.kind == telemetry::SpanKind::Stall) {
       item.has_stall = true;
       stalled += s.end_ns - s.start_ns;
+      const auto reason = static_cast<std::size_t>(s.stall_reason);
+      if (reason < by_reason.size()) by_reason[reason] += s.end_ns - s.start_ns;
     }
   }
+  std::size_t top = 0;
+  for (std::size_t r = 1; r < by_reason.size(); ++r)
+    if (by_reason[r] > by_reason[top]) top = r;
+  item.stall_reason = by_reason[top] > 0 ? static_cast<telemetry::StallReason>(top) : telemetry::StallReason::None;
   item.stall_share = total > 0 ? static_cast<float>(static_cast<double>(stalled) / static_cast<double>(total)) : 0.0f;
   // Stalls only win a fold they dominate, so a busy device's folds read as busy.
   std::size_t best = 0;

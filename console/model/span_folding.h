@@ -21,6 +21,7 @@ struct TimelineItem {
   telemetry::SpanKind kind = telemetry::SpanKind::Attention;  // a fold: most common among sampled members
   bool has_stall = false;  // a fold: a sampled member is a stall
   float stall_share = 0;   // a fold: share of the sampled members' time that is stalled
+  telemetry::StallReason stall_reason = telemetry::StallReason::None;  // a fold: the most stalled-for reason
 
   bool folded() const { return count > 1; }
 };

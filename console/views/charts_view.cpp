@@ -86,8 +86,9 @@ void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
     }
   }
   // Live: the chosen window up to the scrubber. A trace: the whole run, the scrubber marked.
-  const std::int64_t t1 = state.live ? state.now(model) : model.end_ns();
-  const std::int64_t t0 = state.live ? t1 - state.chart_window_ns : model.begin_ns();
+  // (A run younger than the window fills it from its start.)
+  const std::int64_t t1 = state.live ? std::max(state.now(model), model.begin_ns() + 1'000'000) : model.end_ns();
+  const std::int64_t t0 = state.live ? std::max(t1 - state.chart_window_ns, model.begin_ns()) : model.begin_ns();
   auto first = static_cast<std::size_t>(
       std::lower_bound(pts.begin(), pts.end(), t0, [](const SummaryPoint& p, std::int64_t t) { return p.t_end_ns < t; }) -
       pts.begin());

@@ -49,16 +49,16 @@ Chart begin_chart(const char* id, const char* title, ImVec2 size, std::int64_t t
     const ImVec2 ts = ImGui::CalcTextSize(buf);
     dl->AddText(ImVec2(c.min.x - ts.x - 4, y - ts.y / 2), palette::kTextDim, buf);
   }
-  // Time ticks relative to the right edge.
+  // Time ticks on the run's time base at a round step.
   const double ns_per_px = static_cast<double>(c.t1 - c.t0) / std::max(1.0f, c.max.x - c.min.x);
   const std::int64_t step = time_step(ns_per_px, 70);
-  for (std::int64_t k = 0;; ++k) {
-    const std::int64_t t = c.t1 - k * step;
-    if (t < c.t0) break;
+  for (std::int64_t t = (c.t0 / step + (c.t0 > 0 ? 1 : 0)) * step; t <= c.t1; t += step) {
+    if (t < c.t0) continue;
     const float x = c.x(t);
     dl->AddLine(ImVec2(x, c.max.y), ImVec2(x, c.max.y + 3), palette::kGrid);
-    const std::string label = k == 0 ? format_time(t, step) : "-" + format_duration(k * step);
+    const std::string label = format_time(t, step);
     const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
+    if (x + ts.x / 2 > c.max.x + 4) break;
     dl->AddText(ImVec2(std::max(c.min.x, x - ts.x / 2), c.max.y + 2), palette::kTextDim, label.c_str());
   }
   dl->AddRect(c.min, c.max, palette::kGrid);

@@ -33,7 +33,7 @@ struct Chart {
 };
 
 // Reserves `size` in the current window, draws title, frame, y grid with labels in `unit`, and
-// time ticks relative to t1 ("-30 s"). y_max is rounded up to a nice value.
+// time ticks on the run's time base. y_max is rounded up to a nice value.
 Chart begin_chart(const char* id, const char* title, ImVec2 size, std::int64_t t0, std::int64_t t1, double y_max,
                   const char* unit);
 // A vertical line at t (the scrubber), if inside.

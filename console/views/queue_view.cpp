@@ -1,6 +1,7 @@
 #include "console/views/queue_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <imgui.h>
@@ -69,8 +70,9 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     }
   }
 
-  const std::int64_t t1 = state.now(model);
-  const std::int64_t t0 = t1 - state.queue_window_ns;
+  // The window ends at the scrubber; a run younger than the window fills it from its start.
+  const std::int64_t t1 = std::max(state.now(model), model.begin_ns() + 1'000'000);
+  const std::int64_t t0 = std::max(t1 - state.queue_window_ns, model.begin_ns());
   const auto rows = model.queues().rows(state.queue_grouping);
   if (rows.empty()) {
     ImGui::TextDisabled("no queue samples yet");
@@ -90,8 +92,8 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     for (const QueueKey& k : rows[r].members) model.queues().accumulate_bins(k, t0, t1, state.queue_bin_mode, grid_[r]);
     for (double v : grid_[r]) max_v = std::max(max_v, v);
   }
-  ImGui::TextDisabled("%zu rows, %s ending %s; colour scale 0 .. %s tokens (%s)", rows.size(),
-                      format_duration(state.queue_window_ns).c_str(), format_time(t1, 1'000'000).c_str(),
+  ImGui::TextDisabled("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)", rows.size(),
+                      format_time(t0, 1'000'000).c_str(), format_time(t1, 1'000'000).c_str(),
                       format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak");
 
   const float map_h = std::max(60.0f, ImGui::GetContentRegionAvail().y - plot_h - 6);
@@ -106,13 +108,15 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
   const float cell_w = map_w / static_cast<float>(bins);
   const float top = ImGui::GetWindowPos().y, bottom = top + ImGui::GetWindowSize().y;
   std::int32_t last_device = -1;
+  float last_label_y = -1e9f;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const float y = origin.y + row_h * static_cast<float>(r);
     if (y + row_h < top || y > bottom) continue;
     const bool selected = std::any_of(rows[r].members.begin(), rows[r].members.end(),
                                       [&](const QueueKey& k) { return state.selected_queues.count(k) > 0; });
     const bool room = row_h >= ImGui::GetTextLineHeight() - 2;
-    if (room || rows[r].first.device != last_device) {
+    if ((room || rows[r].first.device != last_device) && y >= last_label_y + ImGui::GetTextLineHeight() - 2) {
+      last_label_y = y;
       // Rows too thin for their own label are named by device at the device's first row.
       const std::string label = room ? queue_row_label(rows[r], state.queue_grouping, meta)
                                      : (meta != nullptr ? meta->device_name(rows[r].first.device)
@@ -124,7 +128,8 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     if (rows[r].first.device != last_device && r > 0)
       dl->AddLine(ImVec2(origin.x, y), ImVec2(origin.x + label_w + map_w, y), palette::kGrid);
     last_device = rows[r].first.device;
-    // Cells quantised to 48 levels and merged into runs: far fewer rectangles than cells.
+    // Cells quantised to 48 levels and merged into runs: far fewer rectangles than cells. The
+    // colour follows the square root of depth, so shallow queues still show against empty ones.
     constexpr int kLevels = 48;
     auto level = [&](int b) {
       const double v = grid_[r][static_cast<std::size_t>(b)];
@@ -138,7 +143,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
         const float xa = origin.x + label_w + cell_w * static_cast<float>(b);
         const float xb = origin.x + label_w + cell_w * static_cast<float>(e);
         dl->AddRectFilled(ImVec2(xa, y), ImVec2(xb, y + row_h - (row_h > 5 ? 1.0f : 0.0f)),
-                          palette::heat((lv + 0.5) / kLevels));
+                          palette::heat(std::sqrt((lv + 0.5) / kLevels)));
       }
       b = e;
     }

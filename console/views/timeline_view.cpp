@@ -104,7 +104,11 @@ void fold_tooltip(const TimelineItem& item, const LaneSpans& lane) {
   }
   const auto kind = telemetry::span_kind_name(item.kind);
   ImGui::Text("mostly    %.*s", static_cast<int>(kind.size()), kind.data());
-  if (item.has_stall) ImGui::Text("stalls    about %.0f%% of the time sampled", 100.0 * item.stall_share);
+  if (item.has_stall) {
+    const auto reason = telemetry::stall_reason_name(item.stall_reason);
+    ImGui::Text("stalls    about %.0f%% of the time sampled, mostly %.*s", 100.0 * item.stall_share,
+                static_cast<int>(reason.size()), reason.data());
+  }
   ImGui::Text("from      %s", format_time(item.start_ns, 1000).c_str());
   ImGui::Text("span      %s", format_duration(item.end_ns - item.start_ns).c_str());
   ImGui::EndTooltip();
@@ -230,8 +234,8 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   if (!initialised_ && !model.spans().empty()) {
     // First data: show the last two seconds (live) or everything (a trace).
     if (state.live) {
-      state.view_t1_ns = model.end_ns();
-      state.view_t0_ns = state.view_t1_ns - 2'000'000'000;
+      state.view_t0_ns = std::max(model.end_ns() - 2'000'000'000, model.begin_ns());
+      state.view_t1_ns = state.view_t0_ns + 2'000'000'000;
     } else {
       fit(state, model);
     }
@@ -239,9 +243,10 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   }
   if (model.spans().empty() && model.end_ns() == 0) initialised_ = false;
   if (state.live && state.follow_live && model.end_ns() > 0) {
+    // The newest data at the right edge; early in a run, the run's start at the left edge.
     const std::int64_t range = state.view_t1_ns - state.view_t0_ns;
-    state.view_t1_ns = model.end_ns();
-    state.view_t0_ns = state.view_t1_ns - range;
+    state.view_t0_ns = std::max(model.end_ns() - range, model.begin_ns());
+    state.view_t1_ns = state.view_t0_ns + range;
   }
   handle_keys(model, state);
 
@@ -345,9 +350,10 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
         const float xb = std::min(x_start + width, std::max(x_at(item.end_ns), xa + 1.0f));
         if (item.folded()) {
           ++stats_.folded_items;
-          // Darker than a single span; reddened by the share of stalled time sampled inside.
+          // Darker than a single span; tinted towards the colour of the reason it stalled for,
+          // by the share of stalled time sampled inside (idle reads grey, barriers red).
           const ImU32 c = palette::mix(palette::scale(palette::span_kind(item.kind), 0.6f),
-                                       palette::scale(palette::stall_reason(telemetry::StallReason::Barrier), 0.8f),
+                                       palette::scale(palette::stall_reason(item.stall_reason), 0.8f),
                                        item.stall_share);
           dl->AddRectFilled(ImVec2(xa, lane_y), ImVec2(xb, lane_y + h), c);
           // Tracy's fold marker: a zigzag along the block.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <QDir>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -81,6 +82,7 @@ SpanColours count_span_colours(const QImage& image) {
       const int r = qRed(line[x]), g = qGreen(line[x]), b = qBlue(line[x]);
       if (b > 110 && b > r + 60 && b > g + 20) ++c.blue;
       if (g > 110 && g > r + 50 && g > b + 30) ++c.green;
+      if (std::max({r, g, b}) - std::min({r, g, b}) > 60) ++c.saturated;
     }
   }
   return c;

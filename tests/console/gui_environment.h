@@ -22,6 +22,7 @@ double luminance_stddev(const QImage& image);
 struct SpanColours {
   long blue = 0;
   long green = 0;
+  long saturated = 0;  // any strongly coloured pixel: spans of every kind, stalls, heat cells
 };
 SpanColours count_span_colours(const QImage& image);
 

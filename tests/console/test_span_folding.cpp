@@ -94,6 +94,7 @@ TEST(SpanFolding, FoldsAreColouredByTheirMostCommonKindAndFlagStalls) {
   EXPECT_EQ(items[0].kind, SpanKind::Attention);
   EXPECT_TRUE(items[0].has_stall);
   EXPECT_FLOAT_EQ(items[0].stall_share, 0.25f);
+  EXPECT_EQ(items[0].stall_reason, telemetry::StallReason::QueueEmpty);
 }
 
 TEST(SpanFolding, FoldsCloseAtTheirMaximumWidth) {
