@@ -2,11 +2,22 @@
 #include <QApplication>
 #include <QSurfaceFormat>
 #include <QTimer>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 
 #include "console/app/command_line.h"
 #include "console/app/main_window.h"
 #include "console/app/theme.h"
+
+namespace {
+
+// SIGTERM (the demo stopping its console) and SIGINT close the window normally, so that the
+// layout is saved and the connection shut down; the handler only sets a flag.
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Docks can float and re-dock: their GL widgets then share one context group.
@@ -23,6 +34,13 @@ int main(int argc, char** argv) {
 
   sy::console::MainWindow window;
   window.show();
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+  QTimer stop_watch;
+  QObject::connect(&stop_watch, &QTimer::timeout, &window, [&window] {
+    if (g_stop.load()) window.close();
+  });
+  stop_watch.start(100);
   if (options->connect) {
     const auto st = window.connectTo(*options->connect);
     if (!st.ok()) {
