@@ -351,7 +351,7 @@ void MainWindow::updateStatus() {
     if (live_->decodeErrors() > 0) stream += tr(", %1 undecodable").arg(live_->decodeErrors());
     if (live_->backlogDropped() > 0) stream += tr(", %1 batches dropped (console behind)").arg(live_->backlogDropped());
     if (model_.bad_messages() > 0) stream += tr(", %1 bad JSON (%2)").arg(model_.bad_messages()).arg(q(model_.last_error()));
-    stream += tr("; keeping the last %1").arg(q(format_duration(model_.retention().window_ns)));
+    stream += tr("; timeline holds the last %1").arg(q(format_duration(model_.spans().end_ns() - model_.spans().begin_ns())));
     stream_label_->setText(stream);
   } else if (trace_) {
     dot = "#5090e0";
