@@ -105,6 +105,16 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
       if (s.kind == SpanKind::Transfer) body += ",\"peer\":" + std::to_string(s.peer);
       if (s.kind == SpanKind::Stall) body += ",\"reason\":\"" + std::string(stall_reason_name(s.stall_reason)) + "\"";
       w.event(body + "}");
+      // A transfer is recorded once, on its source's send lane; show it on the destination's
+      // receive lane too.
+      if (s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.peer >= 0) {
+        name_device(s.peer);
+        w.event("\"ph\":\"X\",\"name\":" + json_string(span_name(s)) + ",\"cat\":\"transfer\",\"pid\":" +
+                std::to_string(device_pid(s.peer)) + ",\"tid\":" + std::to_string(static_cast<int>(Lane::Receive)) +
+                ",\"ts\":" + micros(s.start_ns) + ",\"dur\":" + micros(std::max<std::int64_t>(s.end_ns - s.start_ns, 0)) +
+                ",\"args\":{\"block\":" + std::to_string(s.block) + ",\"microbatch\":" + std::to_string(s.microbatch) +
+                ",\"tokens\":" + std::to_string(s.tokens) + ",\"peer\":" + std::to_string(s.device) + "}");
+      }
     }
   }
 

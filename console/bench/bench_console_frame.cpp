@@ -69,7 +69,7 @@ void fill(sy::console::ConsoleModel& model, std::size_t total) {
       model.add_span(s);
     }
     const std::int64_t run = t;
-    for (Lane lane : {Lane::Send, Lane::Receive}) {
+    for (Lane lane : {Lane::Send}) {  // each transfer also shows on its peer's receive lane
       std::int64_t u = 0;
       const std::int64_t step = run / static_cast<std::int64_t>(transfers);
       for (std::size_t i = 0; i < transfers; ++i) {

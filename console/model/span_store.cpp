@@ -14,6 +14,18 @@ bool SpanStore::add(const telemetry::Span& span) {
   devices_[static_cast<std::size_t>(span.device)][static_cast<std::size_t>(lane_index)].add(span);
   ++size_;
   end_ns_ = std::max(end_ns_, span.end_ns);
+  // A transfer travels as one record on its source's send lane; its destination's receive
+  // lane shows the same interval with the source as peer (docs/telemetry-protocol.md).
+  if (span.kind == telemetry::SpanKind::Transfer && span.lane == telemetry::Lane::Send && span.peer >= 0 &&
+      span.peer < kMaxDevices) {
+    telemetry::Span received = span;
+    received.device = span.peer;
+    received.peer = span.device;
+    received.lane = telemetry::Lane::Receive;
+    if (received.device >= device_count()) devices_.resize(static_cast<std::size_t>(received.device) + 1);
+    devices_[static_cast<std::size_t>(received.device)][static_cast<std::size_t>(telemetry::Lane::Receive)].add(received);
+    ++size_;
+  }
   return true;
 }
 

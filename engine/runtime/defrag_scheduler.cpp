@@ -6,16 +6,20 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
   const std::int32_t nb = grid.blocks, ne = grid.columns;
   if (nb == 0 || ne == 0) return std::nullopt;
   // Algorithm 1 recomputes TotalTokens/N_E for every (b, k); the per-block density is the same
-  // each time, so compute it once: O(NB·NE + NB·K) instead of O(NB·K·NE).
+  // each time, so compute it once: O(NB·NE + NB·K) instead of O(NB·K·NE). Only blocks with a
+  // waiting token can be picked, so the lookahead is summed for those alone (usually a few).
   block_density_.assign(static_cast<std::size_t>(nb), 0.0);
+  occupied_.clear();
   for (std::int32_t b = 0; b < nb; ++b) {
     std::int64_t total = 0;
     for (std::int32_t e = 0; e < ne; ++e) total += grid.at(b, e);
+    if (total == 0) continue;
     block_density_[b] = static_cast<double>(total) / ne;
+    occupied_.push_back(b);
   }
   std::optional<GridPick> best;
   double best_score = 0;
-  for (std::int32_t b = 0; b < nb; ++b) {
+  for (std::int32_t b : occupied_) {  // ascending: ties go to the lowest (block, expert)
     double lscore = 0, weight = 1;
     for (std::int32_t k = 1; k <= lookahead_; ++k) {
       weight *= decay_;

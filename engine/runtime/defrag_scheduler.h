@@ -2,6 +2,7 @@
 // token density of the next blocks, so waves of tokens consolidate without starving stragglers.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/runtime/scheduler.h"
@@ -18,6 +19,7 @@ class DefragScheduler final : public Scheduler {
   std::int32_t lookahead_;
   double decay_;
   std::vector<double> block_density_;  // Σ_e Q[b][e] / N_E, reused between calls
+  std::vector<std::int32_t> occupied_;  // blocks with a waiting token, ascending
 };
 
 }  // namespace sy

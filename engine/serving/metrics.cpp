@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 
 namespace sy {
@@ -130,6 +131,33 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
   r.rejected = true;
 }
 
+void MetricsCollector::IntervalLog::add(Interval i) {
+  if (!intervals.empty() && i.end < intervals.back().end) ordered = false;
+  longest = std::max(longest, i.end - i.start);
+  intervals.push_back(i);
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> MetricsCollector::IntervalLog::overlapping(std::int64_t lo,
+                                                                                             std::int64_t hi) const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  auto first = intervals.begin(), last = intervals.end();
+  if (ordered) {
+    // Sorted by end: skip those that end before lo; stop where even the longest interval
+    // would start after hi.
+    first = std::lower_bound(intervals.begin(), intervals.end(), lo,
+                             [](const Interval& i, std::int64_t t) { return i.end < t; });
+    const std::int64_t stop = hi > std::numeric_limits<std::int64_t>::max() - longest ? hi : hi + longest;
+    last = std::upper_bound(first, intervals.end(), stop, [](std::int64_t t, const Interval& i) { return t < i.end; });
+  }
+  for (auto it = first; it != last; ++it)
+    if (it->end > lo && it->start < hi) out.emplace_back(it->start, it->end);
+  return out;
+}
+
+void MetricsCollector::IntervalLog::forget_before(std::int64_t t) {
+  std::erase_if(intervals, [t](const Interval& i) { return i.end < t; });
+}
+
 void MetricsCollector::on_request(const RequestUpdate& u) {
   switch (u.phase) {
     case RequestPhase::Arrival: on_request_arrival(u.id, u.t_ns); break;
@@ -156,10 +184,9 @@ void MetricsCollector::forget_before(std::int64_t t) {
       ++it;
     }
   }
-  const auto ended = [t](const Interval& i) { return i.end < t; };
   for (Device& d : devices_) {
-    std::erase_if(d.busy, ended);
-    for (auto& reason : d.stall) std::erase_if(reason, ended);
+    d.busy.forget_before(t);
+    for (auto& reason : d.stall) reason.forget_before(t);
     std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
   }
 }
@@ -173,13 +200,13 @@ MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
 void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
   std::lock_guard lock(mutex_);
-  device(dev).busy.push_back({start, end});
+  device(dev).busy.add({start, end});
 }
 
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
   std::lock_guard lock(mutex_);
-  device(dev).stall[stall_index(reason)].push_back({start, end});
+  device(dev).stall[stall_index(reason)].add({start, end});
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
@@ -187,7 +214,9 @@ void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::i
                                     std::int64_t start_ns, std::int64_t end_ns) {
   on_device_busy(dev, start_ns, end_ns);
   std::lock_guard lock(mutex_);
-  device(dev).executions.push_back({end_ns, tokens});
+  Device& d = device(dev);
+  if (!d.executions.empty() && end_ns < d.executions.back().end) d.executions_ordered = false;
+  d.executions.push_back({end_ns, tokens});
 }
 
 void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
@@ -226,12 +255,9 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
 
   const std::size_t n = std::max(names_.size(), devices_.size());
   const std::int64_t span = t_end - t_begin;
-  const auto fraction = [&](const std::vector<Interval>& intervals) {
+  const auto fraction = [&](const IntervalLog& log) {
     if (span <= 0) return 0.0;
-    std::vector<std::pair<std::int64_t, std::int64_t>> v;
-    v.reserve(intervals.size());
-    for (const Interval& i : intervals) v.emplace_back(i.start, i.end);
-    return static_cast<double>(covered(std::move(v), t_begin, t_end)) / static_cast<double>(span);
+    return static_cast<double>(covered(log.overlapping(t_begin, t_end), t_begin, t_end)) / static_cast<double>(span);
   };
   for (std::size_t d = 0; d < n; ++d) {
     DeviceUsage u;
@@ -240,10 +266,19 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
       u.busy = fraction(devices_[d].busy);
       for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
       std::int64_t rows = 0;
-      for (const Execution& e : devices_[d].executions) {
-        if (e.end <= t_begin || e.end > t_end) continue;
+      const auto& ex = devices_[d].executions;
+      auto it = devices_[d].executions_ordered
+                    ? std::upper_bound(ex.begin(), ex.end(), t_begin,
+                                       [](std::int64_t t, const Execution& e) { return t < e.end; })
+                    : ex.begin();
+      for (; it != ex.end(); ++it) {
+        if (it->end > t_end) {
+          if (devices_[d].executions_ordered) break;
+          continue;
+        }
+        if (it->end <= t_begin) continue;
         ++u.executions;
-        rows += e.tokens;
+        rows += it->tokens;
       }
       if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
     }

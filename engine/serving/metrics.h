@@ -107,14 +107,26 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   struct Interval {
     std::int64_t start, end;
   };
+  // Intervals of one device (and reason) as reported. They arrive in order of their ends, so
+  // a window finds its intervals by binary search instead of scanning the whole history.
+  struct IntervalLog {
+    std::vector<Interval> intervals;
+    bool ordered = true;          // ends non-decreasing so far
+    std::int64_t longest = 0;     // the longest interval's length
+    void add(Interval i);
+    // The intervals that may overlap [lo, hi], as (start, end) pairs.
+    std::vector<std::pair<std::int64_t, std::int64_t>> overlapping(std::int64_t lo, std::int64_t hi) const;
+    void forget_before(std::int64_t t);
+  };
   struct Execution {
     std::int64_t end;
     std::int64_t tokens;
   };
   struct Device {
-    std::vector<Interval> busy;
+    IntervalLog busy;
     std::vector<Execution> executions;
-    std::array<std::vector<Interval>, kStallReasons.size()> stall;
+    bool executions_ordered = true;  // by end, as a device that runs one at a time reports them
+    std::array<IntervalLog, kStallReasons.size()> stall;
   };
 
   Device& device(std::int32_t index);

@@ -37,9 +37,26 @@ tm::StallReason stall_reason(StallReason reason) {
   return tm::StallReason::None;
 }
 
-nlohmann::json latency(const LatencyStats& s) {
-  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
-  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
+// count, mean and nearest-rank percentiles of one window's latencies (ms); sorts `ms`.
+nlohmann::json latency(std::vector<double>& ms) {
+  if (ms.empty()) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
+  std::sort(ms.begin(), ms.end());
+  double sum = 0;
+  for (double v : ms) sum += v;
+  return {{"count", ms.size()},
+          {"mean", sum / static_cast<double>(ms.size())},
+          {"p50", percentile_nearest_rank(ms, 50)},
+          {"p90", percentile_nearest_rank(ms, 90)},
+          {"p99", percentile_nearest_rank(ms, 99)}};
+}
+
+std::size_t stall_slot(StallReason reason) {
+  switch (reason) {
+    case StallReason::QueueEmpty: return 0;
+    case StallReason::Barrier: return 1;
+    case StallReason::Transfer: return 2;
+  }
+  return 0;
 }
 
 std::int64_t unix_now_ns() {
@@ -62,6 +79,7 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
   requests_ = &hub_.add_producer("coordinator");
   if (prometheus_) prometheus_->set_device_names(topo.device_names);
   last_nonzero_.resize(static_cast<std::size_t>(topo.num_devices));
+  window_.resize(static_cast<std::size_t>(topo.num_devices));
   const auto cells = static_cast<std::size_t>(topo.num_blocks) * static_cast<std::size_t>(topo.num_experts) *
                      static_cast<std::size_t>(topo.num_devices);
   load_window_.assign(cells, 0);
@@ -115,6 +133,10 @@ void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int
   s.lane = tm::Lane::Compute;
   s.kind = span_kind(kind);
   producer(device).span(s);
+  DeviceWindow& w = window_[static_cast<std::size_t>(device)];
+  if (end_ns > summary_start_) w.busy_ns += end_ns - std::max(start_ns, summary_start_);
+  ++w.executions;
+  w.rows += tokens;
 }
 
 void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
@@ -126,6 +148,8 @@ void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int
   s.kind = tm::SpanKind::Stall;
   s.stall_reason = stall_reason(reason);
   producer(device).span(s);
+  if (end_ns > summary_start_)
+    window_[static_cast<std::size_t>(device)].stall_ns[stall_slot(reason)] += end_ns - std::max(start_ns, summary_start_);
 }
 
 void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t /*bytes*/,
@@ -138,11 +162,9 @@ void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64
   s.device = src;
   s.peer = dst;
   s.lane = tm::Lane::Send;
+  // One record per transfer: consumers show it on the destination's receive lane too (the
+  // protocol says so), which halves the most frequent record of the stream.
   producer(src).span(s);
-  s.device = dst;
-  s.peer = src;
-  s.lane = tm::Lane::Receive;
-  producer(dst).span(s);
 }
 
 void TelemetryBridge::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
@@ -170,15 +192,17 @@ void TelemetryBridge::on_request(const RequestUpdate& u) {
       break;
     case RequestPhase::Admitted: e.phase = tm::RequestPhase::Admitted; break;
     case RequestPhase::Token: {
-      // Every token feeds the latency histograms; only the first is a lifecycle event.
-      if (prometheus_) {
-        prometheus_->add_generated_tokens(1);
-        const auto last = last_token_ns_.find(u.id);
-        if (last != last_token_ns_.end()) {
-          prometheus_->observe_inter_token_latency(static_cast<double>(u.t_ns - last->second) * 1e-9);
-        } else if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end()) {
-          prometheus_->observe_time_to_first_token(static_cast<double>(u.t_ns - a->second) * 1e-9);
-        }
+      // Every token counts and has a latency; only the first is a lifecycle event.
+      ++window_tokens_;
+      if (prometheus_) prometheus_->add_generated_tokens(1);
+      if (const auto last = last_token_ns_.find(u.id); last != last_token_ns_.end()) {
+        const double seconds = static_cast<double>(u.t_ns - last->second) * 1e-9;
+        itl_ms_.push_back(seconds * 1e3);
+        if (prometheus_) prometheus_->observe_inter_token_latency(seconds);
+      } else if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end()) {
+        const double seconds = static_cast<double>(u.t_ns - a->second) * 1e-9;
+        ttft_ms_.push_back(seconds * 1e3);
+        if (prometheus_) prometheus_->observe_time_to_first_token(seconds);
       }
       last_token_ns_[u.id] = u.t_ns;
       if (u.tokens_out != 1) return;
@@ -188,6 +212,7 @@ void TelemetryBridge::on_request(const RequestUpdate& u) {
     case RequestPhase::Finished:
     case RequestPhase::Rejected:
       e.phase = u.phase == RequestPhase::Finished ? tm::RequestPhase::Finished : tm::RequestPhase::Rejected;
+      ++(u.phase == RequestPhase::Finished ? window_finished_ : window_rejected_);
       if (prometheus_ && u.phase == RequestPhase::Finished) {
         if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end())
           prometheus_->observe_end_to_end_latency(static_cast<double>(u.t_ns - a->second) * 1e-9);
@@ -253,23 +278,28 @@ void TelemetryBridge::close_load_window() {
   publish_meta();
 }
 
-nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end) const {
-  const MetricsReport r = d_.metrics().report(t_begin, t_end);
+nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end) {
   const Coordinator& co = d_.coordinator();
   const Topology& topo = d_.cluster().topology();
   std::int64_t running = 0;
   for (std::int32_t rank = 0; rank < topo.num_ranks(); ++rank) running += co.running(rank);
+  const double span = static_cast<double>(std::max<std::int64_t>(1, t_end - t_begin));
+  const double seconds = span * 1e-9;
   nlohmann::json devices = nlohmann::json::array();
-  for (std::size_t i = 0; i < r.devices.size(); ++i) {
-    const DeviceUsage& u = r.devices[i];
-    nlohmann::json stall = {{"weights", 0.0}};
-    for (std::size_t s = 0; s < kStallReasons.size(); ++s) stall[std::string(stall_reason_name(kStallReasons[s]))] = u.stall[s];
-    devices.push_back({{"device", static_cast<std::int64_t>(i)},
-                       {"name", u.name},
-                       {"busy", u.busy},
-                       {"stall", std::move(stall)},
-                       {"executions", u.executions},
-                       {"rows_per_execution", u.rows_per_execution}});
+  for (std::size_t i = 0; i < window_.size(); ++i) {
+    const DeviceWindow& w = window_[i];
+    const auto fraction = [&](std::int64_t ns) { return std::min(1.0, static_cast<double>(ns) / span); };
+    devices.push_back(
+        {{"device", static_cast<std::int64_t>(i)},
+         {"name", topo.device_names[i]},
+         {"busy", fraction(w.busy_ns)},
+         {"stall",
+          {{"queue_empty", fraction(w.stall_ns[0])},
+           {"barrier", fraction(w.stall_ns[1])},
+           {"transfer", fraction(w.stall_ns[2])},
+           {"weights", 0.0}}},
+         {"executions", w.executions},
+         {"rows_per_execution", w.executions > 0 ? static_cast<double>(w.rows) / static_cast<double>(w.executions) : 0.0}});
   }
   // Imbalance of each sparse block over the window: tokens of its busiest expert over the mean.
   nlohmann::json imbalance = nlohmann::json::array();
@@ -291,15 +321,15 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
   const std::int64_t kv_total = co.kv_pages_total();
   return {{"t_begin_ns", t_begin},
           {"t_end_ns", t_end},
-          {"tokens_per_s", r.tokens_per_s},
-          {"requests_per_s", r.requests_per_s},
-          {"requests_finished", r.requests_finished},
-          {"requests_rejected", r.requests_rejected},
-          {"tokens_generated", r.tokens_generated},
+          {"tokens_per_s", static_cast<double>(window_tokens_) / seconds},
+          {"requests_per_s", static_cast<double>(window_finished_) / seconds},
+          {"requests_finished", window_finished_},
+          {"requests_rejected", window_rejected_},
+          {"tokens_generated", window_tokens_},
           {"running", running},
           {"waiting", co.waiting_requests()},
-          {"itl_ms", latency(r.itl)},
-          {"ttft_ms", latency(r.ttft)},
+          {"itl_ms", latency(itl_ms_)},
+          {"ttft_ms", latency(ttft_ms_)},
           {"kv_usage", kv_total > 0 ? static_cast<double>(co.kv_pages_used()) / static_cast<double>(kv_total) : 0.0},
           {"devices", std::move(devices)},
           {"expert_imbalance", std::move(imbalance)},
@@ -314,6 +344,10 @@ void TelemetryBridge::close_summary_window() {
   if (prometheus_) prometheus_->on_summary(s);
   last_summary_load_ = summary_load_;
   std::fill(summary_load_.begin(), summary_load_.end(), 0);
+  std::fill(window_.begin(), window_.end(), DeviceWindow{});
+  itl_ms_.clear();
+  ttft_ms_.clear();
+  window_tokens_ = window_finished_ = window_rejected_ = 0;
   last_summary_ns_ = now - summary_start_;
   summary_start_ = now;
 }

@@ -79,7 +79,7 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   void sample_queues();
   void close_load_window();
   void close_summary_window();
-  nlohmann::json summary(std::int64_t t_begin, std::int64_t t_end) const;
+  nlohmann::json summary(std::int64_t t_begin, std::int64_t t_end);
   telemetry::Producer& producer(std::int32_t device) { return *devices_[static_cast<std::size_t>(device)]; }
 
   Deployment& d_;
@@ -101,9 +101,20 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   std::int64_t load_window_start_ = 0;
   std::int64_t summary_start_ = 0;
   std::int64_t last_summary_ns_ = 0;
-  // Prometheus latency histograms: each running request's last token time.
+  // Each running request's arrival and last token time (latencies).
   std::unordered_map<std::int64_t, std::int64_t> last_token_ns_;
   std::unordered_map<std::int64_t, std::int64_t> arrival_ns_;
+  // The open summary window, accumulated as events arrive (a window costs what happened in
+  // it, however long the run has been going).
+  struct DeviceWindow {
+    std::int64_t busy_ns = 0;
+    std::int64_t stall_ns[3] = {0, 0, 0};  // queue_empty, barrier, transfer
+    std::int64_t executions = 0;
+    std::int64_t rows = 0;
+  };
+  std::vector<DeviceWindow> window_;
+  std::vector<double> itl_ms_, ttft_ms_;
+  std::int64_t window_tokens_ = 0, window_finished_ = 0, window_rejected_ = 0;
 };
 
 }  // namespace sy

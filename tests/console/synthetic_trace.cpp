@@ -96,17 +96,13 @@ telemetry::StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::files
       send.peer = attention ? kAttention + i % kExpertDevices : i % kAttention;
       send.start_ns = s.end_ns;
       send.end_ns = s.end_ns + 20'000 + (i % 7) * 3'000;
-      spans.push_back(send);
-      Span receive = send;
-      receive.lane = Lane::Receive;
-      receive.device = send.peer;
-      receive.peer = d;
-      spans.push_back(receive);
+      spans.push_back(send);  // the destination's receive lane mirrors it
       t = s.end_ns;
     }
   }
   rec.add(std::span<const Span>(spans));
   counts.spans = spans.size();
+  for (const Span& s : spans) counts.transfers += s.kind == SpanKind::Transfer ? 1 : 0;
 
   std::vector<telemetry::QueueSample> queues;
   for (std::int64_t t = 0; t < end; t += 5'000'000) {

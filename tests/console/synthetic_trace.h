@@ -11,7 +11,8 @@
 namespace sy::console::testing {
 
 struct SyntheticTraceCounts {
-  std::size_t spans = 0;
+  std::size_t spans = 0;      // records in SPANS
+  std::size_t transfers = 0;  // of which transfers: the console shows each on two lanes
   std::size_t queue_samples = 0;
   std::size_t loads = 0;
   std::size_t request_events = 0;

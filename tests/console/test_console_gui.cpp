@@ -51,7 +51,7 @@ TEST_F(ConsoleGui, OpensARecordedTraceWithEveryView) {
   const auto st = w.openTrace(QString::fromStdString(trace_));
   ASSERT_TRUE(st.ok()) << st.message();
   settle();
-  EXPECT_EQ(w.model().spans().size(), counts_.spans);
+  EXPECT_EQ(w.model().spans().size(), counts_.spans + counts_.transfers);
   EXPECT_FALSE(w.viewState().live);
   for (const char* name : {"timelineView", "queuesDockView", "skewDockView", "chartsDockView"}) {
     auto* view = w.findChild<ImGuiWidget*>(name);

@@ -42,7 +42,7 @@ TEST_F(TraceTest, LoadsEveryTableIntoTheModel) {
   ASSERT_TRUE(load_trace(**reader, model).ok());
 
   EXPECT_FALSE(model.bounded());
-  EXPECT_EQ(model.spans().size(), counts_.spans);
+  EXPECT_EQ(model.spans().size(), counts_.spans + counts_.transfers);
   EXPECT_EQ(model.spans().rejected(), 0u);
   EXPECT_EQ(model.device_count(), 8);
   EXPECT_EQ(model.queues().queue_count(), 64u);  // 8 devices x 8 blocks

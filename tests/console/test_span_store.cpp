@@ -55,6 +55,24 @@ TEST(SpanStore, RejectsImplausibleSpans) {
   EXPECT_EQ(store.lane(9, Lane::Receive).size(), 0u);
 }
 
+TEST(SpanStore, ATransferShowsOnItsDestinationsReceiveLane) {
+  SpanStore store;
+  Span t = span(1, Lane::Send, 100, 180);
+  t.peer = 4;
+  t.tokens = 12;
+  ASSERT_TRUE(store.add(t));
+  ASSERT_EQ(store.lane(1, Lane::Send).size(), 1u);
+  ASSERT_EQ(store.lane(4, Lane::Receive).size(), 1u);
+  const Span& r = store.lane(4, Lane::Receive)[0];
+  EXPECT_EQ(r.device, 4);
+  EXPECT_EQ(r.peer, 1);
+  EXPECT_EQ(r.start_ns, 100);
+  EXPECT_EQ(r.end_ns, 180);
+  EXPECT_EQ(r.tokens, 12);
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_EQ(store.lane(1, Lane::Receive).size(), 0u);
+}
+
 TEST(SpanStore, TrimByTimeDropsOnlySpansEndedBeforeTheCutoff) {
   SpanStore store;
   for (int i = 0; i < 100; ++i) store.add(span(i % 2, Lane::Compute, i * 10, i * 10 + 10));

@@ -211,13 +211,22 @@ TEST(ChromeTrace, ExportParsesAndHoldsTheEvents) {
       process_names[e["pid"]] = e["args"]["name"];
     }
   }
-  EXPECT_EQ(complete, 7);
+  EXPECT_EQ(complete, 8);  // 7 spans; the transfer also on its destination's receive lane
   EXPECT_EQ(stalls, 3);
   EXPECT_EQ(counters, 1 + 2);  // one queue sample; tokens_per_s of each of the two summary windows
   EXPECT_EQ(instants, 1);
   EXPECT_EQ(process_names[1], "a0 (device 0)");
   EXPECT_EQ(process_names[2], "e0 (device 1)");
   EXPECT_EQ((thread_names[{2, 1}]), "send");
+  // The transfer e0 -> a0 (device 1 -> 0) appears on e0's send and a0's receive thread.
+  int send = 0, receive = 0;
+  for (const json& e : events) {
+    if (e["ph"] != "X" || e["cat"] != "transfer") continue;
+    if (e["pid"] == 2 && e["tid"] == 1 && e["args"]["peer"] == 0) ++send;
+    if (e["pid"] == 1 && e["tid"] == 2 && e["args"]["peer"] == 1) ++receive;
+  }
+  EXPECT_EQ(send, 1);
+  EXPECT_EQ(receive, 1);
 
   // The expert span of a0 in detail: µs timestamps, lane as thread, args.
   bool found = false;

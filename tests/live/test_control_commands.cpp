@@ -1,0 +1,257 @@
+// Control commands applied to a running simulated deployment, in process: each command changes
+// what it says (at the safe point for policy and placement), echoes itself on the telemetry
+// stream, refuses bad arguments without changing anything, and no token is lost or duplicated
+// across the changes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <tuple>
+#include <thread>
+
+#include "engine/model/random_model.h"
+#include "engine/serving/control_commands.h"
+#include "engine/serving/sim_deployment.h"
+#include "engine/serving/telemetry_bridge.h"
+#include "telemetry/subscriber.h"
+#include "telemetry/telemetry_hub.h"
+
+namespace sy {
+namespace {
+
+using nlohmann::json;
+
+ModelConfig shape() {
+  ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);
+  c.num_layers = 4;
+  c.sparse_layers.assign(4, true);
+  c.num_experts = 8;
+  c.top_k = 2;
+  return c;
+}
+
+class ControlCommandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto hw = find_hardware_profile("h100");
+    ASSERT_TRUE(hw.ok()) << hw.status().message();
+    config_ = shape();
+    DeploymentOptions o;
+    o.skew_lambda = 0.5;
+    o.link = profile_links(*hw, 8);
+    o.coordinator.max_batch_per_rank = 64;
+    deployment_ = std::make_unique<SimDeployment>(config_, *hw, Topology::disaggregated(config_, 2, 4), o);
+    telemetry::HubOptions ho;
+    ho.endpoint = "tcp://127.0.0.1:0";
+    auto hub = telemetry::TelemetryHub::start(ho);
+    ASSERT_TRUE(hub.ok()) << hub.status().message();
+    hub_ = std::move(hub).value();
+    RunInfo info;
+    info.backend = "sim";
+    info.model_name = "test";
+    info.model = config_;
+    bridge_ = std::make_unique<TelemetryBridge>(*deployment_, *hub_, nullptr, info, TelemetryBridge::Options{});
+    commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{});
+
+    WorkloadSpec w;
+    w.length_class = LengthClass::Short;
+    w.rate_per_s = 200;
+    w.duration_s = 0.5;
+    w.seed = 3;
+    w.vocab_size = config_.vocab_size;
+    requests_ = generate_workload(w);
+    deployment_->submit(requests_);
+  }
+
+  // Runs `command` on the loop at run time `at`; the reply lands in replies_[tag].
+  void at(std::int64_t at_ns, const std::string& tag, json command) {
+    deployment_->loop().post(at_ns, [this, tag, command] {
+      commands_->handle(command, [this, tag](const json& r) { replies_[tag] = r; });
+    });
+  }
+  json now(json command) {
+    json reply;
+    commands_->handle(command, [&](const json& r) { reply = r; });
+    return reply;
+  }
+  // Runs until every request is served; checks each one produced exactly its tokens.
+  void run_and_check_every_token() {
+    deployment_->run();
+    const auto& records = deployment_->coordinator().requests();
+    ASSERT_EQ(records.size(), requests_.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      ASSERT_EQ(records[i].state, RequestState::Finished) << "request " << i;
+      ASSERT_EQ(static_cast<std::int32_t>(records[i].output.size()), requests_[i].max_new_tokens) << "request " << i;
+    }
+    EXPECT_TRUE(deployment_->cluster().quiescent());
+  }
+
+  ModelConfig config_;
+  std::unique_ptr<SimDeployment> deployment_;
+  std::unique_ptr<telemetry::TelemetryHub> hub_;
+  std::unique_ptr<TelemetryBridge> bridge_;
+  std::unique_ptr<ControlCommands> commands_;
+  std::vector<RequestSpec> requests_;
+  std::map<std::string, json> replies_;
+};
+
+TEST_F(ControlCommandsTest, PolicyChangesApplyAtTheSafePointWithoutLosingTokens) {
+  at(50'000'000, "mtfs", {{"cmd", "set_policy"}, {"params", {{"scheduler", "mtfs"}}}});
+  at(150'000'000, "pingpong", {{"cmd", "set_policy"}, {"policy", "pingpong"}, {"params", {{"microbatches", 3}}}});
+  at(250'000'000, "m2", {{"cmd", "set_microbatches"}, {"m", 2}});
+  at(350'000'000, "sync", {{"cmd", "set_policy"}, {"policy", "sync"}});
+  at(450'000'000, "async", {{"cmd", "set_policy"}, {"policy", "async"}, {"params", {{"scheduler", "defrag"}}}});
+  run_and_check_every_token();
+  for (const char* tag : {"mtfs", "pingpong", "m2", "sync", "async"}) {
+    ASSERT_TRUE(replies_.count(tag)) << tag;
+    EXPECT_TRUE(replies_[tag]["ok"].get<bool>()) << tag << ": " << replies_[tag].dump();
+    EXPECT_GE(replies_[tag]["applied_at_ns"].get<std::int64_t>(), 50'000'000) << tag;
+  }
+  EXPECT_EQ(replies_["pingpong"]["new"]["microbatches"], 3);
+  EXPECT_EQ(replies_["m2"]["old"]["microbatches"], 3);
+  EXPECT_EQ(deployment_->coordinator().policy().kind, PolicyKind::Async);
+  EXPECT_EQ(deployment_->coordinator().policy_switches(), 5);
+}
+
+// Tokens routed per (block, expert, device), before and after a given run time.
+struct RoutedCounter : RuntimeObserver {
+  std::int64_t split_ns = 0;
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int64_t> before, after;
+  void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
+                 std::int64_t at_ns) override {
+    (at_ns < split_ns ? before : after)[{block, expert, device}] += tokens;
+  }
+};
+
+TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
+  // Devices 2-5 hold the experts round-robin: expert 1 on device 3, expert 0 on device 2.
+  const auto& before = deployment_->cluster().topology().expert_devices;
+  ASSERT_EQ(before[1][1], std::vector<std::int32_t>{3});
+  RoutedCounter routed;
+  routed.split_ns = 100'000'000;
+  deployment_->observers().add(&routed, nullptr);
+  at(100'000'000, "move", {{"cmd", "move_expert"}, {"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}});
+  at(100'000'000, "replicate", {{"cmd", "replicate_expert"}, {"expert", 0}, {"to", 4}});
+  run_and_check_every_token();
+  ASSERT_TRUE(replies_["move"]["ok"].get<bool>()) << replies_["move"].dump();
+  ASSERT_TRUE(replies_["replicate"]["ok"].get<bool>()) << replies_["replicate"].dump();
+  const Topology& topo = deployment_->cluster().topology();
+  EXPECT_EQ(topo.expert_devices[1][1], std::vector<std::int32_t>{5});
+  EXPECT_EQ(topo.expert_devices[2][1], std::vector<std::int32_t>{3});  // other blocks unchanged
+  for (std::int32_t b = 0; b < 4; ++b) EXPECT_EQ(topo.expert_devices[b][0], (std::vector<std::int32_t>{2, 4})) << b;
+  // The state reports the new placement, and the replica on device 4 served tokens.
+  const json state = now({{"cmd", "get_state"}})["state"];
+  EXPECT_EQ(state["placement"][1][1], json::array({5}));
+  EXPECT_EQ(state["placement"][3][0], json::array({2, 4}));
+  // Before the change its tokens went to device 3, after it to device 5 (applied within a
+  // safe point of the request); expert 0's tokens now reach both replicas.
+  const auto applied = replies_["move"]["applied_at_ns"].get<std::int64_t>();
+  EXPECT_GT((routed.before[{1, 1, 3}]), 0);
+  EXPECT_EQ((routed.after[{1, 1, 3}]), 0) << "applied at " << applied;
+  EXPECT_GT((routed.after[{1, 1, 5}]), 0);
+  EXPECT_GT((routed.after[{2, 0, 2}]), 0);
+  EXPECT_GT((routed.after[{2, 0, 4}]), 0);
+  deployment_->observers().remove(&routed, nullptr);
+}
+
+TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
+  const json state_before = now({{"cmd", "get_state"}})["state"];
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"cmd", "set_policy"}, {"policy", "fastest"}}, "unknown policy 'fastest'"},
+      {{{"cmd", "set_policy"}, {"params", {{"lookahed", 3}}}}, "unknown key 'lookahed'"},
+      {{{"cmd", "set_policy"}, {"params", {{"decay", 2.0}}}}, "decay"},
+      {{{"cmd", "set_policy"}}, "nothing to change"},
+      {{{"cmd", "set_policy"}, {"policy", 7}}, "'policy' must be a string"},
+      {{{"cmd", "set_microbatches"}, {"m", 0}}, "'m' must be in [1, 64]"},
+      {{{"cmd", "set_microbatches"}, {"m", "three"}}, "'m' must be an integer"},
+      {{{"cmd", "set_microbatches"}, {"m", 2.5}}, "'m' must be an integer"},
+      {{{"cmd", "set_microbatches"}}, "missing field 'm'"},
+      {{{"cmd", "move_expert"}, {"expert", 1}, {"from", 2}, {"to", 5}}, "is not on device 2"},
+      {{{"cmd", "move_expert"}, {"expert", 1}, {"from", 3}, {"to", 3}}, "the same device"},
+      {{{"cmd", "move_expert"}, {"expert", 9}, {"from", 3}, {"to", 4}}, "'expert' must be in [0, 7]"},
+      {{{"cmd", "move_expert"}, {"expert", 1}, {"from", 3}, {"to", 99}}, "'to' must be in [0, 5]"},
+      {{{"cmd", "move_expert"}, {"block", 4}, {"expert", 1}, {"from", 3}, {"to", 4}}, "'block' must be in [-1, 3]"},
+      {{{"cmd", "move_expert"}, {"expert", 1}, {"from", 3}, {"to", 4}, {"blok", 1}}, "unknown field 'blok'"},
+      {{{"cmd", "replicate_expert"}, {"expert", 1}, {"to", 3}}, "already on device 3"},
+      {{{"cmd", "set_placement"}, {"placement", json::array()}}, "placement has 0 blocks"},
+      {{{"cmd", "set_placement"}, {"placement", "all"}}, "must be a list"},
+      {{{"cmd", "set_placement"}, {"placement", json::array({json::array(), json::array(), json::array(), json::array()})}},
+       "lists 0 experts"},
+      {{{"cmd", "record_stop"}}, "no recording is running"},
+      {{{"cmd", "record_start"}}, "'path' must be a non-empty string"},
+      {{{"cmd", "record_start"}, {"path", "/nonexistent-dir/x.db"}}, "/nonexistent-dir/x.db"},
+      {{{"cmd", "set_workload"}, {"rate", 10}}, "not generated live"},
+      {{{"cmd", "pause"}, {"now", true}}, "unknown field 'now'"},
+      {{{"cmd", "reboot"}}, "unknown command 'reboot'"},
+      {{{"cmd", 5}}, "string field \"cmd\""},
+  };
+  for (const auto& [command, expected] : bad) {
+    const json reply = now(command);
+    EXPECT_FALSE(reply["ok"].get<bool>()) << command.dump();
+    EXPECT_NE(reply.value("error", "").find(expected), std::string::npos)
+        << command.dump() << " -> " << reply.dump() << " (expected '" << expected << "')";
+  }
+  EXPECT_FALSE(deployment_->coordinator().switching());
+  const json state_after = now({{"cmd", "get_state"}})["state"];
+  for (const char* key : {"policy", "placement", "admission_paused", "recording", "switching"})
+    EXPECT_EQ(state_before[key], state_after[key]) << key;
+  run_and_check_every_token();
+}
+
+TEST_F(ControlCommandsTest, PauseHoldsNewRequestsUntilResume) {
+  at(1, "pause", {{"cmd", "pause"}});
+  bool checked = false;
+  deployment_->loop().post(200'000'000, [&] {
+    // Arrivals since the pause wait; none was admitted.
+    const auto& records = deployment_->coordinator().requests();
+    EXPECT_TRUE(std::none_of(records.begin(), records.end(),
+                             [](const RequestRecord& r) { return r.state == RequestState::Running; }));
+    EXPECT_GT(deployment_->coordinator().waiting(), 0u);
+    checked = true;
+    commands_->handle({{"cmd", "resume"}}, [&](const json& r) { replies_["resume"] = r; });
+  });
+  run_and_check_every_token();
+  EXPECT_TRUE(checked);
+  EXPECT_EQ(replies_["pause"]["new"]["admission_paused"], true);
+  EXPECT_EQ(replies_["resume"]["old"]["admission_paused"], true);
+}
+
+TEST_F(ControlCommandsTest, ChangesAreEchoedOnTheControlTopic) {
+  auto sub = telemetry::Subscriber::connect(hub_->endpoint());
+  ASSERT_TRUE(sub.ok()) << sub.status().message();
+  // The SUB connects asynchronously: publish meta until the subscriber has seen one.
+  bool joined = false;
+  for (int i = 0; i < 400 && !joined; ++i) {
+    bridge_->publish_meta();
+    for (const auto& b : (*sub)->poll(std::chrono::milliseconds(10)))
+      if (b.topic == telemetry::Topic::Meta) joined = true;
+  }
+  ASSERT_TRUE(joined);
+  at(10'000'000, "pause", {{"cmd", "pause"}});
+  at(20'000'000, "resume", {{"cmd", "resume"}});
+  at(30'000'000, "mtfs", {{"cmd", "set_policy"}, {"params", {{"scheduler", "mtfs"}}}});
+  at(40'000'000, "bad", {{"cmd", "set_microbatches"}, {"m", -1}});
+  run_and_check_every_token();
+  bridge_->finish();
+  std::vector<json> events;
+  for (int i = 0; i < 200 && events.size() < 4; ++i) {
+    for (const auto& b : (*sub)->poll(std::chrono::milliseconds(20))) {
+      if (b.topic != telemetry::Topic::Control) continue;
+      for (const json& e : json::parse(b.json)) events.push_back(e);
+    }
+  }
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0]["cmd"], "pause");
+  EXPECT_EQ(events[1]["cmd"], "resume");
+  EXPECT_EQ(events[2]["cmd"], "set_policy");
+  EXPECT_EQ(events[2]["new"]["scheduler"], "mtfs");
+  EXPECT_EQ(events[2]["old"]["scheduler"], "defrag");
+  EXPECT_EQ(events[3]["cmd"], "set_microbatches");
+  EXPECT_FALSE(events[3]["ok"].get<bool>());
+  EXPECT_NE(events[3]["error"].get<std::string>().find("'m' must be in"), std::string::npos);
+  for (const json& e : events) EXPECT_TRUE(e.contains("t_ns") && e.contains("request")) << e.dump();
+}
+
+}  // namespace
+}  // namespace sy
