@@ -1,5 +1,6 @@
-// Status and StatusOr for the telemetry library, which depends on nothing else of ours: errors
-// users can cause (files, endpoints, messages) come back with a message naming the problem.
+// Status and StatusOr: how errors users can cause (files, endpoints, messages, layouts,
+// commands) travel back with a message naming the thing and the problem. They live here
+// because the telemetry library depends on nothing else of ours; the engine uses the same type.
 #pragma once
 
 #include <cassert>
@@ -21,6 +22,8 @@ class [[nodiscard]] Status {
   }
   bool ok() const { return ok_; }
   const std::string& message() const { return message_; }
+  // Prefixes the message with context ("loading /m/config.json: " + message).
+  Status with_context(const std::string& context) const { return ok_ ? *this : Error(context + ": " + message_); }
 
  private:
   bool ok_ = true;

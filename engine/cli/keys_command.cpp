@@ -20,10 +20,6 @@ struct KeysArgs {
   bool force = false;
 };
 
-void check_telemetry(const telemetry::Status& status) {
-  if (!status.ok()) throw CommandError{status.message()};
-}
-
 bool valid_client_name(const std::string& name) {
   if (name.empty() || name.size() > 64 || name == "server") return false;
   for (char c : name) {
@@ -58,18 +54,18 @@ void run(const KeysArgs& a) {
   std::vector<std::string> wrote;
   if (!have_server || a.force) {
     const telemetry::CurveKeyPair server = telemetry::generate_curve_keypair();
-    check_telemetry(telemetry::write_key_file(server_key, server, true));
-    check_telemetry(telemetry::write_key_file(server_pub, server, false));
+    check(telemetry::write_key_file(server_key, server, true));
+    check(telemetry::write_key_file(server_pub, server, false));
     wrote.push_back(server_key.string() + "   the engine's key pair (secret; --keys " + a.out.string() + ")");
     wrote.push_back(server_pub.string() + "   the engine's public key (give to every client)");
   } else if (!fs::exists(server_pub, ec)) {
     auto server = telemetry::read_key_file(server_key);
-    check_telemetry(server.status());
-    check_telemetry(telemetry::write_key_file(server_pub, *server, false));
+    check(server.status());
+    check(telemetry::write_key_file(server_pub, *server, false));
   }
   const telemetry::CurveKeyPair client = telemetry::generate_curve_keypair();
-  check_telemetry(telemetry::write_key_file(client_key, client, true));
-  check_telemetry(telemetry::write_key_file(client_pub, client, false));
+  check(telemetry::write_key_file(client_key, client, true));
+  check(telemetry::write_key_file(client_pub, client, false));
   wrote.push_back(client_key.string() + "   client '" + a.client + "' key pair (secret; give to that client)");
   wrote.push_back(client_pub.string() + "   authorises client '" + a.client + "' (delete it to revoke)");
   for (const auto& line : wrote) std::printf("wrote %s\n", line.c_str());

@@ -9,15 +9,6 @@
 namespace sy::cli {
 namespace {
 
-void check_telemetry(const telemetry::Status& s) {
-  if (!s.ok()) throw CommandError{s.message()};
-}
-template <class T>
-T take_telemetry(telemetry::StatusOr<T> r) {
-  check_telemetry(r.status());
-  return std::move(r).value();
-}
-
 // "9100" or "HOST:9100"; loopback unless a host is given.
 std::pair<std::string, int> parse_metrics_address(const std::string& text) {
   std::string host = "127.0.0.1", port_text = text;
@@ -63,22 +54,22 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
   if (sockets && f.control.empty()) f.control = kDefaultControlEndpoint;
 
   std::optional<telemetry::CurveServerConfig> curve;
-  if (!f.keys.empty()) curve = take_telemetry(telemetry::load_curve_server_config(f.keys));
+  if (!f.keys.empty()) curve = take(telemetry::load_curve_server_config(f.keys));
   if (!f.telemetry.empty())
-    check_telemetry(telemetry::check_listen_endpoint("telemetry", f.telemetry, curve.has_value(), f.insecure));
+    check(telemetry::check_listen_endpoint("telemetry", f.telemetry, curve.has_value(), f.insecure));
   if (!f.control.empty())
-    check_telemetry(telemetry::check_listen_endpoint("control", f.control, curve.has_value(), f.insecure));
+    check(telemetry::check_listen_endpoint("control", f.control, curve.has_value(), f.insecure));
 
   telemetry::HubOptions hub;
   hub.endpoint = f.telemetry;
   hub.curve = curve;
-  live->hub_ = take_telemetry(telemetry::TelemetryHub::start(hub));
+  live->hub_ = take(telemetry::TelemetryHub::start(hub));
 
   if (!f.metrics.empty()) {
     const auto [host, port] = parse_metrics_address(f.metrics);
     live->registry_ = std::make_unique<telemetry::PrometheusRegistry>();
     live->serving_metrics_ = std::make_unique<telemetry::ServingMetrics>(*live->registry_);
-    live->http_ = take_telemetry(telemetry::MetricsHttpServer::start(*live->registry_, host, port));
+    live->http_ = take(telemetry::MetricsHttpServer::start(*live->registry_, host, port));
   }
   if (!f.control.empty()) {
     telemetry::ControlServerOptions o;
@@ -88,7 +79,7 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
     // A whole placement for a large model is bigger than the default limit.
     o.max_request_bytes = 1024 * 1024;
     LiveTelemetry* self = live.get();
-    live->control_ = take_telemetry(telemetry::ControlServer::start(
+    live->control_ = take(telemetry::ControlServer::start(
         o, [self](nlohmann::json command, telemetry::ControlServer::Reply reply) {
           self->handle(std::move(command), std::move(reply));
         }));
@@ -125,7 +116,7 @@ void LiveTelemetry::attach(Deployment& deployment, RunInfo info, ControlCommands
     r.path = flags_.record;
     r.metadata = bridge_->recording_metadata();
     r.device_names = deployment.cluster().topology().device_names;
-    check_telemetry(hub_->start_recording(r));
+    check(hub_->start_recording(r));
     recording_started_ = true;
   }
   std::lock_guard lock(target_mutex_);

@@ -21,26 +21,22 @@ struct TraceArgs {
 };
 
 // The telemetry library has its own Status (it depends on nothing of ours).
-void check_telemetry(const telemetry::Status& status) {
-  if (!status.ok()) throw CommandError{status.message()};
-}
-
 std::unique_ptr<telemetry::TraceReader> open_trace(const std::filesystem::path& file) {
   auto reader = telemetry::TraceReader::open(file);
-  check_telemetry(reader.status());
+  check(reader.status());
   return std::move(reader).value();
 }
 
 void summarize(const TraceArgs& a) {
   auto reader = open_trace(a.file);
   auto summary = telemetry::summarize_trace(*reader, a.top);
-  check_telemetry(summary.status());
+  check(summary.status());
   std::printf("trace %s\n%s", a.file.string().c_str(), telemetry::format_trace_summary(*summary).c_str());
 }
 
 void export_chrome(const TraceArgs& a) {
   auto reader = open_trace(a.file);
-  check_telemetry(telemetry::export_chrome_trace(*reader, a.out));
+  check(telemetry::export_chrome_trace(*reader, a.out));
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(a.out, ec);
   std::printf("wrote %s (%llu bytes): open it at https://ui.perfetto.dev or chrome://tracing\n",

@@ -834,13 +834,43 @@ Layout make_colocated_layout(std::int32_t devices, const ModelConfig& config) {
   return layout;
 }
 
-Layout make_disaggregated_layout(std::int32_t attention, std::int32_t expert, const ModelConfig& config) {
-  assert(attention >= 1 && expert >= 1);
+Layout make_disaggregated_layout(std::int32_t attention, std::int32_t expert, const ModelConfig& config,
+                                 std::int32_t nodes) {
+  assert(attention >= 1 && expert >= 1 && nodes >= 1 && attention % nodes == 0 && expert % nodes == 0);
   Layout layout = make_layout(std::to_string(attention) + " attention + " + std::to_string(expert) +
-                                  " expert devices (disaggregated)",
+                                  " expert devices (disaggregated" +
+                                  (nodes > 1 ? ", " + std::to_string(nodes) + " nodes)" : ")"),
                               attention, 0, expert, config);
   layout.policy.policy = "async";
   layout.policy.scheduler = "defrag";
+  if (nodes == 1) return layout;
+  // Node n holds attention devices [n·A/N, (n+1)·A/N) then expert devices likewise: put the
+  // devices in that order, renaming them by position and remapping the placement.
+  const std::int32_t a = attention / nodes, e = expert / nodes, total = attention + expert;
+  std::vector<std::int32_t> new_index(static_cast<std::size_t>(total));
+  for (std::int32_t d = 0; d < total; ++d) {
+    const bool attn = d < attention;
+    const std::int32_t i = attn ? d : d - attention;  // index within its kind
+    const std::int32_t node = i / (attn ? a : e);
+    new_index[static_cast<std::size_t>(d)] = node * (a + e) + (attn ? i % a : a + i % e);
+  }
+  std::vector<DeviceSpec> devices(static_cast<std::size_t>(total));
+  for (std::int32_t d = 0; d < total; ++d) {
+    DeviceSpec dev = layout.devices[static_cast<std::size_t>(d)];
+    dev.name = "gpu" + std::to_string(new_index[static_cast<std::size_t>(d)]);
+    devices[static_cast<std::size_t>(new_index[static_cast<std::size_t>(d)])] = std::move(dev);
+  }
+  layout.devices = std::move(devices);
+  for (std::int32_t b = 0; b < config.num_layers; ++b) {
+    if (!config.is_sparse(b)) continue;
+    for (std::int32_t x = 0; x < config.num_experts; ++x) {
+      std::vector<std::int32_t> moved;
+      for (std::int32_t d : layout.placement.devices(b, x)) moved.push_back(new_index[static_cast<std::size_t>(d)]);
+      Status s = layout.placement.set(b, x, std::move(moved));
+      assert(s.ok());
+      (void)s;
+    }
+  }
   return layout;
 }
 

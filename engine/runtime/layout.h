@@ -31,7 +31,7 @@ struct PolicySpec {
   std::string policy = "async";   // async | pingpong | sync
   std::string scheduler = "defrag";  // defrag | mtfs | flfs (async)
   std::int32_t lookahead = 3;     // defrag: blocks looked ahead (K in AMoE Algorithm 1)
-  double decay = 0.5;             // defrag: weight δ^k of the k-th block ahead, 0 < δ ≤ 1
+  double decay = 1.0;             // defrag: weight δ^k of the k-th block ahead, 0 < δ ≤ 1
   std::int32_t microbatches = 2;  // pingpong: m micro-batches, 1 ≤ m ≤ 64
 
   bool operator==(const PolicySpec&) const = default;
@@ -144,7 +144,9 @@ StatusOr<Layout> load_layout(const std::filesystem::path& path, const ModelConfi
 // Colocated: every device runs attention and holds experts; policy sync.
 Layout make_colocated_layout(std::int32_t devices, const ModelConfig& config);
 // Disaggregated: `attention` attention-only devices, then `expert` expert-only devices;
-// policy async/defrag.
-Layout make_disaggregated_layout(std::int32_t attention, std::int32_t expert, const ModelConfig& config);
+// policy async/defrag. With `nodes` > 1 (dividing both counts), every node of consecutive
+// devices holds its share of each kind, attention first, as a multi-node deployment would.
+Layout make_disaggregated_layout(std::int32_t attention, std::int32_t expert, const ModelConfig& config,
+                                 std::int32_t nodes = 1);
 
 }  // namespace sy

@@ -46,7 +46,7 @@ class Scheduler {
 struct SchedulerParams {
   std::string name = "defrag";  // defrag | mtfs | flfs
   std::int32_t lookahead = 3;   // defrag: blocks looked ahead (K in AMoE Algorithm 1)
-  double decay = 0.5;           // defrag: weight δ^k of the k-th block ahead
+  double decay = 1.0;           // defrag: weight δ^k of the k-th block ahead (see layouts/README.md)
 };
 
 // Errors name the unknown scheduler or the parameter out of range.

@@ -84,7 +84,7 @@ TEST(ShippedLayouts, DisaggregatedDealsExpertsRoundRobinToExpertDevices) {
         EXPECT_EQ(l->placement.devices(b, e), expected) << "block " << b << " expert " << e;
       }
     }
-    EXPECT_EQ(l->policy, (PolicySpec{"async", "defrag", 3, 0.5, 2}));
+    EXPECT_EQ(l->policy, (PolicySpec{"async", "defrag", 3, 1.0, 2}));
     EXPECT_EQ(l->capacity, (CapacitySpec{4096, 16, 64}));
     expect_round_trip(*l, config);
   }
