@@ -49,6 +49,32 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
   relative_weight_.resize(n);
   for (std::size_t d = 0; d < n; ++d)
     relative_weight_[d] = std::max(std::exp(-lambda * static_cast<double>(d)), kMinRelativeWeight);
+  // Vose's alias table over the rank weights: one draw costs one random number, whatever E.
+  alias_prob_.assign(n, 0.0);
+  alias_.assign(n, 0);
+  {
+    std::vector<double> scaled(n);
+    std::vector<std::int32_t> small, large;
+    for (std::size_t r = 0; r < n; ++r) {
+      scaled[r] = rank_weight_[r] * static_cast<double>(n) / first_pick_total_;
+      (scaled[r] < 1.0 ? small : large).push_back(static_cast<std::int32_t>(r));
+    }
+    while (!small.empty() && !large.empty()) {
+      const std::int32_t l = small.back(), g = large.back();
+      small.pop_back();
+      alias_prob_[static_cast<std::size_t>(l)] = scaled[static_cast<std::size_t>(l)];
+      alias_[static_cast<std::size_t>(l)] = g;
+      scaled[static_cast<std::size_t>(g)] -= 1.0 - scaled[static_cast<std::size_t>(l)];
+      if (scaled[static_cast<std::size_t>(g)] < 1.0) {
+        large.pop_back();
+        small.push_back(g);
+      }
+    }
+    for (std::int32_t r : large) alias_prob_[static_cast<std::size_t>(r)] = 1.0;
+    for (std::int32_t r : small) alias_prob_[static_cast<std::size_t>(r)] = 1.0;  // rounding leftovers
+    for (std::size_t r = 0; r < n; ++r)
+      if (alias_prob_[r] >= 1.0) alias_[r] = static_cast<std::int32_t>(r);
+  }
 
   std::uint64_t state = mix(seed ^ kPermutationSalt);
   ranking_.resize(static_cast<std::size_t>(num_layers));
@@ -84,29 +110,40 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
   } else if (k > 1) {
     std::fill(flags, flags + num_experts_, false);
   }
+  // A rank from the full distribution in O(1): the top 32 bits pick a column, the low 32 the
+  // side of its alias.
+  const auto draw = [&] {
+    const std::uint64_t x = next(state);
+    const auto column = static_cast<std::size_t>(((x >> 32) * static_cast<std::uint64_t>(num_experts_)) >> 32);
+    const double u = static_cast<double>(x & 0xffffffffULL) * 0x1.0p-32;
+    return u < alias_prob_[column] ? static_cast<std::int32_t>(column) : alias_[column];
+  };
   for (std::int32_t j = 0; j < k; ++j) {
-    double remaining = 0.0;
-    if (j == 0) {
-      remaining = first_pick_total_;
-    } else {
-      for (std::int32_t r = 0; r < num_experts_; ++r)
-        if (!taken[r]) remaining += rank_weight_[static_cast<std::size_t>(r)];
-    }
     std::int32_t pick = -1;
-    if (remaining > 0.0) {
-      double target = uniform01(state) * remaining;
-      for (std::int32_t r = 0; r < num_experts_; ++r) {
-        if ((j > 0 && taken[r]) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
-        pick = r;  // rounding can leave target just above the last sum: take the last candidate
-        target -= rank_weight_[static_cast<std::size_t>(r)];
-        if (target < 0.0) break;
-      }
-    } else {
-      (void)next(state);  // keep the draw count independent of underflow
+    // Sampling without replacement: draw from the full distribution until an untaken rank
+    // comes up, which is exactly proportional to the untaken weights.
+    for (int attempt = 0; attempt < 64 && pick < 0; ++attempt) {
+      const std::int32_t r = draw();
+      if ((j == 0 || !taken[r]) && rank_weight_[static_cast<std::size_t>(r)] > 0.0) pick = r;
     }
-    if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
-      pick = 0;
-      while (j > 0 && taken[pick]) ++pick;
+    if (pick < 0) {
+      // Almost all of the weight is taken (or underflowed): the exact scan over what is left.
+      double remaining = 0.0;
+      for (std::int32_t r = 0; r < num_experts_; ++r)
+        if (!(j > 0 && taken[r])) remaining += rank_weight_[static_cast<std::size_t>(r)];
+      if (remaining > 0.0) {
+        double target = uniform01(state) * remaining;
+        for (std::int32_t r = 0; r < num_experts_; ++r) {
+          if ((j > 0 && taken[r]) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
+          pick = r;  // rounding can leave target just above the last sum: take the last candidate
+          target -= rank_weight_[static_cast<std::size_t>(r)];
+          if (target < 0.0) break;
+        }
+      }
+      if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
+        pick = 0;
+        while (j > 0 && taken[pick]) ++pick;
+      }
     }
     expert_ids[j] = pick;
     if (k > 1) taken[pick] = true;

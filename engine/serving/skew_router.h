@@ -44,6 +44,8 @@ class SkewRouter {
   std::vector<double> rank_weight_;                 // [rank], sums to 1
   double first_pick_total_ = 0;                     // Σ rank_weight_, in rank order
   std::vector<double> relative_weight_;             // [rank distance] -> max(exp(-λ·d), 1e-6)
+  std::vector<double> alias_prob_;                  // Vose alias table over rank_weight_
+  std::vector<std::int32_t> alias_;
   std::vector<std::vector<std::int32_t>> ranking_;  // [block][rank] -> expert
   std::vector<std::vector<std::int32_t>> rank_of_;  // [block][expert] -> rank
   std::vector<std::vector<double>> popularity_;     // [block][expert]
