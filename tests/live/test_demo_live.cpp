@@ -17,6 +17,7 @@
 
 #include "tests/live/demo_process.h"
 #include "telemetry/control_client.h"
+#include "telemetry/curve_keys.h"
 #include "telemetry/subscriber.h"
 #include "telemetry/trace_reader.h"
 
@@ -254,6 +255,72 @@ TEST(DemoLive, PrometheusServesTheServingMetrics) {
                              "switchyard_expert_load_imbalance"})
     EXPECT_NE(body.find(metric), std::string::npos) << metric << " missing from:\n" << body.substr(0, 2000);
   EXPECT_EQ(body.find("switchyard_generation_tokens_per_second 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sy
+
+namespace sy {
+namespace {
+
+TEST(DemoLive, ListeningBeyondLoopbackNeedsKeysOrInsecure) {
+  {
+    DemoProcess demo({"demo", "--duration", "5", "--telemetry", "tcp://0.0.0.0:0", "--control", "tcp://127.0.0.1:0",
+                      "--no-console"});
+    const std::string refusal = demo.wait_for("(refusing to listen for telemetry on tcp://0\\.0\\.0\\.0:0[^\\n]*)");
+    EXPECT_NE(refusal.find("--keys DIR"), std::string::npos) << demo.output();
+    const int status = demo.stop(0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << demo.output();
+  }
+  {
+    DemoProcess demo({"demo", "--duration", "30", "--telemetry", "tcp://0.0.0.0:0", "--control", "tcp://127.0.0.1:0",
+                      "--no-console", "--insecure"});
+    EXPECT_FALSE(demo.wait_for("telemetry (tcp://[0-9.*]+:[0-9]+)").empty()) << demo.output();
+  }
+}
+
+TEST(DemoLive, CurveKeysAdmitOnlyTheAuthorisedClient) {
+  const fs::path keys = temp_path("keys");
+  fs::remove_all(keys);
+  {
+    DemoProcess gen({"keys", "--out", keys.string()});
+    const int status = gen.stop(0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << gen.output();
+  }
+  DemoProcess demo({"demo", "--duration", "60", "--telemetry", "tcp://0.0.0.0:0", "--control", "tcp://0.0.0.0:0",
+                    "--no-console", "--keys", keys.string()});
+  const std::string telemetry_port = demo.wait_for("telemetry tcp://[0-9.*]+:([0-9]+)");
+  const std::string control_port = demo.wait_for("control tcp://[0-9.*]+:([0-9]+)");
+  ASSERT_FALSE(telemetry_port.empty() || control_port.empty()) << demo.output();
+  auto client = telemetry::load_client_keys(keys);
+  ASSERT_TRUE(client.ok()) << client.status().message();
+
+  auto with_key = telemetry::Subscriber::connect("tcp://127.0.0.1:" + telemetry_port, &*client);
+  auto without_key = telemetry::Subscriber::connect("tcp://127.0.0.1:" + telemetry_port);
+  ASSERT_TRUE(with_key.ok() && without_key.ok());
+  std::size_t keyed = 0, unkeyed = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  while (Clock::now() < deadline) {
+    keyed += (*with_key)->poll(std::chrono::milliseconds(20)).size();
+    unkeyed += (*without_key)->poll(std::chrono::milliseconds(1)).size();
+  }
+  EXPECT_GT(keyed, 0u);
+  EXPECT_EQ(unkeyed, 0u);
+
+  auto control = telemetry::ControlClient::connect("tcp://127.0.0.1:" + control_port, &*client);
+  auto stranger = telemetry::ControlClient::connect("tcp://127.0.0.1:" + control_port);
+  ASSERT_TRUE(control.ok() && stranger.ok());
+  auto reply = (*control)->call(R"({"cmd":"pause"})", std::chrono::seconds(10));
+  ASSERT_TRUE(reply.ok()) << reply.status().message();
+  EXPECT_NE(reply->find("\"ok\":true"), std::string::npos) << *reply;
+  // A client without the key gets no connection, hence no reply and no effect.
+  auto refused = (*stranger)->call(R"({"cmd":"resume"})", std::chrono::seconds(2));
+  EXPECT_FALSE(refused.ok());
+  auto state = (*control)->call(R"({"cmd":"get_state"})", std::chrono::seconds(10));
+  ASSERT_TRUE(state.ok());
+  EXPECT_TRUE(nlohmann::json::parse(*state)["state"]["admission_paused"].get<bool>());
+  demo.stop(SIGINT);
+  fs::remove_all(keys);
 }
 
 }  // namespace
