@@ -138,7 +138,8 @@ void run(DemoArgs a) {
   const ModelConfig& c = backend.config();
   const Layout layout = a.serve.load(c);
 
-  const DeploymentOptions options = a.serve.deployment_options(layout, {}, a.skew, a.seed);
+  DeploymentOptions options = a.serve.deployment_options(layout, {}, a.skew, a.seed);
+  options.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
   auto d = backend.deploy(Topology::from_layout(layout, c), options);
   Coordinator& co = d->coordinator();
   VirtualEventLoop& loop = d->loop();

@@ -10,7 +10,7 @@ Coordinator::Coordinator(EventLoop& loop, const CoordinatorOptions& options, Req
 
 void Coordinator::notify(std::int64_t idx, RequestPhase phase) {
   if (!observer_) return;
-  const RequestRecord& r = requests_[static_cast<std::size_t>(idx)];
+  const RequestRecord& r = record(idx);
   RequestUpdate u;
   u.id = r.spec.id;
   u.t_ns = loop_.now();
@@ -59,14 +59,14 @@ void Coordinator::reset_slots() {
 }
 
 void Coordinator::submit(RequestSpec spec) {
-  const auto idx = static_cast<std::int64_t>(requests_.size());
+  const auto idx = first_request_ + static_cast<std::int64_t>(requests_.size());
   const std::int64_t at = spec.arrival_ns;
   requests_.push_back(RequestRecord{std::move(spec), RequestState::Pending, -1, {}, {}, -1});
   loop_.post(at, [this, idx] { on_arrival(idx); });
 }
 
 void Coordinator::on_arrival(std::int64_t idx) {
-  RequestRecord& r = requests_[idx];
+  RequestRecord& r = record(idx);
   r.state = RequestState::Waiting;
   ++arrived_;
   ++open_;
@@ -86,7 +86,7 @@ void Coordinator::on_arrival(std::int64_t idx) {
 bool Coordinator::admit_one(std::int32_t slot) {
   if (paused_ || waiting_.empty()) return false;
   const std::int64_t idx = waiting_.front();
-  RequestRecord& r = requests_[idx];
+  RequestRecord& r = record(idx);
   const auto positions = static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens;
   const std::int32_t ranks = cluster_->topology().num_ranks();
   // Most free KV pages wins; on a tie the rank with fewer running requests, and then the next
@@ -150,7 +150,7 @@ void Coordinator::admit_async() {
 }
 
 void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
-  const RequestRecord& r = requests_[idx];
+  const RequestRecord& r = record(idx);
   const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
   auto row = [&](std::int32_t token, std::int32_t position) {
     out.request.push_back(idx);
@@ -169,7 +169,7 @@ void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
 
 void Coordinator::inject_soon(std::int64_t idx) {
   // Every request sampled or admitted at one instant enters block 0 in one batch per rank.
-  const std::int32_t rank = requests_[idx].rank;
+  const std::int32_t rank = record(idx).rank;
   if (pending_injection_.empty()) pending_injection_.resize(static_cast<std::size_t>(cluster_->topology().num_ranks()));
   append_next_rows(pending_injection_[static_cast<std::size_t>(rank)], idx);
   if (injection_posted_) return;
@@ -211,16 +211,16 @@ void Coordinator::start_slot(std::int32_t s) {
   slot.running = true;
   slot.group = next_group_++;
   slot.ranks_done = 0;
-  group_slot_.push_back(s);
+  group_slot_[slot.group] = s;
   const std::int32_t ranks = cluster_->topology().num_ranks();
   std::vector<TokenBatch> per_rank(static_cast<std::size_t>(ranks));
-  for (std::int64_t idx : slot.members) append_next_rows(per_rank[static_cast<std::size_t>(requests_[idx].rank)], idx);
+  for (std::int64_t idx : slot.members) append_next_rows(per_rank[static_cast<std::size_t>(record(idx).rank)], idx);
   // Every rank takes part in every micro-batch, even with no tokens: the barrier counts it.
   for (std::int32_t rank = 0; rank < ranks; ++rank) cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
 }
 
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
-  RequestRecord& r = requests_[idx];
+  RequestRecord& r = record(idx);
   r.output.push_back(token);
   notify(idx, RequestPhase::Token);
   const bool finished = static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens ||
@@ -239,7 +239,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
 }
 
 void Coordinator::finish(std::int64_t idx) {
-  RequestRecord& r = requests_[idx];
+  RequestRecord& r = record(idx);
   if (r.rank >= 0) {
     Executor& ex = cluster_->rank_executor(r.rank);
     held_pages_[static_cast<std::size_t>(r.rank)] -=
@@ -255,17 +255,23 @@ void Coordinator::finish(std::int64_t idx) {
   --open_;
   notify(idx, RequestPhase::Finished);
   if (!options_.keep_finished) {
-    // Long-running services keep the record (ids, state) but not its tokens.
-    std::vector<std::int32_t>().swap(r.output);
-    std::vector<std::int32_t>().swap(r.spec.prompt);
+    // Long-running services drop finished records once every earlier one has finished too.
+    while (!requests_.empty() && (requests_.front().state == RequestState::Finished ||
+                                  requests_.front().state == RequestState::Rejected)) {
+      requests_.pop_front();
+      ++first_request_;
+    }
   }
 }
 
 void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
-  const std::int32_t s = group_slot_[group];
+  const auto found = group_slot_.find(group);
+  assert(found != group_slot_.end());
+  const std::int32_t s = found->second;
   Slot& slot = slots_[s];
   if (++slot.ranks_done < cluster_->topology().num_ranks()) return;
   slot.running = false;
+  group_slot_.erase(found);
   // Start the next iteration after the worker's callback has returned.
   loop_.post_now([this, s, epoch = slots_epoch_] {
     if (epoch != slots_epoch_) return;  // a policy switch rebuilt the slots meanwhile
@@ -318,19 +324,19 @@ void Coordinator::check_safe_point() {
   // Every running request sits between two tokens: re-enter them under the new policy.
   std::vector<std::int64_t> running;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i)
-    if (requests_[i].state == RequestState::Running) running.push_back(i);
+    if (requests_[static_cast<std::size_t>(i)].state == RequestState::Running) running.push_back(first_request_ + i);
   parked_.clear();
   reset_slots();
   if (policy_.grouped()) {
     for (std::size_t i = 0; i < running.size(); ++i) {
       const auto s = static_cast<std::int32_t>(i % slots_.size());
-      requests_[running[i]].slot = s;
+      record(running[i]).slot = s;
       slots_[s].members.push_back(running[i]);
     }
     start_idle_slots();
   } else {
     for (std::int64_t idx : running) {
-      requests_[idx].slot = -1;
+      record(idx).slot = -1;
       inject_soon(idx);
     }
     admit_async();

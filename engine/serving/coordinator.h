@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -74,8 +75,11 @@ class Coordinator {
     return pending_placement_ ? *pending_placement_ : cluster_->topology().expert_devices;
   }
   // Every submitted request has arrived and finished or been rejected.
-  bool done() const { return arrived_ == static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
-  const std::vector<RequestRecord>& requests() const { return requests_; }
+  bool done() const { return arrived_ == first_request_ + static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
+  // Every request submitted, in submission order (minus those a service with
+  // keep_finished = false has already dropped: requests()[0] is request first_request()).
+  const std::deque<RequestRecord>& requests() const { return requests_; }
+  std::int64_t first_request() const { return first_request_; }
   std::int64_t policy_switches() const { return switches_; }
   std::int64_t waiting_requests() const { return static_cast<std::int64_t>(waiting_.size()); }
   // KV pages reserved by running requests and in all, over every attention rank.
@@ -121,7 +125,13 @@ class Coordinator {
   std::vector<ChangeDone> pending_done_;
   std::vector<std::int32_t> held_pages_;  // per rank: KV pages reserved by its running requests
   bool paused_ = false;
-  std::vector<RequestRecord> requests_;
+  RequestRecord& record(std::int64_t idx) { return requests_[static_cast<std::size_t>(idx - first_request_)]; }
+  const RequestRecord& record(std::int64_t idx) const {
+    return requests_[static_cast<std::size_t>(idx - first_request_)];
+  }
+
+  std::deque<RequestRecord> requests_;
+  std::int64_t first_request_ = 0;  // index of requests_.front()
   std::deque<std::int64_t> waiting_;
   std::vector<std::int32_t> running_per_rank_;
   std::vector<TokenBatch> pending_injection_;  // per rank, until the posted injection runs
@@ -131,7 +141,7 @@ class Coordinator {
   // Bumped whenever slots_ is rebuilt (policy switch): continuations posted for a slot of the
   // previous policy must not touch the new slots, whose count may be smaller.
   std::uint64_t slots_epoch_ = 0;
-  std::vector<std::int32_t> group_slot_;  // group id -> slot
+  std::unordered_map<std::int32_t, std::int32_t> group_slot_;  // running group id -> slot
   std::int32_t next_group_ = 0;
   std::int64_t arrived_ = 0;
   std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
