@@ -10,20 +10,24 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
   // waiting token can be picked, so the lookahead is summed for those alone (usually a few).
   block_density_.assign(static_cast<std::size_t>(nb), 0.0);
   occupied_.clear();
-  for (std::int32_t b = 0; b < nb; ++b) {
+  const double per_column = 1.0 / ne;
+  const std::int64_t* cell = grid.tokens.data();
+  for (std::int32_t b = 0; b < nb; ++b, cell += ne) {
     std::int64_t total = 0;
-    for (std::int32_t e = 0; e < ne; ++e) total += grid.at(b, e);
+    for (std::int32_t e = 0; e < ne; ++e) total += cell[e];
     if (total == 0) continue;
-    block_density_[b] = static_cast<double>(total) / ne;
+    block_density_[b] = static_cast<double>(total) * per_column;
     occupied_.push_back(b);
   }
   std::optional<GridPick> best;
   double best_score = 0;
   for (std::int32_t b : occupied_) {  // ascending: ties go to the lowest (block, expert)
     double lscore = 0, weight = 1;
+    std::int32_t ahead = b;
     for (std::int32_t k = 1; k <= lookahead_; ++k) {
       weight *= decay_;
-      lscore += block_density_[(b + k) % nb] * weight;
+      if (++ahead == nb) ahead = 0;  // the sampler's block wraps to block 0 (the next token)
+      lscore += block_density_[ahead] * weight;
     }
     for (std::int32_t e = 0; e < ne; ++e) {
       const std::int64_t q = grid.at(b, e);

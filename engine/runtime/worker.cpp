@@ -186,6 +186,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
 }
 
 bool Worker::take_async_job() {
+  if (queued_tokens_ == 0) return false;  // most arrivals only fill the token pool
   auto pick = scheduler_->pick(grid_);
   if (!pick) return false;
   const std::int32_t expert = column_expert_.empty() ? -1 : column_expert_[pick->column];
