@@ -90,7 +90,7 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
   const std::int64_t now = loop.now();
   // The wall time that run time `now` corresponds to.
   wall_origin_unix_ns_ = unix_now_ns() - now;
-  load_window_start_ = summary_start_ = last_summary_ns_ = now;
+  load_window_start_ = summary_start_ = now;
   d_.observers().add(this, this);
 
   // Periodic samples on the loop; each reposts itself while the bridge lives.
@@ -348,7 +348,7 @@ void TelemetryBridge::close_summary_window() {
   itl_ms_.clear();
   ttft_ms_.clear();
   window_tokens_ = window_finished_ = window_rejected_ = 0;
-  last_summary_ns_ = now - summary_start_;
+  last_window_ns_ = now - summary_start_;
   summary_start_ = now;
 }
 
@@ -423,7 +423,7 @@ nlohmann::json TelemetryBridge::load() const {
     }
     per_expert.push_back(std::move(row));
   }
-  return {{"window_ns", last_summary_ns_}, {"per_device", per_device}, {"per_expert", std::move(per_expert)}};
+  return {{"window_ns", last_window_ns_}, {"per_device", per_device}, {"per_expert", std::move(per_expert)}};
 }
 
 void TelemetryBridge::publish_meta() { (void)hub_.publish_json(tm::Topic::Meta, meta().dump()); }

@@ -100,7 +100,7 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   std::vector<std::int64_t> load_window_, summary_load_, last_summary_load_;
   std::int64_t load_window_start_ = 0;
   std::int64_t summary_start_ = 0;
-  std::int64_t last_summary_ns_ = 0;
+  std::int64_t last_window_ns_ = 0;
   // Each running request's arrival and last token time (latencies).
   std::unordered_map<std::int64_t, std::int64_t> last_token_ns_;
   std::unordered_map<std::int64_t, std::int64_t> arrival_ns_;
