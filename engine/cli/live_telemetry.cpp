@@ -67,6 +67,7 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
 
   if (!f.metrics.empty()) {
     const auto [host, port] = parse_metrics_address(f.metrics);
+    live->metrics_host_ = host;
     live->registry_ = std::make_unique<telemetry::PrometheusRegistry>();
     live->serving_metrics_ = std::make_unique<telemetry::ServingMetrics>(*live->registry_);
     live->http_ = take(telemetry::MetricsHttpServer::start(*live->registry_, host, port));
@@ -141,8 +142,7 @@ std::string LiveTelemetry::describe() const {
   std::string out;
   if (!hub_->endpoint().empty()) out += "telemetry " + hub_->endpoint();
   if (control_) out += std::string(out.empty() ? "" : ", ") + "control " + control_->endpoint();
-  if (http_) out += std::string(out.empty() ? "" : ", ") + "metrics http://" +
-                    parse_metrics_address(flags_.metrics).first + ":" + std::to_string(http_->port()) + "/metrics";
+  if (http_) out += std::string(out.empty() ? "" : ", ") + "metrics http://" + metrics_host_ + ":" + std::to_string(http_->port()) + "/metrics";
   if (!flags_.record.empty()) out += std::string(out.empty() ? "" : ", ") + "recording " + flags_.record.string();
   return out;
 }

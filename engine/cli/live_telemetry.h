@@ -69,6 +69,7 @@ class LiveTelemetry {
   std::unique_ptr<telemetry::PrometheusRegistry> registry_;
   std::unique_ptr<telemetry::ServingMetrics> serving_metrics_;
   std::unique_ptr<telemetry::MetricsHttpServer> http_;
+  std::string metrics_host_;
   std::unique_ptr<TelemetryBridge> bridge_;
   std::unique_ptr<ControlCommands> commands_;
   // The control server's thread reads these; attach/detach write them.

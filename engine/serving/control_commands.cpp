@@ -46,6 +46,17 @@ StatusOr<std::int32_t> int_field(const json& c, const char* key, std::int32_t lo
 
 json devices_json(const std::vector<std::int32_t>& devices) { return devices; }
 
+// The control topic's record of one command (docs/telemetry-protocol.md, `control`).
+json control_event(std::int64_t t_ns, const json& request, json old_value, json new_value, const std::string& error) {
+  return {{"t_ns", t_ns},
+          {"cmd", request.at("cmd")},
+          {"request", request},
+          {"old", std::move(old_value)},
+          {"new", std::move(new_value)},
+          {"ok", error.empty()},
+          {"error", error.empty() ? json(nullptr) : json(error)}};
+}
+
 }  // namespace
 
 ControlCommands::ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub,
@@ -67,13 +78,7 @@ const std::vector<std::string>& ControlCommands::names() {
 void ControlCommands::fail(const json& c, const Reply& reply, const std::string& error) {
   const std::string cmd = cmd_of(c);
   reply({{"ok", false}, {"error", cmd + ": " + error}});
-  bridge_.publish_control({{"t_ns", d_.loop().now()},
-                           {"cmd", cmd},
-                           {"request", c},
-                           {"old", nullptr},
-                           {"new", nullptr},
-                           {"ok", false},
-                           {"error", cmd + ": " + error}});
+  bridge_.publish_control(control_event(d_.loop().now(), c, nullptr, nullptr, cmd + ": " + error));
 }
 
 void ControlCommands::succeed(const json& c, const Reply& reply, json old_value, json new_value, json fields) {
@@ -82,13 +87,7 @@ void ControlCommands::succeed(const json& c, const Reply& reply, json old_value,
   fields["old"] = old_value;
   fields["new"] = new_value;
   reply(fields);
-  bridge_.publish_control({{"t_ns", d_.loop().now()},
-                           {"cmd", cmd_of(c)},
-                           {"request", c},
-                           {"old", std::move(old_value)},
-                           {"new", std::move(new_value)},
-                           {"ok", true},
-                           {"error", nullptr}});
+  bridge_.publish_control(control_event(d_.loop().now(), c, std::move(old_value), std::move(new_value), ""));
   bridge_.publish_meta();
 }
 
@@ -279,18 +278,14 @@ void ControlCommands::record_stop(const json& c, const Reply& reply) {
   std::weak_ptr<bool> alive = alive_;
   stopper_ = std::thread([this, alive, c, reply, t, file = path->string()] {
     const telemetry::Status s = hub_.stop_recording();
-    const auto stats = hub_.recording_stats();
-    json event = {{"t_ns", t},       {"cmd", "record_stop"}, {"request", c},   {"old", file},
-                  {"new", nullptr},  {"ok", s.ok()},         {"error", nullptr}};
+    const std::string error = s.ok() ? "" : "record_stop: " + s.message();
     if (s.ok()) {
       reply({{"ok", true}, {"cmd", "record_stop"}, {"path", file}, {"old", file}, {"new", nullptr}});
     } else {
-      event["error"] = "record_stop: " + s.message();
-      reply({{"ok", false}, {"error", "record_stop: " + s.message()}});
+      reply({{"ok", false}, {"error", error}});
     }
-    (void)stats;
-    (void)hub_.publish_json(telemetry::Topic::Control, event.dump());
-    // Meta reads the deployment: publish it from the loop's thread.
+    // The hub takes JSON from any thread; meta reads the deployment, so it goes via the loop.
+    (void)hub_.publish_json(telemetry::Topic::Control, control_event(t, c, file, nullptr, error).dump());
     d_.loop().post_external([this, alive] {
       if (!alive.expired()) bridge_.publish_meta();
     });

@@ -9,12 +9,6 @@
 namespace sy {
 namespace {
 
-std::size_t stall_index(StallReason reason) {
-  const auto it = std::find(kStallReasons.begin(), kStallReasons.end(), reason);
-  assert(it != kStallReasons.end() && "kStallReasons misses a StallReason");
-  return static_cast<std::size_t>(it - kStallReasons.begin());
-}
-
 // Length of the union of `intervals` within [lo, hi].
 std::int64_t covered(std::vector<std::pair<std::int64_t, std::int64_t>> intervals, std::int64_t lo, std::int64_t hi) {
   for (auto& [s, e] : intervals) {
@@ -32,18 +26,6 @@ std::int64_t covered(std::vector<std::pair<std::int64_t, std::int64_t>> interval
     }
   }
   return total;
-}
-
-LatencyStats stats_ms(std::vector<double> ns) {
-  LatencyStats out;
-  out.count = static_cast<std::int64_t>(ns.size());
-  if (ns.empty()) return out;
-  std::sort(ns.begin(), ns.end());
-  out.mean_ms = std::accumulate(ns.begin(), ns.end(), 0.0) / static_cast<double>(ns.size()) / 1e6;
-  out.p50_ms = percentile_nearest_rank(ns, 50) / 1e6;
-  out.p90_ms = percentile_nearest_rank(ns, 90) / 1e6;
-  out.p99_ms = percentile_nearest_rank(ns, 99) / 1e6;
-  return out;
 }
 
 std::string fixed(double v, int decimals) {
@@ -76,17 +58,35 @@ std::string render(const std::vector<std::vector<std::string>>& rows, bool left 
   return out;
 }
 
-nlohmann::json latency_json(const LatencyStats& s) {
-  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
-  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
-}
-
 std::vector<std::string> latency_row(const std::string& name, const LatencyStats& s) {
   if (s.count == 0) return {name, "0", "-", "-", "-"};
   return {name, std::to_string(s.count), fixed(s.mean_ms, 3), fixed(s.p50_ms, 3), fixed(s.p99_ms, 3)};
 }
 
 }  // namespace
+
+std::size_t stall_reason_index(StallReason reason) {
+  const auto it = std::find(kStallReasons.begin(), kStallReasons.end(), reason);
+  assert(it != kStallReasons.end() && "kStallReasons misses a StallReason");
+  return static_cast<std::size_t>(it - kStallReasons.begin());
+}
+
+LatencyStats latency_stats(std::vector<double> ns) {
+  LatencyStats out;
+  out.count = static_cast<std::int64_t>(ns.size());
+  if (ns.empty()) return out;
+  std::sort(ns.begin(), ns.end());
+  out.mean_ms = std::accumulate(ns.begin(), ns.end(), 0.0) / static_cast<double>(ns.size()) / 1e6;
+  out.p50_ms = percentile_nearest_rank(ns, 50) / 1e6;
+  out.p90_ms = percentile_nearest_rank(ns, 90) / 1e6;
+  out.p99_ms = percentile_nearest_rank(ns, 99) / 1e6;
+  return out;
+}
+
+nlohmann::json to_json(const LatencyStats& s) {
+  if (s.count == 0) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
+  return {{"count", s.count}, {"mean", s.mean_ms}, {"p50", s.p50_ms}, {"p90", s.p90_ms}, {"p99", s.p99_ms}};
+}
 
 double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent) {
   assert(percent >= 0 && percent <= 100);
@@ -206,7 +206,7 @@ void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std:
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
   std::lock_guard lock(mutex_);
-  device(dev).stall[stall_index(reason)].add({start, end});
+  device(dev).stall[stall_reason_index(reason)].add({start, end});
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
@@ -246,8 +246,8 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
     }
     if (r.finished >= 0 && inside(r.finished)) ++(r.rejected ? out.requests_rejected : out.requests_finished);
   }
-  out.ttft = stats_ms(std::move(ttft));
-  out.itl = stats_ms(std::move(itl));
+  out.ttft = latency_stats(std::move(ttft));
+  out.itl = latency_stats(std::move(itl));
   if (out.window_s > 0) {
     out.tokens_per_s = static_cast<double>(out.tokens_generated) / out.window_s;
     out.requests_per_s = static_cast<double>(out.requests_finished) / out.window_s;
@@ -318,8 +318,8 @@ nlohmann::json to_json(const MetricsReport& r) {
           {"requests_rejected", r.requests_rejected},
           {"tokens_per_s", r.tokens_per_s},
           {"requests_per_s", r.requests_per_s},
-          {"ttft_ms", latency_json(r.ttft)},
-          {"itl_ms", latency_json(r.itl)},
+          {"ttft_ms", to_json(r.ttft)},
+          {"itl_ms", to_json(r.itl)},
           {"devices", std::move(devices)}};
 }
 

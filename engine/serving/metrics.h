@@ -51,6 +51,13 @@ struct MetricsReport {
   std::vector<DeviceUsage> devices;
 };
 
+// Count, mean and nearest-rank p50/p90/p99 (ms) of latencies given in ns.
+LatencyStats latency_stats(std::vector<double> ns);
+// {"count", "mean", "p50", "p90", "p99"} in ms; the statistics are null when there are no samples.
+nlohmann::json to_json(const LatencyStats& stats);
+// Position of `reason` in kStallReasons (the report's column, a window's slot).
+std::size_t stall_reason_index(StallReason reason);
+
 // Value at nearest rank ⌈p/100 · n⌉ (1-based) of ascending `sorted`; 0 when empty. No
 // interpolation: every percentile reported is a latency that really occurred.
 double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent);

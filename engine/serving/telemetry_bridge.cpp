@@ -37,28 +37,6 @@ tm::StallReason stall_reason(StallReason reason) {
   return tm::StallReason::None;
 }
 
-// count, mean and nearest-rank percentiles of one window's latencies (ms); sorts `ms`.
-nlohmann::json latency(std::vector<double>& ms) {
-  if (ms.empty()) return {{"count", 0}, {"mean", nullptr}, {"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}};
-  std::sort(ms.begin(), ms.end());
-  double sum = 0;
-  for (double v : ms) sum += v;
-  return {{"count", ms.size()},
-          {"mean", sum / static_cast<double>(ms.size())},
-          {"p50", percentile_nearest_rank(ms, 50)},
-          {"p90", percentile_nearest_rank(ms, 90)},
-          {"p99", percentile_nearest_rank(ms, 99)}};
-}
-
-std::size_t stall_slot(StallReason reason) {
-  switch (reason) {
-    case StallReason::QueueEmpty: return 0;
-    case StallReason::Barrier: return 1;
-    case StallReason::Transfer: return 2;
-  }
-  return 0;
-}
-
 std::int64_t unix_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -149,7 +127,7 @@ void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int
   s.stall_reason = stall_reason(reason);
   producer(device).span(s);
   if (end_ns > summary_start_)
-    window_[static_cast<std::size_t>(device)].stall_ns[stall_slot(reason)] += end_ns - std::max(start_ns, summary_start_);
+    window_[static_cast<std::size_t>(device)].stall_ns[stall_reason_index(reason)] += end_ns - std::max(start_ns, summary_start_);
 }
 
 void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t /*bytes*/,
@@ -197,11 +175,11 @@ void TelemetryBridge::on_request(const RequestUpdate& u) {
       if (prometheus_) prometheus_->add_generated_tokens(1);
       if (const auto last = last_token_ns_.find(u.id); last != last_token_ns_.end()) {
         const double seconds = static_cast<double>(u.t_ns - last->second) * 1e-9;
-        itl_ms_.push_back(seconds * 1e3);
+        itl_ns_.push_back(seconds * 1e9);
         if (prometheus_) prometheus_->observe_inter_token_latency(seconds);
       } else if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end()) {
         const double seconds = static_cast<double>(u.t_ns - a->second) * 1e-9;
-        ttft_ms_.push_back(seconds * 1e3);
+        ttft_ns_.push_back(seconds * 1e9);
         if (prometheus_) prometheus_->observe_time_to_first_token(seconds);
       }
       last_token_ns_[u.id] = u.t_ns;
@@ -289,15 +267,19 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
   for (std::size_t i = 0; i < window_.size(); ++i) {
     const DeviceWindow& w = window_[i];
     const auto fraction = [&](std::int64_t ns) { return std::min(1.0, static_cast<double>(ns) / span); };
+    // Stall fractions by reason's name; offload (weights) is not modelled, so it is always 0.
+    const auto stall_json = [&](const DeviceWindow& dw) {
+      nlohmann::json stall = {{"weights", 0.0}};
+      for (std::size_t r = 0; r < kStallReasons.size(); ++r)
+        stall[std::string(stall_reason_name(kStallReasons[r]))] = fraction(dw.stall_ns[r]);
+      return stall;
+    };
     devices.push_back(
         {{"device", static_cast<std::int64_t>(i)},
          {"name", topo.device_names[i]},
          {"busy", fraction(w.busy_ns)},
          {"stall",
-          {{"queue_empty", fraction(w.stall_ns[0])},
-           {"barrier", fraction(w.stall_ns[1])},
-           {"transfer", fraction(w.stall_ns[2])},
-           {"weights", 0.0}}},
+          stall_json(w)},
          {"executions", w.executions},
          {"rows_per_execution", w.executions > 0 ? static_cast<double>(w.rows) / static_cast<double>(w.executions) : 0.0}});
   }
@@ -328,8 +310,8 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
           {"tokens_generated", window_tokens_},
           {"running", running},
           {"waiting", co.waiting_requests()},
-          {"itl_ms", latency(itl_ms_)},
-          {"ttft_ms", latency(ttft_ms_)},
+          {"itl_ms", to_json(latency_stats(itl_ns_))},
+          {"ttft_ms", to_json(latency_stats(ttft_ns_))},
           {"kv_usage", kv_total > 0 ? static_cast<double>(co.kv_pages_used()) / static_cast<double>(kv_total) : 0.0},
           {"devices", std::move(devices)},
           {"expert_imbalance", std::move(imbalance)},
@@ -345,8 +327,8 @@ void TelemetryBridge::close_summary_window() {
   last_summary_load_ = summary_load_;
   std::fill(summary_load_.begin(), summary_load_.end(), 0);
   std::fill(window_.begin(), window_.end(), DeviceWindow{});
-  itl_ms_.clear();
-  ttft_ms_.clear();
+  itl_ns_.clear();
+  ttft_ns_.clear();
   window_tokens_ = window_finished_ = window_rejected_ = 0;
   last_window_ns_ = now - summary_start_;
   summary_start_ = now;

@@ -4,6 +4,7 @@
 // same numbers to the Prometheus metrics. Runs entirely on the deployment's loop thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,12 +109,12 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   // it, however long the run has been going).
   struct DeviceWindow {
     std::int64_t busy_ns = 0;
-    std::int64_t stall_ns[3] = {0, 0, 0};  // queue_empty, barrier, transfer
+    std::array<std::int64_t, kStallReasons.size()> stall_ns{};  // by kStallReasons position
     std::int64_t executions = 0;
     std::int64_t rows = 0;
   };
   std::vector<DeviceWindow> window_;
-  std::vector<double> itl_ms_, ttft_ms_;
+  std::vector<double> itl_ns_, ttft_ns_;
   std::int64_t window_tokens_ = 0, window_finished_ = 0, window_rejected_ = 0;
 };
 
