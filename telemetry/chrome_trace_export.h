@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/trace_reader.h"
 
 namespace sy::telemetry {

@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "base/json_parse.h"
 #include "telemetry/endpoint.h"
 #include "telemetry/zap_handler.h"
 #include "telemetry/zmq_curve.h"
@@ -120,17 +121,9 @@ StatusOr<json> ControlServer::parse_request(std::string_view body, const Control
   if (nesting_depth(body) > limits.max_depth) {
     return Status::Error("request nests deeper than " + std::to_string(limits.max_depth) + " levels");
   }
-  json doc;
-  try {
-    doc = json::parse(body);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at …": the bracketed id helps nobody.
-    if (auto close = what.find("] "); what.starts_with("[json.exception") && close != std::string::npos) {
-      what = what.substr(close + 2);
-    }
-    return Status::Error("request is not valid JSON: " + what);
-  }
+  auto parsed = parse_json(body);
+  if (!parsed.ok()) return Status::Error("request is not valid JSON: " + parsed.status().message());
+  json doc = std::move(parsed).value();
   if (!doc.is_object()) {
     return Status::Error("request must be a JSON object with a string \"cmd\" field, not " + type_name(doc));
   }

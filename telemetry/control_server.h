@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "telemetry/curve_server.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "telemetry/curve_keys.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

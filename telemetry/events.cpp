@@ -22,6 +22,7 @@ std::string_view span_kind_name(SpanKind kind) {
     case SpanKind::Transfer: return "transfer";
     case SpanKind::WeightFetch: return "weight_fetch";
     case SpanKind::Stall: return "stall";
+    case SpanKind::Merge: return "merge";
   }
   return "unknown";
 }

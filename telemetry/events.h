@@ -23,7 +23,9 @@ enum class SpanKind : std::uint8_t {
   Transfer = 4,      // bytes on a link: Send lane at the source, Receive lane at the destination
   WeightFetch = 5,   // expert weights paged in from host memory (offload)
   Stall = 6,         // compute lane idle; stall_reason says why
+  Merge = 7,         // token pool: a request's K expert outputs (and the shared one) added to its residual
 };
+inline constexpr std::size_t kSpanKinds = 8;
 
 enum class StallReason : std::uint8_t {
   None = 0,        // not a stall span

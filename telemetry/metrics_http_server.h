@@ -7,7 +7,7 @@
 #include <string>
 
 #include "telemetry/prometheus_registry.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "telemetry/curve_keys.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/wire.h"
 
 namespace sy::telemetry {

@@ -19,7 +19,7 @@
 
 #include "telemetry/curve_server.h"
 #include "telemetry/producer.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/trace_recorder.h"
 #include "telemetry/wire.h"
 

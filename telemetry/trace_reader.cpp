@@ -70,7 +70,7 @@ class SqliteTraceReader final : public TraceReader {
         name_(std::move(name)),
         version_(version),
         lanes_(ids, 3, lane_name),
-        kinds_(ids, 7, span_kind_name),
+        kinds_(ids, kSpanKinds, span_kind_name),
         reasons_(ids, 5, stall_reason_name),
         layers_(ids, 3, layer_kind_name),
         phases_(ids, 5, request_phase_name) {}

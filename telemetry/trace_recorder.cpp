@@ -70,7 +70,7 @@ struct TraceRecorder::State {
   sqlite3* db = nullptr;
   Statement insert_string, insert_span, insert_queue, insert_load, insert_request, insert_control, insert_summary;
   std::unordered_map<std::string, std::int64_t> string_ids;
-  std::int64_t lane_ids[3] = {}, kind_ids[7] = {}, reason_ids[5] = {}, layer_ids[3] = {}, phase_ids[5] = {};
+  std::int64_t lane_ids[3] = {}, kind_ids[kSpanKinds] = {}, reason_ids[5] = {}, layer_ids[3] = {}, phase_ids[5] = {};
 
   mutable std::mutex mu;
   std::condition_variable work;
@@ -152,7 +152,7 @@ struct TraceRecorder::State {
     SY_TRY(exec(trace_schema::kCreateTables, "creating tables"));
     SY_TRY(prepare(insert_string, "INSERT INTO StringIds(id, value) VALUES(?,?)"));
     for (std::size_t i = 0; i < 3; ++i) SY_TRY_ASSIGN(lane_ids[i], intern(lane_name(static_cast<Lane>(i))));
-    for (std::size_t i = 0; i < 7; ++i) SY_TRY_ASSIGN(kind_ids[i], intern(span_kind_name(static_cast<SpanKind>(i))));
+    for (std::size_t i = 0; i < kSpanKinds; ++i) SY_TRY_ASSIGN(kind_ids[i], intern(span_kind_name(static_cast<SpanKind>(i))));
     for (std::size_t i = 0; i < 5; ++i) {
       SY_TRY_ASSIGN(reason_ids[i], intern(stall_reason_name(static_cast<StallReason>(i))));
     }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "telemetry/events.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/wire.h"
 
 namespace sy::telemetry {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/trace_reader.h"
 
 namespace sy::telemetry {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "telemetry/events.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

@@ -12,7 +12,7 @@
 
 #include <zmq.hpp>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

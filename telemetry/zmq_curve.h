@@ -6,7 +6,7 @@
 
 #include "telemetry/curve_keys.h"
 #include "telemetry/curve_server.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::telemetry {
 

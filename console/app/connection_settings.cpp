@@ -2,8 +2,7 @@
 
 namespace sy::console {
 
-telemetry::StatusOr<std::optional<telemetry::CurveClientKeys>> ConnectionSettings::load_keys() const {
-  using telemetry::Status;
+StatusOr<std::optional<telemetry::CurveClientKeys>> ConnectionSettings::load_keys() const {
   if (!uses_curve()) return std::optional<telemetry::CurveClientKeys>();
   if (!key_dir.empty()) {
     if (!server_key_file.empty() || !client_key_file.empty())

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "telemetry/curve_keys.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
@@ -22,7 +22,7 @@ struct ConnectionSettings {
 
   bool uses_curve() const { return !key_dir.empty() || !server_key_file.empty() || !client_key_file.empty(); }
   // Reads the key files; errors name the file and the problem.
-  telemetry::StatusOr<std::optional<telemetry::CurveClientKeys>> load_keys() const;
+  StatusOr<std::optional<telemetry::CurveClientKeys>> load_keys() const;
 };
 
 }  // namespace sy::console

@@ -21,17 +21,17 @@ LiveConnection::LiveConnection(QObject* parent) : QObject(parent) {}
 
 LiveConnection::~LiveConnection() { stop(); }
 
-telemetry::Status LiveConnection::start(const ConnectionSettings& settings) {
+Status LiveConnection::start(const ConnectionSettings& settings) {
   stop();
   auto keys = settings.load_keys();
   if (!keys.ok()) return keys.status();
   const telemetry::CurveClientKeys* k = keys->has_value() ? &**keys : nullptr;
   auto subscriber = telemetry::Subscriber::connect(settings.telemetry_endpoint, k);
   if (!subscriber.ok())
-    return telemetry::Status::Error("telemetry endpoint " + settings.telemetry_endpoint + ": " + subscriber.status().message());
+    return Status::Error("telemetry endpoint " + settings.telemetry_endpoint + ": " + subscriber.status().message());
   auto control = telemetry::ControlClient::connect(settings.control_endpoint, k);
   if (!control.ok())
-    return telemetry::Status::Error("control endpoint " + settings.control_endpoint + ": " + control.status().message());
+    return Status::Error("control endpoint " + settings.control_endpoint + ": " + control.status().message());
   settings_ = settings;
   subscriber_ = std::move(*subscriber);
   control_ = std::move(*control);
@@ -40,7 +40,7 @@ telemetry::Status LiveConnection::start(const ConnectionSettings& settings) {
   last_message_ns_ = 0;
   stream_thread_ = std::thread([this] { streamLoop(); });
   control_thread_ = std::thread([this] { controlLoop(); });
-  return telemetry::Status::Ok();
+  return Status::Ok();
 }
 
 void LiveConnection::stop() {

@@ -17,7 +17,7 @@
 
 #include "console/app/connection_settings.h"
 #include "telemetry/control_client.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/subscriber.h"
 #include "telemetry/wire.h"
 
@@ -34,7 +34,7 @@ class LiveConnection : public QObject {
 
   // Connects both sockets (ZeroMQ connects asynchronously: an engine that is not up yet is
   // waited for). Errors name a malformed endpoint or key file.
-  telemetry::Status start(const ConnectionSettings& settings);
+  Status start(const ConnectionSettings& settings);
   void stop();
   bool running() const { return stream_thread_.joinable(); }
   const ConnectionSettings& settings() const { return settings_; }

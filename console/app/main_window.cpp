@@ -202,7 +202,7 @@ void MainWindow::buildMenus() {
   });
 }
 
-telemetry::Status MainWindow::connectTo(const ConnectionSettings& settings) {
+Status MainWindow::connectTo(const ConnectionSettings& settings) {
   disconnectFromEngine();
   trace_.reset();
   trace_path_.clear();
@@ -240,7 +240,7 @@ void MainWindow::disconnectFromEngine() {
   updateStatus();
 }
 
-telemetry::Status MainWindow::openTrace(const QString& path) {
+Status MainWindow::openTrace(const QString& path) {
   auto reader = telemetry::TraceReader::open(path.toStdString());
   if (!reader.ok()) {
     log_->append(LogPanel::Level::Error, tr("open failed: %1").arg(q(reader.status().message())));
@@ -252,7 +252,7 @@ telemetry::Status MainWindow::openTrace(const QString& path) {
   QApplication::restoreOverrideCursor();
   if (!st.ok()) {
     log_->append(LogPanel::Level::Error, tr("reading %1 failed: %2").arg(path, q(st.message())));
-    return telemetry::Status::Error(path.toStdString() + ": " + st.message());
+    return Status::Error(path.toStdString() + ": " + st.message());
   }
   trace_ = std::move(*reader);
   trace_path_ = path;
@@ -275,7 +275,7 @@ telemetry::Status MainWindow::openTrace(const QString& path) {
   control_panel_->refresh();
   repaintViews(true);
   updateStatus();
-  return telemetry::Status::Ok();
+  return Status::Ok();
 }
 
 void MainWindow::ingestLive() {
@@ -426,15 +426,15 @@ void MainWindow::showOpenDialog() {
   if (!st.ok()) QMessageBox::warning(this, tr("Open trace"), q(st.message()));
 }
 
-telemetry::StatusOr<QString> MainWindow::exportSource() const {
+StatusOr<QString> MainWindow::exportSource() const {
   if (trace_) return trace_path_;
-  if (!model_.meta()) return telemetry::Status::Error("no trace is open and no engine is connected");
+  if (!model_.meta()) return Status::Error("no trace is open and no engine is connected");
   if (!model_.meta()->recording_path)
-    return telemetry::Status::Error("no trace is open and the engine is not recording (Control > Record)");
+    return Status::Error("no trace is open and the engine is not recording (Control > Record)");
   const std::string& path = *model_.meta()->recording_path;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return telemetry::Status::Error("the engine records to " + path + ", which is not on this machine");
+    return Status::Error("the engine records to " + path + ", which is not on this machine");
   return q(path);
 }
 
@@ -462,7 +462,7 @@ void MainWindow::exportChrome() {
   if (!st.ok()) QMessageBox::warning(this, tr("Export"), q(st.message()));
 }
 
-telemetry::Status MainWindow::exportSqliteTo(const QString& out) {
+Status MainWindow::exportSqliteTo(const QString& out) {
   auto source = exportSource();
   if (!source.ok()) return source.status();
   QApplication::setOverrideCursor(Qt::WaitCursor);
@@ -476,11 +476,11 @@ telemetry::Status MainWindow::exportSqliteTo(const QString& out) {
   return st;
 }
 
-telemetry::Status MainWindow::exportChromeTo(const QString& out) {
+Status MainWindow::exportChromeTo(const QString& out) {
   auto source = exportSource();
   if (!source.ok()) return source.status();
   QApplication::setOverrideCursor(Qt::WaitCursor);
-  telemetry::Status st;
+  Status st;
   if (trace_ && *source == trace_path_) {
     st = telemetry::export_chrome_trace(*trace_, out.toStdString());
   } else {
@@ -575,16 +575,16 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   QMainWindow::closeEvent(event);
 }
 
-telemetry::Status MainWindow::saveScreenshot(const QString& path) {
+Status MainWindow::saveScreenshot(const QString& path) {
   // Render every view and the control panel with the newest data before grabbing.
   control_panel_->refresh();
   updateStatus();
   for (ImGuiWidget* w : {timeline_widget_, queue_widget_, skew_widget_, charts_widget_, requests_widget_}) w->repaint();
   const QPixmap pixmap = grab();
-  if (pixmap.isNull()) return telemetry::Status::Error("grabbing the window failed");
+  if (pixmap.isNull()) return Status::Error("grabbing the window failed");
   if (!pixmap.save(path, "PNG"))
-    return telemetry::Status::Error("cannot write the screenshot " + path.toStdString());
-  return telemetry::Status::Ok();
+    return Status::Error("cannot write the screenshot " + path.toStdString());
+  return Status::Ok();
 }
 
 }  // namespace sy::console

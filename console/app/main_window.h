@@ -16,7 +16,7 @@
 #include "console/views/skew_view.h"
 #include "console/views/timeline_view.h"
 #include "console/views/view_state.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/trace_reader.h"
 
 class QDockWidget;
@@ -39,16 +39,16 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // Starts watching a live engine (closing any open trace). Errors name the bad endpoint or key.
-  telemetry::Status connectTo(const ConnectionSettings& settings);
+  Status connectTo(const ConnectionSettings& settings);
   void disconnectFromEngine();
   // Opens a recorded trace (disconnecting from any engine).
-  telemetry::Status openTrace(const QString& path);
+  Status openTrace(const QString& path);
   // Writes a PNG of the whole window.
-  telemetry::Status saveScreenshot(const QString& path);
+  Status saveScreenshot(const QString& path);
   // File > Export without the dialogs: the open trace (or the live engine's recording, when its
   // file is on this machine) as an SQLite copy or as Chrome/Perfetto JSON.
-  telemetry::Status exportSqliteTo(const QString& out);
-  telemetry::Status exportChromeTo(const QString& out);
+  Status exportSqliteTo(const QString& out);
+  Status exportChromeTo(const QString& out);
 
   const ConsoleModel& model() const { return model_; }
   const ViewState& viewState() const { return view_state_; }
@@ -84,7 +84,7 @@ class MainWindow : public QMainWindow {
   void saveSettings();
   // The trace file an export reads: the open trace, or the live engine's recording if it is on
   // this machine. Errors say why there is none.
-  telemetry::StatusOr<QString> exportSource() const;
+  StatusOr<QString> exportSource() const;
 
   ConsoleModel model_;
   ViewState view_state_;

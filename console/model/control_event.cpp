@@ -35,13 +35,13 @@ std::string ControlEvent::label() const {
   return cmd + ": " + from + " -> " + to;
 }
 
-telemetry::StatusOr<ControlEvent> parse_control_event(const std::string& json_object) {
+StatusOr<ControlEvent> parse_control_event(const std::string& json_object) {
   json j = json::parse(json_object, nullptr, false);
-  if (j.is_discarded()) return telemetry::Status::Error("control event is not valid JSON");
-  if (!j.is_object()) return telemetry::Status::Error("control event is not a JSON object");
+  if (j.is_discarded()) return Status::Error("control event is not valid JSON");
+  if (!j.is_object()) return Status::Error("control event is not a JSON object");
   ControlEvent e;
   auto t = j.find("t_ns");
-  if (t == j.end() || !t->is_number()) return telemetry::Status::Error("control event has no numeric \"t_ns\"");
+  if (t == j.end() || !t->is_number()) return Status::Error("control event has no numeric \"t_ns\"");
   e.t_ns = t->is_number_integer() ? t->get<std::int64_t>() : static_cast<std::int64_t>(t->get<double>());
   if (auto it = j.find("cmd"); it != j.end() && it->is_string()) e.cmd = it->get<std::string>();
   if (auto it = j.find("request"); it != j.end()) e.request_json = it->dump();

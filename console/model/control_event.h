@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
@@ -22,6 +22,6 @@ struct ControlEvent {
   std::string label() const;
 };
 
-telemetry::StatusOr<ControlEvent> parse_control_event(const std::string& json_object);
+StatusOr<ControlEvent> parse_control_event(const std::string& json_object);
 
 }  // namespace sy::console

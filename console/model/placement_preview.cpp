@@ -16,9 +16,8 @@ std::string PlacementChange::command_json() const {
   return j.dump();
 }
 
-telemetry::StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t device_count,
+StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t device_count,
                                                    const LoadWindow& window, const PlacementChange& change) {
-  using telemetry::Status;
   const auto blocks = static_cast<std::int32_t>(placement.size());
   if (blocks == 0) return Status::Error("the current placement is not known yet (no run metadata)");
   if (change.block < -1 || change.block >= blocks)

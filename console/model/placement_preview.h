@@ -8,7 +8,7 @@
 
 #include "console/model/expert_load_store.h"
 #include "console/model/run_meta.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
@@ -32,7 +32,7 @@ struct LoadPreview {
 
 // Errors name what is wrong with the change against the current placement (an unknown block,
 // expert or device; `from` holds no replica; `to` already holds one).
-telemetry::StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t device_count,
+StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t device_count,
                                                    const LoadWindow& window, const PlacementChange& change);
 
 }  // namespace sy::console

@@ -50,14 +50,14 @@ const DeviceInfo* RunMeta::device(std::int32_t index) const {
   return nullptr;
 }
 
-telemetry::StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
+StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
   json j;
   try {
     j = json::parse(json_object);
   } catch (const json::exception& e) {
-    return telemetry::Status::Error(std::string("meta is not valid JSON: ") + e.what());
+    return Status::Error(std::string("meta is not valid JSON: ") + e.what());
   }
-  if (!j.is_object()) return telemetry::Status::Error("meta is not a JSON object");
+  if (!j.is_object()) return Status::Error("meta is not a JSON object");
   RunMeta m;
   try {
     read(j, "schema_version", m.schema_version);
@@ -111,7 +111,7 @@ telemetry::StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
     }
     read(j, "row_bytes", m.row_bytes);
   } catch (const std::exception& e) {
-    return telemetry::Status::Error(std::string("meta: ") + e.what());
+    return Status::Error(std::string("meta: ") + e.what());
   }
   m.json = json_object;
   return m;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
@@ -70,6 +70,6 @@ struct RunMeta {
 
 // Parses one meta object (JSON text). Missing optional keys keep their defaults; a key of the
 // wrong type is an error naming the key.
-telemetry::StatusOr<RunMeta> parse_run_meta(const std::string& json_object);
+StatusOr<RunMeta> parse_run_meta(const std::string& json_object);
 
 }  // namespace sy::console

@@ -7,7 +7,7 @@
 namespace sy::console {
 namespace {
 
-constexpr std::size_t kKinds = static_cast<std::size_t>(telemetry::SpanKind::Stall) + 1;
+constexpr std::size_t kKinds = telemetry::kSpanKinds;
 
 void colour_fold(const LaneSpans& lane, int samples, TimelineItem& item) {
   std::array<int, kKinds> votes{};

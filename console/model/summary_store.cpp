@@ -38,14 +38,14 @@ LatencySummary latency(const json& j, const char* key) {
 
 }  // namespace
 
-telemetry::StatusOr<SummaryPoint> parse_summary(const std::string& json_object) {
+StatusOr<SummaryPoint> parse_summary(const std::string& json_object) {
   json j;
   try {
     j = json::parse(json_object);
   } catch (const json::exception& e) {
-    return telemetry::Status::Error(std::string("summary is not valid JSON: ") + e.what());
+    return Status::Error(std::string("summary is not valid JSON: ") + e.what());
   }
-  if (!j.is_object()) return telemetry::Status::Error("summary is not a JSON object");
+  if (!j.is_object()) return Status::Error("summary is not a JSON object");
   SummaryPoint p;
   try {
     p.t_begin_ns = integer(j, "t_begin_ns");
@@ -81,9 +81,9 @@ telemetry::StatusOr<SummaryPoint> parse_summary(const std::string& json_object) 
     if (auto it = j.find("expert_imbalance"); it != j.end() && it->is_array())
       for (const json& v : *it) p.expert_imbalance.push_back(v.is_number() ? v.get<double>() : 0.0);
   } catch (const std::exception& e) {
-    return telemetry::Status::Error(std::string("summary: ") + e.what());
+    return Status::Error(std::string("summary: ") + e.what());
   }
-  if (p.t_end_ns < p.t_begin_ns) return telemetry::Status::Error("summary: t_end_ns is before t_begin_ns");
+  if (p.t_end_ns < p.t_begin_ns) return Status::Error("summary: t_end_ns is before t_begin_ns");
   return p;
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "console/model/ring_buffer.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
@@ -41,7 +41,7 @@ struct SummaryPoint {
   std::int64_t dropped_events = 0;
 };
 
-telemetry::StatusOr<SummaryPoint> parse_summary(const std::string& json_object);
+StatusOr<SummaryPoint> parse_summary(const std::string& json_object);
 
 class SummaryStore {
  public:

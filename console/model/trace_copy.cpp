@@ -17,8 +17,7 @@ struct Db {
 
 }  // namespace
 
-telemetry::Status copy_trace_database(const std::filesystem::path& source, const std::filesystem::path& destination) {
-  using telemetry::Status;
+Status copy_trace_database(const std::filesystem::path& source, const std::filesystem::path& destination) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(source, ec))
     return Status::Error("trace " + source.string() + " does not exist or is not a file");

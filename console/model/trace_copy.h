@@ -4,12 +4,12 @@
 
 #include <filesystem>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console {
 
 // Copies the database at `source` to `destination` (replaced if it exists; written beside it
 // and renamed, so a failed copy leaves nothing half-written). Errors name the file and the problem.
-telemetry::Status copy_trace_database(const std::filesystem::path& source, const std::filesystem::path& destination);
+Status copy_trace_database(const std::filesystem::path& source, const std::filesystem::path& destination);
 
 }  // namespace sy::console

@@ -8,7 +8,7 @@
 
 namespace sy::console {
 
-telemetry::StatusOr<RunMeta> trace_run_meta(const telemetry::TraceReader& reader) {
+StatusOr<RunMeta> trace_run_meta(const telemetry::TraceReader& reader) {
   using nlohmann::json;
   const std::map<std::string, std::string> kv = reader.metadata();
   json object = json::object();
@@ -51,11 +51,10 @@ telemetry::StatusOr<RunMeta> trace_run_meta(const telemetry::TraceReader& reader
     if (close == std::string::npos) return parsed.status();
     object.erase(message.substr(open + 1, close - open - 1));
   }
-  return telemetry::Status::Error("trace metadata: too many malformed keys");
+  return Status::Error("trace metadata: too many malformed keys");
 }
 
-telemetry::Status load_trace(const telemetry::TraceReader& reader, ConsoleModel& model) {
-  using telemetry::Status;
+Status load_trace(const telemetry::TraceReader& reader, ConsoleModel& model) {
   model.clear();
   model.set_bounded(false);
 

@@ -3,16 +3,16 @@
 #pragma once
 
 #include "console/model/console_model.h"
-#include "telemetry/status.h"
+#include "base/status.h"
 #include "telemetry/trace_reader.h"
 
 namespace sy::console {
 
 // Clears `model` and loads everything `reader` holds. Errors name the table that failed to read.
-telemetry::Status load_trace(const telemetry::TraceReader& reader, ConsoleModel& model);
+Status load_trace(const telemetry::TraceReader& reader, ConsoleModel& model);
 
 // The run metadata of a trace: its META table as one meta object (values that are JSON text are
 // taken as JSON), device names from the reader when the table has no device list.
-telemetry::StatusOr<RunMeta> trace_run_meta(const telemetry::TraceReader& reader);
+StatusOr<RunMeta> trace_run_meta(const telemetry::TraceReader& reader);
 
 }  // namespace sy::console

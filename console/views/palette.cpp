@@ -31,6 +31,7 @@ ImU32 span_kind(telemetry::SpanKind kind) {
     case SpanKind::Transfer: return IM_COL32(226, 148, 62, 255);
     case SpanKind::WeightFetch: return IM_COL32(190, 160, 90, 255);
     case SpanKind::Stall: return IM_COL32(200, 70, 70, 255);
+    case SpanKind::Merge: return IM_COL32(120, 150, 190, 255);
   }
   return IM_COL32(128, 128, 128, 255);
 }

@@ -51,6 +51,7 @@ void span_label(const Span& s, char* buf, std::size_t size) {
       std::snprintf(buf, size, s.lane == Lane::Receive ? "<- %d  %lld" : "-> %d  %lld", s.peer, static_cast<long long>(s.tokens));
       break;
     case SpanKind::WeightFetch: std::snprintf(buf, size, "fetch b%d e%d", s.block, s.index); break;
+    case SpanKind::Merge: std::snprintf(buf, size, "merge b%d  %lld", s.block, static_cast<long long>(s.tokens)); break;
     case SpanKind::Stall:
       std::snprintf(buf, size, "stall: %.*s", static_cast<int>(telemetry::stall_reason_name(s.stall_reason).size()),
                     telemetry::stall_reason_name(s.stall_reason).data());

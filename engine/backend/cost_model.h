@@ -17,6 +17,9 @@ class CostModel {
   virtual std::int64_t experts_ns(std::int32_t block, std::span<const std::int64_t> tokens_per_expert) const = 0;
   // Final norm, lm_head and sampling of `tokens` rows.
   virtual std::int64_t sample_ns(std::int64_t tokens) const = 0;
+  // The token pool's merge of `rows` rows (K expert outputs each into the residual). Only
+  // runs where activations travel (cpu, cuda); the sim backend has none to merge.
+  virtual std::int64_t merge_ns(std::int64_t /*rows*/) const { return 0; }
 };
 
 // Fixed launch cost plus a per-token cost: enough to give executions a shape in tests.
@@ -32,6 +35,7 @@ class LinearCostModel final : public CostModel {
     return t;
   }
   std::int64_t sample_ns(std::int64_t tokens) const override { return fixed_ + per_token_ * tokens; }
+  std::int64_t merge_ns(std::int64_t rows) const override { return per_token_ * rows; }
 
  private:
   std::int64_t fixed_, per_token_;

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <chrono>
 
+#include "kernels/cpu/sampling.h"
+
 namespace sy {
 namespace {
 
@@ -14,8 +16,9 @@ std::int64_t wall_ns() {
 
 }  // namespace
 
-CpuExecutor::CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options)
-    : ops_(weights), options_(std::move(options)) {
+CpuExecutor::CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options,
+                         std::unique_ptr<DeviceStream> stream)
+    : ops_(weights), options_(std::move(options)), stream_(std::move(stream)) {
   if (options_.attention_rank) {
     cache_ = std::make_unique<PagedKvCache>(weights->config(), options_.kv_pages, options_.page_size);
   }
@@ -23,33 +26,40 @@ CpuExecutor::CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecuto
 
 std::int64_t CpuExecutor::elapsed_since(std::int64_t start_ns) const { return std::max<std::int64_t>(1, wall_ns() - start_ns); }
 
-bool CpuExecutor::admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams sampling,
-                        std::uint64_t seed) {
-  assert(cache_ && "admit on a device without an attention rank");
-  RequestState state{SequenceKv{}, kernels::Sampler(sampling, seed)};
-  if (!state.kv.reserve(*cache_, positions)) return false;
-  requests_.emplace(request, std::move(state));
-  return true;
+// The arguments are the worker's and stay untouched until `done`; only the pointer vector of
+// experts() is the caller's temporary, so it is copied.
+void CpuExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
+                            RoutedRows& routed, Completion done) {
+  stream_->submit([this, block, &batch, sequences, &routed] { return run_attention(block, batch, sequences, routed); },
+                  std::move(done));
 }
 
-void CpuExecutor::release(std::int64_t request) {
-  auto it = requests_.find(request);
-  if (it == requests_.end()) return;
-  it->second.kv.release(*cache_);
-  requests_.erase(it);
+void CpuExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) {
+  stream_->submit([this, block, per_expert] { return run_experts(block, per_expert); }, std::move(done));
 }
 
-std::int64_t CpuExecutor::attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) {
+void CpuExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
+                         Completion done) {
+  stream_->submit([this, &batch, sequences, &next] { return run_sample(batch, sequences, next); }, std::move(done));
+}
+
+void CpuExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
+  stream_->submit([this, &merges] { return run_merge(merges); }, std::move(done));
+}
+
+std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
+                                        RoutedRows& routed) {
   const std::int64_t t0 = wall_ns();
   const ModelConfig& c = ops_.config();
   const std::int64_t H = c.hidden_size;
   const std::int64_t n = batch.rows();
   batch_.clear();
   std::int64_t context = 0;
+  std::size_t seq = 0;
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     const auto f = static_cast<std::size_t>(first);
-    const RequestState& state = requests_.at(batch.request[f]);
-    batch_.add_sequence(static_cast<std::int32_t>(rows), batch.position[f], state.kv.block_table());
+    assert(sequences[seq].request == batch.request[f]);
+    batch_.add_sequence(static_cast<std::int32_t>(rows), batch.position[f], sequences[seq++].block_table);
     context += batch.position[f] + rows;
   });
   if (block == 0) {
@@ -93,7 +103,7 @@ std::int64_t CpuExecutor::attention(std::int32_t block, TokenBatch& batch, Route
   return options_.cost_model ? options_.cost_model->attention_ns(block, n, context) : elapsed_since(t0);
 }
 
-std::int64_t CpuExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {
+std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {
   const std::int64_t t0 = wall_ns();
   const std::int64_t H = ops_.config().hidden_size;
   std::vector<std::int64_t> rows;
@@ -109,32 +119,40 @@ std::int64_t CpuExecutor::experts(std::int32_t block, const std::vector<TokenBat
   return options_.cost_model ? options_.cost_model->experts_ns(block, rows) : elapsed_since(t0);
 }
 
-std::int64_t CpuExecutor::sample(TokenBatch& batch, std::vector<std::int32_t>& next) {
+std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,
+                                    std::vector<std::int32_t>& next) {
   const std::int64_t t0 = wall_ns();
   const ModelConfig& c = ops_.config();
   // Only the last row of each request needs logits.
   std::vector<std::int32_t> last_rows;
-  std::vector<std::int64_t> requests;
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     last_rows.push_back(static_cast<std::int32_t>(first + rows - 1));
-    requests.push_back(batch.request[static_cast<std::size_t>(first)]);
   });
+  assert(last_rows.size() == sequences.size());
   logits_.resize(last_rows.size() * static_cast<std::size_t>(c.vocab_size));
   ops_.logits(batch.hidden.data(), last_rows, logits_.data(), ws_);
   next.resize(last_rows.size());
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
-    next[i] = requests_.at(requests[i]).sampler.sample(logits_.data() + i * static_cast<std::size_t>(c.vocab_size),
-                                                      c.vocab_size);
+    // Drawn from (seed, position) alone, as the reference path does.
+    const SamplingSpec& s = sequences[i].sampling;
+    const std::int32_t position = batch.position[static_cast<std::size_t>(last_rows[i])];
+    kernels::Sampler sampler({s.temperature, s.top_p, s.top_k}, kernels::position_seed(s.seed, position));
+    next[i] = sampler.sample(logits_.data() + i * static_cast<std::size_t>(c.vocab_size), c.vocab_size);
   }
   return options_.cost_model ? options_.cost_model->sample_ns(static_cast<std::int64_t>(last_rows.size()))
                              : elapsed_since(t0);
 }
 
-void CpuExecutor::merge(std::int32_t rows, std::vector<float>& hidden, const std::vector<float>& slot_outputs,
-                        const std::vector<float>& shared_out) {
+std::int64_t CpuExecutor::run_merge(std::vector<TokenPool::Completed>& merges) {
+  const std::int64_t t0 = wall_ns();
   const ModelConfig& c = ops_.config();
-  ModelOps::combine(slot_outputs.data(), shared_out.empty() ? nullptr : shared_out.data(), rows, c.top_k,
-                    c.hidden_size, hidden.data());
+  std::int64_t rows = 0;
+  for (TokenPool::Completed& m : merges) {
+    ModelOps::combine(m.slot_outputs.data(), m.shared_out.empty() ? nullptr : m.shared_out.data(), m.rows, c.top_k,
+                      c.hidden_size, m.hidden.data());
+    rows += m.rows;
+  }
+  return options_.cost_model ? options_.cost_model->merge_ns(rows) : elapsed_since(t0);
 }
 
 }  // namespace sy

@@ -1,14 +1,16 @@
-// The cpu backend's executor: one virtual device's math on the host, through the same
-// ModelOps the reference path uses. Each attention rank owns its paged KV cache.
+// The cpu backend's executor: one device's math on the host, through the same ModelOps the
+// reference path uses. Work runs on the device's stream: at once on virtual time, or on a
+// thread of the device's own on the wall clock. An attention rank keeps the storage of its
+// paged KV cache here; which pages belong to whom comes with each execution.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/backend/cost_model.h"
+#include "engine/backend/device_stream.h"
 #include "engine/forward/model_ops.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/runtime/executor.h"
@@ -16,11 +18,13 @@
 namespace sy {
 
 // Routing override (skew studies, sim): experts and weights of one token (a request's row at
-// an absolute position), chosen by something other than the model's router.
+// an absolute position), chosen by something other than the model's router. Called from the
+// device's thread on the wall clock: it must be safe to call concurrently.
 using RoutingOverride = std::function<void(std::int32_t block, std::int64_t request, std::int32_t position,
                                            std::int32_t k, std::int32_t* expert_ids, float* weights)>;
 
 // Sees every routing decision (cpu runs with --record-routing): the experts of one token.
+// Called from device threads on the wall clock, so it must be safe to call concurrently.
 using RoutingRecorder = std::function<void(std::int32_t block, std::int64_t request, std::int32_t position,
                                            std::int32_t k, const std::int32_t* expert_ids)>;
 
@@ -28,43 +32,41 @@ struct CpuExecutorOptions {
   bool attention_rank = false;
   std::int32_t kv_pages = 0;
   std::int32_t page_size = 16;
-  const CostModel* cost_model = nullptr;  // null: durations are the measured wall time
+  const CostModel* cost_model = nullptr;  // virtual time: null means executions take their measured time
   RoutingOverride routing;                // empty: the model's router
   RoutingRecorder record_routing;         // empty: nothing recorded
 };
 
 class CpuExecutor final : public Executor {
  public:
-  CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options);
+  CpuExecutor(std::shared_ptr<const ModelWeights> weights, CpuExecutorOptions options,
+              std::unique_ptr<DeviceStream> stream);
 
-  std::int64_t attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) override;
-  std::int64_t experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) override;
-  std::int64_t sample(TokenBatch& batch, std::vector<std::int32_t>& next) override;
-  void merge(std::int32_t rows, std::vector<float>& hidden, const std::vector<float>& slot_outputs,
-             const std::vector<float>& shared_out) override;
-
-  bool admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams sampling,
-             std::uint64_t seed) override;
-  void release(std::int64_t request) override;
-  std::int32_t free_kv_pages() const override { return cache_ ? cache_->free_pages() : 0; }
-  std::int32_t kv_pages_for(std::int32_t positions) const override {
-    return cache_ ? cache_->pages_for(positions) : 0;
-  }
+  void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
+                 Completion done) override;
+  void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
+              Completion done) override;
+  void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
 
  private:
-  struct RequestState {
-    SequenceKv kv;
-    kernels::Sampler sampler;
-  };
+  // Each runs on the device's stream and returns the duration to charge on virtual time.
+  std::int64_t run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
+                             RoutedRows& routed);
+  std::int64_t run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
+  std::int64_t run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next);
+  std::int64_t run_merge(std::vector<TokenPool::Completed>& merges);
   std::int64_t elapsed_since(std::int64_t start_ns) const;
 
   ModelOps ops_;
   CpuExecutorOptions options_;
   std::unique_ptr<PagedKvCache> cache_;
-  std::unordered_map<std::int64_t, RequestState> requests_;
+  // Scratch of the device's thread.
   Workspace ws_;
   BatchLayout batch_;
   std::vector<float> hidden_, y_, logits_;
+  // Last: destroyed first, so its thread has finished before the state above goes.
+  std::unique_ptr<DeviceStream> stream_;
 };
 
 }  // namespace sy

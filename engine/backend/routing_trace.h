@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 
 namespace sy {
 

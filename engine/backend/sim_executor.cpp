@@ -5,28 +5,26 @@
 
 namespace sy {
 
-SimExecutor::SimExecutor(const ModelConfig& config, SimExecutorOptions options)
-    : config_(config), options_(std::move(options)) {
+SimExecutor::SimExecutor(const ModelConfig& config, SimExecutorOptions options, EventLoop& loop)
+    : config_(config), options_(std::move(options)), loop_(loop) {
   assert(options_.cost_model && "the sim backend needs a cost model");
-  if (options_.attention_rank) free_pages_ = options_.kv_pages;
+  assert(loop_.virtual_time() && "the sim backend runs on virtual time");
 }
 
-bool SimExecutor::admit(std::int64_t request, std::int32_t positions, kernels::SamplingParams, std::uint64_t) {
-  const std::int32_t need = kv_pages_for(positions);
-  if (need > free_pages_) return false;
-  free_pages_ -= need;
-  pages_[request] = need;
-  return true;
+void SimExecutor::complete_after(std::int64_t duration, Completion done) {
+  // A device runs one execution at a time, so no stream queue is needed: it starts now.
+  const ExecutionTiming timing{loop_.now(), loop_.now() + std::max<std::int64_t>(0, duration)};
+  loop_.post(timing.end_ns, [done = std::move(done), timing] { done(timing); });
 }
 
-void SimExecutor::release(std::int64_t request) {
-  const auto it = pages_.find(request);
-  if (it == pages_.end()) return;
-  free_pages_ += it->second;
-  pages_.erase(it);
+void SimExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
+  std::int64_t rows = 0;
+  for (const TokenPool::Completed& m : merges) rows += m.rows;
+  complete_after(options_.cost_model->merge_ns(rows), std::move(done));
 }
 
-std::int64_t SimExecutor::attention(std::int32_t block, TokenBatch& batch, RoutedRows& routed) {
+void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext>, RoutedRows& routed,
+                            Completion done) {
   const std::int64_t rows = batch.rows();
   std::int64_t context = 0;
   // Every row attends to the cached positions before it and itself.
@@ -52,23 +50,24 @@ std::int64_t SimExecutor::attention(std::int32_t block, TokenBatch& batch, Route
       options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
-  return options_.cost_model->attention_ns(block, rows, context);
+  complete_after(options_.cost_model->attention_ns(block, rows, context), std::move(done));
 }
 
-std::int64_t SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {
+void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) {
   per_expert_.clear();
   for (const TokenBatch* b : per_expert) per_expert_.push_back(b->rows());
-  return options_.cost_model->experts_ns(block, per_expert_);
+  complete_after(options_.cost_model->experts_ns(block, per_expert_), std::move(done));
 }
 
-std::int64_t SimExecutor::sample(TokenBatch& batch, std::vector<std::int32_t>& next) {
+void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, std::vector<std::int32_t>& next,
+                         Completion done) {
   // No logits: a token id derived from the position keeps outputs deterministic; the sim has
   // no EOS, requests end at their max_new_tokens.
   next.clear();
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
   });
-  return options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size()));
+  complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())), std::move(done));
 }
 
 }  // namespace sy

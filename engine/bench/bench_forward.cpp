@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/forward/forward_pass.h"
+#include "engine/kv/kv_block_allocator.h"
+#include "engine/kv/sequence_kv.h"
 #include "engine/model/random_model.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sampling.h"
@@ -73,8 +75,9 @@ int main(int argc, char** argv) {
 
   {  // prefill: one sequence of prefill_len tokens
     sy::PagedKvCache cache(c, (prefill_len + 15) / 16, 16);
+    sy::KvBlockAllocator pages(cache.num_pages(), 16);
     sy::SequenceKv kv;
-    kv.reserve(cache, prefill_len);
+    kv.reserve(pages, prefill_len);
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(prefill_len));
     for (auto& t : tokens) t = token(rng);
     sy::BatchLayout batch;
@@ -88,11 +91,12 @@ int main(int argc, char** argv) {
   for (int b : batches) {  // decode: b sequences of `prompt` tokens, then decode_steps steps
     const int max_len = prompt + decode_steps;
     sy::PagedKvCache cache(c, b * ((max_len + 15) / 16), 16);
+    sy::KvBlockAllocator pages(cache.num_pages(), 16);
     std::vector<sy::SequenceKv> seqs(static_cast<std::size_t>(b));
     std::vector<std::int32_t> next(static_cast<std::size_t>(b));
     logits.resize(static_cast<std::size_t>(b) * c.vocab_size);
     for (int s = 0; s < b; ++s) {
-      seqs[s].reserve(cache, max_len);
+      seqs[s].reserve(pages, max_len);
       std::vector<std::int32_t> tokens(static_cast<std::size_t>(prompt));
       for (auto& t : tokens) t = token(rng);
       sy::BatchLayout batch;

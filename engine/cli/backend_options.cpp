@@ -32,7 +32,15 @@ fs::path resolve_model_config(const std::string& model) {
 
 }  // namespace
 
-void BackendOptions::add_to(CLI::App& app) {
+void BackendOptions::add_to(CLI::App& app, bool with_both) {
+  std::vector<std::string> clocks{"wall", "virtual"};
+  if (with_both) clocks.push_back("both");
+  app.add_option("--clock", clock,
+                 with_both ? "cpu: wall (devices run concurrently on threads), virtual (measured durations on virtual "
+                             "clocks, deterministic) or both side by side (default)"
+                           : "cpu: wall (devices run concurrently on threads; default) or virtual (measured durations "
+                             "on virtual clocks, deterministic)")
+      ->check(CLI::IsMember(clocks));
   app.add_option("--backend", backend, "cpu: real math on virtual devices; sim: a simulated cluster (no math)")
       ->check(CLI::IsMember({"cpu", "sim"}))->capture_default_str();
   app.add_option("--hardware", hardware, "sim: device profile, a name from assets/hardware or a .toml file")
@@ -76,14 +84,26 @@ Backend Backend::open(const BackendOptions& options, const std::string& model) {
   return b;
 }
 
-std::string Backend::describe(std::int32_t devices) const {
-  if (!sim()) return "cpu: " + std::to_string(devices) + " virtual devices (each execution lasts its measured time)";
+Clock Backend::clock() const {
+  if (sim()) return Clock::Virtual;
+  return options_.clock == "virtual" ? Clock::Virtual : Clock::Wall;
+}
+
+std::string Backend::describe(std::int32_t devices) const { return describe(devices, clock()); }
+
+std::string Backend::describe(std::int32_t devices, Clock clock) const {
+  if (!sim()) {
+    if (clock == Clock::Wall)
+      return "cpu: " + std::to_string(devices) + " devices, each on a thread of its own (wall clock)";
+    return "cpu: " + std::to_string(devices) + " virtual devices (each execution lasts its measured time; virtual clock)";
+  }
   return "sim: " + std::to_string(devices) + "× " + hardware_->name + " (roofline; " +
          std::to_string(options_.devices_per_node) + " devices per node)";
 }
 
 std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions options) const {
   if (sim()) {
+    options.clock = Clock::Virtual;
     options.routing_trace = replay_;
     if (options.link.bytes_per_ns == 0 && options.link.latency_ns == 0)
       options.link = profile_links(*hardware_, options_.devices_per_node);

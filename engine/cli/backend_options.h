@@ -24,8 +24,13 @@ struct BackendOptions {
   std::int32_t devices_per_node = 8;
   std::filesystem::path record_routing;  // cpu: write the model's routing here
   std::filesystem::path routing;         // sim: replay this recorded routing
+  // cpu: "wall" (devices on threads of their own, concurrently) or "virtual" (one after
+  // another on virtual clocks, deterministic); bench also takes "both". Empty: the command's
+  // default (wall; bench: both).
+  std::string clock;
 
-  void add_to(CLI::App& app);
+  // with_both: the command can run both clocks side by side (bench).
+  void add_to(CLI::App& app, bool with_both = false);
 };
 
 class Backend {
@@ -38,9 +43,13 @@ class Backend {
   const ModelConfig& config() const { return config_; }
   const std::string& model_name() const { return model_name_; }
   const HardwareProfile* hardware() const { return hardware_ ? &*hardware_ : nullptr; }
-  // "cpu (virtual devices, measured durations)" or "sim: 8× H100 (roofline)".
+  // The clock a deployment runs on: sim always virtual; cpu as --clock says, wall by default.
+  Clock clock() const;
+  // "cpu: 6 devices on threads of their own (wall clock)" or "sim: 8× H100 (roofline)".
   std::string describe(std::int32_t devices) const;
+  std::string describe(std::int32_t devices, Clock clock) const;
 
+  // On options.clock for cpu (callers set it from clock() or choose one), virtual for sim.
   std::unique_ptr<Deployment> deploy(Topology topology, DeploymentOptions options) const;
   // What the telemetry metadata says about this backend and model.
   RunInfo run_info() const;

@@ -1,5 +1,6 @@
-// `switchyard bench`: a Poisson workload through the runtime on virtual cpu devices; prints
-// throughput, latency and per-device busy/stall, or several policies side by side.
+// `switchyard bench`: a Poisson workload through the runtime (cpu or sim); prints throughput,
+// latency and per-device busy/stall, several policies side by side, and on cpu the same run
+// on the wall clock (devices concurrent) next to virtual time (measured durations summed).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,7 @@ std::vector<std::string> split(const std::string& text) {
 
 struct BenchRun {
   std::string label;
+  Clock clock = Clock::Virtual;
   MetricsReport report;
   double simulated_s = 0;  // virtual time the run covered
   double wall_s = 0;       // wall time it took
@@ -50,9 +52,10 @@ struct BenchRun {
 };
 
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
-                 const std::vector<RequestSpec>& requests, LiveTelemetry* live) {
+                 Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live) {
   const ModelConfig& c = backend.config();
-  const DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
+  DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
+  options.clock = clock;
   auto deployment = backend.deploy(Topology::from_layout(layout, c), options);
   deployment->submit(requests);
   if (live) live->attach(*deployment, backend.run_info(), {});
@@ -60,8 +63,8 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
   const std::int64_t end = deployment->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (live) live->detach();
-  return {options.policy.describe(), deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
-          deployment->loop().events_run()};
+  return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
+          deployment->events_run()};
 }
 
 void run(const BenchArgs& a) {
@@ -84,8 +87,14 @@ void run(const BenchArgs& a) {
     throw CommandError{"--record with --compare would put every run's events on one time base: record one policy at a time"};
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
   if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
+  // cpu: each policy on virtual time and on the wall clock, unless --clock picks one.
+  std::vector<Clock> clocks{backend.clock()};
+  if (!backend.sim() && (a.backend.clock.empty() || a.backend.clock == "both")) clocks = {Clock::Virtual, Clock::Wall};
+  if (live && clocks.size() > 1 && !a.live.record.empty())
+    throw CommandError{"--record with both clocks would put two runs on one time base: pass --clock wall or virtual"};
   std::vector<BenchRun> runs;
-  for (const auto& p : policies) runs.push_back(run_one(a, backend, layout, p, requests, live.get()));
+  for (const auto& p : policies)
+    for (Clock clock : clocks) runs.push_back(run_one(a, backend, layout, p, clock, requests, live.get()));
   backend.finish();
 
   if (a.json) {
@@ -93,7 +102,9 @@ void run(const BenchArgs& a) {
     for (const BenchRun& r : runs) {
       nlohmann::json j = to_json(r.report);
       j["policy"] = r.label;
-      j["throughput_ratio"] = r.report.tokens_per_s / runs.front().report.tokens_per_s;
+      j["clock"] = clock_name(r.clock);
+      const BenchRun& base = *std::find_if(runs.begin(), runs.end(), [&](const BenchRun& b) { return b.clock == r.clock; });
+      j["throughput_ratio"] = r.report.tokens_per_s / base.report.tokens_per_s;
       j["backend"] = a.backend.backend;
       j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
       out.push_back(j);
@@ -104,9 +115,13 @@ void run(const BenchArgs& a) {
   std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s\nmodel %s, layout %s\n%s\n\n",
               a.workload.c_str(), a.rate, a.duration, requests.size(), static_cast<unsigned long long>(a.seed),
               a.skew.empty() ? "" : (", skew " + a.skew).c_str(), backend.model_name().c_str(), layout.name.c_str(),
-              backend.describe(static_cast<std::int32_t>(layout.devices.size())).c_str());
+              backend.describe(static_cast<std::int32_t>(layout.devices.size()), clocks.back()).c_str());
+  if (clocks.size() > 1)
+    std::printf("each policy runs twice: on virtual time (every execution lasts its measured time, one device after\n"
+                "another) and on the wall clock (devices concurrent on threads; what this machine really serves)\n\n");
   for (const BenchRun& r : runs) {
-    std::printf("== %s\n%s", r.label.c_str(), format_table(r.report).c_str());
+    std::printf("== %s, %s clock\n%s", r.label.c_str(), std::string(clock_name(r.clock)).c_str(),
+                format_table(r.report).c_str());
     if (backend.sim())
       std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time (%lld events, %.0f ns each)\n",
                   r.simulated_s, r.wall_s, r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0, static_cast<long long>(r.events),
@@ -114,13 +129,23 @@ void run(const BenchArgs& a) {
     std::printf("\n");
   }
   if (runs.size() > 1) {
+    // Ratios against the first policy on the same clock.
     int width = 6;
     for (const BenchRun& r : runs) width = std::max(width, static_cast<int>(r.label.size()));
-    std::printf("%-*s %12s %8s %10s %10s %10s\n", width, "policy", "tokens/s", "ratio", "ITL p50", "ITL p99", "TTFT p50");
+    std::printf("%-*s %-8s %12s %8s %10s %10s %10s\n", width, "policy", "clock", "tokens/s", "ratio", "ITL p50",
+                "ITL p99", "TTFT p50");
     for (const BenchRun& r : runs) {
-      std::printf("%-*s %12.1f %7.2fx %8.2fms %8.2fms %8.2fms\n", width, r.label.c_str(), r.report.tokens_per_s,
-                  r.report.tokens_per_s / runs.front().report.tokens_per_s, r.report.itl.p50_ms, r.report.itl.p99_ms,
+      const BenchRun& base = *std::find_if(runs.begin(), runs.end(), [&](const BenchRun& b) { return b.clock == r.clock; });
+      std::printf("%-*s %-8s %12.1f %7.2fx %8.2fms %8.2fms %8.2fms\n", width, r.label.c_str(),
+                  std::string(clock_name(r.clock)).c_str(), r.report.tokens_per_s,
+                  r.report.tokens_per_s / base.report.tokens_per_s, r.report.itl.p50_ms, r.report.itl.p99_ms,
                   r.report.ttft.p50_ms);
+    }
+    if (clocks.size() > 1) {
+      std::printf("\nwall / virtual tokens/s:");
+      for (std::size_t i = 0; i + 1 < runs.size(); i += 2)
+        std::printf(" %s %.2fx", runs[i].label.c_str(), runs[i + 1].report.tokens_per_s / runs[i].report.tokens_per_s);
+      std::printf("\n");
     }
   }
 }
@@ -133,7 +158,7 @@ void register_bench(CLI::App& app) {
   sub->add_option("--model", args->model,
                   "Hugging Face model directory (sim: also a config.json or a name from assets/models)")->required();
   args->serve.add_to(*sub, /*layout_required=*/true);
-  args->backend.add_to(*sub);
+  args->backend.add_to(*sub, /*with_both=*/true);
   sub->add_option("--workload", args->workload, "Length class")
       ->check(CLI::IsMember({"short", "medium", "reasonable"}))->capture_default_str();
   sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(CLI::PositiveNumber)

@@ -20,6 +20,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_telemetry.h"
+#include "engine/runtime/virtual_event_loop.h"
 #include "engine/cli/serve_options.h"
 #include "engine/model/random_model.h"
 #include "engine/serving/skew_router.h"
@@ -139,10 +140,11 @@ void run(DemoArgs a) {
   const Layout layout = a.serve.load(c);
 
   DeploymentOptions options = a.serve.deployment_options(layout, {}, a.skew, a.seed);
+  options.clock = backend.clock();
   options.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
   auto d = backend.deploy(Topology::from_layout(layout, c), options);
   Coordinator& co = d->coordinator();
-  VirtualEventLoop& loop = d->loop();
+  EventLoop& loop = d->loop();
 
   WorkloadSpec spec;
   spec.length_class = take(parse_length_class(a.workload));
@@ -251,7 +253,7 @@ void run(DemoArgs a) {
 
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
-  loop.set_pace(a.pace);
+  if (auto* virtual_loop = dynamic_cast<VirtualEventLoop*>(&loop)) virtual_loop->set_pace(a.pace);
   loop.run([&] { return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns); });
   std::signal(SIGINT, previous);
 

@@ -29,15 +29,17 @@ struct GenerateArgs {
   std::filesystem::path out;
   ServeOptions serve;
   TelemetryFlags live;
+  std::string clock = "wall";
 };
 
-// Many requests at once through the expert-parallel runtime on virtual cpu devices.
+// Many requests at once through the expert-parallel runtime on cpu devices.
 void run_many(const GenerateArgs& a) {
   auto weights = load_model(a.model);
   const ModelConfig& c = weights->config();
   const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   const Layout layout = a.serve.load(c);
   DeploymentOptions options = a.serve.deployment_options(layout);
+  options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
@@ -113,6 +115,10 @@ void register_generate(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 30))->capture_default_str();
   sub->add_option("--seed", args->seed, "Sampling seed")->capture_default_str();
   sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at the model's eos_token_id");
+  sub->add_option("--clock", args->clock,
+                  "With --prompts: wall (devices run concurrently on threads) or virtual (one after another on "
+                  "virtual clocks, deterministic)")
+      ->check(CLI::IsMember({"wall", "virtual"}))->capture_default_str();
   sub->callback([args] { run(*args); });
 }
 

@@ -74,7 +74,7 @@ class LiveTelemetry {
   std::unique_ptr<ControlCommands> commands_;
   // The control server's thread reads these; attach/detach write them.
   std::mutex target_mutex_;
-  VirtualEventLoop* loop_ = nullptr;
+  EventLoop* loop_ = nullptr;
   ControlCommands* target_ = nullptr;
   std::unique_ptr<telemetry::ControlServer> control_;
   bool recording_started_ = false;

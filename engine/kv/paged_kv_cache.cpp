@@ -15,8 +15,6 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, std::int32_t num_pages, st
   assert(num_pages > 0 && page_size > 0);
   k_.assign(static_cast<std::size_t>(layer_elements_ * num_layers_), 0.0f);
   v_.assign(k_.size(), 0.0f);
-  free_.reserve(static_cast<std::size_t>(num_pages));
-  for (std::int32_t p = num_pages - 1; p >= 0; --p) free_.push_back(p);
 }
 
 kernels::KvLayerView PagedKvCache::layer(std::int32_t layer) {
@@ -33,32 +31,6 @@ kernels::KvLayerView PagedKvCache::layer(std::int32_t layer) {
 
 std::int64_t PagedKvCache::bytes() const {
   return static_cast<std::int64_t>((k_.size() + v_.size()) * sizeof(float));
-}
-
-std::int32_t PagedKvCache::allocate_page() {
-  if (free_.empty()) return -1;
-  std::int32_t page = free_.back();
-  free_.pop_back();
-  return page;
-}
-
-void PagedKvCache::free_page(std::int32_t page) {
-  assert(page >= 0 && page < num_pages_);
-  free_.push_back(page);
-}
-
-bool SequenceKv::reserve(PagedKvCache& cache, std::int64_t positions) {
-  std::int32_t needed = cache.pages_for(positions) - pages();
-  if (needed <= 0) return true;
-  if (needed > cache.free_pages()) return false;
-  for (std::int32_t i = 0; i < needed; ++i) pages_.push_back(cache.allocate_page());
-  return true;
-}
-
-void SequenceKv::release(PagedKvCache& cache) {
-  for (std::int32_t page : pages_) cache.free_page(page);
-  pages_.clear();
-  length = 0;
 }
 
 }  // namespace sy

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
+
 namespace sy {
 
 namespace fs = std::filesystem;
@@ -38,12 +40,9 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
   if (!in) return Status::Error("cannot open " + ip);
   std::ostringstream text;
   text << in.rdbuf();
-  json index;
-  try {
-    index = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    return Status::Error(ip + " is not valid JSON: " + e.what());
-  }
+  auto parsed = parse_json(text.str());
+  if (!parsed.ok()) return Status::Error(ip + " is not valid JSON: " + parsed.status().message());
+  json index = std::move(parsed).value();
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     return Status::Error(ip + " has no 'weight_map' object (tensor name -> shard file)");
   }

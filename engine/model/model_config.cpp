@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
+
 namespace sy {
 
 using nlohmann::json;
@@ -310,12 +312,9 @@ Status read_dtype_and_eos(const Reader& r, ModelConfig* c) {
 }  // namespace
 
 StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return Status::Error(source + " is not valid JSON: " + e.what());
-  }
+  auto parsed = parse_json(text);
+  if (!parsed.ok()) return Status::Error(source + " is not valid JSON: " + parsed.status().message());
+  json j = std::move(parsed).value();
   if (!j.is_object()) return Status::Error(source + " must hold a JSON object, got " + std::string(j.type_name()));
   const Reader r(j, source);
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "kernels/cpu/dtype.h"
 
 namespace sy {

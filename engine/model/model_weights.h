@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/model/model_config.h"
 #include "kernels/cpu/weight_view.h"
 

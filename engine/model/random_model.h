@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/model/model_config.h"
 
 namespace sy {

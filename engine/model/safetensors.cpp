@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
+
 namespace sy {
 
 using nlohmann::json;
@@ -127,12 +129,9 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::file
                          " bytes follow it");
   }
   const char* header_begin = reinterpret_cast<const char*>(bytes + 8);
-  json header;
-  try {
-    header = json::parse(header_begin, header_begin + header_len);
-  } catch (const json::parse_error& e) {
-    return Status::Error("the header of " + p + " is not valid JSON (" + e.what() + ")");
-  }
+  auto parsed = parse_json(std::string_view(header_begin, header_len));
+  if (!parsed.ok()) return Status::Error("the header of " + p + " is not valid JSON: " + parsed.status().message());
+  const json header = std::move(parsed).value();
   if (!header.is_object()) return Status::Error("the header of " + p + " is not a JSON object");
 
   const std::uint64_t data_start = 8 + header_len;

@@ -10,7 +10,8 @@ ReferenceSession::ReferenceSession(std::shared_ptr<const ModelWeights> weights,
                                    std::int32_t max_positions, std::int32_t page_size)
     : ops_(weights),
       max_positions_(max_positions),
-      cache_(weights->config(), (max_positions + page_size - 1) / page_size, page_size) {}
+      cache_(weights->config(), (max_positions + page_size - 1) / page_size, page_size),
+      pages_(cache_.num_pages(), page_size) {}
 
 StatusOr<std::vector<float>> ReferenceSession::forward(std::span<const std::int32_t> tokens,
                                                        bool all_logits) {
@@ -23,7 +24,7 @@ StatusOr<std::vector<float>> ReferenceSession::forward(std::span<const std::int3
     }
   }
   const std::int64_t end = static_cast<std::int64_t>(kv_.length) + static_cast<std::int64_t>(tokens.size());
-  if (end > max_positions_ || !kv_.reserve(cache_, end)) {
+  if (end > max_positions_ || !kv_.reserve(pages_, end)) {
     return Status::Error("sequence of " + std::to_string(end) + " positions exceeds the session's " +
                          std::to_string(max_positions_));
   }
@@ -42,18 +43,19 @@ StatusOr<std::vector<float>> ReferenceSession::forward(std::span<const std::int3
   return logits;
 }
 
-void ReferenceSession::reset() { kv_.release(cache_); }
+void ReferenceSession::reset() { kv_.release(pages_); }
 
 StatusOr<std::vector<std::int32_t>> generate(ReferenceSession& session,
                                              std::span<const std::int32_t> prompt,
                                              const GenerateOptions& options) {
   const std::int32_t vocab = session.config().vocab_size;
-  kernels::Sampler sampler(options.sampling, options.seed);
   std::vector<std::int32_t> out;
   if (options.max_new_tokens <= 0) return out;
   auto logits = session.forward(prompt, /*all_logits=*/false);
   if (!logits.ok()) return logits.status();
   while (true) {
+    // The logits came from the last position written: the draw depends on (seed, position) only.
+    kernels::Sampler sampler(options.sampling, kernels::position_seed(options.seed, session.length() - 1));
     std::int32_t next = sampler.sample(logits->data(), vocab);
     out.push_back(next);
     if (static_cast<std::int32_t>(out.size()) >= options.max_new_tokens) break;

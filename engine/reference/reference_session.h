@@ -8,9 +8,11 @@
 #include <span>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/forward/model_ops.h"
+#include "engine/kv/kv_block_allocator.h"
 #include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/sequence_kv.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -37,6 +39,7 @@ class ReferenceSession {
   ModelOps ops_;
   std::int32_t max_positions_;
   PagedKvCache cache_;
+  KvBlockAllocator pages_;
   SequenceKv kv_;
   Workspace ws_;
   std::vector<float> hidden_;

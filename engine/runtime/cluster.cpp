@@ -4,14 +4,20 @@
 
 namespace sy {
 
-Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor, LinkModel link,
-                 std::int64_t bytes_per_row, RuntimeObserver* observer, Worker::Hooks hooks)
+Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
+                 const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks)
     : topology_(std::move(topology)), loop_(loop) {
-  transport_ = std::make_unique<LoopTransport>(loop_, topology_.num_devices, bytes_per_row, link, observer);
+  transport_ = make_transport(loop_, topology_.num_devices, observer);
+  for (std::int32_t r = 0; r < topology_.num_ranks(); ++r)
+    kv_.push_back(std::make_unique<KvBlockManager>(kv.pages_per_rank, kv.page_size));
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
-    executors_.push_back(make_executor(d, topology_.device_rank[d] >= 0));
-    workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, recycler_, observer, hooks));
-    transport_->set_receiver(d, [w = workers_.back().get()](Shipment&& s) { w->receive(std::move(s)); });
+    const std::int32_t rank = topology_.device_rank[d];
+    executors_.push_back(make_executor(d, rank >= 0, loop_));
+    workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, recycler_, observer,
+                                                hooks, rank >= 0 ? kv_[static_cast<std::size_t>(rank)].get() : nullptr));
+    Worker* w = workers_.back().get();
+    transport_->set_receiver(d, {[w](const ShipmentHeader& h) { w->announce(h); },
+                                 [w](Shipment&& s) { w->receive(std::move(s)); }});
   }
 }
 

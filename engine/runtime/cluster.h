@@ -1,4 +1,5 @@
-// The workers of one deployment wired to their executors and a transport on one event loop.
+// The workers of one deployment wired to their executors, a transport and the attention ranks'
+// KV block managers, on one event loop.
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/kv/kv_block_manager.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/runtime_observer.h"
@@ -18,15 +20,23 @@ namespace sy {
 
 class Cluster {
  public:
-  // Makes the executor of a device; attention_rank says whether it hosts a DP rank (KV cache).
-  using ExecutorFactory = std::function<std::unique_ptr<Executor>(std::int32_t device, bool attention_rank)>;
+  // Makes the executor of a device whose completions go to `loop`; attention_rank says whether
+  // it hosts a DP rank (and so needs KV storage).
+  using ExecutorFactory =
+      std::function<std::unique_ptr<Executor>(std::int32_t device, bool attention_rank, EventLoop& loop)>;
+  // KV pages of each attention rank.
+  struct KvShape {
+    std::int32_t pages_per_rank = 0;
+    std::int32_t page_size = 16;
+  };
 
-  Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor, LinkModel link,
-          std::int64_t bytes_per_row, RuntimeObserver* observer, Worker::Hooks hooks);
+  Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
+          const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks);
 
   const Topology& topology() const { return topology_; }
   EventLoop& loop() { return loop_; }
-  Executor& rank_executor(std::int32_t rank) { return *executors_[topology_.rank_device[rank]]; }
+  // The KV block manager of an attention rank: the coordinator admits and releases with it.
+  KvBlockManager& kv(std::int32_t rank) { return *kv_[static_cast<std::size_t>(rank)]; }
   Worker& worker(std::int32_t device) { return *workers_[device]; }
   std::int32_t num_devices() const { return topology_.num_devices; }
 
@@ -47,7 +57,8 @@ class Cluster {
   EventLoop& loop_;
   std::vector<std::unique_ptr<Executor>> executors_;
   BatchRecycler recycler_;
-  std::unique_ptr<LoopTransport> transport_;
+  std::vector<std::unique_ptr<KvBlockManager>> kv_;  // [rank]
+  std::unique_ptr<Transport> transport_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 

@@ -1,87 +1,47 @@
 // The clock and event loop every worker reacts through. Worker logic only ever calls now() and
-// post(), so the same code runs under virtual time (cpu virtual devices, sim) and wall time.
+// post(), so the same code runs under virtual time (sim, deterministic tests) and wall time
+// (cpu and cuda devices that finish work on their own threads and streams).
 #pragma once
 
 #include <cstdint>
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
-#include <vector>
 
 namespace sy {
 
 class EventLoop {
  public:
   virtual ~EventLoop() = default;
-  // Current time in nanoseconds on this run's time base.
+  // Current time in nanoseconds on this run's time base (0 when the loop was made).
   virtual std::int64_t now() const = 0;
-  // Runs fn at time `at` (not before now()). Events at the same time run in posting order.
+  // Runs fn on the loop's thread at time `at` (not before now()). Events at the same time run
+  // in posting order. Only from the loop's thread.
   virtual void post(std::int64_t at, std::function<void()> fn) = 0;
   void post_now(std::function<void()> fn) { post(now(), std::move(fn)); }
-};
+  // The one entry from other threads (device completions, transports, control commands): fn
+  // runs on the loop's thread as soon as it can, before any later-scheduled event.
+  virtual void post_external(std::function<void()> fn) = 0;
 
-// Discrete-event loop over virtual time: a priority queue of (time, sequence) events. Time
-// jumps to the next event, so a run is as fast as its handlers and replays exactly.
-class VirtualEventLoop final : public EventLoop {
- public:
-  std::int64_t now() const override { return now_; }
-  void post(std::int64_t at, std::function<void()> fn) override;
+  // Runs events until none is left (nor any external post outstanding) or `stop()` returns
+  // true (checked after each event). Returns the number of events run.
+  virtual std::int64_t run(const std::function<bool()>& stop = {}) = 0;
+  // Runs events whose time is ≤ t, then returns with now() ≥ t.
+  virtual void run_until(std::int64_t t) = 0;
 
-  // Runs events until none is left or `stop()` returns true (checked after each event).
-  // Returns the number of events run.
-  std::int64_t run(const std::function<bool()>& stop = {});
+  // Whether time is simulated (jumps from event to event) rather than the wall clock's.
+  virtual bool virtual_time() const = 0;
+  // Virtual seconds per wall second: 1 on the wall clock; a virtual loop's pace, 0 unpaced.
+  virtual double pace() const = 0;
 
-  // Paced runs keep virtual time in step with the wall clock: `speed` virtual seconds per wall
-  // second (1: real time), so a live view of a simulated cluster looks like the real one. The
-  // loop waits for the wall clock between events; the handlers never do. 0: as fast as the
-  // handlers allow (the default).
-  void set_pace(double speed);
-  double pace() const { return pace_; }
-  // Runs events whose time is ≤ t, then sets now() to t.
-  void run_until(std::int64_t t);
-  bool idle() const { return events_.empty(); }
-  // Events run since construction (simulator speed is events per wall second).
-  std::int64_t events_run() const { return events_run_; }
-  std::size_t pending() const { return events_.size(); }
-
-  // The one entry from other threads (control commands): `fn` runs on the loop's thread as an
-  // event at the current time, before the next scheduled event; a paced wait is cut short.
-  void post_external(std::function<void()> fn);
+  // Work the loop must wait for that is not an event yet: a device execution or a transfer
+  // running elsewhere whose completion will arrive by post_external. run() does not return
+  // while any is outstanding, even with no event queued.
+  void begin_outside_work() { outside_work_.fetch_add(1, std::memory_order_relaxed); }
+  void end_outside_work() { outside_work_.fetch_sub(1, std::memory_order_relaxed); }
+  std::int64_t outside_work() const { return outside_work_.load(std::memory_order_relaxed); }
 
  private:
-  // The heap orders small records; the callbacks stay put in a slab (moving a std::function
-  // on every sift costs more than the comparison).
-  struct Event {
-    std::int64_t at;
-    std::uint64_t seq;
-    std::uint32_t slot;
-  };
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      return a.at != b.at ? a.at > b.at : a.seq > b.seq;
-    }
-  };
-  // Waits until wall time reaches virtual time `at` (paced runs), or an external post arrives.
-  void wait_for_wall_clock(std::int64_t at);
-  // Moves externally posted functions into the event queue.
-  void take_external();
-  // Pops the earliest event, advances now() to it and runs it.
-  void run_next();
-
-  std::int64_t now_ = 0;
-  std::uint64_t seq_ = 0;
-  std::int64_t events_run_ = 0;
-  double pace_ = 0;
-  std::int64_t pace_virtual_origin_ = 0;
-  std::int64_t pace_wall_origin_ = 0;
-  std::vector<Event> events_;  // binary heap under Later
-  std::vector<std::function<void()>> slots_;
-  std::vector<std::uint32_t> free_slots_;
-  std::mutex external_mutex_;
-  std::condition_variable external_cv_;
-  std::vector<std::function<void()>> external_;
-  std::atomic<bool> has_external_{false};
+  std::atomic<std::int64_t> outside_work_{0};
 };
 
 }  // namespace sy

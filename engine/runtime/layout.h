@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/model/model_config.h"
 
 namespace sy {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/runtime/layout.h"
 #include "engine/runtime/scheduler.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/layout.h"
 

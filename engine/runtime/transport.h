@@ -1,11 +1,12 @@
-// Moves shipments between workers. On one host the "wire" is the event loop: a shipment is
-// delivered after the latency + bytes / bandwidth of the link it crosses.
+// Moves shipments between workers in two phases (AMoE §3.5): phase 1 carries a shipment's
+// metadata, so the receiver knows what is in flight to it and from whom; phase 2 the payload
+// (rows and activations). Implementations: in-process (LoopTransport, over the event loop),
+// and later NCCL between GPUs and ZeroMQ/TCP between processes; the worker sees only this.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <random>
-#include <vector>
+#include <memory>
 
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/runtime_observer.h"
@@ -13,57 +14,34 @@
 
 namespace sy {
 
+// Phase 1: what a shipment holds, sent ahead of its payload.
+struct ShipmentHeader {
+  std::int32_t src = 0;
+  std::int32_t dst = 0;
+  LayerKind kind = LayerKind::Attention;
+  std::int32_t block = 0;
+  std::int32_t group = -1;
+  std::int64_t rows = 0;
+  std::int64_t bytes = 0;
+};
+
 class Transport {
  public:
+  struct Receiver {
+    std::function<void(const ShipmentHeader&)> on_header;  // phase 1: in flight now
+    std::function<void(Shipment&&)> on_payload;            // phase 2: arrived
+  };
   virtual ~Transport() = default;
+  // Who receives on `device` (this process's devices only). Before the first send.
+  virtual void set_receiver(std::int32_t device, Receiver receiver) = 0;
+  // Sends both phases; the payload is delivered after the header, on the receiver's loop.
   virtual void send(Shipment&& shipment) = 0;
-  // Shipments on their way to `device` (for stall accounting).
+  // Shipments whose header has reached `device` and whose payload has not (stall accounting).
   virtual std::int32_t in_flight_to(std::int32_t device) const = 0;
 };
 
-// α + β·bytes between distinct devices, zero within a device; an optional seeded jitter
-// reorders arrivals (tests use it to shuffle arrival orders deterministically).
-struct LinkModel {
-  std::int64_t latency_ns = 0;
-  double bytes_per_ns = 0;          // 0: infinite bandwidth
-  std::int64_t max_jitter_ns = 0;
-  std::uint64_t jitter_seed = 0;
-  // Multi-node clusters: devices [n·devices_per_node, (n+1)·devices_per_node) share node n
-  // and talk over the link above (NVLink); between nodes the network's α and β apply.
-  // 0: every device on one node.
-  std::int32_t devices_per_node = 0;
-  std::int64_t inter_node_latency_ns = 0;
-  double inter_node_bytes_per_ns = 0;
-  // Bandwidth belongs to a device's port, not to a pair: transfers leaving one device (and
-  // those arriving at one) queue behind each other. Off: every pair has the full bandwidth.
-  bool shared_ports = false;
-};
-
-class LoopTransport final : public Transport {
- public:
-  using Receiver = std::function<void(Shipment&&)>;
-  LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
-                RuntimeObserver* observer);
-  void set_receiver(std::int32_t device, Receiver receiver) { receivers_[device] = std::move(receiver); }
-  void set_link(const LinkModel& link) { link_ = link; }
-
-  void send(Shipment&& shipment) override;
-  std::int32_t in_flight_to(std::int32_t device) const override { return in_flight_[device]; }
-
- private:
-  EventLoop& loop_;
-  std::int64_t bytes_per_row_;
-  LinkModel link_;
-  RuntimeObserver* observer_;
-  std::mt19937_64 jitter_;
-  std::vector<Receiver> receivers_;
-  std::vector<std::int32_t> in_flight_;
-  std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
-  std::vector<std::int64_t> ingress_free_;  // and its receive port
-  // Shipments on a link, parked until delivery; a free list keeps their slots (and the event
-  // callbacks, which capture only a slot index) free of allocation.
-  std::vector<Shipment> parked_;
-  std::vector<std::uint32_t> free_;
-};
+// Makes the transport of a deployment for `num_devices` devices on `loop`.
+using TransportFactory =
+    std::function<std::unique_ptr<Transport>(EventLoop& loop, std::int32_t num_devices, RuntimeObserver* observer)>;
 
 }  // namespace sy

@@ -25,7 +25,8 @@ std::string LayerId::to_string() const {
 }
 
 Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
-               Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks)
+               Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks,
+               const KvBlockManager* kv)
     : device_(device),
       topo_(topology),
       loop_(loop),
@@ -33,7 +34,8 @@ Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, E
       transport_(transport),
       recycler_(recycler),
       observer_(observer),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)),
+      kv_(kv) {
   outgoing_.resize(static_cast<std::size_t>(topo_.num_devices));
   reload_placement();
   set_policy(RuntimePolicy{});
@@ -123,6 +125,8 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
   return topo_.sparse[prev] ? static_cast<std::int32_t>(topo_.block_expert_devices[prev].size()) : 1;
 }
 
+void Worker::announce(const ShipmentHeader&) { update_stall(); }
+
 void Worker::receive(Shipment&& shipment) {
   for (TokenBatch& batch : shipment.batches) {
     if (batch.layer.kind != LayerKind::Expert && !batch.slot.empty()) {
@@ -147,20 +151,28 @@ void Worker::receive(Shipment&& shipment) {
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
   completed_.clear();
   pool_.absorb(outputs, completed_);
-  // Every request whose K outputs per row are all back: merge into its residual and queue its
-  // rows for the layer after the expert block, appended to that queue's batch in place.
+  // Every request whose K outputs per row are all back is merged into its residual by an
+  // execution of its own on the device; without activations (sim) there is nothing to add
+  // and its rows go straight to the layer after the expert block.
   for (TokenPool::Completed& c : completed_) {
-    if (!c.hidden.empty()) executor_.merge(c.rows, c.hidden, c.slot_outputs, c.shared_out);
-    const std::size_t qi = queue_index(c.layer);
-    TokenBatch& tail = queue_tail(qi, c.layer, c.group);
-    for (std::int32_t i = 0; i < c.rows; ++i) {
-      tail.request.push_back(c.request);
-      tail.position.push_back(c.first_position + i);
-      tail.rank.push_back(c.rank);
+    if (c.hidden.empty()) {
+      enqueue_merged(c);
+    } else {
+      merges_.push_back(std::move(c));
     }
-    tail.hidden.insert(tail.hidden.end(), c.hidden.begin(), c.hidden.end());
-    account(qi, c.rows);
   }
+}
+
+void Worker::enqueue_merged(TokenPool::Completed& c) {
+  const std::size_t qi = queue_index(c.layer);
+  TokenBatch& tail = queue_tail(qi, c.layer, c.group);
+  for (std::int32_t i = 0; i < c.rows; ++i) {
+    tail.request.push_back(c.request);
+    tail.position.push_back(c.first_position + i);
+    tail.rank.push_back(c.rank);
+  }
+  tail.hidden.insert(tail.hidden.end(), c.hidden.begin(), c.hidden.end());
+  account(qi, c.rows);
 }
 
 void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
@@ -238,19 +250,38 @@ void Worker::try_run() {
   for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
   job_.per_expert.clear();
   job_.tokens = 0;
+  job_.merge = false;
+  // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
+  // be waiting for exactly these rows.
+  if (!merges_.empty()) {
+    execute_merges();
+    return;
+  }
   const bool found = policy_.grouped() ? take_grouped_job() : take_async_job();
   if (!found) return;
   execute();
 }
 
-void Worker::execute() {
+void Worker::close_stall() {
   if (stalled_) {
     if (observer_ && loop_.now() > stall_start_) observer_->on_stall(device_, stall_reason_, stall_start_, loop_.now());
     stalled_ = false;
   }
   running_ = true;
   job_.start = loop_.now();
-  std::int64_t duration = 0;
+}
+
+void Worker::collect_sequences() {
+  job_.sequences.clear();
+  assert(kv_ && "attention rows on a device without an attention rank");
+  job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
+    job_.sequences.push_back(kv_->context(job_.batch.request[static_cast<std::size_t>(first)]));
+  });
+}
+
+void Worker::execute() {
+  close_stall();
+  Completion done = [this](ExecutionTiming timing) { finish(timing); };
   if (job_.kind == LayerKind::Expert) {
     std::vector<TokenBatch*> batches;
     batches.reserve(job_.per_expert.size());
@@ -258,21 +289,48 @@ void Worker::execute() {
       job_.tokens += b.rows();
       batches.push_back(&b);
     }
-    if (job_.tokens > 0) duration = executor_.experts(job_.block, batches);
+    if (job_.tokens > 0) return executor_.experts(job_.block, batches, std::move(done));
   } else {
     job_.tokens = job_.batch.rows();
     if (job_.tokens > 0) {
-      duration = job_.kind == LayerKind::Attention ? executor_.attention(job_.block, job_.batch, job_.routed)
-                                                   : executor_.sample(job_.batch, job_.next_tokens);
+      collect_sequences();
+      if (job_.kind == LayerKind::Attention) return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, std::move(done));
+      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, std::move(done));
     }
   }
-  loop_.post(job_.start + duration, [this] { finish(); });
+  // A grouped policy's empty micro-batch: nothing for the device, but the barrier still moves.
+  const ExecutionTiming now{job_.start, job_.start};
+  loop_.post(job_.start, [this, now] { finish(now); });
 }
 
-void Worker::finish() {
+void Worker::execute_merges() {
+  close_stall();
+  job_.merge = true;
+  job_.merges.swap(merges_);
+  job_.block = job_.merges.front().layer.block - 1;  // the expert block whose outputs these are
+  job_.group = job_.merges.front().group;
+  for (const TokenPool::Completed& c : job_.merges) job_.tokens += c.rows;
+  executor_.merge(job_.merges, [this](ExecutionTiming timing) { finish_merges(timing); });
+}
+
+void Worker::finish_merges(ExecutionTiming timing) {
+  if (observer_) observer_->on_merge(device_, job_.block, job_.tokens, timing.start_ns, timing.end_ns);
+  for (TokenPool::Completed& c : job_.merges) enqueue_merged(c);
+  job_.merges.clear();
+  running_ = false;
+  try_run();
+  if (!running_) {
+    stalled_ = true;
+    stall_start_ = loop_.now();
+    stall_reason_ = current_stall_reason();
+  }
+}
+
+void Worker::finish(ExecutionTiming timing) {
   const std::int64_t end = loop_.now();
   if (observer_ && job_.tokens > 0)
-    observer_->on_execution(device_, job_.kind, job_.block, job_.index, job_.group, job_.tokens, job_.start, end);
+    observer_->on_execution(device_, job_.kind, job_.block, job_.index, job_.group, job_.tokens, timing.start_ns,
+                            timing.end_ns);
   switch (job_.kind) {
     case LayerKind::Attention: dispatch_attention(); break;
     case LayerKind::Expert: dispatch_experts(); break;

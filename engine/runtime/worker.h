@@ -1,6 +1,7 @@
 // One device of the expert-parallel runtime: receptor, μ-queues, token pool, scheduler,
 // executor calls and dispatcher. Purely event-driven (no threads, no sleeps): it reacts to
-// shipments arriving and executions finishing, through the EventLoop.
+// shipments arriving and executions completing, through the EventLoop, whether the device's
+// work runs on virtual time or on a thread or stream of its own.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "engine/runtime/batch_recycler.h"
+#include "engine/kv/kv_block_manager.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/runtime_observer.h"
@@ -40,18 +42,24 @@ class Worker {
     std::int64_t oldest_ns = 0;  // when its oldest waiting row was queued
   };
 
+  // kv: the KV block manager of the attention rank hosted here (null on expert-only devices).
   Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
-         Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks);
+         Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks,
+         const KvBlockManager* kv);
 
   // Applies a policy. Only at a safe point: the worker must be quiescent (asserted).
   void set_policy(const RuntimePolicy& policy);
   // Re-reads the topology's placement (which experts this device hosts). Only at a safe point.
   void reload_placement();
-  // Receptor: queues arriving rows, merges expert outputs in the token pool.
+  // Phase 1: a shipment is on its way here (a stall may now be waiting on a transfer).
+  void announce(const ShipmentHeader& header);
+  // Receptor (phase 2): queues arriving rows, holds expert outputs in the token pool.
   void receive(Shipment&& shipment);
 
   // Nothing queued, pooled, or executing.
-  bool quiescent() const { return !running_ && queued_tokens_ == 0 && pool_.empty() && pending_groups_.empty(); }
+  bool quiescent() const {
+    return !running_ && queued_tokens_ == 0 && pool_.empty() && merges_.empty() && pending_groups_.empty();
+  }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
   // Every non-empty μ-queue.
@@ -73,6 +81,9 @@ class Worker {
     TokenBatch batch;                    // attention and sampler
     std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
     RoutedRows routed;
+    std::vector<SequenceContext> sequences;       // attention and sampler: one per request
+    std::vector<TokenPool::Completed> merges;     // merge executions
+    bool merge = false;
     std::vector<std::int32_t> next_tokens;
     std::int64_t tokens = 0;
     std::int64_t start = 0;
@@ -90,7 +101,15 @@ class Worker {
   bool take_grouped_job();
   void drain(std::size_t queue, std::int32_t group, TokenBatch& out);
   void execute();
-  void finish();
+  // Runs the token pool's pending merges as one execution.
+  void execute_merges();
+  void finish(ExecutionTiming timing);
+  void finish_merges(ExecutionTiming timing);
+  // Queues a merged request's rows for the layer after its expert block.
+  void enqueue_merged(TokenPool::Completed& c);
+  // The block tables (and sampling) of the job's requests, from the rank's KV manager.
+  void collect_sequences();
+  void close_stall();
   void dispatch_attention();
   void dispatch_experts();
   void dispatch_sampler();
@@ -122,6 +141,8 @@ class Worker {
   QueueGrid grid_;                            // tokens per queue, kept in step with queues_
   TokenPool pool_;
   std::vector<TokenPool::Completed> completed_;  // scratch for absorb
+  std::vector<TokenPool::Completed> merges_;     // complete in the pool, waiting for their merge
+  const KvBlockManager* kv_;
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
   Job job_;

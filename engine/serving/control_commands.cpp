@@ -263,7 +263,7 @@ void ControlCommands::record_start(const json& c, const Reply& reply) {
   o.device_names = d_.cluster().topology().device_names;
   o.overwrite = c.value("overwrite", false);
   auto old_path = hub_.recording_path();
-  telemetry::Status s = hub_.start_recording(o);
+  Status s = hub_.start_recording(o);
   if (!s.ok()) return fail(c, reply, s.message());
   succeed(c, reply, old_path ? json(old_path->string()) : json(nullptr), o.path.string(), {{"path", o.path.string()}});
 }
@@ -277,7 +277,7 @@ void ControlCommands::record_stop(const json& c, const Reply& reply) {
   const std::int64_t t = d_.loop().now();
   std::weak_ptr<bool> alive = alive_;
   stopper_ = std::thread([this, alive, c, reply, t, file = path->string()] {
-    const telemetry::Status s = hub_.stop_recording();
+    const Status s = hub_.stop_recording();
     const std::string error = s.ok() ? "" : "record_stop: " + s.message();
     if (s.ok()) {
       reply({{"ok", true}, {"cmd", "record_stop"}, {"path", file}, {"old", file}, {"new", nullptr}});

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 #include "engine/serving/deployment.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/telemetry_hub.h"

@@ -31,8 +31,7 @@ std::int64_t Coordinator::kv_pages_total() const {
   std::int64_t n = 0;
   if (!cluster_) return 0;
   for (std::int32_t rank = 0; rank < cluster_->topology().num_ranks(); ++rank) {
-    Executor& ex = cluster_->rank_executor(rank);
-    n += ex.free_kv_pages() + held_pages_[static_cast<std::size_t>(rank)];
+    n += cluster_->kv(rank).num_pages();
   }
   return n;
 }
@@ -94,23 +93,22 @@ bool Coordinator::admit_one(std::int32_t slot) {
   std::int32_t best = -1, best_free = -1;
   for (std::int32_t i = 0; i < ranks; ++i) {
     const std::int32_t rank = (last_rank_ + 1 + i) % ranks;
-    Executor& ex = cluster_->rank_executor(rank);
-    const std::int32_t need = ex.kv_pages_for(positions);
-    if (running_per_rank_[rank] >= options_.max_batch_per_rank || ex.free_kv_pages() < need) continue;
-    const bool better = ex.free_kv_pages() > best_free ||
-                        (ex.free_kv_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best]);
+    const KvBlockManager& kv = cluster_->kv(rank);
+    const std::int32_t need = kv.pages_for(positions);
+    if (running_per_rank_[rank] >= options_.max_batch_per_rank || kv.free_pages() < need) continue;
+    const bool better = kv.free_pages() > best_free ||
+                        (kv.free_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best]);
     if (better) {
       best = rank;
-      best_free = ex.free_kv_pages();
+      best_free = kv.free_pages();
     }
   }
   if (best < 0) {
     // Reject what can never fit (more positions than a whole empty rank holds); queue the rest.
     bool could_ever_fit = false;
     for (std::int32_t rank = 0; rank < ranks; ++rank) {
-      Executor& ex = cluster_->rank_executor(rank);
-      if (ex.kv_pages_for(positions) <= ex.free_kv_pages() + held_pages_[static_cast<std::size_t>(rank)])
-        could_ever_fit = true;
+      const KvBlockManager& kv = cluster_->kv(rank);
+      if (kv.pages_for(positions) <= kv.num_pages()) could_ever_fit = true;
     }
     if (!could_ever_fit) {
       waiting_.pop_front();
@@ -123,8 +121,10 @@ bool Coordinator::admit_one(std::int32_t slot) {
     }
     return false;
   }
-  Executor& ex = cluster_->rank_executor(best);
-  const bool ok = ex.admit(idx, positions, options_.sampling, options_.seed ^ static_cast<std::uint64_t>(r.spec.id));
+  KvBlockManager& kv = cluster_->kv(best);
+  const SamplingSpec sampling{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
+                              options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
+  const bool ok = kv.admit(idx, positions, sampling);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
   waiting_.pop_front();
@@ -133,7 +133,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
   last_rank_ = best;
   r.slot = slot;
   ++running_per_rank_[best];
-  held_pages_[static_cast<std::size_t>(best)] += ex.kv_pages_for(positions);
+  held_pages_[static_cast<std::size_t>(best)] += kv.pages_for(positions);
   notify(idx, RequestPhase::Admitted);
   if (slot >= 0) {
     slots_[slot].members.push_back(idx);
@@ -241,10 +241,10 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
 void Coordinator::finish(std::int64_t idx) {
   RequestRecord& r = record(idx);
   if (r.rank >= 0) {
-    Executor& ex = cluster_->rank_executor(r.rank);
+    KvBlockManager& kv = cluster_->kv(r.rank);
     held_pages_[static_cast<std::size_t>(r.rank)] -=
-        ex.kv_pages_for(static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens);
-    ex.release(idx);
+        kv.pages_for(static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens);
+    kv.release(idx);
     --running_per_rank_[r.rank];
   }
   if (r.slot >= 0) {

@@ -1,14 +1,28 @@
 #include "engine/serving/deployment.h"
 
+#include "engine/runtime/virtual_event_loop.h"
+#include "engine/runtime/wall_clock_event_loop.h"
+
 namespace sy {
 
+std::string_view clock_name(Clock clock) { return clock == Clock::Wall ? "wall" : "virtual"; }
+
+std::unique_ptr<EventLoop> make_event_loop(Clock clock) {
+  if (clock == Clock::Wall) return std::make_unique<WallClockEventLoop>();
+  return std::make_unique<VirtualEventLoop>();
+}
+
 Deployment::Deployment(Topology topology, DeploymentOptions options, std::int64_t bytes_per_row,
-                       const Cluster::ExecutorFactory& make_executor)
-    : coordinator_(loop_, options.coordinator, &observers_), options_(std::move(options)) {
+                       const Cluster::ExecutorFactory& make_executor, std::unique_ptr<EventLoop> loop)
+    : loop_(loop ? std::move(loop) : make_event_loop(options.clock)),
+      coordinator_(*loop_, options.coordinator, &observers_),
+      options_(std::move(options)) {
   metrics_.set_device_names(topology.device_names);
   observers_.add(&metrics_, &metrics_);
-  cluster_ = std::make_unique<Cluster>(std::move(topology), loop_, make_executor, options_.link, bytes_per_row,
-                                       &observers_, coordinator_.hooks());
+  cluster_ = std::make_unique<Cluster>(std::move(topology), *loop_, make_executor,
+                                       LoopTransport::factory(bytes_per_row, options_.link),
+                                       Cluster::KvShape{options_.kv_pages_per_rank, options_.page_size}, &observers_,
+                                       coordinator_.hooks());
   coordinator_.attach(*cluster_, options_.policy);
 }
 
@@ -19,9 +33,9 @@ void Deployment::submit(std::vector<RequestSpec> requests) {
 }
 
 std::int64_t Deployment::run() {
-  loop_.run([this] { return coordinator_.done() && cluster_->quiescent(); });
+  events_run_ = loop_->run([this] { return coordinator_.done() && cluster_->quiescent(); });
   cluster_->flush_stalls();
-  return loop_.now();
+  return loop_->now();
 }
 
 }  // namespace sy

@@ -1,6 +1,7 @@
-// A whole deployment on one virtual-time event loop: the workers of a topology wired by the
-// runtime to a transport, a coordinator and metrics. Backends differ only in the executors
-// they plug in (cpu: real math, sim: a cost model), never in worker, queue or policy code.
+// A whole deployment on one event loop: the workers of a topology wired by the runtime to a
+// transport, a coordinator and metrics. Backends differ only in the executors they plug in
+// (cpu: real math, sim: a cost model) and the clock they run on, never in worker, queue or
+// policy code.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "engine/backend/cost_model.h"
 #include "engine/runtime/cluster.h"
 #include "engine/runtime/event_loop.h"
+#include "engine/runtime/loop_transport.h"
 #include "engine/runtime/topology.h"
 #include "engine/serving/coordinator.h"
 #include "engine/serving/metrics.h"
@@ -22,7 +24,15 @@ namespace sy {
 class RoutingTrace;
 class SkewRouting;
 
+// Which clock a deployment runs on. Virtual: executions last their modelled or measured time
+// on virtual clocks, one after another on the loop's thread; deterministic, and the only
+// clock of the sim backend. Wall: every device runs on a thread (or stream) of its own,
+// concurrently, and all times are wall-clock times.
+enum class Clock : std::uint8_t { Virtual, Wall };
+std::string_view clock_name(Clock clock);
+
 struct DeploymentOptions {
+  Clock clock = Clock::Virtual;
   RuntimePolicy policy;
   CoordinatorOptions coordinator;
   LinkModel link;
@@ -37,10 +47,15 @@ struct DeploymentOptions {
   std::int32_t page_size = 16;
 };
 
+// A VirtualEventLoop or a WallClockEventLoop.
+std::unique_ptr<EventLoop> make_event_loop(Clock clock);
+
 class Deployment {
  public:
+  // `loop` is the event loop it runs on (made for options.clock by make_event_loop unless
+  // the caller brings its own).
   Deployment(Topology topology, DeploymentOptions options, std::int64_t bytes_per_row,
-             const Cluster::ExecutorFactory& make_executor);
+             const Cluster::ExecutorFactory& make_executor, std::unique_ptr<EventLoop> loop = nullptr);
   virtual ~Deployment();
   Deployment(const Deployment&) = delete;
   Deployment& operator=(const Deployment&) = delete;
@@ -48,8 +63,10 @@ class Deployment {
   void submit(std::vector<RequestSpec> requests);
   // Runs until every submitted request has finished or been rejected; returns the end time.
   std::int64_t run();
+  // Events the loop ran in the last run() (simulator speed is events per wall second).
+  std::int64_t events_run() const { return events_run_; }
 
-  VirtualEventLoop& loop() { return loop_; }
+  EventLoop& loop() { return *loop_; }
   Coordinator& coordinator() { return coordinator_; }
   Cluster& cluster() { return *cluster_; }
   MetricsCollector& metrics() { return metrics_; }
@@ -58,12 +75,13 @@ class Deployment {
   const DeploymentOptions& options() const { return options_; }
 
  private:
-  VirtualEventLoop loop_;
+  std::unique_ptr<EventLoop> loop_;  // before everything that posts to it
   MetricsCollector metrics_;
   ObserverFanout observers_;
   Coordinator coordinator_;
   DeploymentOptions options_;
   std::unique_ptr<Cluster> cluster_;
+  std::int64_t events_run_ = 0;
 };
 
 }  // namespace sy

@@ -8,6 +8,8 @@ namespace {
 using ExecutorList = std::shared_ptr<std::vector<const SimExecutor*>>;
 
 DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config, const HardwareProfile& hw) {
+  // Simulated devices only exist on virtual time (paced to the wall clock when watched live).
+  o.clock = Clock::Virtual;
   if (!o.cost_model) o.cost_model = std::make_shared<RooflineCostModel>(hw, config);
   if (!o.skew_routing)
     o.skew_routing = std::make_shared<SkewRouting>(config.num_layers, config.num_experts, o.skew_lambda.value_or(0.0),
@@ -19,17 +21,13 @@ Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const Deployme
   RoutingOverride routing = [router = options.skew_routing](std::int32_t block, std::int64_t request,
                                                             std::int32_t position, std::int32_t k, std::int32_t* ids,
                                                             float* w) { router->route(block, request, position, k, ids, w); };
-  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(),
-          kv_pages = options.kv_pages_per_rank, page_size = options.page_size, routing,
-          list](std::int32_t, bool attention_rank) {
+  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(), routing,
+          list](std::int32_t, bool, EventLoop& loop) {
     SimExecutorOptions o;
-    o.attention_rank = attention_rank;
-    o.kv_pages = kv_pages;
-    o.page_size = page_size;
     o.cost_model = cost;
     o.routing = routing;
     o.routing_trace = trace;
-    auto ex = std::make_unique<SimExecutor>(config, o);
+    auto ex = std::make_unique<SimExecutor>(config, o, loop);
     list->push_back(ex.get());
     return std::unique_ptr<Executor>(std::move(ex));
   };

@@ -64,7 +64,7 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
   summary_load_.assign(cells, 0);
   last_summary_load_.assign(cells, 0);
 
-  VirtualEventLoop& loop = d_.loop();
+  EventLoop& loop = d_.loop();
   const std::int64_t now = loop.now();
   // The wall time that run time `now` corresponds to.
   wall_origin_unix_ns_ = unix_now_ns() - now;
@@ -73,7 +73,7 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
 
   // Periodic samples on the loop; each reposts itself while the bridge lives.
   struct Ticker {
-    VirtualEventLoop* loop;
+    EventLoop* loop;
     std::weak_ptr<bool> alive;
     std::int64_t period;
     std::function<void()> fn;
@@ -115,6 +115,22 @@ void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int
   if (end_ns > summary_start_) w.busy_ns += end_ns - std::max(start_ns, summary_start_);
   ++w.executions;
   w.rows += tokens;
+}
+
+void TelemetryBridge::on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,
+                               std::int64_t end_ns) {
+  tm::Span s;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.tokens = tokens;
+  s.device = device;
+  s.block = block;
+  s.index = -1;
+  s.lane = tm::Lane::Compute;
+  s.kind = tm::SpanKind::Merge;
+  producer(device).span(s);
+  DeviceWindow& w = window_[static_cast<std::size_t>(device)];
+  if (end_ns > summary_start_) w.busy_ns += end_ns - std::max(start_ns, summary_start_);
 }
 
 void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
@@ -360,7 +376,7 @@ nlohmann::json TelemetryBridge::meta() const {
   const ModelConfig& c = info_.model;
   return {{"schema_version", tm::kSchemaVersion},
           {"run_id", hub_.run_id()},
-          {"clock", "virtual"},
+          {"clock", clock_name(d.options().clock)},
           {"wall_origin_unix_ns", wall_origin_unix_ns_},
           {"pace", d.loop().pace()},
           {"now_ns", d.loop().now()},

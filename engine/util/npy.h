@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 
 namespace sy {
 

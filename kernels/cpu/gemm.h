@@ -9,6 +9,9 @@ namespace sy::kernels {
 
 // Sets the threads used by the BLAS library and by our own kernels (OpenMP).
 void set_num_threads(int n);
+// Our kernels' threads on the calling thread only (a device thread of the wall-clock cpu
+// backend), so that concurrent devices together use the machine's threads once.
+void set_thread_num_threads(int n);
 int num_threads();
 
 // y = x · Wᵀ + bias. x is [M, w.cols] and y is [M, w.rows], both row-major float32; bias is

@@ -41,6 +41,15 @@ double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11)
 
 }  // namespace
 
+std::uint64_t position_seed(std::uint64_t seed, std::int64_t position) {
+  // splitmix64 of the pair: nearby seeds and positions give unrelated generator states.
+  std::uint64_t x = seed ^ (static_cast<std::uint64_t>(position) * 0x9e3779b97f4a7c15ull);
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 Sampler::Sampler(SamplingParams params, std::uint64_t seed) : params_(params), rng_(seed) {}
 
 std::int32_t Sampler::sample(const float* logits, std::int32_t vocab) {

@@ -16,6 +16,11 @@ struct SamplingParams {
 // Index of the largest logit; the lowest index wins ties (as torch.argmax).
 std::int32_t argmax(const float* logits, std::int32_t vocab);
 
+// The generator seed for the token drawn from the logits at `position` of a request seeded
+// with `seed`: each draw depends only on (seed, position), so a request replays identically
+// however it is batched, wherever it runs, and from any step on.
+std::uint64_t position_seed(std::uint64_t seed, std::int64_t position);
+
 // Per-request sampler: owns its generator so a (seed, logits) sequence replays identically
 // no matter how requests are batched.
 class Sampler {

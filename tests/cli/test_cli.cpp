@@ -218,13 +218,17 @@ TEST_F(Cli, BenchComparesPoliciesOnOneWorkload) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   auto runs = nlohmann::json::parse(r.output);
   ASSERT_TRUE(runs.is_array());
-  ASSERT_EQ(runs.size(), 3u);
-  for (const auto& run : runs) {
+  // Every policy on virtual time, then on the wall clock; ratios against sync on the same clock.
+  ASSERT_EQ(runs.size(), 6u);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
     EXPECT_GT(run.at("tokens_per_s").get<double>(), 0.0) << run.dump();
     EXPECT_TRUE(run.contains("throughput_ratio")) << run.dump();
     EXPECT_TRUE(run.contains("devices")) << run.dump();
+    EXPECT_EQ(run.at("clock"), i % 2 == 0 ? "virtual" : "wall") << run.dump();
   }
   EXPECT_DOUBLE_EQ(runs[0].at("throughput_ratio").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(runs[1].at("throughput_ratio").get<double>(), 1.0);
 }
 
 TEST_F(Cli, LayoutThatDoesNotFitTheModel) {

@@ -22,7 +22,7 @@ constexpr std::int64_t kSecond = 1'000'000'000;
 
 }  // namespace
 
-telemetry::StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path& path, int seconds) {
+StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path& path, int seconds) {
   json devices = json::array();
   std::vector<std::string> names;
   for (int d = 0; d < kAttention + kExpertDevices; ++d) {

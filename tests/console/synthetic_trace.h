@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console::testing {
 
@@ -22,6 +22,6 @@ struct SyntheticTraceCounts {
 };
 
 // `seconds` of run time; about 12k spans per second.
-telemetry::StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path& path, int seconds = 3);
+StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path& path, int seconds = 3);
 
 }  // namespace sy::console::testing

@@ -115,12 +115,12 @@ TEST(TraceLoader, MetadataStoredAsOneObjectOrAsKeys) {
     std::int64_t start_ns() const override { return 0; }
     std::int64_t end_ns() const override { return 0; }
     std::vector<std::string> device_names() const override { return {"x0", "x1"}; }
-    telemetry::StatusOr<std::vector<telemetry::Span>> spans(std::int64_t, std::int64_t) const override { return std::vector<telemetry::Span>{}; }
-    telemetry::StatusOr<std::vector<telemetry::QueueSample>> queue_samples(std::int64_t, std::int64_t) const override { return std::vector<telemetry::QueueSample>{}; }
-    telemetry::StatusOr<std::vector<telemetry::ExpertLoad>> expert_load(std::int64_t, std::int64_t) const override { return std::vector<telemetry::ExpertLoad>{}; }
-    telemetry::StatusOr<std::vector<telemetry::RequestEvent>> requests(std::int64_t, std::int64_t) const override { return std::vector<telemetry::RequestEvent>{}; }
-    telemetry::StatusOr<std::vector<std::string>> control_events() const override { return std::vector<std::string>{}; }
-    telemetry::StatusOr<std::vector<std::string>> summaries() const override { return std::vector<std::string>{}; }
+    StatusOr<std::vector<telemetry::Span>> spans(std::int64_t, std::int64_t) const override { return std::vector<telemetry::Span>{}; }
+    StatusOr<std::vector<telemetry::QueueSample>> queue_samples(std::int64_t, std::int64_t) const override { return std::vector<telemetry::QueueSample>{}; }
+    StatusOr<std::vector<telemetry::ExpertLoad>> expert_load(std::int64_t, std::int64_t) const override { return std::vector<telemetry::ExpertLoad>{}; }
+    StatusOr<std::vector<telemetry::RequestEvent>> requests(std::int64_t, std::int64_t) const override { return std::vector<telemetry::RequestEvent>{}; }
+    StatusOr<std::vector<std::string>> control_events() const override { return std::vector<std::string>{}; }
+    StatusOr<std::vector<std::string>> summaries() const override { return std::vector<std::string>{}; }
   } fake;
   fake.kv = {{"meta", R"({"model":{"name":"whole","blocks":4},"policy":{"name":"sync"}})"}, {"run_id", "12"}};
   auto meta = trace_run_meta(fake);

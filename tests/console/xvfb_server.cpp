@@ -10,11 +10,11 @@
 
 namespace sy::console::testing {
 
-telemetry::StatusOr<std::unique_ptr<XvfbServer>> XvfbServer::start(const std::string& screen) {
+StatusOr<std::unique_ptr<XvfbServer>> XvfbServer::start(const std::string& screen) {
   int fds[2];
-  if (pipe(fds) != 0) return telemetry::Status::Error("pipe failed");
+  if (pipe(fds) != 0) return Status::Error("pipe failed");
   const pid_t pid = fork();
-  if (pid < 0) return telemetry::Status::Error("fork failed");
+  if (pid < 0) return Status::Error("fork failed");
   if (pid == 0) {
     close(fds[0]);
     const int null = open("/dev/null", O_WRONLY);
@@ -41,7 +41,7 @@ telemetry::StatusOr<std::unique_ptr<XvfbServer>> XvfbServer::start(const std::st
     kill(pid, SIGTERM);
     int status = 0;
     waitpid(pid, &status, 0);
-    return telemetry::Status::Error(
+    return Status::Error(
         "Xvfb did not start (is the xvfb package installed? scripts/build.sh installs it)");
   }
   number.pop_back();

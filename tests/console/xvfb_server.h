@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "telemetry/status.h"
+#include "base/status.h"
 
 namespace sy::console::testing {
 
 class XvfbServer {
  public:
-  static telemetry::StatusOr<std::unique_ptr<XvfbServer>> start(const std::string& screen = "1280x800x24");
+  static StatusOr<std::unique_ptr<XvfbServer>> start(const std::string& screen = "1280x800x24");
   ~XvfbServer();
   const std::string& display() const { return display_; }
 

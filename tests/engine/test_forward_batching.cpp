@@ -6,6 +6,8 @@
 #include <random>
 
 #include "engine/forward/forward_pass.h"
+#include "engine/kv/kv_block_allocator.h"
+#include "engine/kv/sequence_kv.h"
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
 
@@ -48,8 +50,9 @@ TEST_P(ForwardBatching, MixedBatchEqualsSeparateSessions) {
   PagedKvCache cache((*weights)->config(), 32, 4);
   Workspace ws;
   std::vector<float> hidden;
+  KvBlockAllocator pages(cache.num_pages(), cache.page_size());
   SequenceKv a, c, b;  // allocation order interleaves the pages of different sequences
-  ASSERT_TRUE(a.reserve(cache, 10) && c.reserve(cache, 5) && b.reserve(cache, 6));
+  ASSERT_TRUE(a.reserve(pages, 10) && c.reserve(pages, 5) && b.reserve(pages, 6));
   for (auto [kv, hist] : {std::pair{&a, &a_hist}, std::pair{&c, &c_hist}}) {
     BatchLayout h;
     h.add_sequence(static_cast<std::int32_t>(hist->size()), 0, kv->block_table());

@@ -2,7 +2,9 @@
 
 #include <set>
 
+#include "engine/kv/kv_block_allocator.h"
 #include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/sequence_kv.h"
 
 namespace sy {
 namespace {
@@ -15,8 +17,8 @@ ModelConfig small_config() {
   return c;
 }
 
-TEST(PagedKvCache, ReserveTakesWholePagesAndReleaseReturnsThem) {
-  PagedKvCache cache(small_config(), 10, 4);
+TEST(SequenceKv, ReserveTakesWholePagesAndReleaseReturnsThem) {
+  KvBlockAllocator cache(10, 4);
   SequenceKv a, b;
   ASSERT_TRUE(a.reserve(cache, 5));  // 2 pages
   EXPECT_EQ(a.pages(), 2);
@@ -32,8 +34,8 @@ TEST(PagedKvCache, ReserveTakesWholePagesAndReleaseReturnsThem) {
   EXPECT_EQ(a.pages(), 0);
 }
 
-TEST(PagedKvCache, RefusesWithoutTakingAnythingWhenFull) {
-  PagedKvCache cache(small_config(), 3, 4);
+TEST(SequenceKv, RefusesWithoutTakingAnythingWhenFull) {
+  KvBlockAllocator cache(3, 4);
   SequenceKv a;
   EXPECT_FALSE(a.reserve(cache, 13));  // needs 4 of 3
   EXPECT_EQ(cache.free_pages(), 3);

@@ -118,6 +118,8 @@ TEST_F(ControlHostile, GarbageWhileServingLeavesEveryTokenAsItWas) {
         "{\"cmd\":\"set_policy\",\"params\":{\"decay\":\"high\"}}",
         "{\"cmd\":\"set_microbatches\",\"m\":1e9}",
         "{\"cmd\":\"set_microbatches\",\"m\":-3}",
+        "{\"cmd\":\"get_state\",\"x\":1e400}",  // once aborted the engine
+        "{\"cmd\":\"set_microbatches\",\"m\":-1e99999}",
         "{\"cmd\":\"move_expert\",\"expert\":0,\"from\":0,\"to\":99999999999}",
         "{\"cmd\":\"move_expert\",\"expert\":0,\"from\":1,\"to\":1}",
         "{\"cmd\":\"replicate_expert\",\"expert\":-1,\"to\":2}",

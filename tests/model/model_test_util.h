@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/common/status.h"
+#include "base/status.h"
 
 namespace sy::testing_util {
 

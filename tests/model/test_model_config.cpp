@@ -297,6 +297,9 @@ TEST(ModelConfig, RejectsRopeScalingAndSlidingWindow) {
 
 TEST(ModelConfig, RejectsNonJson) {
   EXPECT_TRUE(FailsWith(ModelConfig::from_json("{\"model_type\": ", kSrc), {kSrc, "not valid JSON"}));
+  // A number beyond a double's range used to escape as an "internal error" naming no file.
+  EXPECT_TRUE(FailsWith(ModelConfig::from_json(R"({"model_type": "mixtral", "rms_norm_eps": 1e400})", kSrc),
+                        {kSrc, "not valid JSON", "range of a double"}));
   EXPECT_TRUE(FailsWith(ModelConfig::from_json("[1, 2]", kSrc), {kSrc, "object"}));
 }
 

@@ -167,6 +167,8 @@ TEST(Safetensors, BadHeaders) {
   const std::string p = (dir / "bad.safetensors").string();
   EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors("{\"w\": [1, 2", "")), {p, "not valid JSON"}));
   EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors("[1, 2]", "")), {p, "not a JSON object"}));
+  EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors(R"({"__metadata__":{"x":1e400}})", "")),
+                        {p, "not valid JSON", "range of a double"}));
   EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors(R"({"w": 3})", "")), {"tensor 'w'", p, "not an object"}));
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
     json entry = {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0, 4}}};
@@ -261,6 +263,8 @@ TEST(Checkpoint, Errors) {
   const std::string index_path = (dir / "model.safetensors.index.json").string();
   write_file(dir / "model.safetensors.index.json", "{not json");
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), {index_path, "not valid JSON"}));
+  write_file(dir / "model.safetensors.index.json", R"({"metadata": {"total_size": 1e400}})");
+  EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), {index_path, "not valid JSON", "range of a double"}));
   write_file(dir / "model.safetensors.index.json", R"({"metadata": {}})");
   EXPECT_TRUE(FailsWith(Checkpoint::open(dir.path()), {index_path, "weight_map"}));
 

@@ -75,8 +75,8 @@ TEST_F(CoordinatorTest, KvPagesLimitQueuesAndOversizedRequestsAreRejected) {
   for (int i : {0, 1, 2, 4}) EXPECT_EQ(reqs[i].state, RequestState::Finished) << i;
   EXPECT_EQ(reqs[3].state, RequestState::Rejected);
   EXPECT_NE(reqs[3].reject_reason.find("40 KV positions"), std::string::npos) << reqs[3].reject_reason;
-  EXPECT_EQ(d.cluster().rank_executor(0).free_kv_pages(), 6);  // everything released
-  EXPECT_EQ(d.cluster().rank_executor(1).free_kv_pages(), 6);
+  EXPECT_EQ(d.cluster().kv(0).free_pages(), 6);  // everything released
+  EXPECT_EQ(d.cluster().kv(1).free_pages(), 6);
 }
 
 TEST_F(CoordinatorTest, NewRequestsGoToTheRankWithMostFreePages) {

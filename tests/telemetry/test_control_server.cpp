@@ -92,6 +92,27 @@ TEST(ControlServer, MalformedRequestsGetErrorsThatNameTheProblem) {
   EXPECT_EQ(handled.load(), 1);
 }
 
+// Regression: a number outside a double's range escaped the parser's error handling (nlohmann
+// throws out_of_range, not parse_error) and terminated the engine.
+TEST(ControlServer, NumbersOutsideADoublesRangeAreAnErrorNotAnAbort) {
+  std::atomic<int> handled{0};
+  auto server = start_server([&](json c, ControlServer::Reply r) {
+    ++handled;
+    echo(std::move(c), std::move(r));
+  });
+  ASSERT_TRUE(server);
+  auto client = client_for(*server);
+  for (const char* request : {R"({"cmd":"get_state","x":1e400})", R"({"cmd":"get_state","x":-1e400})",
+                              R"({"x":[1E+99999],"cmd":"pause"})", R"({"cmd":"set_microbatches","m":1e309})"}) {
+    const std::string error = error_of(*client, request);
+    EXPECT_NE(error.find("request is not valid JSON"), std::string::npos) << request << ": " << error;
+    EXPECT_NE(error.find("range of a double"), std::string::npos) << request << ": " << error;
+  }
+  EXPECT_EQ(handled.load(), 0);
+  EXPECT_EQ(call(*client, R"({"cmd":"get_state","x":1e300})")["ok"], true);
+  EXPECT_EQ(handled.load(), 1);
+}
+
 TEST(ControlServer, RefusesUnknownCommandsWhenGivenTheList) {
   ControlServerOptions options;
   options.known_commands = {"pause", "resume"};

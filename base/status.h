@@ -1,6 +1,6 @@
-// Status and StatusOr: how errors users can cause (files, endpoints, messages, layouts,
-// commands) travel back with a message naming the thing and the problem. They live here
-// because the telemetry library depends on nothing else of ours; the engine uses the same type.
+// Status and StatusOr: how errors users can cause (files, endpoints, messages, layouts, commands,
+// a missing GPU) travel back with a message naming the thing and the problem. One type for the
+// engine, the kernels and the telemetry library, in a header that depends on nothing of ours.
 #pragma once
 
 #include <cassert>
@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace sy::telemetry {
+namespace sy {
 
 class [[nodiscard]] Status {
  public:
@@ -51,4 +51,11 @@ class [[nodiscard]] StatusOr {
   std::optional<T> value_;
 };
 
-}  // namespace sy::telemetry
+}  // namespace sy
+
+// Returns early from the enclosing function when `expr` (a Status) is an error.
+#define SY_RETURN_IF_ERROR(expr)                  \
+  do {                                            \
+    ::sy::Status sy_status_ = (expr);             \
+    if (!sy_status_.ok()) return sy_status_;      \
+  } while (0)

@@ -1,17 +1,8 @@
-#include "engine/runtime/transport.h"
+#include "engine/runtime/loop_transport.h"
 
 #include <algorithm>
 
 namespace sy {
-
-std::string_view stall_reason_name(StallReason reason) {
-  switch (reason) {
-    case StallReason::QueueEmpty: return "queue_empty";
-    case StallReason::Barrier: return "barrier";
-    case StallReason::Transfer: return "transfer";
-  }
-  return "?";
-}
 
 LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row,
                              LinkModel link, RuntimeObserver* observer)
@@ -24,6 +15,12 @@ LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int
       in_flight_(static_cast<std::size_t>(num_devices), 0),
       egress_free_(static_cast<std::size_t>(num_devices), 0),
       ingress_free_(static_cast<std::size_t>(num_devices), 0) {}
+
+TransportFactory LoopTransport::factory(std::int64_t bytes_per_row, LinkModel link) {
+  return [bytes_per_row, link](EventLoop& loop, std::int32_t num_devices, RuntimeObserver* observer) {
+    return std::unique_ptr<Transport>(std::make_unique<LoopTransport>(loop, num_devices, bytes_per_row, link, observer));
+  };
+}
 
 void LoopTransport::send(Shipment&& shipment) {
   const std::int32_t src = shipment.src;
@@ -46,7 +43,10 @@ void LoopTransport::send(Shipment&& shipment) {
     if (link_.max_jitter_ns > 0) arrival += static_cast<std::int64_t>(jitter_() % static_cast<std::uint64_t>(link_.max_jitter_ns + 1));
     if (observer_) observer_->on_transfer(src, dst, tokens, bytes, wire_start, arrival);
   }
+  // Phase 1: the receiver knows at once what is on its way.
   ++in_flight_[dst];
+  if (const Receiver& r = receivers_[dst]; r.on_header)
+    r.on_header(ShipmentHeader{src, dst, shipment.kind, shipment.block, shipment.group, tokens, bytes});
   std::uint32_t slot;
   if (free_.empty()) {
     slot = static_cast<std::uint32_t>(parked_.size());
@@ -60,7 +60,7 @@ void LoopTransport::send(Shipment&& shipment) {
     --in_flight_[dst];
     Shipment s = std::move(parked_[slot]);
     free_.push_back(slot);
-    receivers_[dst](std::move(s));
+    receivers_[dst].on_payload(std::move(s));
   });
 }
 

@@ -1,4 +1,4 @@
-#include "engine/runtime/event_loop.h"
+#include "engine/runtime/virtual_event_loop.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,0 +1,28 @@
+// One sequence's share of a paged KV cache: its block table (the pages holding its positions,
+// in order) and how many positions are written.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/kv/kv_block_allocator.h"
+
+namespace sy {
+
+class SequenceKv {
+ public:
+  // Makes sure positions [0, positions) have pages; false (nothing taken) when the cache is
+  // too full, so the caller can queue or reject the request instead of failing mid-step.
+  bool reserve(KvBlockAllocator& allocator, std::int64_t positions);
+  // Returns every page to the allocator.
+  void release(KvBlockAllocator& allocator);
+
+  const std::int32_t* block_table() const { return pages_.data(); }
+  std::int32_t pages() const { return static_cast<std::int32_t>(pages_.size()); }
+  std::int32_t length = 0;  // positions already written
+
+ private:
+  std::vector<std::int32_t> pages_;
+};
+
+}  // namespace sy

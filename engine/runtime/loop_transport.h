@@ -1,0 +1,61 @@
+// The in-process transport: the "wire" is the event loop. Phase 1 is known to the receiver at
+// once (in one process the metadata needs no message); the payload is delivered after the
+// α + bytes/β of the link it crosses, moved, never copied.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "engine/runtime/transport.h"
+
+namespace sy {
+
+// α + β·bytes between distinct devices, zero within a device; an optional seeded jitter
+// reorders arrivals (tests use it to shuffle arrival orders deterministically).
+struct LinkModel {
+  std::int64_t latency_ns = 0;
+  double bytes_per_ns = 0;          // 0: infinite bandwidth
+  std::int64_t max_jitter_ns = 0;
+  std::uint64_t jitter_seed = 0;
+  // Multi-node clusters: devices [n·devices_per_node, (n+1)·devices_per_node) share node n
+  // and talk over the link above (NVLink); between nodes the network's α and β apply.
+  // 0: every device on one node.
+  std::int32_t devices_per_node = 0;
+  std::int64_t inter_node_latency_ns = 0;
+  double inter_node_bytes_per_ns = 0;
+  // Bandwidth belongs to a device's port, not to a pair: transfers leaving one device (and
+  // those arriving at one) queue behind each other. Off: every pair has the full bandwidth.
+  bool shared_ports = false;
+};
+
+class LoopTransport final : public Transport {
+ public:
+  LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
+                RuntimeObserver* observer);
+  // A factory for deployments whose devices all live on one loop.
+  static TransportFactory factory(std::int64_t bytes_per_row, LinkModel link);
+
+  void set_receiver(std::int32_t device, Receiver receiver) override { receivers_[device] = std::move(receiver); }
+  void set_link(const LinkModel& link) { link_ = link; }
+
+  void send(Shipment&& shipment) override;
+  std::int32_t in_flight_to(std::int32_t device) const override { return in_flight_[device]; }
+
+ private:
+  EventLoop& loop_;
+  std::int64_t bytes_per_row_;
+  LinkModel link_;
+  RuntimeObserver* observer_;
+  std::mt19937_64 jitter_;
+  std::vector<Receiver> receivers_;
+  std::vector<std::int32_t> in_flight_;
+  std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
+  std::vector<std::int64_t> ingress_free_;  // and its receive port
+  // Shipments on a link, parked until delivery; a free list keeps their slots (and the event
+  // callbacks, which capture only a slot index) free of allocation.
+  std::vector<Shipment> parked_;
+  std::vector<std::uint32_t> free_;
+};
+
+}  // namespace sy

@@ -1,0 +1,26 @@
+// What an attention rank's executions need of each request besides its rows: where its KV
+// cache lives (a block table handed out by the rank's KV block manager) and how its next token
+// is drawn. Executors receive these per execution; they keep no request state of their own.
+#pragma once
+
+#include <cstdint>
+
+namespace sy {
+
+struct SamplingSpec {
+  float temperature = 0.0f;  // 0: greedy
+  float top_p = 1.0f;
+  std::int32_t top_k = 0;    // 0: no top-k cut
+  std::uint64_t seed = 0;    // the token at position p is drawn with a generator seeded from (seed, p)
+
+  bool operator==(const SamplingSpec&) const = default;
+};
+
+struct SequenceContext {
+  std::int64_t request = -1;
+  const std::int32_t* block_table = nullptr;  // page ids; valid while the request is admitted
+  std::int32_t pages = 0;
+  SamplingSpec sampling;
+};
+
+}  // namespace sy
