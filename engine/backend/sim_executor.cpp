@@ -12,9 +12,17 @@ SimExecutor::SimExecutor(const ModelConfig& config, SimExecutorOptions options, 
 }
 
 void SimExecutor::complete_after(std::int64_t duration, Completion done) {
-  // A device runs one execution at a time, so no stream queue is needed: it starts now.
-  const ExecutionTiming timing{loop_.now(), loop_.now() + std::max<std::int64_t>(0, duration)};
-  loop_.post(timing.end_ns, [done = std::move(done), timing] { done(timing); });
+  // A worker runs one execution at a time, so it starts now and one slot holds its completion:
+  // the event captures only `this`, which keeps it inside std::function's small buffer (the
+  // simulator runs hundreds of thousands of these per second).
+  assert(!pending_ && "a device runs one execution at a time");
+  pending_ = std::move(done);
+  pending_timing_ = ExecutionTiming{loop_.now(), loop_.now() + std::max<std::int64_t>(0, duration)};
+  loop_.post(pending_timing_.end_ns, [this] {
+    Completion done_now = std::move(pending_);
+    pending_ = nullptr;
+    done_now(pending_timing_);
+  });
 }
 
 void SimExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {

@@ -42,6 +42,8 @@ class SimExecutor final : public Executor {
   // Completes `done` after `duration` on virtual time (one event, as cheap as the sim needs).
   void complete_after(std::int64_t duration, Completion done);
   EventLoop& loop_;
+  Completion pending_;  // the execution in progress
+  ExecutionTiming pending_timing_;
   std::vector<std::int64_t> per_expert_;
   std::int64_t trace_misses_ = 0;
 };

@@ -1,6 +1,7 @@
 // The expert-parallel runtime against the single-request reference path: for every policy and
 // the shipped layouts, with 1 to 64 concurrent requests, top-k of 1, 2 and 4, random arrival
-// orders, and policy switches in the middle of a run, greedy outputs are identical.
+// orders, and policy switches in the middle of a run, greedy outputs are identical, on virtual
+// time and on the wall clock (every device on a thread of its own).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -82,8 +83,10 @@ class RuntimeEquivalence : public ::testing::TestWithParam<ModelCase> {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  DeploymentOptions options(const RuntimePolicy& policy, std::uint64_t jitter_seed) const {
+  DeploymentOptions options(const RuntimePolicy& policy, std::uint64_t jitter_seed,
+                            Clock clock = Clock::Virtual) const {
     DeploymentOptions o;
+    o.clock = clock;
     o.policy = policy;
     o.cost_model = std::make_shared<LinearCostModel>(20'000, 1'000);
     o.link = LinkModel{5'000, 10.0, 40'000, jitter_seed};  // jitter shuffles arrival orders
@@ -131,18 +134,23 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
         CpuDeployment d(weights_, topology, options(policy, seed++));
         expect_reference_outputs(d, n, pname + " " + policy_name + " n=" + std::to_string(n));
       }
+      // On the wall clock the devices run concurrently and batches form as timing allows.
+      CpuDeployment d(weights_, topology, options(policy, seed++, Clock::Wall));
+      expect_reference_outputs(d, 64, pname + " " + policy_name + " wall clock");
     }
   }
 }
 
 TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
   const ModelConfig& c = weights_->config();
+  for (const auto& [clock, interval] : {std::pair{Clock::Virtual, std::int64_t{1'000'000}},
+                                        std::pair{Clock::Wall, std::int64_t{100'000}}})
   for (const Topology& topology : {Topology::colocated(c, 4), Topology::disaggregated(c, 2, 4)}) {
-    CpuDeployment d(weights_, topology, options(async_policy("defrag"), 99));
+    CpuDeployment d(weights_, topology, options(async_policy("defrag"), 99, clock));
     // Switch while requests are mid-generation: async -> pingpong(3) -> sync -> pingpong(2) ->
-    // async/flfs. Each switch is requested 1 ms of virtual time after the previous one took
-    // effect (a request made while another is pending replaces it), and only while requests
-    // are still being served.
+    // async/flfs. Each switch is requested `interval` (1 ms of virtual time, 0.1 ms of wall
+    // time) after the previous one took effect (a request made while another is pending
+    // replaces it), and only while requests are still being served.
     const std::vector<RuntimePolicy> sequence = {pingpong(3), sync_policy(), pingpong(2), async_policy("flfs")};
     std::size_t requested = 0;
     std::function<void()> tick = [&] {
@@ -152,10 +160,10 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
         ASSERT_TRUE(co.request_policy(sequence[requested]).ok());
         ++requested;
       }
-      if (co.policy_switches() < static_cast<std::int64_t>(sequence.size())) d.loop().post(d.loop().now() + 1'000'000, tick);
+      if (co.policy_switches() < static_cast<std::int64_t>(sequence.size())) d.loop().post(d.loop().now() + interval, tick);
     };
-    d.loop().post(1'000'000, tick);
-    expect_reference_outputs(d, 64, "with switches");
+    d.loop().post(interval, tick);
+    expect_reference_outputs(d, 64, std::string("with switches, ") + std::string(clock_name(clock)) + " clock");
     EXPECT_EQ(d.coordinator().policy_switches(), 4);
     EXPECT_EQ(d.coordinator().policy().kind, PolicyKind::Async);
   }
