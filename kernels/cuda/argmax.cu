@@ -56,11 +56,12 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const float* __restric
 
 }  // namespace
 
-void argmax_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, std::int32_t* out, cudaStream_t stream) {
-  detail::require(rows >= 0 && rows <= INT_MAX && vocab >= 1, "argmax_cuda: bad shape");
-  if (rows == 0) return;
+Status argmax_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, std::int32_t* out, cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(rows >= 0 && rows <= INT_MAX && vocab >= 1, "argmax_cuda: bad shape"));
+  if (rows == 0) return Status::Ok();
   argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, vocab, out);
-  detail::check_launch("argmax_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("argmax_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

@@ -1,28 +1,32 @@
-// Error checks shared by the .cu files: CUDA and cuBLAS failures become std::runtime_error.
+// Error checks shared by the .cu files: CUDA and cuBLAS failures and bad arguments become
+// statuses naming the call and the error, never exceptions.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include <stdexcept>
 #include <string>
+
+#include "base/status.h"
 
 namespace sy::kernels::detail {
 
-inline void check_cuda(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+inline Status check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) return Status::Error(std::string(what) + ": " + cudaGetErrorString(err));
+  return Status::Ok();
 }
 
 // After a <<<...>>> launch: reports bad launch configurations at once (execution errors
 // surface at the next synchronising call, as usual with CUDA).
-inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
+inline Status check_launch(const char* kernel) { return check_cuda(cudaGetLastError(), kernel); }
 
-inline void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(status));
+inline Status check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) return Status::Error(std::string(what) + ": " + cublasGetStatusString(status));
+  return Status::Ok();
 }
 
-inline void require(bool condition, const char* message) {
-  if (!condition) throw std::invalid_argument(message);
+inline Status require(bool condition, const char* message) {
+  return condition ? Status::Ok() : Status::Error(message);
 }
 
 // Blocks needed to cover n items with `per_block` items each, capped for grid-stride loops.

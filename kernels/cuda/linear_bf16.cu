@@ -35,34 +35,36 @@ __global__ void bias_kernel(float* __restrict__ y, const float* __restrict__ bia
 
 }  // namespace
 
-void f32_to_bf16_cuda(const float* src, std::uint16_t* dst, std::int64_t n, cudaStream_t stream) {
-  detail::require(n >= 0, "f32_to_bf16_cuda: negative size");
-  if (n == 0) return;
+Status f32_to_bf16_cuda(const float* src, std::uint16_t* dst, std::int64_t n, cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(n >= 0, "f32_to_bf16_cuda: negative size"));
+  if (n == 0) return Status::Ok();
   f32_to_bf16_kernel<<<detail::grid_for(n, kThreads), kThreads, 0, stream>>>(src, dst, n);
-  detail::check_launch("f32_to_bf16_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("f32_to_bf16_cuda"));
+  return Status::Ok();
 }
 
-void linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
+Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
                       std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
                       cudaStream_t stream) {
-  detail::require(M >= 0 && N >= 0 && K >= 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
-                  "linear_bf16_cuda: bad shape");
-  if (M == 0 || N == 0) return;
+  SY_RETURN_IF_ERROR(detail::require(M >= 0 && N >= 0 && K >= 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
+                  "linear_bf16_cuda: bad shape"));
+  if (M == 0 || N == 0) return Status::Ok();
   float beta = accumulate ? 1.0f : 0.0f;
   if (bias != nullptr) {
     bias_kernel<<<detail::grid_for(M * N, kThreads), kThreads, 0, stream>>>(y, bias, M, N, accumulate);
-    detail::check_launch("linear_bf16_cuda (bias)");
+    SY_RETURN_IF_ERROR(detail::check_launch("linear_bf16_cuda (bias)"));
     beta = 1.0f;
   }
   const float alpha = 1.0f;
-  detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
+  SY_RETURN_IF_ERROR(detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream"));
   // cuBLAS is column-major: row-major y[M,N] is column-major yᵀ[N,M] = W[N,K] · xᵀ[K,M], where
   // row-major W[N,K] read column-major is Wᵀ (so op T) and row-major x[M,K] is xᵀ already.
-  detail::check_cublas(
+  SY_RETURN_IF_ERROR(detail::check_cublas(
       cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
                    &alpha, w, CUDA_R_16BF, static_cast<int>(K), x, CUDA_R_16BF, static_cast<int>(K), &beta, y,
                    CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "linear_bf16_cuda: cublasGemmEx");
+      "linear_bf16_cuda: cublasGemmEx"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

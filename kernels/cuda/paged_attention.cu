@@ -90,18 +90,19 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 }  // namespace
 
-void paged_attention_decode_cuda(const float* q, std::int32_t n_seqs, std::int32_t n_heads,
+Status paged_attention_decode_cuda(const float* q, std::int32_t n_seqs, std::int32_t n_heads,
                                  const std::int32_t* positions, const KvLayerView& cache,
                                  const std::int32_t* block_tables, std::int32_t table_stride, float scale,
                                  float* out, cudaStream_t stream) {
-  detail::require(cache.head_dim > 0 && cache.head_dim <= kMaxDim, "paged_attention_decode_cuda: head_dim must be 1..256");
-  detail::require(cache.n_kv_heads > 0 && n_heads > 0 && n_heads % cache.n_kv_heads == 0,
-                  "paged_attention_decode_cuda: n_heads must be a multiple of n_kv_heads");
-  detail::require(cache.page_size > 0 && n_seqs >= 0 && n_seqs <= 65535, "paged_attention_decode_cuda: bad shape");
-  if (n_seqs == 0) return;
+  SY_RETURN_IF_ERROR(detail::require(cache.head_dim > 0 && cache.head_dim <= kMaxDim, "paged_attention_decode_cuda: head_dim must be 1..256"));
+  SY_RETURN_IF_ERROR(detail::require(cache.n_kv_heads > 0 && n_heads > 0 && n_heads % cache.n_kv_heads == 0,
+                  "paged_attention_decode_cuda: n_heads must be a multiple of n_kv_heads"));
+  SY_RETURN_IF_ERROR(detail::require(cache.page_size > 0 && n_seqs >= 0 && n_seqs <= 65535, "paged_attention_decode_cuda: bad shape"));
+  if (n_seqs == 0) return Status::Ok();
   const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(n_seqs));
   decode_kernel<<<grid, kWarps * 32, 0, stream>>>(q, n_heads, positions, cache, block_tables, table_stride, scale, out);
-  detail::check_launch("paged_attention_decode_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_decode_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

@@ -35,12 +35,13 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void rmsnorm_cuda(const float* x, const void* weight, DType weight_type, float eps, std::int64_t rows,
+Status rmsnorm_cuda(const float* x, const void* weight, DType weight_type, float eps, std::int64_t rows,
                   std::int64_t dim, float* y, cudaStream_t stream) {
-  detail::require(rows >= 0 && dim >= 0 && rows <= INT_MAX, "rmsnorm_cuda: bad shape");
-  if (rows == 0 || dim == 0) return;
+  SY_RETURN_IF_ERROR(detail::require(rows >= 0 && dim >= 0 && rows <= INT_MAX, "rmsnorm_cuda: bad shape"));
+  if (rows == 0 || dim == 0) return Status::Ok();
   rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, weight, weight_type, eps, dim, y);
-  detail::check_launch("rmsnorm_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("rmsnorm_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

@@ -33,13 +33,14 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(float* x, int n_heads, i
 
 }  // namespace
 
-void rope_cuda(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim, const float* inv_freq,
+Status rope_cuda(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim, const float* inv_freq,
                const std::int32_t* positions, cudaStream_t stream) {
-  detail::require(n_tokens >= 0 && n_tokens <= INT_MAX && n_heads >= 0 && head_dim > 0 && head_dim % 2 == 0,
-                  "rope_cuda: bad shape");
-  if (n_tokens == 0 || n_heads == 0) return;
+  SY_RETURN_IF_ERROR(detail::require(n_tokens >= 0 && n_tokens <= INT_MAX && n_heads >= 0 && head_dim > 0 && head_dim % 2 == 0,
+                  "rope_cuda: bad shape"));
+  if (n_tokens == 0 || n_heads == 0) return Status::Ok();
   rope_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(x, n_heads, head_dim, inv_freq, positions);
-  detail::check_launch("rope_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("rope_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

@@ -74,16 +74,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 
 }  // namespace
 
-void router_topk_cuda(const float* logits, std::int64_t n_tokens, std::int32_t n_experts, std::int32_t k,
+Status router_topk_cuda(const float* logits, std::int64_t n_tokens, std::int32_t n_experts, std::int32_t k,
                       bool renormalize, std::int32_t* expert_ids, float* weights, cudaStream_t stream) {
-  detail::require(n_experts >= 1 && n_experts <= kMaxExperts, "router_topk_cuda: n_experts must be 1..256");
-  detail::require(k >= 1 && k <= n_experts, "router_topk_cuda: k must be 1..n_experts");
-  detail::require(n_tokens >= 0, "router_topk_cuda: negative token count");
-  if (n_tokens == 0) return;
+  SY_RETURN_IF_ERROR(detail::require(n_experts >= 1 && n_experts <= kMaxExperts, "router_topk_cuda: n_experts must be 1..256"));
+  SY_RETURN_IF_ERROR(detail::require(k >= 1 && k <= n_experts, "router_topk_cuda: k must be 1..n_experts"));
+  SY_RETURN_IF_ERROR(detail::require(n_tokens >= 0, "router_topk_cuda: negative token count"));
+  if (n_tokens == 0) return Status::Ok();
   const unsigned blocks = detail::grid_for(n_tokens, kWarpsPerBlock, 1LL << 31);
   router_kernel<<<blocks, kWarpsPerBlock * 32, 0, stream>>>(logits, n_tokens, n_experts, k, renormalize, expert_ids,
                                                             weights);
-  detail::check_launch("router_topk_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("router_topk_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

@@ -18,11 +18,12 @@ __global__ void silu_mul_kernel(const float* g, const float* u, float* h, long l
 
 }  // namespace
 
-void silu_mul_cuda(const float* g, const float* u, float* h, std::int64_t n, cudaStream_t stream) {
-  detail::require(n >= 0, "silu_mul_cuda: negative size");
-  if (n == 0) return;
+Status silu_mul_cuda(const float* g, const float* u, float* h, std::int64_t n, cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(n >= 0, "silu_mul_cuda: negative size"));
+  if (n == 0) return Status::Ok();
   silu_mul_kernel<<<detail::grid_for(n, kThreads), kThreads, 0, stream>>>(g, u, h, n);
-  detail::check_launch("silu_mul_cuda");
+  SY_RETURN_IF_ERROR(detail::check_launch("silu_mul_cuda"));
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels

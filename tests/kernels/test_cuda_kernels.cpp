@@ -31,6 +31,13 @@ namespace {
 #define SKIP_WITHOUT_GPU() \
   if (!kernels::cuda_device_available()) GTEST_SKIP() << "no usable CUDA device"
 
+// A kernel launcher's status must be ok; the message names the kernel and the CUDA error.
+#define ASSERT_OK(expr)                                  \
+  do {                                                   \
+    const ::sy::Status sy_status_ = (expr);              \
+    ASSERT_TRUE(sy_status_.ok()) << sy_status_.message(); \
+  } while (0)
+
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
@@ -72,8 +79,9 @@ TEST(CudaProbe, AnswersWithoutThrowing) {
 
 TEST(CudaProbe, NcclIsLinked) {
   // ncclGetVersion needs no GPU: this runs everywhere the CUDA library is built.
-  const int v = kernels::nccl_version();
-  EXPECT_GE(v, 2000) << "NCCL 2.x version codes are at least 2000";
+  const auto v = kernels::nccl_version();
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_GE(*v, 2000) << "NCCL 2.x version codes are at least 2000";
 }
 
 TEST(CudaKernels, RmsNormMatchesCpu) {
@@ -88,9 +96,9 @@ TEST(CudaKernels, RmsNormMatchesCpu) {
     kernels::rmsnorm(x.data(), w.bytes.data(), t, 1e-6f, rows, dim, expected.data());
     DeviceBuffer<float> dx(x), dy(x.size());
     DeviceBuffer<std::uint8_t> dw(w.bytes);
-    kernels::rmsnorm_cuda(dx.get(), dw.get(), t, 1e-6f, rows, dim, dy.get(), nullptr);
+    ASSERT_OK(kernels::rmsnorm_cuda(dx.get(), dw.get(), t, 1e-6f, rows, dim, dy.get(), nullptr));
     EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-12);
-    kernels::rmsnorm_cuda(dx.get(), dw.get(), t, 1e-6f, rows, dim, dx.get(), nullptr);  // in place
+    ASSERT_OK(kernels::rmsnorm_cuda(dx.get(), dw.get(), t, 1e-6f, rows, dim, dx.get(), nullptr));  // in place
     EXPECT_LT(nmse(dx.host(), as_double(expected)), 1e-12);
   }
 }
@@ -107,7 +115,7 @@ TEST(CudaKernels, RopeMatchesCpu) {
   rope.apply(expected.data(), tokens, heads, pos.data());
   DeviceBuffer<float> dx(x), dfreq(rope.inv_freq());
   DeviceBuffer<std::int32_t> dpos(pos);
-  kernels::rope_cuda(dx.get(), tokens, heads, dim, dfreq.get(), dpos.get(), nullptr);
+  ASSERT_OK(kernels::rope_cuda(dx.get(), tokens, heads, dim, dfreq.get(), dpos.get(), nullptr));
   // Same float32 angles; CUDA's sincosf and glibc's may differ by an ulp or two.
   EXPECT_LT(nmse(dx.host(), as_double(expected)), 1e-12);
 }
@@ -148,8 +156,8 @@ TEST(CudaKernels, PagedAttentionDecodeMatchesCpu) {
     DeviceBuffer<float> dk(k_pool), dv(v_pool), dq(q), dout(q.size());
     DeviceBuffer<std::int32_t> dtables(tables), dpos(positions);
     const kernels::KvLayerView device_view{dk.get(), dv.get(), pages, page, kv_heads, dim};
-    kernels::paged_attention_decode_cuda(dq.get(), n_seqs, heads, dpos.get(), device_view, dtables.get(),
-                                         max_pages_per_seq, scale, dout.get(), nullptr);
+    ASSERT_OK(kernels::paged_attention_decode_cuda(dq.get(), n_seqs, heads, dpos.get(), device_view, dtables.get(),
+                                         max_pages_per_seq, scale, dout.get(), nullptr));
     EXPECT_LT(nmse(dout.host(), as_double(expected)), 1e-10);
   }
 }
@@ -162,7 +170,7 @@ TEST(CudaKernels, SiluMulMatchesCpu) {
   std::vector<float> expected(n);
   kernels::silu_mul(g.data(), u.data(), expected.data(), static_cast<std::int64_t>(n));
   DeviceBuffer<float> dg(g), du(u), dh(n);
-  kernels::silu_mul_cuda(dg.get(), du.get(), dh.get(), static_cast<std::int64_t>(n), nullptr);
+  ASSERT_OK(kernels::silu_mul_cuda(dg.get(), du.get(), dh.get(), static_cast<std::int64_t>(n), nullptr));
   EXPECT_LT(nmse(dh.host(), as_double(expected)), 1e-12);
 }
 
@@ -181,7 +189,7 @@ TEST(CudaKernels, RouterTopkMatchesCpu) {
         kernels::router_topk(logits.data(), tokens, E, k, renorm, ids.data(), w.data());
         DeviceBuffer<float> dlogits(logits), dw(w.size());
         DeviceBuffer<std::int32_t> dids(ids.size());
-        kernels::router_topk_cuda(dlogits.get(), tokens, E, k, renorm, dids.get(), dw.get(), nullptr);
+        ASSERT_OK(kernels::router_topk_cuda(dlogits.get(), tokens, E, k, renorm, dids.get(), dw.get(), nullptr));
         EXPECT_EQ(dids.host(), ids);
         EXPECT_LT(nmse(dw.host(), as_double(w)), 1e-12);
       }
@@ -204,7 +212,7 @@ TEST(CudaKernels, ArgmaxMatchesCpu) {
   ASSERT_EQ(expected[0], 100);
   DeviceBuffer<float> dlogits(logits);
   DeviceBuffer<std::int32_t> dout(static_cast<std::size_t>(rows));
-  kernels::argmax_cuda(dlogits.get(), rows, vocab, dout.get(), nullptr);
+  ASSERT_OK(kernels::argmax_cuda(dlogits.get(), rows, vocab, dout.get(), nullptr));
   EXPECT_EQ(dout.host(), expected);
 }
 
@@ -219,7 +227,7 @@ TEST(CudaKernels, Bf16ConversionMatchesCpuBitForBit) {
   kernels::convert_from_f32(x.data(), expected.data(), DType::BF16, x.size());
   DeviceBuffer<float> dx(x);
   DeviceBuffer<std::uint16_t> dh(x.size());
-  kernels::f32_to_bf16_cuda(dx.get(), dh.get(), static_cast<std::int64_t>(x.size()), nullptr);
+  ASSERT_OK(kernels::f32_to_bf16_cuda(dx.get(), dh.get(), static_cast<std::int64_t>(x.size()), nullptr));
   EXPECT_EQ(dh.host(), expected);
 }
 
@@ -246,19 +254,20 @@ TEST(CudaKernels, LinearBf16MatchesCpu) {
         DeviceBuffer<std::uint16_t> dx(x16);
         DeviceBuffer<std::uint8_t> dw(w.bytes);
         DeviceBuffer<float> dbias(bias), dy(y0);
-        kernels::linear_bf16_cuda(handle, dx.get(), M, reinterpret_cast<const std::uint16_t*>(dw.get()), N, K,
-                                  with_bias ? dbias.get() : nullptr, dy.get(), accumulate, nullptr);
+        ASSERT_OK(kernels::linear_bf16_cuda(handle, dx.get(), M, reinterpret_cast<const std::uint16_t*>(dw.get()), N, K,
+                                  with_bias ? dbias.get() : nullptr, dy.get(), accumulate, nullptr));
         EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-10);
       }
   }
   cublasDestroy(handle);
 }
 
+// Arguments are checked before anything reaches the GPU, so this runs on every machine.
 TEST(CudaKernels, RejectsHeadDimAbove256) {
-  SKIP_WITHOUT_GPU();
   const kernels::KvLayerView view{nullptr, nullptr, 1, 16, 1, 512};
-  EXPECT_THROW(kernels::paged_attention_decode_cuda(nullptr, 1, 1, nullptr, view, nullptr, 1, 1.0f, nullptr, nullptr),
-               std::invalid_argument);
+  const Status s = kernels::paged_attention_decode_cuda(nullptr, 1, 1, nullptr, view, nullptr, 1, 1.0f, nullptr, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("head_dim must be 1..256"), std::string::npos) << s.message();
 }
 
 }  // namespace
