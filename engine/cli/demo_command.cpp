@@ -20,7 +20,6 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_telemetry.h"
-#include "engine/runtime/virtual_event_loop.h"
 #include "engine/cli/serve_options.h"
 #include "engine/model/random_model.h"
 #include "engine/serving/skew_router.h"
@@ -141,6 +140,7 @@ void run(DemoArgs a) {
 
   DeploymentOptions options = a.serve.deployment_options(layout, {}, a.skew, a.seed);
   options.clock = backend.clock();
+  options.pace = a.pace;
   options.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
   auto d = backend.deploy(Topology::from_layout(layout, c), options);
   Coordinator& co = d->coordinator();
@@ -199,7 +199,9 @@ void run(DemoArgs a) {
               backend.describe(layout.num_devices()).c_str(), options.policy.describe().c_str());
   std::printf("workload %s, Poisson %.1f req/s, skew %s; %s, %s\n\n", a.workload.c_str(), a.rate,
               a.skew.empty() ? "none (model router)" : a.skew.c_str(),
-              a.pace > 0 ? ("paced at " + std::to_string(a.pace).substr(0, 4) + "× real time").c_str() : "unpaced",
+              options.clock == Clock::Wall ? "real time (wall clock)"
+              : a.pace > 0                 ? ("paced at " + std::to_string(a.pace).substr(0, 4) + "× real time").c_str()
+                                           : "unpaced",
               a.duration > 0 ? ("for " + std::to_string(a.duration).substr(0, 6) + " s").c_str() : "until Ctrl-C");
   if (live) std::printf("%s\n", live->describe().c_str());
 
@@ -253,7 +255,6 @@ void run(DemoArgs a) {
 
   g_interrupted = false;
   auto previous = std::signal(SIGINT, on_sigint);
-  if (auto* virtual_loop = dynamic_cast<VirtualEventLoop*>(&loop)) virtual_loop->set_pace(a.pace);
   loop.run([&] { return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns); });
   std::signal(SIGINT, previous);
 

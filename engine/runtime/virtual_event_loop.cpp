@@ -86,6 +86,9 @@ void VirtualEventLoop::take_external() {
 }
 
 std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
+  // Pacing counts from the first run, not from construction: setting up a live run (sockets,
+  // the console) must not leave the loop "behind" the wall clock before it starts.
+  if (events_run_ == 0 && pace_ > 0) set_pace(pace_);
   std::int64_t count = 0;
   while (!events_.empty() || has_external_.load(std::memory_order_relaxed)) {
     if (has_external_.load(std::memory_order_relaxed)) take_external();

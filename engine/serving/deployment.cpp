@@ -7,14 +7,16 @@ namespace sy {
 
 std::string_view clock_name(Clock clock) { return clock == Clock::Wall ? "wall" : "virtual"; }
 
-std::unique_ptr<EventLoop> make_event_loop(Clock clock) {
+std::unique_ptr<EventLoop> make_event_loop(Clock clock, double pace) {
   if (clock == Clock::Wall) return std::make_unique<WallClockEventLoop>();
-  return std::make_unique<VirtualEventLoop>();
+  auto loop = std::make_unique<VirtualEventLoop>();
+  loop->set_pace(pace);
+  return loop;
 }
 
 Deployment::Deployment(Topology topology, DeploymentOptions options, std::int64_t bytes_per_row,
                        const Cluster::ExecutorFactory& make_executor, std::unique_ptr<EventLoop> loop)
-    : loop_(loop ? std::move(loop) : make_event_loop(options.clock)),
+    : loop_(loop ? std::move(loop) : make_event_loop(options.clock, options.pace)),
       coordinator_(*loop_, options.coordinator, &observers_),
       options_(std::move(options)) {
   metrics_.set_device_names(topology.device_names);

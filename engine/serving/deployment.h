@@ -33,6 +33,9 @@ std::string_view clock_name(Clock clock);
 
 struct DeploymentOptions {
   Clock clock = Clock::Virtual;
+  // Virtual clock only: virtual seconds per wall second (1: in step with the wall clock, for
+  // live views of a simulated cluster); 0 runs as fast as the handlers allow.
+  double pace = 0;
   RuntimePolicy policy;
   CoordinatorOptions coordinator;
   LinkModel link;
@@ -47,8 +50,8 @@ struct DeploymentOptions {
   std::int32_t page_size = 16;
 };
 
-// A VirtualEventLoop or a WallClockEventLoop.
-std::unique_ptr<EventLoop> make_event_loop(Clock clock);
+// A WallClockEventLoop, or a VirtualEventLoop at `pace`.
+std::unique_ptr<EventLoop> make_event_loop(Clock clock, double pace = 0);
 
 class Deployment {
  public:
