@@ -21,6 +21,7 @@ ServingMetrics::ServingMetrics(PrometheusRegistry& r)
       kv_usage_(r.gauge("switchyard_kv_cache_usage_ratio", "Fraction of KV cache pages in use.")),
       generated_tokens_(r.counter("switchyard_generation_tokens_total", "Tokens generated.")),
       finished_requests_(r.counter("switchyard_requests_finished_total", "Requests that produced their last token.")),
+      rejected_requests_(r.counter("switchyard_requests_rejected_total", "Requests refused, by reason.", {"reason"})),
       dropped_events_(r.gauge("switchyard_telemetry_dropped_events", "Telemetry records dropped since start (full rings).")),
       itl_(r.histogram("switchyard_inter_token_latency_seconds", "Time between consecutive tokens of a request.",
                        kItlBuckets)),
@@ -78,6 +79,7 @@ void ServingMetrics::add_generated_tokens(std::int64_t tokens) {
 void ServingMetrics::observe_inter_token_latency(double seconds) { itl_.get().observe(seconds); }
 void ServingMetrics::observe_time_to_first_token(double seconds) { ttft_.get().observe(seconds); }
 void ServingMetrics::observe_end_to_end_latency(double seconds) { e2e_.get().observe(seconds); }
+void ServingMetrics::add_rejected(const std::string& reason) { rejected_requests_.with({reason}).inc(1); }
 void ServingMetrics::set_queue_depth(std::int32_t device, std::int64_t tokens) {
   queue_depth_.with({device_label(device)}).set(static_cast<double>(tokens));
 }

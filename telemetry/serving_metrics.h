@@ -31,6 +31,8 @@ class ServingMetrics {
   void observe_inter_token_latency(double seconds);
   void observe_time_to_first_token(double seconds);
   void observe_end_to_end_latency(double seconds);
+  // A request refused, by reason (queue_full, never_fits).
+  void add_rejected(const std::string& reason);
   // Tokens waiting in all of a device's μ-queues.
   void set_queue_depth(std::int32_t device, std::int64_t tokens);
 
@@ -44,6 +46,7 @@ class ServingMetrics {
   Family<Gauge>& kv_usage_;
   Family<Counter>& generated_tokens_;
   Family<Counter>& finished_requests_;
+  Family<Counter>& rejected_requests_;
   Family<Gauge>& dropped_events_;
   Family<Histogram>& itl_;
   Family<Histogram>& ttft_;

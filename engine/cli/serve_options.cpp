@@ -17,6 +17,12 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
       ->check(CLI::Range(1, 64));
   app.add_option("--lookahead", lookahead, "Defrag lookahead depth K")->check(CLI::Range(0, 1024));
   app.add_option("--decay", decay, "Defrag decay δ in (0, 1]");
+  app.add_option("--max-waiting-requests", max_waiting_requests,
+                 "Requests that may wait for admission; one more is rejected at once (1..16777216)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))->capture_default_str();
+  app.add_option("--max-waiting-tokens", max_waiting_tokens,
+                 "Prompt tokens that may wait for admission; a request beyond is rejected at once (1..2^32)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32))->capture_default_str();
 }
 
 namespace {
@@ -75,6 +81,8 @@ DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const s
   options.kv_pages_per_rank = loaded.capacity.kv_pages_per_rank;
   options.page_size = loaded.capacity.page_size;
   options.coordinator.max_batch_per_rank = loaded.capacity.max_batch;
+  options.coordinator.max_waiting_requests = max_waiting_requests;
+  options.coordinator.max_waiting_tokens = max_waiting_tokens;
   if (!skew.empty()) {
     options.skew_lambda = take(parse_skew(skew));
     options.skew_seed = seed;

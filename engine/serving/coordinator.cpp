@@ -8,7 +8,16 @@ namespace sy {
 Coordinator::Coordinator(EventLoop& loop, const CoordinatorOptions& options, RequestObserver* observer)
     : loop_(loop), options_(options), observer_(observer) {}
 
-void Coordinator::notify(std::int64_t idx, RequestPhase phase) {
+const char* reject_reason_name(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::None: return "none";
+    case RejectReason::NeverFits: return "never_fits";
+    case RejectReason::QueueFull: return "queue_full";
+  }
+  return "?";
+}
+
+void Coordinator::notify(std::int64_t idx, RequestPhase phase, RejectReason reason) {
   if (!observer_) return;
   const RequestRecord& r = record(idx);
   RequestUpdate u;
@@ -18,7 +27,26 @@ void Coordinator::notify(std::int64_t idx, RequestPhase phase) {
   u.rank = r.rank;
   u.tokens_in = static_cast<std::int32_t>(r.spec.prompt.size());
   u.tokens_out = static_cast<std::int32_t>(r.output.size());
+  u.reject_reason = reason;
   observer_->on_request(u);
+}
+
+void Coordinator::reject(std::int64_t idx, RejectReason reason, std::string why) {
+  RequestRecord& r = record(idx);
+  r.state = RequestState::Rejected;
+  r.reject_reason = std::move(why);
+  --open_;
+  notify(idx, RequestPhase::Rejected, reason);
+  if (!options_.keep_finished) {
+    // A flood of rejections behind one long request must not hold every rejected prompt.
+    std::vector<std::int32_t>().swap(r.spec.prompt);
+    drop_done_records();
+  }
+}
+
+void Coordinator::pop_waiting() {
+  waiting_tokens_ -= static_cast<std::int64_t>(record(waiting_.front()).spec.prompt.size());
+  waiting_.pop_front();
 }
 
 std::int64_t Coordinator::kv_pages_used() const {
@@ -74,7 +102,19 @@ void Coordinator::on_arrival(std::int64_t idx) {
     finish(idx);
     return;
   }
+  const auto prompt = static_cast<std::int64_t>(r.spec.prompt.size());
+  if (static_cast<std::int64_t>(waiting_.size()) >= options_.max_waiting_requests ||
+      waiting_tokens_ + prompt > options_.max_waiting_tokens) {
+    ++rejected_queue_full_;
+    reject(idx, RejectReason::QueueFull,
+           "request " + r.spec.external_id + " rejected: the admission queue is full (" +
+               std::to_string(waiting_.size()) + " requests and " + std::to_string(waiting_tokens_) +
+               " prompt tokens waiting; limits " + std::to_string(options_.max_waiting_requests) + " requests, " +
+               std::to_string(options_.max_waiting_tokens) + " tokens)");
+    return;
+  }
   waiting_.push_back(idx);
+  waiting_tokens_ += prompt;
   if (policy_.grouped()) {
     start_idle_slots();
   } else {
@@ -111,12 +151,10 @@ bool Coordinator::admit_one(std::int32_t slot) {
       if (kv.pages_for(positions) <= kv.num_pages()) could_ever_fit = true;
     }
     if (!could_ever_fit) {
-      waiting_.pop_front();
-      r.state = RequestState::Rejected;
-      r.reject_reason = "request " + r.spec.external_id + " needs " + std::to_string(positions) +
-                        " KV positions, more than any attention rank holds";
-      --open_;
-      notify(idx, RequestPhase::Rejected);
+      pop_waiting();
+      reject(idx, RejectReason::NeverFits,
+             "request " + r.spec.external_id + " needs " + std::to_string(positions) +
+                 " KV positions, more than any attention rank holds");
       return true;  // the queue moved: let the caller try the next one
     }
     return false;
@@ -127,7 +165,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
   const bool ok = kv.admit(idx, positions, sampling);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
-  waiting_.pop_front();
+  pop_waiting();
   r.state = RequestState::Running;
   r.rank = best;
   last_rank_ = best;
@@ -254,13 +292,16 @@ void Coordinator::finish(std::int64_t idx) {
   r.state = RequestState::Finished;
   --open_;
   notify(idx, RequestPhase::Finished);
-  if (!options_.keep_finished) {
-    // Long-running services drop finished records once every earlier one has finished too.
-    while (!requests_.empty() && (requests_.front().state == RequestState::Finished ||
-                                  requests_.front().state == RequestState::Rejected)) {
-      requests_.pop_front();
-      ++first_request_;
-    }
+  drop_done_records();
+}
+
+void Coordinator::drop_done_records() {
+  if (options_.keep_finished) return;
+  // Long-running services drop finished records once every earlier one has finished too.
+  while (!requests_.empty() && (requests_.front().state == RequestState::Finished ||
+                                requests_.front().state == RequestState::Rejected)) {
+    requests_.pop_front();
+    ++first_request_;
   }
 }
 

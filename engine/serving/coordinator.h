@@ -31,6 +31,11 @@ struct CoordinatorOptions {
   // Keep each finished request's prompt and output (generate and tests read them); a service
   // that runs until interrupted drops them.
   bool keep_finished = true;
+  // Back-pressure: a request arriving while this many requests, or this many prompt tokens,
+  // wait for admission is rejected at once with a reason the client sees, so memory stays
+  // flat whatever the arrival rate.
+  std::int64_t max_waiting_requests = 4096;
+  std::int64_t max_waiting_tokens = std::int64_t{1} << 22;
 };
 
 enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
@@ -88,6 +93,9 @@ class Coordinator {
   std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
   std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
   std::size_t waiting() const { return waiting_.size(); }
+  std::int64_t waiting_tokens() const { return waiting_tokens_; }
+  // Requests rejected because the admission queue was full.
+  std::int64_t rejected_queue_full() const { return rejected_queue_full_; }
 
  private:
   struct Slot {
@@ -110,12 +118,16 @@ class Coordinator {
   // Async: queues the request's next rows for its rank; one injection per rank and instant.
   void inject_soon(std::int64_t idx);
   void finish(std::int64_t idx);
+  void drop_done_records();
   void check_safe_point();
   void reset_slots();
 
   EventLoop& loop_;
   CoordinatorOptions options_;
-  void notify(std::int64_t idx, RequestPhase phase);
+  void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void reject(std::int64_t idx, RejectReason reason, std::string why);
+  // Leaves the waiting queue (admitted or rejected).
+  void pop_waiting();
 
   RequestObserver* observer_;
   Cluster* cluster_ = nullptr;
@@ -133,6 +145,8 @@ class Coordinator {
   std::deque<RequestRecord> requests_;
   std::int64_t first_request_ = 0;  // index of requests_.front()
   std::deque<std::int64_t> waiting_;
+  std::int64_t waiting_tokens_ = 0;  // prompt tokens of the waiting requests
+  std::int64_t rejected_queue_full_ = 0;
   std::vector<std::int32_t> running_per_rank_;
   std::vector<TokenBatch> pending_injection_;  // per rank, until the posted injection runs
   bool injection_posted_ = false;

@@ -8,6 +8,10 @@ namespace sy {
 
 enum class RequestPhase : std::uint8_t { Arrival, Admitted, Token, Finished, Rejected };
 
+// Why a request was rejected (a metric label; the message names the limit).
+enum class RejectReason : std::uint8_t { None, NeverFits, QueueFull };
+const char* reject_reason_name(RejectReason reason);
+
 struct RequestUpdate {
   std::int64_t id = 0;       // the request's id (RequestSpec::id)
   std::int64_t t_ns = 0;
@@ -15,6 +19,7 @@ struct RequestUpdate {
   std::int32_t rank = -1;        // attention DP rank once admitted
   std::int32_t tokens_in = 0;    // prompt length
   std::int32_t tokens_out = 0;   // tokens produced so far (Token: including this one)
+  RejectReason reject_reason = RejectReason::None;  // Rejected only
 };
 
 class RequestObserver {

@@ -207,6 +207,7 @@ void TelemetryBridge::on_request(const RequestUpdate& u) {
     case RequestPhase::Rejected:
       e.phase = u.phase == RequestPhase::Finished ? tm::RequestPhase::Finished : tm::RequestPhase::Rejected;
       ++(u.phase == RequestPhase::Finished ? window_finished_ : window_rejected_);
+      if (prometheus_ && u.phase == RequestPhase::Rejected) prometheus_->add_rejected(reject_reason_name(u.reject_reason));
       if (prometheus_ && u.phase == RequestPhase::Finished) {
         if (const auto a = arrival_ns_.find(u.id); a != arrival_ns_.end())
           prometheus_->observe_end_to_end_latency(static_cast<double>(u.t_ns - a->second) * 1e-9);

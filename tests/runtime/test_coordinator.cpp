@@ -2,7 +2,9 @@
 // bad policy commands are refused while serving goes on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "engine/model/random_model.h"
 #include "engine/serving/cpu_deployment.h"
@@ -129,6 +131,59 @@ TEST_F(CoordinatorTest, PausedAdmissionHoldsNewRequests) {
   d.coordinator().set_admission_paused(false);
   d.run();
   for (const auto& r : d.coordinator().requests()) EXPECT_EQ(r.state, RequestState::Finished);
+}
+
+// Back-pressure: a flood far beyond what the cluster serves is turned away at the door with a
+// reason, the waiting queue never exceeds its bounds, and what was admitted is served.
+TEST_F(CoordinatorTest, AFullAdmissionQueueRejectsWithAReasonAndStaysBounded) {
+  DeploymentOptions o = options(1024, 2);
+  o.coordinator.max_waiting_requests = 5;
+  o.coordinator.max_waiting_tokens = 1000;
+  o.coordinator.keep_finished = true;
+  CpuDeployment d(weights_, Topology::disaggregated(weights_->config(), 1, 2), o);
+  std::vector<RequestSpec> reqs;
+  for (std::int64_t i = 0; i < 200; ++i) reqs.push_back(request(i, 8, 4, /*at=*/i * 100));  // 10 M req/s
+  d.submit(reqs);
+  std::size_t most_waiting = 0;
+  std::function<void()> probe = [&] {
+    most_waiting = std::max(most_waiting, d.coordinator().waiting());
+    EXPECT_LE(d.coordinator().waiting_tokens(), 1000);
+    if (!d.coordinator().done()) d.loop().post(d.loop().now() + 1'000, probe);
+  };
+  d.loop().post(0, probe);
+  d.run();
+  EXPECT_LE(most_waiting, 5u);
+  std::int64_t finished = 0, rejected = 0;
+  for (const RequestRecord& r : d.coordinator().requests()) {
+    if (r.state == RequestState::Finished) {
+      ++finished;
+      EXPECT_EQ(r.output.size(), 4u);
+    } else {
+      ASSERT_EQ(r.state, RequestState::Rejected);
+      ++rejected;
+      EXPECT_NE(r.reject_reason.find("admission queue is full"), std::string::npos) << r.reject_reason;
+      EXPECT_NE(r.reject_reason.find("limits 5 requests, 1000 tokens"), std::string::npos) << r.reject_reason;
+    }
+  }
+  EXPECT_GT(rejected, 100);
+  EXPECT_GE(finished, 7);  // 2 running + 5 waiting at least
+  EXPECT_EQ(finished + rejected, 200);
+  EXPECT_EQ(d.coordinator().rejected_queue_full(), rejected);
+}
+
+TEST_F(CoordinatorTest, TheTokenBoundRejectsLongPromptsFirst) {
+  DeploymentOptions o = options(1024, 1);
+  o.coordinator.max_waiting_tokens = 20;
+  CpuDeployment d(weights_, Topology::disaggregated(weights_->config(), 1, 2), o);
+  // One runs; the next two wait with 16 prompt tokens; the third would make 31 waiting tokens.
+  d.submit({request(0, 8, 4), request(1, 8, 4, 10), request(2, 8, 4, 20), request(3, 15, 4, 30)});
+  d.run();
+  const auto& rs = d.coordinator().requests();
+  EXPECT_EQ(rs[0].state, RequestState::Finished);
+  EXPECT_EQ(rs[1].state, RequestState::Finished);
+  EXPECT_EQ(rs[2].state, RequestState::Finished);
+  EXPECT_EQ(rs[3].state, RequestState::Rejected);
+  EXPECT_NE(rs[3].reject_reason.find("16 prompt tokens waiting"), std::string::npos) << rs[3].reject_reason;
 }
 
 }  // namespace
