@@ -154,7 +154,7 @@ void ControlCommands::set_policy(const json& c, const Reply& reply) {
 
 void ControlCommands::set_microbatches(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {"m"}); !s.ok()) return fail(c, reply, s.message());
-  auto m = int_field(c, "m", 1, 64);
+  auto m = int_field(c, "m", 1, kMaxMicrobatches);
   if (!m.ok()) return fail(c, reply, m.status().message());
   PolicySpec spec = policy_spec(d_.coordinator().target_policy());
   spec.microbatches = *m;

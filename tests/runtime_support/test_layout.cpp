@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "engine/runtime/layout.h"
+#include "engine/runtime/layout_parser.h"
 #include "tests/runtime_support/test_configs.h"
 
 namespace sy {
