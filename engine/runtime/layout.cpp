@@ -123,14 +123,7 @@ Status check_model_for_layout(const ModelConfig& config) {
 Status validate_layout(const Layout& layout, const ModelConfig& config) {
   SY_RETURN_IF_ERROR(check_model_for_layout(config));
   const Placement& p = layout.placement;
-  if (p.num_blocks() != config.num_layers || p.num_experts() != config.num_experts)
-    return Status::Error("placement covers " + std::to_string(p.num_blocks()) + " blocks x " +
-                         std::to_string(p.num_experts()) + " experts, the model has " +
-                         std::to_string(config.num_layers) + " x " + std::to_string(config.num_experts));
-  for (std::int32_t b = 0; b < config.num_layers; ++b)
-    if (p.is_sparse(b) != config.is_sparse(b))
-      return Status::Error("placement says block " + std::to_string(b) + " is " + (p.is_sparse(b) ? "sparse" : "dense") +
-                           ", the model disagrees");
+  SY_RETURN_IF_ERROR(p.check_shape(config.num_experts, config.sparse_layers));
   if (layout.devices.empty()) return Status::Error("the layout has no devices");
   std::int32_t rank = 0;
   for (std::int32_t d = 0; d < layout.num_devices(); ++d) {
