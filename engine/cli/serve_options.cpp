@@ -1,6 +1,7 @@
 #include "engine/cli/serve_options.h"
 
 #include "engine/cli/cli_support.h"
+#include "engine/runtime/layout_parser.h"
 #include "engine/serving/skew_router.h"
 
 namespace sy::cli {

@@ -42,10 +42,11 @@ void Cluster::set_policy(const RuntimePolicy& policy) {
   for (auto& w : workers_) w->set_policy(policy);
 }
 
-void Cluster::set_placement(ExpertPlacement placement) {
+void Cluster::set_placement(Placement placement) {
   assert(quiescent());
-  assert(topology_.validate_placement(placement).ok());
-  topology_.expert_devices = std::move(placement);
+  assert(placement.check_shape(topology_.num_experts, topology_.sparse).ok());
+  assert(placement.validate(topology_.num_devices).ok());
+  topology_.placement = std::move(placement);
   topology_.finalize();
   for (auto& w : workers_) w->reload_placement();
 }

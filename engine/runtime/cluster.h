@@ -46,9 +46,9 @@ class Cluster {
   bool quiescent() const;
   // Only at a safe point (asserted).
   void set_policy(const RuntimePolicy& policy);
-  // Replaces the expert placement (validated by Topology::validate_placement). Only at a safe
+  // Replaces the expert placement (checked by Placement::check_shape and validate). Only at a safe
   // point (asserted): the workers rebuild their μ-queues for the experts they now host.
-  void set_placement(ExpertPlacement placement);
+  void set_placement(Placement placement);
   // Closes every worker's open stall interval (end of a measurement window).
   void flush_stalls();
 

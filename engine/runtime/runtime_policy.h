@@ -5,7 +5,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "engine/runtime/layout.h"
+#include "engine/runtime/policy_spec.h"
 #include "engine/runtime/scheduler.h"
 
 namespace sy {

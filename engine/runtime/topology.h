@@ -9,12 +9,9 @@
 #include "base/status.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/layout.h"
+#include "engine/runtime/placement.h"
 
 namespace sy {
-
-// Which devices hold each routed expert: [block][expert] -> devices (replicas); dense blocks
-// have no entries.
-using ExpertPlacement = std::vector<std::vector<std::vector<std::int32_t>>>;
 
 struct Topology {
   std::int32_t num_devices = 0;
@@ -25,18 +22,14 @@ struct Topology {
   std::vector<bool> sparse;                    // [block]: routed experts or dense MLP
   std::vector<std::int32_t> rank_device;       // attention rank -> device
   std::vector<std::int32_t> device_rank;       // device -> attention rank, or -1
-  ExpertPlacement expert_devices;
+  Placement placement;                         // which devices hold each routed expert (replicas)
   // Derived by finalize():
   std::vector<std::vector<std::int32_t>> block_expert_devices;  // [block] -> devices holding any of its experts
   std::vector<std::vector<std::int32_t>> device_expert_ids;     // [device] -> distinct expert ids it holds
 
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(rank_device.size()); }
-  // Recomputes the derived tables after rank_device / expert_devices changed.
+  // Recomputes the derived tables after rank_device / placement changed.
   void finalize();
-  // Whether `placement` fits this topology: a list per sparse block (none for dense ones) of
-  // num_experts device lists, each non-empty, without repeats, of valid device indices. The
-  // message names the block, expert and device.
-  Status validate_placement(const ExpertPlacement& placement) const;
 
   // The devices, ranks and placement of a validated layout.
   static Topology from_layout(const Layout& layout, const ModelConfig& config);

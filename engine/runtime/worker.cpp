@@ -347,7 +347,7 @@ void Worker::finish(ExecutionTiming timing) {
 
 std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request,
                                     std::int32_t row) const {
-  const auto& devices = topo_.expert_devices[block][expert];
+  const auto& devices = topo_.placement.devices(block, expert);
   assert(!devices.empty());
   if (devices.size() == 1) return devices[0];
   // Spread rows over replicas by a hash, so a token's destination does not depend on timing.
@@ -414,7 +414,7 @@ void Worker::dispatch_attention() {
   // Permute by expert: one outgoing batch per (device, expert); each row travels K times. An
   // expert with one replica always lands in the same batch: remember where, per dispatch.
   expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
-  const auto& replicas = topo_.expert_devices[b];
+  const auto& replicas = topo_.placement.block_devices(b);
   batch.for_each_request([&](std::int64_t first, std::int64_t n) {
     for (std::int64_t r = 0; r < n; ++r) {
       const auto row = static_cast<std::size_t>(first + r);

@@ -1,7 +1,6 @@
 #include "engine/serving/control_commands.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "engine/runtime/runtime_policy.h"
 
@@ -154,7 +153,7 @@ void ControlCommands::set_policy(const json& c, const Reply& reply) {
 
 void ControlCommands::set_microbatches(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {"m"}); !s.ok()) return fail(c, reply, s.message());
-  auto m = int_field(c, "m", 1, 64);
+  auto m = int_field(c, "m", 1, kMaxMicrobatches);
   if (!m.ok()) return fail(c, reply, m.status().message());
   PolicySpec spec = policy_spec(d_.coordinator().target_policy());
   spec.microbatches = *m;
@@ -174,13 +173,13 @@ void ControlCommands::move_expert(const json& c, const Reply& reply, bool replic
   if (!replicate && *from == *to) return fail(c, reply, "'from' and 'to' are the same device");
   if (*block >= 0 && !topo.sparse[*block]) return fail(c, reply, "block " + std::to_string(*block) + " has no routed experts");
 
-  ExpertPlacement placement = d_.coordinator().target_placement();
+  Placement placement = d_.coordinator().target_placement();
   json old_value = json::array(), new_value = json::array();
   for (std::int32_t b = 0; b < topo.num_blocks; ++b) {
     if (!topo.sparse[b] || (*block >= 0 && b != *block)) continue;
-    auto& devices = placement[static_cast<std::size_t>(b)][static_cast<std::size_t>(*expert)];
+    std::vector<std::int32_t> devices = placement.devices(b, *expert);
     const std::string what = "expert " + std::to_string(*expert) + " of block " + std::to_string(b);
-    const auto has = [&](std::int32_t d) { return std::find(devices.begin(), devices.end(), d) != devices.end(); };
+    const auto has = [&](std::int32_t d) { return placement.holds(b, *expert, d); };
     old_value.push_back({{"block", b}, {"devices", devices_json(devices)}});
     if (replicate) {
       if (has(*to)) return fail(c, reply, what + " is already on device " + std::to_string(*to));
@@ -194,8 +193,8 @@ void ControlCommands::move_expert(const json& c, const Reply& reply, bool replic
       std::erase(devices, *from);
       if (!has(*to)) devices.push_back(*to);
     }
-    std::sort(devices.begin(), devices.end());
-    new_value.push_back({{"block", b}, {"devices", devices_json(devices)}});
+    if (Status s = placement.set(b, *expert, std::move(devices)); !s.ok()) return fail(c, reply, s.message());
+    new_value.push_back({{"block", b}, {"devices", devices_json(placement.devices(b, *expert))}});
   }
   apply_placement(c, reply, std::move(placement), std::move(old_value), std::move(new_value));
 }
@@ -203,34 +202,16 @@ void ControlCommands::move_expert(const json& c, const Reply& reply, bool replic
 void ControlCommands::set_placement(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {"placement"}); !s.ok()) return fail(c, reply, s.message());
   if (!c.contains("placement")) return fail(c, reply, "missing field 'placement'");
-  const json& p = c.at("placement");
-  const auto type_error = [&](const std::string& where) {
-    fail(c, reply, where + " must be a list of device indices (placement is [block][expert] -> devices)");
-  };
-  if (!p.is_array()) return type_error("'placement'");
-  ExpertPlacement placement;
-  for (std::size_t b = 0; b < p.size(); ++b) {
-    if (!p[b].is_array()) return type_error("block " + std::to_string(b));
-    auto& experts = placement.emplace_back();
-    for (std::size_t e = 0; e < p[b].size(); ++e) {
-      const json& devices = p[b][e];
-      if (!devices.is_array()) return type_error("block " + std::to_string(b) + " expert " + std::to_string(e));
-      auto& list = experts.emplace_back();
-      for (const json& d : devices) {
-        if (!d.is_number_integer() || d.get<std::int64_t>() < 0 ||
-            d.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max())
-          return type_error("block " + std::to_string(b) + " expert " + std::to_string(e));
-        list.push_back(static_cast<std::int32_t>(d.get<std::int64_t>()));
-      }
-    }
-  }
-  if (Status s = d_.cluster().topology().validate_placement(placement); !s.ok()) return fail(c, reply, s.message());
-  json old_value = d_.coordinator().target_placement();
-  json new_value = placement;
-  apply_placement(c, reply, std::move(placement), std::move(old_value), std::move(new_value));
+  const Topology& topo = d_.cluster().topology();
+  auto placement = Placement::from_json(c.at("placement"), topo.num_experts, topo.sparse);
+  if (!placement.ok()) return fail(c, reply, placement.status().message());
+  if (Status s = placement->validate(topo.num_devices); !s.ok()) return fail(c, reply, s.message());
+  json old_value = d_.coordinator().target_placement().to_json();
+  json new_value = placement->to_json();
+  apply_placement(c, reply, std::move(*placement), std::move(old_value), std::move(new_value));
 }
 
-void ControlCommands::apply_placement(const json& c, const Reply& reply, ExpertPlacement placement, json old_value,
+void ControlCommands::apply_placement(const json& c, const Reply& reply, Placement placement, json old_value,
                                       json new_value) {
   std::weak_ptr<bool> alive = alive_;
   Status s = d_.coordinator().request_placement(

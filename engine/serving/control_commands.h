@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "engine/runtime/placement.h"
+#include "engine/runtime/policy_spec.h"
 #include "engine/serving/deployment.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/telemetry_hub.h"
@@ -55,7 +57,7 @@ class ControlCommands {
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.
   void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);
-  void apply_placement(const nlohmann::json& c, const Reply& reply, ExpertPlacement placement,
+  void apply_placement(const nlohmann::json& c, const Reply& reply, Placement placement,
                        nlohmann::json old_value, nlohmann::json new_value);
   // Answers ok with `fields` and echoes the change (old -> new).
   void succeed(const nlohmann::json& c, const Reply& reply, nlohmann::json old_value, nlohmann::json new_value,

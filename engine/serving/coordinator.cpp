@@ -332,8 +332,10 @@ Status Coordinator::request_policy(const RuntimePolicy& policy, ChangeDone done)
   return Status::Ok();
 }
 
-Status Coordinator::request_placement(ExpertPlacement placement, ChangeDone done) {
-  SY_RETURN_IF_ERROR(cluster_->topology().validate_placement(placement));
+Status Coordinator::request_placement(Placement placement, ChangeDone done) {
+  const Topology& topo = cluster_->topology();
+  SY_RETURN_IF_ERROR(placement.check_shape(topo.num_experts, topo.sparse));
+  SY_RETURN_IF_ERROR(placement.validate(topo.num_devices));
   pending_placement_ = std::move(placement);
   if (done) pending_done_.push_back(std::move(done));
   loop_.post_now([this] { check_safe_point(); });

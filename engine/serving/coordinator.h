@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/runtime/cluster.h"
+#include "engine/runtime/placement.h"
 #include "engine/serving/request_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/serving/workload.h"
@@ -66,7 +67,7 @@ class Coordinator {
   Status request_policy(const RuntimePolicy& policy, ChangeDone done = {});
   // Moves, replicates or removes expert replicas at the next safe point ([block][expert] ->
   // devices). Errors name the block, expert or device that is wrong; serving continues.
-  Status request_placement(ExpertPlacement placement, ChangeDone done = {});
+  Status request_placement(Placement placement, ChangeDone done = {});
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
   bool admission_paused() const { return paused_; }
@@ -76,8 +77,8 @@ class Coordinator {
   const RuntimePolicy& target_policy() const { return pending_policy_ ? *pending_policy_ : policy_; }
   bool switching() const { return pending_policy_.has_value() || pending_placement_.has_value(); }
   // The placement that will hold once the pending change (if any) is applied.
-  const ExpertPlacement& target_placement() const {
-    return pending_placement_ ? *pending_placement_ : cluster_->topology().expert_devices;
+  const Placement& target_placement() const {
+    return pending_placement_ ? *pending_placement_ : cluster_->topology().placement;
   }
   // Every submitted request has arrived and finished or been rejected.
   bool done() const { return arrived_ == first_request_ + static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
@@ -133,7 +134,7 @@ class Coordinator {
   Cluster* cluster_ = nullptr;
   RuntimePolicy policy_;
   std::optional<RuntimePolicy> pending_policy_;
-  std::optional<ExpertPlacement> pending_placement_;
+  std::optional<Placement> pending_placement_;
   std::vector<ChangeDone> pending_done_;
   std::vector<std::int32_t> held_pages_;  // per rank: KV pages reserved by its running requests
   bool paused_ = false;

@@ -391,7 +391,7 @@ nlohmann::json TelemetryBridge::meta() const {
             {"top_k", c.top_k},
             {"hidden_size", c.hidden_size}}},
           {"devices", std::move(devices)},
-          {"placement", topo.expert_devices},
+          {"placement", topo.placement.to_json()},
           {"policy",
            {{"name", policy_name(p.kind)},
             {"scheduler", p.scheduler.name},

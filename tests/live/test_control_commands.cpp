@@ -126,8 +126,8 @@ struct RoutedCounter : RuntimeObserver {
 
 TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   // Devices 2-5 hold the experts round-robin: expert 1 on device 3, expert 0 on device 2.
-  const auto& before = deployment_->cluster().topology().expert_devices;
-  ASSERT_EQ(before[1][1], std::vector<std::int32_t>{3});
+  const Placement& before = deployment_->cluster().topology().placement;
+  ASSERT_EQ(before.devices(1, 1), std::vector<std::int32_t>{3});
   RoutedCounter routed;
   routed.split_ns = 100'000'000;
   deployment_->observers().add(&routed, nullptr);
@@ -137,9 +137,9 @@ TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   ASSERT_TRUE(replies_["move"]["ok"].get<bool>()) << replies_["move"].dump();
   ASSERT_TRUE(replies_["replicate"]["ok"].get<bool>()) << replies_["replicate"].dump();
   const Topology& topo = deployment_->cluster().topology();
-  EXPECT_EQ(topo.expert_devices[1][1], std::vector<std::int32_t>{5});
-  EXPECT_EQ(topo.expert_devices[2][1], std::vector<std::int32_t>{3});  // other blocks unchanged
-  for (std::int32_t b = 0; b < 4; ++b) EXPECT_EQ(topo.expert_devices[b][0], (std::vector<std::int32_t>{2, 4})) << b;
+  EXPECT_EQ(topo.placement.devices(1, 1), std::vector<std::int32_t>{5});
+  EXPECT_EQ(topo.placement.devices(2, 1), std::vector<std::int32_t>{3});  // other blocks unchanged
+  for (std::int32_t b = 0; b < 4; ++b) EXPECT_EQ(topo.placement.devices(b, 0), (std::vector<std::int32_t>{2, 4})) << b;
   // The state reports the new placement, and the replica on device 4 served tokens.
   const json state = now({{"cmd", "get_state"}})["state"];
   EXPECT_EQ(state["placement"][1][1], json::array({5}));

@@ -11,7 +11,7 @@
 
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
-#include "engine/runtime/layout.h"
+#include "engine/runtime/layout_parser.h"
 #include "engine/serving/cpu_deployment.h"
 
 namespace sy {

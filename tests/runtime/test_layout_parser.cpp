@@ -1,20 +1,22 @@
-// Layout files: the shipped layouts against a Mixtral-like and a Qwen3-like model, every
-// refusal with its message (file, line, problem), the Placement API, the policy helper used
-// for live switches, the constructors and the to_toml round trip.
+// Layout files: the shipped layouts against a Mixtral-like and a Qwen3-like model, what the
+// format accepts, and every refusal with its message (file, line, problem).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
-#include "engine/runtime/layout.h"
-#include "tests/runtime_support/test_configs.h"
+#include "engine/runtime/layout_parser.h"
+#include "tests/runtime/layout_round_trip.h"
+#include "tests/runtime/test_configs.h"
 
 namespace sy {
 namespace {
 
 using testing::mixtral_like;
 using testing::qwen3_like;
+using testing::expect_round_trip;
 
 const std::filesystem::path kLayouts = std::filesystem::path(SY_SOURCE_DIR) / "layouts";
 
@@ -53,13 +55,6 @@ std::vector<std::int32_t> experts_in_block(const Layout& l, std::int32_t device,
   for (const BlockExpert& be : l.placement.experts_on(device))
     if (be.block == block) out.push_back(be.expert);
   return out;
-}
-
-void expect_round_trip(const Layout& layout, const ModelConfig& config) {
-  const std::string text = layout.to_toml();
-  auto back = parse_layout(text, "round-trip.toml", config);
-  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << text;
-  EXPECT_EQ(*back, layout) << text;
 }
 
 // ---- shipped layouts -------------------------------------------------------------------
@@ -427,138 +422,6 @@ TEST(LayoutRefusals, MissingFileAndBrokenModelConfig) {
   auto b = parse(kDevices, broken);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("sparse_layers has 3 entries for 4 layers"), std::string::npos);
-}
-
-// ---- policy helper (shared with live switching) ------------------------------------------
-
-TEST(PolicySpecTest, ValidateNamesTheBadField) {
-  EXPECT_TRUE(validate_policy(PolicySpec{}).ok());
-  EXPECT_TRUE(validate_policy({"sync", "flfs", 0, 1.0, 64}).ok());
-  EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2}).message(),
-            "unknown policy 'findep' (expected async, pingpong or sync)");
-  EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
-            "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
-  EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be >= 0, got -2");
-  EXPECT_EQ(validate_policy({"async", "defrag", 3, -0.5, 2}).message(), "decay must be in (0, 1], got -0.5");
-  EXPECT_EQ(validate_policy({"async", "defrag", 3, 0.5, 65}).message(), "microbatches must be in [1, 64], got 65");
-}
-
-TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
-  const PolicySpec base{"async", "mtfs", 2, 0.25, 3};
-  auto p = PolicySpec::from_json(nlohmann::json{{"name", "pingpong"}, {"microbatches", 4}}, base);
-  ASSERT_TRUE(p.ok()) << p.status().message();
-  EXPECT_EQ(*p, (PolicySpec{"pingpong", "mtfs", 2, 0.25, 4}));
-  auto d = PolicySpec::from_json(nlohmann::json{{"decay", 1}});
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_EQ(d->decay, 1.0);
-  EXPECT_EQ(PolicySpec::from_json(base.to_json()).value(), base);
-
-  const auto refused = [](const nlohmann::json& j) { return PolicySpec::from_json(j).status().message(); };
-  EXPECT_EQ(refused({{"lookahaed", 2}}),
-            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay or microbatches); did you mean "
-            "'lookahead'?");
-  EXPECT_EQ(refused({{"microbatches", 2.5}}), "policy: microbatches must be an integer, got 2.5");
-  EXPECT_EQ(refused({{"microbatches", 0}}), "policy: microbatches must be in [1, 64], got 0");
-  EXPECT_EQ(refused({{"lookahead", 5000000000LL}}), "policy: lookahead is out of range: 5000000000");
-  EXPECT_EQ(refused({{"name", 3}}), "policy: name must be a string, got 3");
-  EXPECT_EQ(refused({{"decay", "x"}}), "policy: decay must be a number, got \"x\"");
-  EXPECT_EQ(refused({{"name", "warp"}}), "policy: unknown policy 'warp' (expected async, pingpong or sync)");
-  EXPECT_EQ(refused(nlohmann::json::array()), "policy: expected a JSON object, got []");
-}
-
-// ---- Placement ---------------------------------------------------------------------------
-
-TEST(PlacementTest, SetKeepsSortedUniqueListsAndRefusesBadSlots) {
-  Placement p(qwen3_like());
-  EXPECT_EQ(p.num_blocks(), 6);
-  EXPECT_EQ(p.num_experts(), 16);
-  EXPECT_TRUE(p.devices(0, 3).empty());  // dense
-  ASSERT_TRUE(p.set(1, 3, {4, 0, 2}).ok());
-  EXPECT_EQ(p.devices(1, 3), (std::vector<std::int32_t>{0, 2, 4}));
-  EXPECT_TRUE(p.holds(1, 3, 2));
-  EXPECT_FALSE(p.holds(1, 3, 1));
-  ASSERT_TRUE(p.add(3, 15, 2).ok());
-  EXPECT_EQ(p.experts_on(2), (std::vector<BlockExpert>{{1, 3}, {3, 15}}));
-
-  EXPECT_EQ(p.set(0, 1, {0}).message(), "block 0 is dense (it has no experts)");
-  EXPECT_EQ(p.set(6, 1, {0}).message(), "block 6 is out of range (the model has 6 blocks)");
-  EXPECT_EQ(p.set(1, 16, {0}).message(), "expert 16 is out of range (the model has 16 experts)");
-  EXPECT_EQ(p.set(1, 1, {0, -1}).message(), "block 1 expert 1: negative device index -1");
-  EXPECT_EQ(p.set(1, 1, {2, 0, 2}).message(), "block 1 expert 1: device 2 listed twice");
-  EXPECT_EQ(p.add(1, 3, 4).message(), "block 1 expert 3: device 4 listed twice");
-}
-
-TEST(PlacementTest, ValidateFindsHolesAndDevicesOutOfRange) {
-  const ModelConfig c = mixtral_like();
-  Placement p(c);
-  for (std::int32_t b = 0; b < 4; ++b)
-    for (std::int32_t e = 0; e < 8; ++e) ASSERT_TRUE(p.set(b, e, {e % 2}).ok());
-  EXPECT_TRUE(p.validate(2).ok());
-  EXPECT_EQ(p.validate(1).message(), "block 0 expert 1 is placed on device 1, but there are 1 devices");
-  ASSERT_TRUE(p.set(2, 6, {}).ok());
-  EXPECT_EQ(p.validate(2).message(), "block 2 expert 6 is placed on no device");
-}
-
-// ---- constructors, validate_layout, round trip -------------------------------------------
-
-TEST(LayoutConstructors, ColocatedAndDisaggregated) {
-  for (const ModelConfig& config : {mixtral_like(), qwen3_like()}) {
-    Layout col = make_colocated_layout(3, config);
-    ASSERT_TRUE(validate_layout(col, config).ok()) << validate_layout(col, config).message();
-    EXPECT_EQ(col.num_attention_ranks(), 3);
-    EXPECT_EQ(col.policy.policy, "sync");
-    EXPECT_EQ(col.devices[2].name, "gpu2");
-    EXPECT_EQ(col.placement.devices(config.num_layers - 1, 5), (std::vector<std::int32_t>{2}));  // 5 mod 3
-    expect_round_trip(col, config);
-
-    Layout dis = make_disaggregated_layout(2, 3, config);
-    ASSERT_TRUE(validate_layout(dis, config).ok()) << validate_layout(dis, config).message();
-    EXPECT_EQ(dis.num_devices(), 5);
-    EXPECT_EQ(dis.attention_devices(), (std::vector<std::int32_t>{0, 1}));
-    EXPECT_FALSE(dis.devices[1].holds_experts);
-    EXPECT_TRUE(dis.devices[4].holds_experts);
-    EXPECT_EQ(dis.placement.devices(config.num_layers - 1, 7), (std::vector<std::int32_t>{3}));  // 2 + 7 mod 3
-    EXPECT_EQ(dis.policy.policy, "async");
-    expect_round_trip(dis, config);
-  }
-}
-
-TEST(LayoutConstructors, ValidateLayoutCatchesInconsistentEdits) {
-  const ModelConfig c = mixtral_like();
-  Layout l = make_disaggregated_layout(1, 2, c);
-  Layout bad = l;
-  bad.devices[2].name = "gpu1";
-  EXPECT_EQ(validate_layout(bad, c).message(), "duplicate device name 'gpu1'");
-  bad = l;
-  bad.devices[1].attention = true;  // rank not renumbered
-  EXPECT_EQ(validate_layout(bad, c).message(), "device 'gpu1' has attention rank -1, expected 1 (ranks follow device order)");
-  bad = l;
-  bad.devices[0].holds_experts = true;
-  EXPECT_EQ(validate_layout(bad, c).message(), "device 'gpu0': holds_experts disagrees with the placement");
-  bad = l;
-  bad.policy.microbatches = 0;
-  EXPECT_EQ(validate_layout(bad, c).message(), "policy: microbatches must be in [1, 64], got 0");
-  bad = l;
-  bad.capacity.max_batch = 0;
-  EXPECT_EQ(validate_layout(bad, c).message(), "capacity: max_batch must be >= 1, got 0");
-  EXPECT_NE(validate_layout(l, qwen3_like()).message().find("placement covers 4 blocks x 8 experts"), std::string::npos);
-}
-
-TEST(LayoutConstructors, RoundTripKeepsIrregularPlacementsNamesAndPolicy) {
-  const ModelConfig q = qwen3_like();
-  Layout l = make_disaggregated_layout(2, 2, q);
-  l.name = "odd \"name\" with \\ and\ttab";
-  l.devices[0].name = "node-1/gpu:0";
-  ASSERT_TRUE(l.placement.set(3, 9, {0, 3}).ok());
-  ASSERT_TRUE(l.placement.add(5, 0, 3).ok());
-  l.devices[0].holds_experts = true;
-  l.policy = {"pingpong", "flfs", 7, 0.1, 5};
-  l.capacity = {123, 8, 9};
-  ASSERT_TRUE(validate_layout(l, q).ok()) << validate_layout(l, q).message();
-  expect_round_trip(l, q);
-  const std::string text = l.to_toml();
-  EXPECT_NE(text.find("[[override]]\nblock = 3\nexpert = 9\ndevices = [\"node-1/gpu:0\", \"gpu3\"]"), std::string::npos)
-      << text;
 }
 
 }  // namespace

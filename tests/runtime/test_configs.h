@@ -1,4 +1,4 @@
-// Hand-made model configs for the runtime-support tests (no model files needed).
+// Hand-made model configs for the layout and placement tests (no model files needed).
 #pragma once
 
 #include "engine/model/model_config.h"

@@ -1,0 +1,80 @@
+#include "engine/runtime/policy_spec.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <string_view>
+
+#include "engine/runtime/config_text.h"
+
+namespace sy {
+namespace {
+
+constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync"};
+constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs"};
+
+}  // namespace
+
+Status validate_policy(const PolicySpec& p) {
+  if (std::ranges::find(kPolicies, p.policy) == std::end(kPolicies))
+    return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync"}) + ")");
+  if (std::ranges::find(kSchedulers, p.scheduler) == std::end(kSchedulers))
+    return Status::Error("unknown scheduler '" + p.scheduler + "' (expected " + one_of({"defrag", "mtfs", "flfs"}) +
+                         ")");
+  if (p.lookahead < 0) return Status::Error("lookahead must be >= 0, got " + std::to_string(p.lookahead));
+  if (!(p.decay > 0.0 && p.decay <= 1.0))  // written so that NaN fails too
+    return Status::Error("decay must be in (0, 1], got " + format_double(p.decay));
+  if (p.microbatches < 1 || p.microbatches > kMaxMicrobatches)
+    return Status::Error("microbatches must be in [1, " + std::to_string(kMaxMicrobatches) + "], got " +
+                         std::to_string(p.microbatches));
+  return Status::Ok();
+}
+
+StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes, const PolicySpec& base) {
+  if (!changes.is_object()) return Status::Error("policy: expected a JSON object, got " + changes.dump());
+  PolicySpec p = base;
+  const auto read_int = [](const nlohmann::json& v, const std::string& key) -> StatusOr<std::int32_t> {
+    constexpr auto kMax = std::numeric_limits<std::int32_t>::max();
+    constexpr auto kMin = std::numeric_limits<std::int32_t>::min();
+    if (!v.is_number_integer()) return Status::Error("policy: " + key + " must be an integer, got " + v.dump());
+    if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMax)
+                               : (v.get<std::int64_t>() > kMax || v.get<std::int64_t>() < kMin))
+      return Status::Error("policy: " + key + " is out of range: " + v.dump());
+    return static_cast<std::int32_t>(v.get<std::int64_t>());
+  };
+  for (const auto& [key, value] : changes.items()) {
+    if (key == "name" || key == "scheduler") {
+      if (!value.is_string()) return Status::Error("policy: " + key + " must be a string, got " + value.dump());
+      (key == "name" ? p.policy : p.scheduler) = value.get<std::string>();
+    } else if (key == "lookahead" || key == "microbatches") {
+      auto v = read_int(value, key);
+      if (!v.ok()) return v.status();
+      (key == "lookahead" ? p.lookahead : p.microbatches) = *v;
+    } else if (key == "decay") {
+      if (!value.is_number()) return Status::Error("policy: decay must be a number, got " + value.dump());
+      p.decay = value.get<double>();
+    } else {
+      const std::initializer_list<std::string_view> kKeys = {"name", "scheduler", "lookahead", "decay",
+                                                                 "microbatches"};
+      return Status::Error("policy: unknown key '" + key + "' (expected " + one_of(kKeys) + ")" +
+                           did_you_mean(key, kKeys));
+    }
+  }
+  Status s = validate_policy(p);
+  if (!s.ok()) return Status::Error("policy: " + s.message());
+  return p;
+}
+
+StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes) {
+  return from_json(changes, PolicySpec{});
+}
+
+nlohmann::json PolicySpec::to_json() const {
+  return {{"name", policy},
+          {"scheduler", scheduler},
+          {"lookahead", lookahead},
+          {"decay", decay},
+          {"microbatches", microbatches}};
+}
+
+}  // namespace sy

@@ -1,0 +1,46 @@
+// PolicySpec: the checks and the JSON form shared by layout files and live policy switches.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/policy_spec.h"
+
+namespace sy {
+namespace {
+
+TEST(PolicySpecTest, ValidateNamesTheBadField) {
+  EXPECT_TRUE(validate_policy(PolicySpec{}).ok());
+  EXPECT_TRUE(validate_policy({"sync", "flfs", 0, 1.0, 64}).ok());
+  EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2}).message(),
+            "unknown policy 'findep' (expected async, pingpong or sync)");
+  EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
+            "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
+  EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be >= 0, got -2");
+  EXPECT_EQ(validate_policy({"async", "defrag", 3, -0.5, 2}).message(), "decay must be in (0, 1], got -0.5");
+  EXPECT_EQ(validate_policy({"async", "defrag", 3, 0.5, 65}).message(), "microbatches must be in [1, 64], got 65");
+}
+
+TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
+  const PolicySpec base{"async", "mtfs", 2, 0.25, 3};
+  auto p = PolicySpec::from_json(nlohmann::json{{"name", "pingpong"}, {"microbatches", 4}}, base);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(*p, (PolicySpec{"pingpong", "mtfs", 2, 0.25, 4}));
+  auto d = PolicySpec::from_json(nlohmann::json{{"decay", 1}});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->decay, 1.0);
+  EXPECT_EQ(PolicySpec::from_json(base.to_json()).value(), base);
+
+  const auto refused = [](const nlohmann::json& j) { return PolicySpec::from_json(j).status().message(); };
+  EXPECT_EQ(refused({{"lookahaed", 2}}),
+            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay or microbatches); did you mean "
+            "'lookahead'?");
+  EXPECT_EQ(refused({{"microbatches", 2.5}}), "policy: microbatches must be an integer, got 2.5");
+  EXPECT_EQ(refused({{"microbatches", 0}}), "policy: microbatches must be in [1, 64], got 0");
+  EXPECT_EQ(refused({{"lookahead", 5000000000LL}}), "policy: lookahead is out of range: 5000000000");
+  EXPECT_EQ(refused({{"name", 3}}), "policy: name must be a string, got 3");
+  EXPECT_EQ(refused({{"decay", "x"}}), "policy: decay must be a number, got \"x\"");
+  EXPECT_EQ(refused({{"name", "warp"}}), "policy: unknown policy 'warp' (expected async, pingpong or sync)");
+  EXPECT_EQ(refused(nlohmann::json::array()), "policy: expected a JSON object, got []");
+}
+}  // namespace
+}  // namespace sy
