@@ -97,40 +97,37 @@ TelemetryBridge::~TelemetryBridge() {
   alive_.reset();
 }
 
-void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index,
-                                   std::int32_t group, std::int64_t tokens, std::int64_t start_ns,
-                                   std::int64_t end_ns) {
-  tm::Span s;
-  s.start_ns = start_ns;
-  s.end_ns = end_ns;
-  s.tokens = tokens;
-  s.device = device;
-  s.block = kind == LayerKind::Sampler ? -1 : block;
-  s.index = index;
-  s.microbatch = group;
-  s.lane = tm::Lane::Compute;
-  s.kind = span_kind(kind);
-  producer(device).span(s);
-  DeviceWindow& w = window_[static_cast<std::size_t>(device)];
-  if (end_ns > summary_start_) w.busy_ns += end_ns - std::max(start_ns, summary_start_);
-  ++w.executions;
-  w.rows += tokens;
-}
-
-void TelemetryBridge::on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,
-                               std::int64_t end_ns) {
+TelemetryBridge::DeviceWindow& TelemetryBridge::compute_span(tm::SpanKind kind, std::int32_t device, std::int32_t block,
+                                                              std::int32_t index, std::int32_t group, std::int64_t tokens,
+                                                              std::int64_t start_ns, std::int64_t end_ns) {
   tm::Span s;
   s.start_ns = start_ns;
   s.end_ns = end_ns;
   s.tokens = tokens;
   s.device = device;
   s.block = block;
-  s.index = -1;
+  s.index = index;
+  s.microbatch = group;
   s.lane = tm::Lane::Compute;
-  s.kind = tm::SpanKind::Merge;
+  s.kind = kind;
   producer(device).span(s);
   DeviceWindow& w = window_[static_cast<std::size_t>(device)];
   if (end_ns > summary_start_) w.busy_ns += end_ns - std::max(start_ns, summary_start_);
+  return w;
+}
+
+void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index,
+                                   std::int32_t group, std::int64_t tokens, std::int64_t start_ns,
+                                   std::int64_t end_ns) {
+  DeviceWindow& w = compute_span(span_kind(kind), device, kind == LayerKind::Sampler ? -1 : block, index, group, tokens,
+                                 start_ns, end_ns);
+  ++w.executions;
+  w.rows += tokens;
+}
+
+void TelemetryBridge::on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,
+                               std::int64_t end_ns) {
+  compute_span(tm::SpanKind::Merge, device, block, -1, -1, tokens, start_ns, end_ns);  // busy, not an execution
 }
 
 void TelemetryBridge::on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {

@@ -116,6 +116,9 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
     std::int64_t rows = 0;
   };
   std::vector<DeviceWindow> window_;
+  // Publishes a compute-lane span and counts it as busy time; returns the device's window.
+  DeviceWindow& compute_span(telemetry::SpanKind kind, std::int32_t device, std::int32_t block, std::int32_t index,
+                             std::int32_t group, std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns);
   std::vector<double> itl_ns_, ttft_ns_;
   std::int64_t window_tokens_ = 0, window_finished_ = 0, window_rejected_ = 0;
 };
