@@ -321,6 +321,19 @@ struct TraceRecorder::State {
     return step(insert_summary);
   }
 
+  // The database's size as SQLite sees it (pages in the file and in the write-ahead log).
+  std::uint64_t database_bytes() {
+    std::int64_t pages = 0, page_size = 0;
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      pages = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      page_size = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return static_cast<std::uint64_t>(pages * page_size);
+  }
+
   // Writes one batch of items in one transaction.
   Status write_all(const std::vector<Item>& items) {
     if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return sql_error("BEGIN");
@@ -349,7 +362,7 @@ struct TraceRecorder::State {
       const std::size_t records = queued_records;
       queued_records = 0;
       const std::uint64_t seq = enqueued_seq;
-      const bool failed = !error.ok();
+      const bool failed = !error.ok() || stats.size_capped;
       lock.unlock();
       const Status s = failed ? Status::Ok() : write_all(batch);
       batch.clear();
@@ -360,6 +373,8 @@ struct TraceRecorder::State {
       } else {
         stats.records_written += records;
         ++stats.transactions;
+        // Past the cap the file is complete up to here; what follows is dropped and counted.
+        if (options.max_bytes > 0 && database_bytes() >= options.max_bytes) stats.size_capped = true;
       }
       committed_seq = seq;
       committed.notify_all();
@@ -465,7 +480,7 @@ Status TraceRecorder::stop() {
       std::string(trace_schema::kCreateIndexes) + "INSERT OR REPLACE INTO META(key, value) VALUES" +
       "('complete','1'),('stopped_unix_ns','" + std::to_string(unix_now_ns()) + "'),('records_written','" +
       std::to_string(stats.records_written) + "'),('records_dropped','" + std::to_string(stats.records_dropped) +
-      "');";
+      "'),('size_capped','" + (stats.size_capped ? "1" : "0") + "');";
   // Indexes and the completion mark in one transaction; then back to a single self-contained
   // file (no -wal/-shm), which opens anywhere, also read-only media.
   Status fin = s.exec(("BEGIN;" + finish + "COMMIT;").c_str(), "building indexes");

@@ -28,12 +28,16 @@ struct RecorderOptions {
   // Records waiting for the writer; beyond it, whole batches are dropped and counted so that
   // whoever feeds the recorder never waits for the disk.
   std::size_t max_queued_records = std::size_t{1} << 20;
+  // The file stops growing past this many bytes (0: no cap): later records are dropped and
+  // counted, and the file stays a valid, complete-up-to-then recording.
+  std::uint64_t max_bytes = 0;
 };
 
 struct RecorderStats {
   std::uint64_t records_written = 0;  // rows committed (events and JSON objects)
   std::uint64_t records_dropped = 0;  // rows refused: queue full, or after a write error
   std::uint64_t transactions = 0;
+  bool size_capped = false;  // max_bytes was reached
 };
 
 class TraceRecorder {

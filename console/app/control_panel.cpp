@@ -2,7 +2,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -123,9 +122,9 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     recording_label_ = new QLabel;
     recording_label_->setObjectName("recordingLabel");
     recording_label_->setWordWrap(true);
-    record_path_ = new QLineEdit(QDir::temp().filePath("switchyard-run.db"));
+    record_path_ = new QLineEdit(QStringLiteral("switchyard-run.db"));
     record_path_->setObjectName("recordPathEdit");
-    record_path_->setToolTip(tr("Path on the engine's machine"));
+    record_path_->setToolTip(tr("A .db file in the engine's recording directory (its --record-dir)"));
     auto* rec = new QHBoxLayout;
     record_start_ = new QPushButton(tr("Record"));
     record_start_->setObjectName("recordStartButton");

@@ -34,7 +34,13 @@ void TelemetryFlags::add_to(CLI::App& app, bool default_on) {
   app.add_option("--metrics", metrics, "Serve Prometheus metrics at http://HOST:PORT/metrics (PORT: loopback)");
   app.add_option("--keys", keys, "CURVE key directory (switchyard keys): required to listen beyond loopback");
   app.add_flag("--insecure", insecure, "Listen beyond loopback without CURVE keys (anyone may connect)");
-  app.add_option("--record", record, "Record the run's telemetry to this new SQLite trace");
+  app.add_option("--record", record,
+                 "Record the run's telemetry to this new SQLite trace (a relative name lands in --record-dir)");
+  app.add_option("--record-dir", record_dir,
+                 "The only directory recordings started over the control socket are written to (default " +
+                     telemetry::RecordingDirectory::default_path().string() + ")");
+  app.add_option("--record-max", record_max, "Size cap of a recording in bytes (e.g. 2GB); 0: none")
+      ->transform(CLI::AsSizeValue(false));
   if (default_on) app.add_flag("--no-telemetry", off, "Neither stream nor control socket");
 }
 
@@ -67,11 +73,25 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
 
   if (!f.metrics.empty()) {
     const auto [host, port] = parse_metrics_address(f.metrics);
+    // One exposure rule for every endpoint: beyond loopback only when the operator says so.
+    // The metrics endpoint has no CURVE, so keys do not open it; only --insecure does.
+    const std::string as_endpoint = "tcp://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                                    std::to_string(port);
+    if (!telemetry::is_loopback_endpoint(as_endpoint) && !f.insecure)
+      throw CommandError{"--metrics " + f.metrics + " listens beyond loopback, and the metrics endpoint has no keys: "
+                         "bind it to 127.0.0.1 (give only a port), or pass --insecure to expose it to anyone who can "
+                         "reach the port"};
     live->metrics_host_ = host;
     live->registry_ = std::make_unique<telemetry::PrometheusRegistry>();
     live->serving_metrics_ = std::make_unique<telemetry::ServingMetrics>(*live->registry_);
     live->http_ = take(telemetry::MetricsHttpServer::start(*live->registry_, host, port));
   }
+  const bool relative_record = !f.record.empty() && f.record.is_relative();
+  if (!f.control.empty() || relative_record) {
+    live->recordings_ = take(telemetry::RecordingDirectory::open(
+        f.record_dir.empty() ? telemetry::RecordingDirectory::default_path() : f.record_dir));
+  }
+  if (relative_record) f.record = take(live->recordings_->resolve(f.record.string(), /*overwrite=*/false));
   if (!f.control.empty()) {
     telemetry::ControlServerOptions o;
     o.endpoint = f.control;
@@ -111,10 +131,12 @@ void LiveTelemetry::attach(Deployment& deployment, RunInfo info, ControlCommands
   detach();
   bridge_ = std::make_unique<TelemetryBridge>(deployment, *hub_, serving_metrics_.get(), std::move(info),
                                               TelemetryBridge::Options{});
-  commands_ = std::make_unique<ControlCommands>(deployment, *bridge_, *hub_, std::move(hooks));
+  commands_ = std::make_unique<ControlCommands>(deployment, *bridge_, *hub_, std::move(hooks),
+                                                recordings_ ? &*recordings_ : nullptr, flags_.record_max);
   if (!flags_.record.empty() && !recording_started_) {
     telemetry::RecorderOptions r;
     r.path = flags_.record;
+    r.max_bytes = flags_.record_max;
     r.metadata = bridge_->recording_metadata();
     r.device_names = deployment.cluster().topology().device_names;
     check(hub_->start_recording(r));

@@ -16,6 +16,7 @@
 #include "telemetry/control_server.h"
 #include "telemetry/metrics_http_server.h"
 #include "telemetry/prometheus_registry.h"
+#include "telemetry/recording_directory.h"
 #include "telemetry/serving_metrics.h"
 #include "telemetry/telemetry_hub.h"
 
@@ -30,7 +31,9 @@ struct TelemetryFlags {
   std::string metrics;          // Prometheus: PORT or HOST:PORT; empty: off
   std::filesystem::path keys;   // CURVE key directory (switchyard keys)
   bool insecure = false;        // listen beyond loopback without CURVE
-  std::filesystem::path record; // record the whole run to this SQLite trace
+  std::filesystem::path record; // record the whole run to this SQLite trace (relative: under record_dir)
+  std::filesystem::path record_dir;  // where control's record_start writes; empty: the default
+  std::uint64_t record_max = 0;      // bytes a recording may grow to; 0: no cap
   bool off = false;             // demo: --no-telemetry
   bool on_by_default = false;   // demo: stream and control on the default endpoints
 
@@ -77,6 +80,7 @@ class LiveTelemetry {
   EventLoop* loop_ = nullptr;
   ControlCommands* target_ = nullptr;
   std::unique_ptr<telemetry::ControlServer> control_;
+  std::optional<telemetry::RecordingDirectory> recordings_;
   bool recording_started_ = false;
 };
 

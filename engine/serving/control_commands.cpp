@@ -59,8 +59,14 @@ json control_event(std::int64_t t_ns, const json& request, json old_value, json 
 }  // namespace
 
 ControlCommands::ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub,
-                                 Hooks hooks)
-    : d_(deployment), bridge_(bridge), hub_(hub), hooks_(std::move(hooks)), alive_(std::make_shared<bool>(true)) {}
+                                 Hooks hooks, const telemetry::RecordingDirectory* recordings, std::uint64_t record_max)
+    : d_(deployment),
+      bridge_(bridge),
+      hub_(hub),
+      hooks_(std::move(hooks)),
+      recordings_(recordings),
+      record_max_(record_max),
+      alive_(std::make_shared<bool>(true)) {}
 
 ControlCommands::~ControlCommands() {
   alive_.reset();
@@ -234,12 +240,17 @@ void ControlCommands::set_admission(const json& c, const Reply& reply, bool paus
 void ControlCommands::record_start(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {"path", "overwrite"}); !s.ok()) return fail(c, reply, s.message());
   if (!c.contains("path") || !c.at("path").is_string() || c.at("path").get<std::string>().empty())
-    return fail(c, reply, "'path' must be a non-empty string (the .db file to create)");
+    return fail(c, reply, "'path' must be a non-empty string (the .db file to create in the recording directory)");
   if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
     return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
+  if (!recordings_) return fail(c, reply, "this engine has no recording directory: recording over control is off");
+  // Only a file inside the recording directory chosen at start-up, never anything else.
+  auto path = recordings_->resolve(c.at("path").get<std::string>(), c.value("overwrite", false));
+  if (!path.ok()) return fail(c, reply, path.status().message());
   if (stopper_.joinable()) stopper_.join();  // a previous recording still building its indexes
   telemetry::RecorderOptions o;
-  o.path = c.at("path").get<std::string>();
+  o.path = *path;
+  o.max_bytes = record_max_;
   o.metadata = bridge_.recording_metadata();
   o.device_names = d_.cluster().topology().device_names;
   o.overwrite = c.value("overwrite", false);

@@ -18,6 +18,7 @@
 #include "engine/runtime/policy_spec.h"
 #include "engine/serving/deployment.h"
 #include "engine/serving/telemetry_bridge.h"
+#include "telemetry/recording_directory.h"
 #include "telemetry/telemetry_hub.h"
 
 namespace sy {
@@ -31,7 +32,10 @@ class ControlCommands {
     std::function<StatusOr<nlohmann::json>(const nlohmann::json& command)> set_workload;
   };
 
-  ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub, Hooks hooks);
+  // recordings: the only directory record_start may write to (null: record_start refused);
+  // record_max: the size cap of those recordings in bytes (0: none).
+  ControlCommands(Deployment& deployment, TelemetryBridge& bridge, telemetry::TelemetryHub& hub, Hooks hooks,
+                  const telemetry::RecordingDirectory* recordings = nullptr, std::uint64_t record_max = 0);
   // Waits for a recording being stopped in the background.
   ~ControlCommands();
   ControlCommands(const ControlCommands&) = delete;
@@ -68,6 +72,8 @@ class ControlCommands {
   TelemetryBridge& bridge_;
   telemetry::TelemetryHub& hub_;
   Hooks hooks_;
+  const telemetry::RecordingDirectory* recordings_;
+  std::uint64_t record_max_;
   // Shared with callbacks that may outlive this object (changes applied later): false once gone.
   std::shared_ptr<bool> alive_;
   std::thread stopper_;  // record_stop builds indexes off the loop thread

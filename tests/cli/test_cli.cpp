@@ -253,6 +253,13 @@ TEST_F(Cli, CalibrateWritesAProfileTheSimulatorRuns) {
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
   expect_error("bench --backend sim --hardware b300 --model mixtral-8x7b --layout colocated:8", {"b300", "h100"});
   expect_error("bench --backend sim --model no-such-model --layout colocated:8", {"no-such-model", "mixtral-8x7b"});
+  // Every listening endpoint follows one rule: beyond loopback only with --insecure (metrics has no keys).
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:8 --metrics 0.0.0.0:0",
+               {"--metrics 0.0.0.0:0", "beyond loopback", "--insecure"});
+  // A relative --record must stay inside the recording directory.
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:8 --record-dir " + (root_ / "rec").string() +
+                   " --record ../out.db",
+               {"'..' leaves the recording directory"});
   expect_error("bench --backend sim --model mixtral-8x7b --layout disaggregated:4", {"disaggregated:A+E"});
 }
 

@@ -68,7 +68,8 @@ class ConsoleEndToEnd : public ::testing::Test {
     control_ = "tcp://127.0.0.1:" + std::to_string(free_port());
     engine_.setProcessChannelMode(QProcess::MergedChannels);
     engine_.start(SY_SWITCHYARD_BIN, {"demo", "--no-console", "--duration", "40", "--telemetry", QString::fromStdString(telemetry_),
-                                      "--control", QString::fromStdString(control_)});
+                                      "--control", QString::fromStdString(control_), "--record-dir",
+                                      QString::fromStdString(testing::scratch_dir())});
     ASSERT_TRUE(engine_.waitForStarted(10000));
   }
   void TearDown() override {
@@ -157,7 +158,7 @@ TEST_F(ConsoleEndToEnd, WatchSteerRecordAndReopen) {
   // Record a second of the run from the console, then open the recording post-mortem.
   const std::string db = testing::scratch_dir() + "/e2e-run.db";
   std::filesystem::remove(db);
-  w.findChild<QLineEdit*>("recordPathEdit")->setText(QString::fromStdString(db));
+  w.findChild<QLineEdit*>("recordPathEdit")->setText("e2e-run.db");  // in the engine's --record-dir
   QTest::mouseClick(w.findChild<QPushButton*>("recordStartButton"), Qt::LeftButton);
   ASSERT_TRUE(wait_for([&] { return w.model().meta()->recording_path.has_value(); }))
       << w.log()->toPlainText().toStdString();

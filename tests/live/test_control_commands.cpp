@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <tuple>
 #include <thread>
@@ -19,6 +20,8 @@
 
 namespace sy {
 namespace {
+
+namespace fs = std::filesystem;
 
 using nlohmann::json;
 
@@ -52,7 +55,11 @@ class ControlCommandsTest : public ::testing::Test {
     info.model_name = "test";
     info.model = config_;
     bridge_ = std::make_unique<TelemetryBridge>(*deployment_, *hub_, nullptr, info, TelemetryBridge::Options{});
-    commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{});
+    record_dir_ = fs::temp_directory_path() / ("sy_test_commands_rec_" + std::to_string(::getpid()));
+    fs::remove_all(record_dir_);
+    recordings_ = std::make_unique<telemetry::RecordingDirectory>(*telemetry::RecordingDirectory::open(record_dir_));
+    commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{},
+                                                  recordings_.get());
 
     WorkloadSpec w;
     w.length_class = LengthClass::Short;
@@ -91,6 +98,8 @@ class ControlCommandsTest : public ::testing::Test {
   std::unique_ptr<SimDeployment> deployment_;
   std::unique_ptr<telemetry::TelemetryHub> hub_;
   std::unique_ptr<TelemetryBridge> bridge_;
+  fs::path record_dir_;
+  std::unique_ptr<telemetry::RecordingDirectory> recordings_;
   std::unique_ptr<ControlCommands> commands_;
   std::vector<RequestSpec> requests_;
   std::map<std::string, json> replies_;
@@ -180,7 +189,10 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
        "lists 0 experts"},
       {{{"cmd", "record_stop"}}, "no recording is running"},
       {{{"cmd", "record_start"}}, "'path' must be a non-empty string"},
-      {{{"cmd", "record_start"}, {"path", "/nonexistent-dir/x.db"}}, "/nonexistent-dir/x.db"},
+      {{{"cmd", "record_start"}, {"path", "/nonexistent-dir/x.db"}}, "absolute path"},
+      {{{"cmd", "record_start"}, {"path", "../x.db"}}, "'..' leaves the recording directory"},
+      {{{"cmd", "record_start"}, {"path", "sub/x.db"}}, "does not exist"},
+      {{{"cmd", "record_start"}, {"path", "x.txt"}}, "must end in .db"},
       {{{"cmd", "set_workload"}, {"rate", 10}}, "not generated live"},
       {{{"cmd", "pause"}, {"now", true}}, "unknown field 'now'"},
       {{{"cmd", "reboot"}}, "unknown command 'reboot'"},

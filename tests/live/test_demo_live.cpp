@@ -89,9 +89,12 @@ class DemoCommands : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DemoCommands, EveryCommandWorksLiveAndShowsInStreamAndRecording) {
   const fs::path cache = temp_path("cache_" + GetParam());
-  const fs::path trace = temp_path("commands_" + GetParam() + ".db");
-  fs::remove(trace);
-  DemoProcess demo(demo_args(GetParam()), {"XDG_CACHE_HOME=" + cache.string()});
+  // record_start names a file inside the recording directory chosen at start-up.
+  const fs::path record_dir = temp_path("recordings_" + GetParam());
+  const std::string trace_name = "commands_" + GetParam() + ".db";
+  const fs::path trace = record_dir / trace_name;
+  fs::remove_all(record_dir);
+  DemoProcess demo(demo_args(GetParam(), {"--record-dir", record_dir.string()}), {"XDG_CACHE_HOME=" + cache.string()});
   const Endpoints ep = endpoints_of(demo);
   ASSERT_FALSE(ep.control.empty()) << demo.output();
   auto sub = telemetry::Subscriber::connect(ep.telemetry);
@@ -126,7 +129,7 @@ TEST_P(DemoCommands, EveryCommandWorksLiveAndShowsInStreamAndRecording) {
   ASSERT_GE(to, 0);
 
   const std::vector<json> commands = {
-      {{"cmd", "record_start"}, {"path", trace.string()}},
+      {{"cmd", "record_start"}, {"path", trace_name}},
       {{"cmd", "set_policy"}, {"params", {{"scheduler", "mtfs"}}}},
       {{"cmd", "set_microbatches"}, {"m", 3}},
       {{"cmd", "set_policy"}, {"policy", "pingpong"}},
@@ -184,7 +187,7 @@ TEST_P(DemoCommands, EveryCommandWorksLiveAndShowsInStreamAndRecording) {
   EXPECT_GT(spans->size(), 0u);
   demo.stop(SIGINT);
   fs::remove_all(cache);
-  fs::remove(trace);
+  fs::remove_all(record_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DemoCommands, ::testing::Values("sim", "cpu"),

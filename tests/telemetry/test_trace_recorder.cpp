@@ -226,6 +226,33 @@ TEST(TraceRecorder, ABatchBeyondTheQueueBoundIsDroppedAndCounted) {
   EXPECT_FALSE(recorder->add(many));  // after stop
 }
 
+// --record-max: the file stops growing at its cap, stays a valid recording and says so.
+TEST(TraceRecorder, ASizeCapStopsTheFileGrowingAndIsMarked) {
+  TempDir dir;
+  RecorderOptions options;
+  options.path = dir / "capped.db";
+  options.max_bytes = 256 * 1024;
+  auto recorder = open_recorder(options);
+  ASSERT_TRUE(recorder);
+  std::vector<Span> batch(2000);
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = span(static_cast<std::int64_t>(i), static_cast<std::int64_t>(i) + 1, 0, SpanKind::Expert);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(recorder->add(batch));
+    ASSERT_TRUE(recorder->flush().ok());
+  }
+  ASSERT_TRUE(recorder->stop().ok()) << "a capped recording is not an error";
+  const RecorderStats stats = recorder->stats();
+  EXPECT_TRUE(stats.size_capped);
+  EXPECT_GT(stats.records_dropped, 0u);
+  EXPECT_GT(stats.records_written, 0u);
+  EXPECT_LT(stats.records_written, 100'000u);
+  // The cap is checked after each transaction: the file ends at most one batch past it.
+  EXPECT_LT(std::filesystem::file_size(options.path), options.max_bytes + 512 * 1024);
+  auto reader = TraceReader::open(options.path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_EQ((*reader)->metadata().at("size_capped"), "1");
+}
+
 TEST(TraceReader, ErrorsNameTheFileAndTheProblem) {
   TempDir dir;
   auto missing = TraceReader::open(dir / "none.db");
