@@ -63,21 +63,22 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
     context += batch.position[f] + rows;
   });
   if (block == 0) {
-    hidden_.resize(static_cast<std::size_t>(n * H));
-    ops_.embed(batch.token.data(), n, hidden_.data());
-  } else {
-    hidden_.assign(batch.hidden.begin(), batch.hidden.end());
+    batch.hidden = activations_.allocate(n, H);
+    ops_.embed(batch.token.data(), n, HostActivationOps::data(batch.hidden));
   }
-  ops_.attention(block, batch_, *cache_, hidden_.data(), ws_);
+  assert(batch.hidden.rows() == n && batch.hidden.width() == H);
+  float* hidden = HostActivationOps::data(batch.hidden);
+  ops_.attention(block, batch_, *cache_, hidden, ws_);
 
   if (!c.is_sparse(block)) {
-    ops_.ffn(block, hidden_.data(), n, ws_);
+    ops_.ffn(block, hidden, n, ws_);
   } else {
     const std::int32_t K = c.top_k;
-    routed.ffn_in.resize(static_cast<std::size_t>(n * H));
+    routed.ffn_in = activations_.allocate(n, H);
+    float* ffn_in = HostActivationOps::data(routed.ffn_in);
     routed.expert_ids.resize(static_cast<std::size_t>(n * K));
     routed.expert_weights.resize(static_cast<std::size_t>(n * K));
-    ops_.ffn_input(block, hidden_.data(), n, routed.ffn_in.data());
+    ops_.ffn_input(block, hidden, n, ffn_in);
     if (options_.routing) {
       for (std::int64_t row = 0; row < n; ++row) {
         const auto r = static_cast<std::size_t>(row);
@@ -85,7 +86,7 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
                          routed.expert_weights.data() + row * K);
       }
     } else {
-      ops_.route(block, routed.ffn_in.data(), n, routed.expert_ids.data(), routed.expert_weights.data(), ws_);
+      ops_.route(block, ffn_in, n, routed.expert_ids.data(), routed.expert_weights.data(), ws_);
     }
     if (options_.record_routing) {
       for (std::int64_t row = 0; row < n; ++row) {
@@ -93,13 +94,12 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
         options_.record_routing(block, batch.request[r], batch.position[r], K, routed.expert_ids.data() + row * K);
       }
     }
-    routed.shared_out.clear();
+    routed.shared_out.reset();
     if (!ops_.weights().layer(block).shared_expert.empty()) {
-      routed.shared_out.resize(static_cast<std::size_t>(n * H));
-      ops_.shared_expert(block, routed.ffn_in.data(), n, routed.shared_out.data(), ws_);
+      routed.shared_out = activations_.allocate(n, H);
+      ops_.shared_expert(block, ffn_in, n, HostActivationOps::data(routed.shared_out), ws_);
     }
   }
-  batch.hidden.swap(hidden_);
   return options_.cost_model ? options_.cost_model->attention_ns(block, n, context) : elapsed_since(t0);
 }
 
@@ -111,9 +111,11 @@ std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<Toke
   for (TokenBatch* batch : per_expert) {
     // The batch is already one contiguous gather of every arrival for this expert.
     const std::int64_t m = batch->rows();
-    y_.resize(static_cast<std::size_t>(m * H));
-    ops_.expert(block, batch->layer.index, batch->hidden.data(), m, batch->weight.data(), y_.data(), ws_);
-    batch->hidden.swap(y_);
+    Activations y = activations_.allocate(m, H);
+    ops_.expert(block, batch->layer.index, HostActivationOps::data(batch->hidden), m, batch->weight.data(),
+                HostActivationOps::data(y), ws_);
+    // The input goes back to the pool of the device that gathered it.
+    batch->hidden = std::move(y);
     rows.push_back(m);
   }
   return options_.cost_model ? options_.cost_model->experts_ns(block, rows) : elapsed_since(t0);
@@ -130,7 +132,7 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
   });
   assert(last_rows.size() == sequences.size());
   logits_.resize(last_rows.size() * static_cast<std::size_t>(c.vocab_size));
-  ops_.logits(batch.hidden.data(), last_rows, logits_.data(), ws_);
+  ops_.logits(HostActivationOps::data(batch.hidden), last_rows, logits_.data(), ws_);
   next.resize(last_rows.size());
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     // Drawn from (seed, position) alone, as the reference path does.
@@ -148,8 +150,9 @@ std::int64_t CpuExecutor::run_merge(std::vector<TokenPool::Completed>& merges) {
   const ModelConfig& c = ops_.config();
   std::int64_t rows = 0;
   for (TokenPool::Completed& m : merges) {
-    ModelOps::combine(m.slot_outputs.data(), m.shared_out.empty() ? nullptr : m.shared_out.data(), m.rows, c.top_k,
-                      c.hidden_size, m.hidden.data());
+    ModelOps::combine(HostActivationOps::data(m.slot_outputs),
+                      m.shared_out.null() ? nullptr : HostActivationOps::data(m.shared_out), m.rows, c.top_k,
+                      c.hidden_size, HostActivationOps::data(m.hidden));
     rows += m.rows;
   }
   return options_.cost_model ? options_.cost_model->merge_ns(rows) : elapsed_since(t0);

@@ -1,7 +1,8 @@
 // The cpu backend's executor: one device's math on the host, through the same ModelOps the
 // reference path uses. Work runs on the device's stream: at once on virtual time, or on a
 // thread of the device's own on the wall clock. An attention rank keeps the storage of its
-// paged KV cache here; which pages belong to whom comes with each execution.
+// paged KV cache here; which pages belong to whom comes with each execution. The device's
+// activations live in host buffers of its own pool.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "engine/backend/cost_model.h"
 #include "engine/backend/device_stream.h"
+#include "engine/backend/host_activation_ops.h"
 #include "engine/forward/model_ops.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/runtime/executor.h"
@@ -64,7 +66,9 @@ class CpuExecutor final : public Executor {
   // Scratch of the device's thread.
   Workspace ws_;
   BatchLayout batch_;
-  std::vector<float> hidden_, y_, logits_;
+  std::vector<float> logits_;
+  // Before the stream: storage handed out here may be in use on its thread until it stops.
+  HostActivationOps activations_;
   // Last: destroyed first, so its thread has finished before the state above goes.
   std::unique_ptr<DeviceStream> stream_;
 };

@@ -41,8 +41,8 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
     const std::int32_t K = config_.top_k;
     routed.expert_ids.resize(static_cast<std::size_t>(rows * K));
     routed.expert_weights.resize(static_cast<std::size_t>(rows * K));
-    routed.ffn_in.clear();
-    routed.shared_out.clear();
+    routed.ffn_in.reset();  // no activations on the sim backend
+    routed.shared_out.reset();
     for (std::int64_t r = 0; r < rows; ++r) {
       const auto i = static_cast<std::size_t>(r);
       std::int32_t* ids = routed.expert_ids.data() + r * K;

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/runtime/activations.h"
 #include "engine/runtime/completion.h"
 #include "engine/runtime/sequence.h"
 #include "engine/runtime/token_batch.h"
@@ -19,8 +20,8 @@ namespace sy {
 struct RoutedRows {
   std::vector<std::int32_t> expert_ids;  // rows × K
   std::vector<float> expert_weights;     // rows × K
-  std::vector<float> ffn_in;             // rows × H: what the experts consume (empty without tensors)
-  std::vector<float> shared_out;         // rows × H: shared expert output (qwen2_moe), else empty
+  Activations ffn_in;                    // rows: what the experts consume (null without activations)
+  Activations shared_out;                // rows: shared expert output (qwen2_moe), else null
 };
 
 class Executor {
@@ -28,13 +29,14 @@ class Executor {
   virtual ~Executor() = default;
 
   // Attention half of `block` over one rank's rows, in place on their hidden rows (block 0
-  // embeds the rows' tokens first). `sequences` has one entry per request of the batch, in
+  // embeds the rows' tokens first, into activations the backend allocates). `sequences` has one entry per request of the batch, in
   // batch order: its KV block table. For a sparse block fills `routed` for every row; for a
   // dense block also applies the MLP, so the hidden rows are the next block's input.
   virtual void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
                          RoutedRows& routed, Completion done) = 0;
   // Expert FFNs of `block`, one batch per expert (batch->layer.index): each row's hidden
-  // (its ffn input) is replaced by the expert's output scaled by the row's weight. Several
+  // (its ffn input) is replaced by the expert's output scaled by the row's weight, in
+  // activations the backend allocates or reuses. Several
   // experts in one call form one grouped execution.
   virtual void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) = 0;
   // Final norm, lm_head and sampling of the last row of each request in `batch` (sampling as

@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "engine/runtime/activation_ops.h"
+
 namespace sy {
 
 void TokenBatch::clear() {
@@ -11,10 +13,10 @@ void TokenBatch::clear() {
   token.clear();
   slot.clear();
   weight.clear();
-  hidden.clear();
+  hidden.reset();
 }
 
-void TokenBatch::append_row(const TokenBatch& src, std::int64_t r, std::int64_t width) {
+void TokenBatch::append_row(const TokenBatch& src, std::int64_t r) {
   const auto i = static_cast<std::size_t>(r);
   request.push_back(src.request[i]);
   position.push_back(src.position[i]);
@@ -23,11 +25,6 @@ void TokenBatch::append_row(const TokenBatch& src, std::int64_t r, std::int64_t 
   if (!src.slot.empty()) {
     slot.push_back(src.slot[i]);
     weight.push_back(src.weight[i]);
-  }
-  if (width > 0 && !src.hidden.empty()) {
-    const auto w = static_cast<std::size_t>(width);
-    hidden.insert(hidden.end(), src.hidden.begin() + static_cast<std::ptrdiff_t>(i * w),
-                  src.hidden.begin() + static_cast<std::ptrdiff_t>((i + 1) * w));
   }
 }
 
@@ -51,15 +48,16 @@ void TokenBatch::append(TokenBatch&& src) {
     hidden = std::move(src.hidden);
     return;
   }
-  // Every row of a queue carries the same columns (all or none have tokens, slots, tensors).
+  // Every row of a queue carries the same columns (all or none have tokens, slots, activations).
   assert(token.empty() == src.token.empty() && slot.empty() == src.slot.empty());
+  assert(hidden.null() == src.hidden.null());
   append_column(request, src.request);
   append_column(position, src.position);
   append_column(rank, src.rank);
   append_column(token, src.token);
   append_column(slot, src.slot);
   append_column(weight, src.weight);
-  append_column(hidden, src.hidden);
+  if (!hidden.null()) hidden.owner().append(hidden, std::move(src.hidden));
 }
 
 }  // namespace sy

@@ -1,13 +1,15 @@
 // The unit that travels between workers: token rows of any number of requests bound for one
 // layer, with AMoE's per-token metadata (request id, position, DP rank, top-k slot and weight,
-// tensors) stored as columns. Queues, dispatchers and the token pool append and move whole
+// activations) stored as columns. Queues, dispatchers and the token pool append and move whole
 // batches, so a decode step of many requests costs a few array appends per row, not one
-// object per request.
+// object per request. The activations are a handle to the device backend's memory: the
+// runtime moves it and asks the backend to combine it, and never touches a value.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/runtime/activations.h"
 #include "engine/runtime/layer_id.h"
 
 namespace sy {
@@ -24,14 +26,16 @@ struct TokenBatch {
   std::vector<std::int32_t> token;     // block 0 only: the token id to embed
   std::vector<std::int32_t> slot;      // expert rows: row_in_request·K + k, its token-pool slot
   std::vector<float> weight;           // expert rows: router weight
-  std::vector<float> hidden;           // rows × width activations (empty on the sim backend)
+  Activations hidden;                  // rows × width, on the device's backend (null on the sim backend)
 
   std::int64_t rows() const { return static_cast<std::int64_t>(request.size()); }
   bool empty() const { return request.empty(); }
   void clear();
-  // Appends row `r` of `src` (and its `width` activations when src carries them).
-  void append_row(const TokenBatch& src, std::int64_t r, std::int64_t width);
-  // Appends every row of `src`; when this batch is empty it takes src's storage instead.
+  // Appends row `r` of `src`'s metadata only: the activations of a batch built row by row are
+  // gathered afterwards by the backend, in one call for the whole batch.
+  void append_row(const TokenBatch& src, std::int64_t r);
+  // Appends every row of `src`, activations included (by their backend); when this batch is
+  // empty it takes src's storage instead.
   void append(TokenBatch&& src);
   // Calls fn(first_row, rows) for each run of rows that belong to one request.
   template <class Fn>

@@ -1,13 +1,12 @@
 #include "engine/runtime/token_pool.h"
 
-#include <algorithm>
 #include <cassert>
 
 namespace sy {
 
-void TokenPool::hold(TokenBatch&& residual, std::int32_t k, std::int64_t width, std::vector<float>&& shared_out) {
-  const bool tensors = width > 0 && !residual.hidden.empty();
-  const auto w = static_cast<std::size_t>(width);
+void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out) {
+  const bool activations = !residual.hidden.null();
+  held_.clear();
   residual.for_each_request([&](std::int64_t first, std::int64_t rows) {
     std::uint32_t at;
     if (free_.empty()) {
@@ -26,42 +25,61 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, std::int64_t width, 
     e.c.first_position = residual.position[f];
     e.c.rows = static_cast<std::int32_t>(rows);
     e.remaining = static_cast<std::int32_t>(rows) * k;
-    e.width = width;
-    if (tensors) {
-      const auto n = static_cast<std::size_t>(rows);
-      e.c.hidden.assign(residual.hidden.begin() + static_cast<std::ptrdiff_t>(f * w),
-                        residual.hidden.begin() + static_cast<std::ptrdiff_t>((f + n) * w));
-      e.c.slot_outputs.assign(n * static_cast<std::size_t>(k) * w, 0.0f);
-      if (!shared_out.empty())
-        e.c.shared_out.assign(shared_out.begin() + static_cast<std::ptrdiff_t>(f * w),
-                              shared_out.begin() + static_cast<std::ptrdiff_t>((f + n) * w));
-    }
 #ifndef NDEBUG
     e.filled.assign(static_cast<std::size_t>(e.remaining), false);
 #endif
     [[maybe_unused]] const bool inserted = index_.emplace(e.c.request, at).second;
     assert(inserted && "a request has one token batch in flight");
+    if (activations) held_.push_back(at);
   });
+  if (!activations) return;
+
+  // Each request gets storage of its own (it leaves on its own), filled by one scatter of the
+  // whole batch; the entries are all created by now, so the targets stay put.
+  ActivationOps& ops = residual.hidden.owner();
+  const std::int64_t width = residual.hidden.width();
+  for (std::uint32_t at : held_) {
+    Completed& c = entries_[at].c;
+    c.hidden = ops.allocate(c.rows, width);
+    c.slot_outputs = ops.allocate(static_cast<std::int64_t>(c.rows) * k, width);
+    if (!shared_out.null()) c.shared_out = ops.allocate(c.rows, width);
+  }
+  auto scatter_rows = [&](const Activations& src, Activations Completed::*store) {
+    targets_.clear();
+    for (std::uint32_t at : held_) {
+      Completed& c = entries_[at].c;
+      for (std::int32_t r = 0; r < c.rows; ++r) targets_.push_back({&(c.*store), r});
+    }
+    ops.scatter(src, targets_);
+  };
+  scatter_rows(residual.hidden, &Completed::hidden);
+  if (!shared_out.null()) scatter_rows(shared_out, &Completed::shared_out);
 }
 
 void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) {
   const std::int64_t n = outputs.rows();
-  const bool tensors = !outputs.hidden.empty();
+  if (n > 0 && !outputs.hidden.null()) {
+    // Every output row into its request's slot storage, in one scatter, before any request
+    // leaves the pool with it.
+    targets_.clear();
+    for (std::int64_t r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      const auto it = index_.find(outputs.request[i]);
+      assert(it != index_.end() && "expert output for a request the pool does not hold");
+      targets_.push_back({&entries_[it->second].c.slot_outputs, outputs.slot[i]});
+    }
+    targets_.front().of->owner().scatter(outputs.hidden, targets_);
+  }
   for (std::int64_t r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
     const auto it = index_.find(outputs.request[i]);
     assert(it != index_.end() && "expert output for a request the pool does not hold");
     Entry& e = entries_[it->second];
-    const auto slot = static_cast<std::size_t>(outputs.slot[i]);
 #ifndef NDEBUG
+    const auto slot = static_cast<std::size_t>(outputs.slot[i]);
     assert(slot < e.filled.size() && !e.filled[slot] && "a top-k slot arrived twice");
     e.filled[slot] = true;
 #endif
-    if (tensors && e.width > 0) {
-      const auto w = static_cast<std::size_t>(e.width);
-      std::copy_n(outputs.hidden.begin() + static_cast<std::ptrdiff_t>(i * w), w,
-                  e.c.slot_outputs.begin() + static_cast<std::ptrdiff_t>(slot * w));
-    }
     if (--e.remaining > 0) continue;
     const std::uint32_t at = it->second;
     index_.erase(it);

@@ -1,5 +1,7 @@
 // The token pool of a device that runs attention (AMoE §3.2): a request's residual rows wait
-// here until the K expert outputs of each row are back, and leave together with them.
+// here until the K expert outputs of each row are back, and leave together with them. Their
+// activations stay in the device backend's memory: the pool asks the backend to scatter rows
+// into each request's storage and only keeps the handles.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,8 @@
 
 #include <tsl/robin_map.h>
 
+#include "engine/runtime/activation_ops.h"
+#include "engine/runtime/activations.h"
 #include "engine/runtime/token_batch.h"
 
 namespace sy {
@@ -21,18 +25,18 @@ class TokenPool {
     std::int32_t rank = -1;
     std::int32_t first_position = 0;
     std::int32_t rows = 0;
-    std::vector<float> hidden;        // residual, rows × width (empty without tensors)
-    std::vector<float> slot_outputs;  // rows × K × width, slot row·K + k
-    std::vector<float> shared_out;    // rows × width, or empty
+    Activations hidden;        // residual, rows (null without activations)
+    Activations slot_outputs;  // rows × K rows, slot row·K + k (null without activations)
+    Activations shared_out;    // rows, or null
   };
 
   // Holds every request's rows of `residual` (already addressed to the layer after the expert
-  // block) until rows × k expert outputs, each of `width` floats, have arrived for it.
-  // shared_out is rows × width for the whole batch (qwen2_moe's shared expert) or empty. A
-  // request has at most one token batch in flight, so a request is held at most once.
-  void hold(TokenBatch&& residual, std::int32_t k, std::int64_t width, std::vector<float>&& shared_out);
+  // block) until rows × k expert outputs have arrived for it. shared_out has a row per row of
+  // the batch (qwen2_moe's shared expert) or is null. A request has at most one token batch
+  // in flight, so a request is held at most once.
+  void hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out);
 
-  // Takes expert output rows (request and slot per row; activations when tensors travel).
+  // Takes expert output rows (request and slot per row; activations when they travel).
   // Requests whose last output arrived are moved out of the pool and appended to `done`.
   void absorb(const TokenBatch& outputs, std::vector<Completed>& done);
 
@@ -45,12 +49,14 @@ class TokenPool {
   struct Entry {
     Completed c;
     std::int32_t remaining = 0;
-    std::int64_t width = 0;
     std::vector<bool> filled;  // debug builds: a slot arriving twice is our bug
   };
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;
   tsl::robin_map<std::int64_t, std::uint32_t> index_;  // request -> entries_ slot
+  // Scratch: the entries hold() filled, and where each row of a scatter goes.
+  std::vector<std::uint32_t> held_;
+  std::vector<TargetRow> targets_;
 };
 
 }  // namespace sy

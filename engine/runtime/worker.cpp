@@ -37,6 +37,7 @@ Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, E
       hooks_(std::move(hooks)),
       kv_(kv) {
   outgoing_.resize(static_cast<std::size_t>(topo_.num_devices));
+  gather_rows_.resize(static_cast<std::size_t>(topo_.num_devices));
   reload_placement();
   set_policy(RuntimePolicy{});
   stalled_ = true;
@@ -54,7 +55,9 @@ void Worker::reload_placement() {
     column_expert_.push_back(e);
   }
   columns_ = std::max<std::int32_t>(1, static_cast<std::int32_t>(column_expert_.size()));
-  queues_.assign(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_), Queue{});
+  // Cleared, then sized: queued batches hold activations, which move but never copy.
+  queues_.clear();
+  queues_.resize(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_));
   grid_.reset(topo_.num_blocks + 1, columns_);
 }
 
@@ -128,6 +131,9 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
 void Worker::announce(const ShipmentHeader&) { update_stall(); }
 
 void Worker::receive(Shipment&& shipment) {
+  // The rows' activations arrive as the handles the sender moved: cpu devices share host
+  // memory, so a handle is as good here as there. A transport between separate memories (a
+  // GPU's) copies the rows into buffers of this device's pool before this sees them.
   for (TokenBatch& batch : shipment.batches) {
     if (batch.layer.kind != LayerKind::Expert && !batch.slot.empty()) {
       absorb_expert_outputs(batch);
@@ -155,7 +161,7 @@ void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
   // execution of its own on the device; without activations (sim) there is nothing to add
   // and its rows go straight to the layer after the expert block.
   for (TokenPool::Completed& c : completed_) {
-    if (c.hidden.empty()) {
+    if (c.hidden.null()) {
       enqueue_merged(c);
     } else {
       merges_.push_back(std::move(c));
@@ -171,7 +177,7 @@ void Worker::enqueue_merged(TokenPool::Completed& c) {
     tail.position.push_back(c.first_position + i);
     tail.rank.push_back(c.rank);
   }
-  tail.hidden.insert(tail.hidden.end(), c.hidden.begin(), c.hidden.end());
+  if (!c.hidden.null()) c.hidden.owner().append(tail.hidden, std::move(c.hidden));
   account(qi, c.rows);
 }
 
@@ -367,8 +373,22 @@ std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, st
   return batches.size() - 1;
 }
 
-TokenBatch& Worker::outgoing(std::int32_t device, const LayerId& layer, std::int32_t group) {
-  return outgoing_[static_cast<std::size_t>(device)][outgoing_index(device, layer, group)];
+std::vector<SourceRow>& Worker::gather_list(std::int32_t device, std::size_t batch) {
+  auto& lists = gather_rows_[static_cast<std::size_t>(device)];
+  if (lists.size() <= batch) lists.resize(batch + 1);
+  return lists[batch];
+}
+
+void Worker::gather_outgoing(ActivationOps& ops) {
+  for (std::int32_t d : touched_) {
+    auto& batches = outgoing_[static_cast<std::size_t>(d)];
+    auto& lists = gather_rows_[static_cast<std::size_t>(d)];
+    for (std::size_t i = 0; i < batches.size() && i < lists.size(); ++i) {
+      if (lists[i].empty()) continue;
+      ops.gather(lists[i], batches[i].hidden);
+      lists[i].clear();
+    }
+  }
 }
 
 void Worker::send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group,
@@ -409,10 +429,10 @@ void Worker::dispatch_attention() {
 
   const std::int32_t K = topo_.top_k;
   const RoutedRows& routed = job_.routed;
-  const std::int64_t rows = batch.rows();
-  const std::size_t width = rows > 0 ? routed.ffn_in.size() / static_cast<std::size_t>(rows) : 0;
+  ActivationOps* activations = routed.ffn_in.null() ? nullptr : &routed.ffn_in.owner();
   // Permute by expert: one outgoing batch per (device, expert); each row travels K times. An
   // expert with one replica always lands in the same batch: remember where, per dispatch.
+  // The rows' activations follow in one gather per outgoing batch.
   expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
   const auto& replicas = topo_.placement.block_devices(b);
   batch.for_each_request([&](std::int64_t first, std::int64_t n) {
@@ -421,33 +441,36 @@ void Worker::dispatch_attention() {
       for (std::int32_t k = 0; k < K; ++k) {
         const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
         const std::int32_t e = routed.expert_ids[rk];
-        TokenBatch* out;
+        std::int32_t d;
+        std::size_t at;
         if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-          const std::int32_t d = replicas[static_cast<std::size_t>(e)][0];
+          d = replicas[static_cast<std::size_t>(e)][0];
           std::int32_t& cached = expert_batch_[static_cast<std::size_t>(e)];
           if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), job_.group));
-          out = &outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
+          at = static_cast<std::size_t>(cached);
         } else {
-          const std::int32_t d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
-          out = &outgoing(d, LayerId::expert(b, e), job_.group);
+          d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
+          at = outgoing_index(d, LayerId::expert(b, e), job_.group);
         }
+        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
         out->request.push_back(batch.request[row]);
         out->position.push_back(batch.position[row]);
         out->rank.push_back(batch.rank[row]);
         out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
         out->weight.push_back(routed.expert_weights[rk]);
-        if (width > 0) {
-          out->hidden.insert(out->hidden.end(), routed.ffn_in.begin() + static_cast<std::ptrdiff_t>(row * width),
-                             routed.ffn_in.begin() + static_cast<std::ptrdiff_t>((row + 1) * width));
-        }
+        if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
     }
   });
   std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
+  if (activations) {
+    gather_outgoing(*activations);
+    job_.routed.ffn_in.reset();
+  }
   // The residual waits in the token pool until every expert output of every row is back.
   batch.layer = next_layer;
   batch.group = job_.group;
-  pool_.hold(std::move(batch), K, static_cast<std::int64_t>(width), std::move(job_.routed.shared_out));
+  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out));
   send_outgoing(LayerKind::Expert, b, job_.group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
 }
 
@@ -456,11 +479,14 @@ void Worker::dispatch_experts() {
   const std::int32_t b = job_.block;
   const std::int32_t last = topo_.num_blocks;
   const LayerKind next_kind = b + 1 == last ? LayerKind::Sampler : LayerKind::Attention;
-  // Permute by attention rank: each row goes back to the rank that holds its request's KV.
+  // Permute by attention rank: each row goes back to the rank that holds its request's KV;
+  // the outputs' activations follow in one gather per rank.
   rank_batch_.assign(static_cast<std::size_t>(topo_.num_ranks()), -1);
+  ActivationOps* activations = nullptr;
+  for (const TokenBatch& tb : job_.per_expert)
+    if (!tb.hidden.null()) activations = &tb.hidden.owner();
   for (const TokenBatch& tb : job_.per_expert) {
     const std::int64_t rows = tb.rows();
-    const std::int64_t width = rows > 0 ? static_cast<std::int64_t>(tb.hidden.size()) / rows : 0;
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int32_t rank = tb.rank[static_cast<std::size_t>(r)];
       const std::int32_t d = topo_.rank_device[rank];
@@ -469,9 +495,11 @@ void Worker::dispatch_experts() {
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
         cached = static_cast<std::int32_t>(outgoing_index(d, layer, job_.group));
       }
-      outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)].append_row(tb, r, width);
+      outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)].append_row(tb, r);
+      if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
     }
   }
+  if (activations) gather_outgoing(*activations);
   send_outgoing(next_kind, b + 1, job_.group, policy_.grouped() ? topo_.rank_device : kNone);
 }
 

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/runtime/activation_ops.h"
 #include "engine/runtime/batch_recycler.h"
 #include "engine/kv/kv_block_manager.h"
 #include "engine/runtime/event_loop.h"
@@ -114,9 +115,12 @@ class Worker {
   void dispatch_experts();
   void dispatch_sampler();
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
-  // The outgoing batch for (device, layer), created on first use in this dispatch.
-  TokenBatch& outgoing(std::int32_t device, const LayerId& layer, std::int32_t group);
+  // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
+  // The rows whose activations outgoing batch `batch` of `device` is to receive.
+  std::vector<SourceRow>& gather_list(std::int32_t device, std::size_t batch);
+  // One backend gather per outgoing batch that has rows listed; empties the lists.
+  void gather_outgoing(ActivationOps& ops);
   void send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group, const std::vector<std::int32_t>& always);
   void update_stall();
   StallReason current_stall_reason() const;
@@ -154,6 +158,7 @@ class Worker {
   // one for the attention rank), and the devices touched so far.
   std::vector<std::vector<TokenBatch>> outgoing_;
   std::vector<std::int32_t> touched_;
+  std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
   std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
   std::vector<std::int32_t> expert_batch_;  // dispatch_attention: expert -> index in outgoing_[its device]
 };

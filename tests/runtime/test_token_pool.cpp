@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "engine/backend/host_activation_ops.h"
 #include "engine/runtime/token_pool.h"
 
 namespace sy {
@@ -16,48 +17,65 @@ namespace {
 
 constexpr std::int64_t kWidth = 3;
 
+// The activations of a device with real ones: the host backend's, as on a cpu device.
+Activations host_rows(ActivationOps& ops, const std::vector<float>& v) {
+  Activations a = ops.allocate(static_cast<std::int64_t>(v.size()) / kWidth, kWidth);
+  std::copy(v.begin(), v.end(), HostActivationOps::data(a));
+  return a;
+}
+
+std::vector<float> values(const Activations& a) {
+  const float* d = HostActivationOps::data(a);
+  return {d, d + a.rows() * a.width()};
+}
+
 // A residual batch for block `next_block` holding `rows[i]` rows of request `requests[i]`; the
 // hidden value of each row encodes (request, row) so that slicing can be checked.
-TokenBatch residual(const std::vector<std::int64_t>& requests, const std::vector<std::int32_t>& rows,
+TokenBatch residual(ActivationOps& ops, const std::vector<std::int64_t>& requests, const std::vector<std::int32_t>& rows,
                     std::int32_t next_block) {
   TokenBatch b;
   b.layer = LayerId::attention(next_block, 0);
+  std::vector<float> hidden;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     for (std::int32_t r = 0; r < rows[i]; ++r) {
       b.request.push_back(requests[i]);
       b.position.push_back(10 + r);
       b.rank.push_back(0);
-      for (std::int64_t c = 0; c < kWidth; ++c) b.hidden.push_back(static_cast<float>(requests[i] * 100 + r));
+      for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(requests[i] * 100 + r));
     }
   }
+  b.hidden = host_rows(ops, hidden);
   return b;
 }
 
 // Expert output rows of `request` carrying the given slots; each slot's output encodes
 // (request, slot) so that placement can be checked.
-TokenBatch expert_output(std::int64_t request, const std::vector<std::int32_t>& slots) {
+TokenBatch expert_output(ActivationOps& ops, std::int64_t request, const std::vector<std::int32_t>& slots) {
   TokenBatch b;
   b.layer = LayerId::attention(1, 0);
+  std::vector<float> hidden;
   for (std::int32_t s : slots) {
     b.request.push_back(request);
     b.position.push_back(0);
     b.rank.push_back(0);
     b.slot.push_back(s);
     b.weight.push_back(1.0f);
-    for (std::int64_t c = 0; c < kWidth; ++c) b.hidden.push_back(static_cast<float>(request * 1000 + s * 10 + c));
+    for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(request * 1000 + s * 10 + c));
   }
+  b.hidden = host_rows(ops, hidden);
   return b;
 }
 
 TEST(TokenPool, ReleasesOnlyWhenEverySlotOfEveryRowIsBack) {
+  HostActivationOps ops;
   TokenPool pool;
-  pool.hold(residual({7}, {2}, 2), /*k=*/2, kWidth, {});
+  pool.hold(residual(ops, {7}, {2}, 2), /*k=*/2, {});
   EXPECT_EQ(pool.size(), 1u);
   std::vector<TokenPool::Completed> done;
-  pool.absorb(expert_output(7, {0, 3}), done);
-  pool.absorb(expert_output(7, {2}), done);
+  pool.absorb(expert_output(ops, 7, {0, 3}), done);
+  pool.absorb(expert_output(ops, 7, {2}), done);
   EXPECT_TRUE(done.empty());
-  pool.absorb(expert_output(7, {1}), done);
+  pool.absorb(expert_output(ops, 7, {1}), done);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_TRUE(pool.empty());
   const TokenPool::Completed& c = done[0];
@@ -65,28 +83,33 @@ TEST(TokenPool, ReleasesOnlyWhenEverySlotOfEveryRowIsBack) {
   EXPECT_EQ(c.rows, 2);
   EXPECT_EQ(c.first_position, 10);
   EXPECT_EQ(c.layer, LayerId::attention(2, 0));
-  EXPECT_EQ(c.hidden, (std::vector<float>{700, 700, 700, 701, 701, 701}));
-  ASSERT_EQ(c.slot_outputs.size(), static_cast<std::size_t>(4 * kWidth));
+  EXPECT_EQ(values(c.hidden), (std::vector<float>{700, 700, 700, 701, 701, 701}));
+  const std::vector<float> slot_outputs = values(c.slot_outputs);
+  ASSERT_EQ(slot_outputs.size(), static_cast<std::size_t>(4 * kWidth));
   for (std::int32_t s = 0; s < 4; ++s)
     for (std::int64_t col = 0; col < kWidth; ++col)
-      EXPECT_EQ(c.slot_outputs[static_cast<std::size_t>(s * kWidth + col)], static_cast<float>(7000 + s * 10 + col));
+      EXPECT_EQ(slot_outputs[static_cast<std::size_t>(s * kWidth + col)], static_cast<float>(7000 + s * 10 + col));
+  EXPECT_TRUE(c.shared_out.null());
 }
 
 TEST(TokenPool, GivesEachRequestItsSliceOfTheSharedExpertOutput) {
+  HostActivationOps ops;
   TokenPool pool;
   // Two requests of one and two rows; shared output rows are 0.5, 1.5, 2.5.
   std::vector<float> shared;
   for (float v : {0.5f, 1.5f, 2.5f})
     for (std::int64_t c = 0; c < kWidth; ++c) shared.push_back(v);
-  pool.hold(residual({1, 2}, {1, 2}, 1), 1, kWidth, std::move(shared));
+  pool.hold(residual(ops, {1, 2}, {1, 2}, 1), 1, host_rows(ops, shared));
   std::vector<TokenPool::Completed> done;
-  pool.absorb(expert_output(2, {0, 1}), done);
-  pool.absorb(expert_output(1, {0}), done);
+  pool.absorb(expert_output(ops, 2, {0, 1}), done);
+  pool.absorb(expert_output(ops, 1, {0}), done);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].request, 2);
-  EXPECT_EQ(done[0].shared_out, (std::vector<float>{1.5f, 1.5f, 1.5f, 2.5f, 2.5f, 2.5f}));
+  EXPECT_EQ(values(done[0].shared_out), (std::vector<float>{1.5f, 1.5f, 1.5f, 2.5f, 2.5f, 2.5f}));
+  EXPECT_EQ(values(done[0].hidden), (std::vector<float>{200, 200, 200, 201, 201, 201}));
   EXPECT_EQ(done[1].request, 1);
-  EXPECT_EQ(done[1].shared_out, (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(values(done[1].shared_out), (std::vector<float>{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(values(done[1].hidden), (std::vector<float>{100, 100, 100}));
 }
 
 TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
@@ -94,6 +117,7 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
   // mix requests, delivered in a random global order.
   constexpr std::int32_t K = 4;
   std::mt19937_64 rng(3);
+  HostActivationOps ops;
   TokenPool pool;
   std::map<std::int64_t, std::int32_t> rows_of;
   std::vector<std::pair<std::int64_t, std::int32_t>> outputs;  // (request, slot)
@@ -106,7 +130,7 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
       rows_of[r] = rows.back();
       for (std::int32_t s = 0; s < rows.back() * K; ++s) outputs.emplace_back(r, s);
     }
-    pool.hold(residual(requests, rows, 3), K, kWidth, {});
+    pool.hold(residual(ops, requests, rows, 3), K, {});
   }
   EXPECT_EQ(pool.size(), 40u);
   std::shuffle(outputs.begin(), outputs.end(), rng);
@@ -117,7 +141,7 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
     const std::size_t n = std::min<std::size_t>(1 + rng() % 7, outputs.size() - i);
     TokenBatch delivery;
     for (std::size_t j = i; j < i + n; ++j) {
-      TokenBatch one = expert_output(outputs[j].first, {outputs[j].second});
+      TokenBatch one = expert_output(ops, outputs[j].first, {outputs[j].second});
       delivery.append(std::move(one));
     }
     std::set<std::int64_t> expect_released;
@@ -128,9 +152,10 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
     std::set<std::int64_t> released;
     for (const auto& c : done) {
       released.insert(c.request);
+      const std::vector<float> slot_outputs = values(c.slot_outputs);
       for (std::int32_t s = 0; s < rows_of[c.request] * K; ++s)
-        EXPECT_EQ(c.slot_outputs[static_cast<std::size_t>(s * kWidth)], static_cast<float>(c.request * 1000 + s * 10));
-      EXPECT_EQ(c.hidden.size(), static_cast<std::size_t>(rows_of[c.request] * kWidth));
+        EXPECT_EQ(slot_outputs[static_cast<std::size_t>(s * kWidth)], static_cast<float>(c.request * 1000 + s * 10));
+      EXPECT_EQ(values(c.hidden).size(), static_cast<std::size_t>(rows_of[c.request] * kWidth));
     }
     EXPECT_EQ(released, expect_released);
     i += n;
@@ -140,37 +165,61 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
 
 TEST(TokenPool, WithoutTensorsCountsRowsOnly) {
   // The sim backend moves no activations: the pool must still release on the last slot.
+  HostActivationOps ops;
   TokenPool pool;
-  TokenBatch r = residual({4}, {3}, 1);
-  r.hidden.clear();
-  pool.hold(std::move(r), 2, 0, {});
-  TokenBatch a = expert_output(4, {0, 1, 2}), b = expert_output(4, {3, 4, 5});
-  a.hidden.clear();
-  b.hidden.clear();
+  TokenBatch r = residual(ops, {4}, {3}, 1);
+  r.hidden.reset();
+  pool.hold(std::move(r), 2, {});
+  TokenBatch a = expert_output(ops, 4, {0, 1, 2}), b = expert_output(ops, 4, {3, 4, 5});
+  a.hidden.reset();
+  b.hidden.reset();
   std::vector<TokenPool::Completed> done;
   pool.absorb(a, done);
   EXPECT_TRUE(done.empty());
   pool.absorb(b, done);
   ASSERT_EQ(done.size(), 1u);
-  EXPECT_TRUE(done[0].hidden.empty());
+  EXPECT_TRUE(done[0].hidden.null());
+  EXPECT_TRUE(done[0].slot_outputs.null());
   EXPECT_EQ(done[0].rows, 3);
 }
 
 TEST(TokenPool, ReusesReleasedEntries) {
   // A long run holds and releases millions of entries: the pool's storage must not grow with them.
+  HostActivationOps ops;
   TokenPool pool;
   std::vector<TokenPool::Completed> done;
   for (std::int64_t r = 0; r < 1000; ++r) {
-    TokenBatch res = residual({r}, {1}, 1);
-    res.hidden.clear();
-    pool.hold(std::move(res), 1, 0, {});
-    TokenBatch out = expert_output(r, {0});
-    out.hidden.clear();
+    TokenBatch res = residual(ops, {r}, {1}, 1);
+    res.hidden.reset();
+    pool.hold(std::move(res), 1, {});
+    TokenBatch out = expert_output(ops, r, {0});
+    out.hidden.reset();
     pool.absorb(out, done);
   }
   EXPECT_EQ(done.size(), 1000u);
   EXPECT_TRUE(pool.empty());
   EXPECT_EQ(pool.capacity(), 1u);
+}
+
+TEST(TokenPool, SteadyServingTakesNoNewBuffersFromTheDevice) {
+  // With activations every hold takes storage for the residual and the slot outputs: once the
+  // merged rows are done with it, it goes back to the device's pool and the next hold reuses it.
+  HostActivationOps ops;
+  TokenPool pool;
+  std::vector<TokenPool::Completed> done;
+  std::int64_t after_first = 0;
+  for (std::int64_t r = 0; r < 100; ++r) {
+    pool.hold(residual(ops, {r}, {2}, 1), 2, {});
+    pool.absorb(expert_output(ops, r, {0, 1, 2, 3}), done);
+    ASSERT_EQ(done.size(), 1u);
+    const auto v = static_cast<float>(r * 100);
+    EXPECT_EQ(values(done[0].hidden), (std::vector<float>{v, v, v, v + 1, v + 1, v + 1}));
+    done.clear();
+    if (r == 0) after_first = ops.pool().heap_allocations();
+  }
+  EXPECT_TRUE(pool.empty());
+  EXPECT_EQ(ops.pool().heap_allocations(), after_first);
+  EXPECT_EQ(ops.pool().spare(), after_first);
 }
 
 }  // namespace
