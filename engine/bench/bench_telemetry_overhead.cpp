@@ -14,8 +14,8 @@
 
 #include "engine/cli/live_telemetry.h"
 #include "engine/model/random_model.h"
-#include "engine/serving/cpu_deployment.h"
-#include "engine/serving/sim_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
+#include "engine/sim/sim_deployment.h"
 #include "kernels/cpu/gemm.h"
 #include "telemetry/subscriber.h"
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "engine/cli/cli_support.h"
-#include "engine/serving/cpu_deployment.h"
-#include "engine/serving/sim_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
+#include "engine/sim/sim_deployment.h"
 
 namespace sy::cli {
 namespace {

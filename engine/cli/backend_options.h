@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/backend/routing_trace.h"
+#include "engine/sim/routing_trace.h"
 #include "engine/model/model_weights.h"
 #include "engine/serving/deployment.h"
 #include "engine/serving/telemetry_bridge.h"

@@ -22,7 +22,7 @@
 #include "engine/cli/live_telemetry.h"
 #include "engine/cli/serve_options.h"
 #include "engine/model/random_model.h"
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 #include "engine/serving/workload.h"
 
 extern char** environ;

@@ -10,7 +10,7 @@
 #include "engine/cli/live_telemetry.h"
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {

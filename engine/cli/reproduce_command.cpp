@@ -11,7 +11,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
-#include "engine/serving/sim_experiment.h"
+#include "engine/sim/sim_experiment.h"
 
 namespace sy::cli {
 namespace {

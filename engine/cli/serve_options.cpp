@@ -2,7 +2,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/runtime/layout_parser.h"
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 
 namespace sy::cli {
 

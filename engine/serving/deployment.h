@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine/backend/cost_model.h"
+#include "engine/sim/cost_model.h"
 #include "engine/runtime/cluster.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/loop_transport.h"

@@ -13,7 +13,7 @@
 
 #include "engine/model/random_model.h"
 #include "engine/serving/control_commands.h"
-#include "engine/serving/sim_deployment.h"
+#include "engine/sim/sim_deployment.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/subscriber.h"
 #include "telemetry/telemetry_hub.h"

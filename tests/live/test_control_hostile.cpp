@@ -13,7 +13,7 @@
 
 #include "engine/cli/live_telemetry.h"
 #include "engine/model/random_model.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 #include "telemetry/control_client.h"
 
 namespace sy {

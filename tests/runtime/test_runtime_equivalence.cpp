@@ -12,7 +12,7 @@
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
 #include "engine/runtime/layout_parser.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 
 namespace sy {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "engine/backend/host_activation_ops.h"
+#include "engine/cpu/host_activation_ops.h"
 #include "engine/runtime/token_pool.h"
 
 namespace sy {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "engine/backend/cpu_executor.h"
+#include "engine/cpu/cpu_executor.h"
 #include "engine/model/model_weights.h"
 #include "engine/serving/deployment.h"
 

@@ -1,4 +1,4 @@
-#include "engine/backend/host_activation_ops.h"
+#include "engine/cpu/host_activation_ops.h"
 
 #include <cassert>
 #include <cstring>

@@ -10,7 +10,7 @@
 
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 
 namespace sy {
 namespace {

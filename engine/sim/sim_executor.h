@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/backend/cost_model.h"
-#include "engine/backend/cpu_executor.h"
-#include "engine/backend/routing_trace.h"
+#include "engine/sim/cost_model.h"
+#include "engine/cpu/cpu_executor.h"
+#include "engine/sim/routing_trace.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/executor.h"
 

@@ -1,10 +1,10 @@
-#include "engine/serving/sim_experiment.h"
+#include "engine/sim/sim_experiment.h"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 
-#include "engine/serving/sim_deployment.h"
+#include "engine/sim/sim_deployment.h"
 
 namespace sy {
 

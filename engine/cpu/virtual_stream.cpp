@@ -1,4 +1,4 @@
-#include "engine/backend/virtual_stream.h"
+#include "engine/cpu/virtual_stream.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "engine/backend/cpu_executor.h"
+#include "engine/cpu/cpu_executor.h"
 
 #include <algorithm>
 #include <cassert>

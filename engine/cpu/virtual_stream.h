@@ -2,7 +2,7 @@
 // at the time its charged duration says, after the stream's previous work.
 #pragma once
 
-#include "engine/backend/device_stream.h"
+#include "engine/cpu/device_stream.h"
 
 namespace sy {
 

@@ -1,10 +1,10 @@
-#include "engine/backend/thread_stream.h"
+#include "engine/cpu/thread_stream.h"
 
 #include <pthread.h>
 
 #include <string>
 
-#include "engine/backend/virtual_stream.h"
+#include "engine/cpu/virtual_stream.h"
 #include "kernels/cpu/gemm.h"
 
 namespace sy {

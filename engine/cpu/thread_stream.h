@@ -8,7 +8,7 @@
 #include <thread>
 #include <utility>
 
-#include "engine/backend/device_stream.h"
+#include "engine/cpu/device_stream.h"
 
 namespace sy {
 

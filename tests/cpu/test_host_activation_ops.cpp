@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/backend/host_activation_ops.h"
+#include "engine/cpu/host_activation_ops.h"
 
 namespace sy {
 namespace {

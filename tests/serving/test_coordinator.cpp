@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "engine/model/random_model.h"
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 
 namespace sy {
 namespace {

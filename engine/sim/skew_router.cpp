@@ -1,4 +1,4 @@
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 
 #include <algorithm>
 #include <cassert>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/backend/host_buffer_pool.h"
+#include "engine/cpu/host_buffer_pool.h"
 #include "engine/runtime/activation_ops.h"
 
 namespace sy {

@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "engine/backend/roofline_cost_model.h"
-#include "engine/backend/routing_trace.h"
-#include "engine/backend/sim_executor.h"
+#include "engine/sim/roofline_cost_model.h"
+#include "engine/sim/routing_trace.h"
+#include "engine/sim/sim_executor.h"
 #include "engine/model/model_config.h"
 #include "engine/serving/deployment.h"
 #include "engine/sim/hardware_profile.h"

@@ -1,4 +1,4 @@
-#include "engine/backend/sim_executor.h"
+#include "engine/sim/sim_executor.h"
 
 #include <algorithm>
 #include <cassert>

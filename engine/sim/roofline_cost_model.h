@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/backend/cost_model.h"
+#include "engine/sim/cost_model.h"
 #include "engine/model/model_config.h"
 #include "engine/sim/hardware_profile.h"
 

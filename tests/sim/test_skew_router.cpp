@@ -8,7 +8,7 @@
 #include <numeric>
 #include <set>
 
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 
 namespace sy {
 namespace {

@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/backend/cost_model.h"
-#include "engine/backend/device_stream.h"
-#include "engine/backend/host_activation_ops.h"
+#include "engine/sim/cost_model.h"
+#include "engine/cpu/device_stream.h"
+#include "engine/cpu/host_activation_ops.h"
 #include "engine/forward/model_ops.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/runtime/executor.h"

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/backend/roofline_cost_model.h"
+#include "engine/sim/roofline_cost_model.h"
 #include "engine/model/random_model.h"
 #include "engine/runtime/layout.h"
-#include "engine/serving/cpu_deployment.h"
-#include "engine/serving/sim_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
+#include "engine/sim/sim_deployment.h"
 
 namespace sy {
 namespace {

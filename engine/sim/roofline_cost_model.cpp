@@ -1,4 +1,4 @@
-#include "engine/backend/roofline_cost_model.h"
+#include "engine/sim/roofline_cost_model.h"
 
 #include <algorithm>
 #include <cmath>

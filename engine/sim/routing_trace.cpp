@@ -1,4 +1,4 @@
-#include "engine/backend/routing_trace.h"
+#include "engine/sim/routing_trace.h"
 
 #include <unistd.h>
 

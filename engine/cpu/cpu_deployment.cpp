@@ -1,9 +1,9 @@
-#include "engine/serving/cpu_deployment.h"
+#include "engine/cpu/cpu_deployment.h"
 
 #include <algorithm>
 #include <mutex>
 
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 #include "kernels/cpu/gemm.h"
 
 namespace sy {

@@ -1,4 +1,4 @@
-#include "engine/backend/host_buffer_pool.h"
+#include "engine/cpu/host_buffer_pool.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,6 +1,6 @@
-#include "engine/serving/sim_deployment.h"
+#include "engine/sim/sim_deployment.h"
 
-#include "engine/serving/skew_router.h"
+#include "engine/sim/skew_router.h"
 
 namespace sy {
 namespace {
