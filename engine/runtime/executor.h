@@ -47,6 +47,11 @@ class Executor {
   // back: hidden += Σ_k slot outputs + shared, summed in slot order so that arrival order does
   // not matter. Only called for requests that carry activations.
   virtual void merge(std::vector<TokenPool::Completed>& merges, Completion done) = 0;
+
+  // Whether attention and sampling read the sequences' block tables and sampling settings.
+  // A backend without KV storage or logits (sim) says no, and the worker skips looking them
+  // up: one hash lookup per request per block, a few percent of the simulator's time.
+  virtual bool reads_sequences() const { return true; }
 };
 
 }  // namespace sy

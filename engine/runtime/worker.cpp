@@ -279,6 +279,7 @@ void Worker::close_stall() {
 
 void Worker::collect_sequences() {
   job_.sequences.clear();
+  if (!executor_.reads_sequences()) return;
   assert(kv_ && "attention rows on a device without an attention rank");
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
     job_.sequences.push_back(kv_->context(job_.batch.request[static_cast<std::size_t>(first)]));

@@ -32,6 +32,7 @@ class SimExecutor final : public Executor {
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
+  bool reads_sequences() const override { return false; }
 
   // Tokens whose routing the trace lacked (they fell back to the skew model).
   std::int64_t trace_misses() const { return trace_misses_; }
