@@ -29,8 +29,13 @@ StatusOr<std::vector<std::int32_t>> parse_token_list(const std::string& text) {
   return tokens;
 }
 
+WeightCheck& weight_check() {
+  static WeightCheck check = WeightCheck::Sampled;
+  return check;
+}
+
 std::shared_ptr<const ModelWeights> load_model(const std::filesystem::path& dir) {
-  return take(ModelWeights::load(dir));
+  return take(ModelWeights::load(dir, weight_check()));
 }
 
 }  // namespace sy::cli

@@ -32,5 +32,7 @@ StatusOr<std::vector<std::int32_t>> parse_token_list(const std::string& text);
 
 // Loads a model directory, raising CommandError with the loader's message.
 std::shared_ptr<const ModelWeights> load_model(const std::filesystem::path& dir);
+// How load_model searches the weights for NaN and ±inf (switchyard --check-weights: every element).
+WeightCheck& weight_check();
 
 }  // namespace sy::cli

@@ -16,7 +16,13 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   app.add_option("--threads", threads, "CPU threads for the math kernels")->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  app.parse_complete_callback([&] { sy::kernels::set_num_threads(threads); });
+  bool check_weights = false;
+  app.add_flag("--check-weights", check_weights,
+               "Search every weight for NaN and ±inf when loading a model (by default a sample of each tensor)");
+  app.parse_complete_callback([&] {
+    sy::kernels::set_num_threads(threads);
+    if (check_weights) sy::cli::weight_check() = sy::WeightCheck::Full;
+  });
 
   sy::cli::register_make_model(app);
   sy::cli::register_logits(app);

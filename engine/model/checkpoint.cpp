@@ -2,6 +2,7 @@
 // DIR/model.safetensors.index.json maps each tensor name to.
 #include "engine/model/checkpoint.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -36,6 +37,8 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
   }
 
   const std::string ip = index_path.string();
+  // A FIFO or device there would block the loader forever: regular files only.
+  if (!fs::is_regular_file(index_path, ec)) return Status::Error(ip + " is not a regular file");
   std::ifstream in(index_path, std::ios::binary);
   if (!in) return Status::Error("cannot open " + ip);
   std::ostringstream text;
@@ -56,7 +59,16 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
     auto it = shards.find(shard);
     if (it == shards.end()) {
       const fs::path shard_path = dir / shard;
-      if (shard.empty() || fs::path(shard).is_absolute() || !fs::is_regular_file(shard_path, ec)) {
+      // A shard is a file of the model directory: no absolute path, no way up out of it.
+      // (Symbolic links inside it are fine: the Hugging Face cache links every file to a blob.)
+      const fs::path relative(shard);
+      if (relative.is_absolute() || std::any_of(relative.begin(), relative.end(), [](const fs::path& part) {
+            return part == "..";
+          })) {
+        return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name +
+                             "'), which is outside the model directory " + dir.string());
+      }
+      if (shard.empty() || !fs::is_regular_file(shard_path, ec)) {
         return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name + "'), but " +
                              shard_path.string() + " does not exist");
       }

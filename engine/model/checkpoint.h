@@ -22,6 +22,8 @@ class Checkpoint {
   StatusOr<const TensorInfo*> get(const std::string& name) const;
   const TensorInfo* find(const std::string& name) const;
   std::size_t tensor_count() const;
+  // Every tensor by name.
+  const std::map<std::string, const TensorInfo*>& tensors() const { return index_; }
 
  private:
   std::filesystem::path dir_;

@@ -67,7 +67,7 @@ class Resolver {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path& dir) {
+StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path& dir, WeightCheck check) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::Error("model directory " + dir.string() + " does not exist");
   auto config = ModelConfig::from_file(dir / "config.json");
@@ -79,6 +79,7 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path&
   }
   auto ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return ckpt.status();
+  for (const auto& [name, tensor] : (*ckpt)->tensors()) SY_RETURN_IF_ERROR(check_finite(*tensor, check));
 
   std::shared_ptr<ModelWeights> w(new ModelWeights());
   w->dir_ = dir;

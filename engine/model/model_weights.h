@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "engine/model/model_config.h"
+#include "engine/model/weight_check.h"
 #include "kernels/cpu/weight_view.h"
 
 namespace sy {
@@ -50,7 +51,10 @@ class ModelWeights {
   // model.safetensors.index.json), memory-mapped. Every error names the file and the problem:
   // missing/truncated file, bad header, unknown dtype, missing tensor (named), shape that does
   // not match the config (both shapes named), unsupported model_type.
-  static StatusOr<std::shared_ptr<const ModelWeights>> load(const std::filesystem::path& dir);
+  // `check`: how the tensors are searched for NaN and ±inf (a corrupt checkpoint is an error
+  // naming the tensor, not NaN logits later).
+  static StatusOr<std::shared_ptr<const ModelWeights>> load(const std::filesystem::path& dir,
+                                                            WeightCheck check = WeightCheck::Sampled);
 
   const ModelConfig& config() const { return config_; }
   const kernels::WeightView& embed_tokens() const { return embed_tokens_; }  // [V, H]

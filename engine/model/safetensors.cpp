@@ -89,7 +89,8 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
 
 StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::filesystem::path& path) {
   const std::string p = path.string();
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO would otherwise wait for a writer; it is refused below.
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return Status::Error("safetensors file " + p + " does not exist");
     return Status::Error("cannot open " + p + ": " + errno_text());

@@ -7,10 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -469,4 +473,57 @@ TEST(ModelWeights, SharedOwnershipOutlivesLoader) {
 }
 
 }  // namespace
+// A NaN in a checkpoint is an error naming the tensor, found by the sampled check when it sits
+// on a sampled element and always by the full one; the engine never serves NaN logits silently.
+TEST(WeightCheck, NonFiniteWeightsAreFoundAndNamed) {
+  TempDir tmp;
+  ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32);
+  const std::filesystem::path dir = tmp / "m";
+  ASSERT_TRUE(write_random_model(c, 4, dir).ok());
+  ASSERT_TRUE(ModelWeights::load(dir).ok());
+  // Where the embedding's elements live in the file: after the header, at its data offset.
+  std::int64_t offset = 0;
+  {
+    std::ifstream in(dir / "model.safetensors", std::ios::binary);
+    std::uint64_t header = 0;
+    in.read(reinterpret_cast<char*>(&header), 8);
+    std::string text(header, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(header));
+    const auto j = json::parse(text);
+    offset = 8 + static_cast<std::int64_t>(header) + j["model.embed_tokens.weight"]["data_offsets"][0].get<std::int64_t>();
+  }
+  auto poke = [&](std::int64_t element, float value) {
+    std::fstream f(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(offset + element * 4);
+    f.write(reinterpret_cast<const char*>(&value), 4);
+  };
+  // Element 1 is not among the sampled ones of a tensor this large; element 0 is.
+  poke(1, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(ModelWeights::load(dir, WeightCheck::Sampled).ok());
+  EXPECT_TRUE(FailsWith(ModelWeights::load(dir, WeightCheck::Full),
+                        {"model.embed_tokens.weight", "model.safetensors", "NaN", "element 1 of", "corrupt"}));
+  EXPECT_TRUE(ModelWeights::load(dir, WeightCheck::Off).ok());
+  poke(1, 0.5f);
+  poke(0, -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(FailsWith(ModelWeights::load(dir), {"model.embed_tokens.weight", "-inf", "element 0 of"}));
+}
+
+// A FIFO where a weight file should be would block the loader forever; a shard path that leaves
+// the model directory is refused.
+TEST(Checkpoint, SpecialFilesAndShardsOutsideTheDirectoryAreRefused) {
+  TempDir tmp;
+  const std::filesystem::path dir = tmp / "fifo";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "model.safetensors").c_str(), 0600), 0);
+  EXPECT_TRUE(FailsWith(Checkpoint::open(dir), {"model.safetensors", "not a regular file"}));
+
+  const std::filesystem::path indexed = tmp / "indexed";
+  std::filesystem::create_directories(indexed);
+  ASSERT_EQ(::mkfifo((indexed / "model.safetensors.index.json").c_str(), 0600), 0);
+  EXPECT_TRUE(FailsWith(Checkpoint::open(indexed), {"model.safetensors.index.json", "not a regular file"}));
+  std::filesystem::remove(indexed / "model.safetensors.index.json");
+  std::ofstream(indexed / "model.safetensors.index.json") << R"({"weight_map": {"a": "../elsewhere/s.safetensors"}})";
+  EXPECT_TRUE(FailsWith(Checkpoint::open(indexed), {"'../elsewhere/s.safetensors'", "outside the model directory"}));
+}
+
 }  // namespace sy
