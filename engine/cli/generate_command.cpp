@@ -11,6 +11,7 @@
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
 #include "engine/cpu/cpu_deployment.h"
+#include "engine/serving/memory_budget.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -43,7 +44,11 @@ void run_many(const GenerateArgs& a) {
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
-  CpuDeployment deployment(weights, Topology::from_layout(layout, c), options);
+  const Topology topology = Topology::from_layout(layout, c);
+  check(check_memory_budget(memory_budget(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true),
+                            options.kv_pages_per_rank, options.page_size, topology.num_ranks(),
+                            available_memory_bytes()));
+  CpuDeployment deployment(weights, topology, options);
   deployment.submit(requests);
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
   if (live) {

@@ -253,6 +253,13 @@ TEST_F(Cli, CalibrateWritesAProfileTheSimulatorRuns) {
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
   expect_error("bench --backend sim --hardware b300 --model mixtral-8x7b --layout colocated:8", {"b300", "h100"});
   expect_error("bench --backend sim --model no-such-model --layout colocated:8", {"no-such-model", "mixtral-8x7b"});
+  // A layout asking for more KV cache than the machine has is refused before anything is
+  // allocated, naming the key (2^30 pages × 16 positions of a tiny model: terabytes).
+  const fs::path huge = root_ / "huge-kv.toml";
+  std::ofstream(huge) << "name = \"huge\"\n[[device]]\nname = \"gpu0\"\nattention = true\nexperts = \"auto\"\n"
+                         "[capacity]\nkv_pages_per_rank = 1073741824\n";
+  expect_error("bench --model " + (root_ / "good").string() + " --layout " + huge.string() + " --duration 0.1",
+               {"[capacity] kv_pages_per_rank = 1073741824", "available", "lower kv_pages_per_rank"});
   // Every listening endpoint follows one rule: beyond loopback only with --insecure (metrics has no keys).
   expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:8 --metrics 0.0.0.0:0",
                {"--metrics 0.0.0.0:0", "beyond loopback", "--insecure"});
