@@ -21,10 +21,14 @@ StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::start(const Prom
   std::unique_ptr<MetricsHttpServer> self(new MetricsHttpServer());
   self->impl_ = std::make_unique<Impl>();
   Impl& impl = *self->impl_;
-  // Scrapes are small and rare; two threads keep one slow client from blocking the scraper.
-  impl.server.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  impl.server.set_read_timeout(5, 0);
-  impl.server.set_write_timeout(5, 0);
+  // A connection holds a worker until it is answered or times out, so idle or slow clients
+  // must neither keep one long nor be able to take them all: eight workers, one second to
+  // send the request and take the answer, and no keep-alive (a scrape is one request).
+  impl.server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
+  impl.server.set_read_timeout(1, 0);
+  impl.server.set_write_timeout(1, 0);
+  impl.server.set_keep_alive_max_count(1);
+  impl.server.set_keep_alive_timeout(1);
   impl.server.set_payload_max_length(64 * 1024);
   // cpp-httplib's default adds SO_REUSEPORT, with which a second engine on the same port would
   // bind too and the scrapes would alternate between them. Address reuse alone only spares a

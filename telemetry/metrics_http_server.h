@@ -21,6 +21,9 @@ class MetricsHttpServer {
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
 
+  // Connections served at once; each gets a second to send its request and take the answer.
+  static constexpr int kWorkers = 8;
+
   int port() const { return port_; }
   std::uint64_t scrapes() const;
 

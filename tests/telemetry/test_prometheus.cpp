@@ -5,6 +5,12 @@
 #include <cmath>
 #include <limits>
 #include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <httplib.h>
 
@@ -199,6 +205,35 @@ TEST(MetricsHttpServer, ServesTheRegistryOverHttp) {
   auto clash = MetricsHttpServer::start(registry, "127.0.0.1", (*server)->port());
   ASSERT_FALSE(clash.ok());
   EXPECT_NE(clash.status().message().find("127.0.0.1:" + std::to_string((*server)->port())), std::string::npos);
+}
+
+// Idle clients that connect and never speak hold a worker only until they time out: with
+// more of them than there are workers, a scrape still gets through within a few seconds.
+TEST(MetricsHttpServer, IdleConnectionsDoNotStallScrapes) {
+  PrometheusRegistry registry;
+  registry.gauge("switchyard_up", "Up.").get().set(1);
+  auto server = MetricsHttpServer::start(registry, "127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  std::vector<int> idle;
+  for (int i = 0; i < MetricsHttpServer::kWorkers + 4; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>((*server)->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    idle.push_back(fd);
+  }
+  httplib::Client client("127.0.0.1", (*server)->port());
+  client.set_connection_timeout(10, 0);
+  client.set_read_timeout(10, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = client.Get("/metrics");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(seconds, 5.0) << "idle connections held the workers";
+  for (int fd : idle) ::close(fd);
 }
 
 }  // namespace
