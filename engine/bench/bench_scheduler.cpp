@@ -9,13 +9,12 @@
 namespace {
 
 sy::QueueGrid random_grid(std::int32_t blocks, std::int32_t experts, double occupancy) {
-  sy::QueueGrid g;
-  g.reset(blocks, experts);
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> u(0, 1);
   std::uniform_int_distribution<std::int64_t> tokens(1, 256);
-  for (auto& t : g.tokens) t = u(rng) < occupancy ? tokens(rng) : 0;
-  return g;
+  std::vector<std::int64_t> cells(static_cast<std::size_t>(blocks) * static_cast<std::size_t>(experts));
+  for (auto& t : cells) t = u(rng) < occupancy ? tokens(rng) : 0;
+  return sy::QueueGrid::from(blocks, experts, std::move(cells));
 }
 
 void BM_Pick(benchmark::State& state, const char* name) {

@@ -19,6 +19,13 @@ class BatchRecycler {
     spare_.pop_back();
     return b;
   }
+  // Appends an empty batch to `to`, moved straight from the spares (one move, not two).
+  TokenBatch& take_into(std::vector<TokenBatch>& to) {
+    if (spare_.empty()) return to.emplace_back();
+    to.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+    return to.back();
+  }
   // Keeps b's storage for a later take(); beyond a bound it is simply freed.
   void give(TokenBatch&& b) {
     if (spare_.size() >= kMaxSpare) return;

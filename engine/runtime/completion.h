@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 namespace sy {
 
@@ -15,6 +14,25 @@ struct ExecutionTiming {
   std::int64_t end_ns = 0;
 };
 
-using Completion = std::function<void(ExecutionTiming)>;
+// What to call when an execution ends: a member function of the worker and the worker. Plain
+// data rather than a std::function: backends store and copy it on every execution (hundreds
+// of thousands a second in the simulator) without allocating or type-erasing anything.
+class Completion {
+ public:
+  Completion() = default;
+  // Calls (object->*Method)(timing).
+  template <class T, void (T::*Method)(ExecutionTiming)>
+  static Completion of(T* object) {
+    return Completion(object, [](void* o, ExecutionTiming timing) { (static_cast<T*>(o)->*Method)(timing); });
+  }
+  void operator()(ExecutionTiming timing) const { fn_(object_, timing); }
+  explicit operator bool() const { return fn_ != nullptr; }
+
+ private:
+  using Fn = void (*)(void*, ExecutionTiming);
+  Completion(void* object, Fn fn) : object_(object), fn_(fn) {}
+  void* object_ = nullptr;
+  Fn fn_ = nullptr;
+};
 
 }  // namespace sy

@@ -3,22 +3,15 @@
 namespace sy {
 
 std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
-  const std::int32_t nb = grid.blocks, ne = grid.columns;
+  const std::int32_t nb = grid.blocks(), ne = grid.columns();
   if (nb == 0 || ne == 0) return std::nullopt;
   // Algorithm 1 recomputes TotalTokens/N_E for every (b, k); the per-block density is the same
-  // each time, so compute it once: O(NB·NE + NB·K) instead of O(NB·K·NE). Only blocks with a
-  // waiting token can be picked, so the lookahead is summed for those alone (usually a few).
-  block_density_.assign(static_cast<std::size_t>(nb), 0.0);
+  // each time, and the grid keeps each block's total: O(NB + NB·K) instead of O(NB·K·NE). Only
+  // blocks with a waiting token can be picked, so the lookahead is summed for those alone.
   occupied_.clear();
+  for (std::int32_t b = 0; b < nb; ++b)
+    if (grid.block_tokens(b) != 0) occupied_.push_back(b);
   const double per_column = 1.0 / ne;
-  const std::int64_t* cell = grid.tokens.data();
-  for (std::int32_t b = 0; b < nb; ++b, cell += ne) {
-    std::int64_t total = 0;
-    for (std::int32_t e = 0; e < ne; ++e) total += cell[e];
-    if (total == 0) continue;
-    block_density_[b] = static_cast<double>(total) * per_column;
-    occupied_.push_back(b);
-  }
   std::optional<GridPick> best;
   double best_score = 0;
   for (std::int32_t b : occupied_) {  // ascending: ties go to the lowest (block, expert)
@@ -27,7 +20,7 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
     for (std::int32_t k = 1; k <= lookahead_; ++k) {
       weight *= decay_;
       if (++ahead == nb) ahead = 0;  // the sampler's block wraps to block 0 (the next token)
-      lscore += block_density_[ahead] * weight;
+      lscore += static_cast<double>(grid.block_tokens(ahead)) * per_column * weight;
     }
     for (std::int32_t e = 0; e < ne; ++e) {
       const std::int64_t q = grid.at(b, e);

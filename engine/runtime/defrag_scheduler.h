@@ -18,7 +18,6 @@ class DefragScheduler final : public Scheduler {
  private:
   std::int32_t lookahead_;
   double decay_;
-  std::vector<double> block_density_;  // Σ_e Q[b][e] / N_E, reused between calls
   std::vector<std::int32_t> occupied_;  // blocks with a waiting token, ascending
 };
 

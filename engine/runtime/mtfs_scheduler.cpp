@@ -5,12 +5,14 @@ namespace sy {
 std::optional<GridPick> MtfsScheduler::pick(const QueueGrid& grid) {
   std::optional<GridPick> best;
   std::int64_t most = 0;
-  for (std::int32_t b = 0; b < grid.blocks; ++b)
-    for (std::int32_t e = 0; e < grid.columns; ++e)
+  for (std::int32_t b = 0; b < grid.blocks(); ++b) {
+    if (grid.block_tokens(b) == 0) continue;  // nothing there can beat `most`
+    for (std::int32_t e = 0; e < grid.columns(); ++e)
       if (grid.at(b, e) > most) {
         most = grid.at(b, e);
         best = GridPick{b, e};
       }
+  }
   return best;
 }
 

@@ -17,4 +17,11 @@ StatusOr<std::unique_ptr<Scheduler>> make_scheduler(const SchedulerParams& p) {
   return Status::Error("unknown scheduler '" + p.name + "' (expected defrag, mtfs or flfs)");
 }
 
+QueueGrid QueueGrid::from(std::int32_t blocks, std::int32_t columns, std::vector<std::int64_t> tokens) {
+  QueueGrid g;
+  g.reset(blocks, columns);
+  for (std::size_t i = 0; i < tokens.size() && i < g.tokens_.size(); ++i) g.set(i, tokens[i]);
+  return g;
+}
+
 }  // namespace sy

@@ -15,18 +15,38 @@ namespace sy {
 // Tokens of a device's drainable μ-queues laid out blocks × columns (a column is an expert or
 // an attention rank hosted by the device; the sampler is the extra last block). Zero means
 // nothing runnable there.
-struct QueueGrid {
-  std::int32_t blocks = 0;
-  std::int32_t columns = 0;
-  std::vector<std::int64_t> tokens;  // [block * columns + column]
+// The grid keeps each block's total beside the cells, updated with them, so a scheduler finds
+// the occupied blocks without summing every cell on every pick.
+class QueueGrid {
+ public:
+  QueueGrid() = default;
+  // A grid holding `tokens` ([block * columns + column]), for tests and benchmarks.
+  static QueueGrid from(std::int32_t blocks, std::int32_t columns, std::vector<std::int64_t> tokens);
 
   void reset(std::int32_t b, std::int32_t c) {
-    blocks = b;
-    columns = c;
-    tokens.assign(static_cast<std::size_t>(b) * static_cast<std::size_t>(c), 0);
+    blocks_ = b;
+    columns_ = c;
+    tokens_.assign(static_cast<std::size_t>(b) * static_cast<std::size_t>(c), 0);
+    block_tokens_.assign(static_cast<std::size_t>(b), 0);
   }
-  std::int64_t& at(std::int32_t b, std::int32_t c) { return tokens[static_cast<std::size_t>(b * columns + c)]; }
-  std::int64_t at(std::int32_t b, std::int32_t c) const { return tokens[static_cast<std::size_t>(b * columns + c)]; }
+  std::int32_t blocks() const { return blocks_; }
+  std::int32_t columns() const { return columns_; }
+  std::int64_t at(std::int32_t b, std::int32_t c) const { return tokens_[static_cast<std::size_t>(b * columns_ + c)]; }
+  // Σ over the block's columns.
+  std::int64_t block_tokens(std::int32_t b) const { return block_tokens_[static_cast<std::size_t>(b)]; }
+  // Cell `index` (block * columns + column) now holds `tokens`.
+  void set(std::size_t index, std::int64_t tokens) {
+    std::int64_t& cell = tokens_[index];
+    block_tokens_[index / static_cast<std::size_t>(columns_)] += tokens - cell;
+    cell = tokens;
+  }
+  void set(std::int32_t b, std::int32_t c, std::int64_t tokens) { set(static_cast<std::size_t>(b * columns_ + c), tokens); }
+
+ private:
+  std::int32_t blocks_ = 0;
+  std::int32_t columns_ = 0;
+  std::vector<std::int64_t> tokens_;        // [block * columns + column]
+  std::vector<std::int64_t> block_tokens_;  // [block]
 };
 
 struct GridPick {

@@ -83,8 +83,8 @@ void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) 
     if (--e.remaining > 0) continue;
     const std::uint32_t at = it->second;
     index_.erase(it);
+    // Moved-from handles are null, and hold() sets every other field when it reuses the entry.
     done.push_back(std::move(e.c));
-    e.c = Completed{};
     free_.push_back(at);
   }
 }

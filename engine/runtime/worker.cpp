@@ -97,7 +97,7 @@ void Worker::account(std::size_t qi, std::int64_t rows) {
   Queue& q = queues_[qi];
   q.tokens += rows;
   queued_tokens_ += rows;
-  grid_.tokens[qi] = q.tokens;
+  grid_.set(qi, q.tokens);
 }
 
 void Worker::enqueue(TokenBatch&& batch) {
@@ -200,7 +200,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
     recycler_.give(std::move(*it));
     it = q.batches.erase(it);
   }
-  grid_.tokens[qi] = q.tokens;
+  grid_.set(qi, q.tokens);
 }
 
 bool Worker::take_async_job() {
@@ -288,7 +288,7 @@ void Worker::collect_sequences() {
 
 void Worker::execute() {
   close_stall();
-  Completion done = [this](ExecutionTiming timing) { finish(timing); };
+  const Completion done = Completion::of<Worker, &Worker::finish>(this);
   if (job_.kind == LayerKind::Expert) {
     std::vector<TokenBatch*> batches;
     batches.reserve(job_.per_expert.size());
@@ -317,7 +317,7 @@ void Worker::execute_merges() {
   job_.block = job_.merges.front().layer.block - 1;  // the expert block whose outputs these are
   job_.group = job_.merges.front().group;
   for (const TokenPool::Completed& c : job_.merges) job_.tokens += c.rows;
-  executor_.merge(job_.merges, [this](ExecutionTiming timing) { finish_merges(timing); });
+  executor_.merge(job_.merges, Completion::of<Worker, &Worker::finish_merges>(this));
 }
 
 void Worker::finish_merges(ExecutionTiming timing) {
@@ -368,9 +368,9 @@ std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, st
   if (batches.empty()) touched_.push_back(device);
   for (std::size_t i = 0; i < batches.size(); ++i)
     if (batches[i].layer == layer) return i;
-  batches.push_back(recycler_.take());
-  batches.back().layer = layer;
-  batches.back().group = group;
+  TokenBatch& b = recycler_.take_into(batches);
+  b.layer = layer;
+  b.group = group;
   return batches.size() - 1;
 }
 

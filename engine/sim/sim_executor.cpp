@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 namespace sy {
 
@@ -16,11 +17,10 @@ void SimExecutor::complete_after(std::int64_t duration, Completion done) {
   // the event captures only `this`, which keeps it inside std::function's small buffer (the
   // simulator runs hundreds of thousands of these per second).
   assert(!pending_ && "a device runs one execution at a time");
-  pending_ = std::move(done);
+  pending_ = done;
   pending_timing_ = ExecutionTiming{loop_.now(), loop_.now() + std::max<std::int64_t>(0, duration)};
   loop_.post(pending_timing_.end_ns, [this] {
-    Completion done_now = std::move(pending_);
-    pending_ = nullptr;
+    const Completion done_now = std::exchange(pending_, Completion{});
     done_now(pending_timing_);
   });
 }

@@ -8,11 +8,7 @@ namespace sy {
 namespace {
 
 QueueGrid grid(std::int32_t blocks, std::int32_t columns, std::vector<std::int64_t> tokens) {
-  QueueGrid g;
-  g.blocks = blocks;
-  g.columns = columns;
-  g.tokens = std::move(tokens);
-  return g;
+  return QueueGrid::from(blocks, columns, std::move(tokens));
 }
 
 std::unique_ptr<Scheduler> make(const std::string& name, std::int32_t lookahead = 1, double decay = 0.5) {
