@@ -38,8 +38,11 @@ void Coordinator::reject(std::int64_t idx, RejectReason reason, std::string why)
   --open_;
   notify(idx, RequestPhase::Rejected, reason);
   if (!options_.keep_finished) {
-    // A flood of rejections behind one long request must not hold every rejected prompt.
+    // A flood of rejections behind one long request must not hold every rejected prompt and
+    // message: the observers have had the reason.
     std::vector<std::int32_t>().swap(r.spec.prompt);
+    std::string().swap(r.reject_reason);
+    std::string().swap(r.spec.external_id);
     drop_done_records();
   }
 }

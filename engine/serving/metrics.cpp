@@ -126,9 +126,12 @@ void MetricsCollector::on_request_finished(std::int64_t id, std::int64_t t) {
 
 void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
   std::lock_guard lock(mutex_);
-  Request& r = requests_[id];
-  r.finished = t;
-  r.rejected = true;
+  requests_.erase(id);  // a rejected request produced no token: only its time counts
+  if (!rejected_at_.empty() && t < rejected_at_.back()) {
+    rejected_at_.insert(std::upper_bound(rejected_at_.begin(), rejected_at_.end(), t), t);
+  } else {
+    rejected_at_.push_back(t);
+  }
 }
 
 void MetricsCollector::IntervalLog::add(Interval i) {
@@ -184,6 +187,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
       ++it;
     }
   }
+  rejected_at_.erase(rejected_at_.begin(), std::lower_bound(rejected_at_.begin(), rejected_at_.end(), t));
   for (Device& d : devices_) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
@@ -249,8 +253,11 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
         itl.push_back(static_cast<double>(t - r.tokens[i - 1]));
       }
     }
-    if (r.finished >= 0 && inside(r.finished)) ++(r.rejected ? out.requests_rejected : out.requests_finished);
+    if (r.finished >= 0 && inside(r.finished)) ++out.requests_finished;
   }
+  // Rejections in (t_begin, t_end], like every point event.
+  out.requests_rejected = std::upper_bound(rejected_at_.begin(), rejected_at_.end(), t_end) -
+                          std::upper_bound(rejected_at_.begin(), rejected_at_.end(), t_begin);
   out.ttft = latency_stats(std::move(ttft));
   out.itl = latency_stats(std::move(itl));
   if (out.window_s > 0) {

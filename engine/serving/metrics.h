@@ -111,11 +111,13 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     std::vector<std::int64_t> tokens;
     bool first_forgotten = false;  // forget_before() dropped its first token(s)
     std::int64_t finished = -1;
-    bool rejected = false;
   };
   struct Interval {
     std::int64_t start, end;
   };
+  // When each rejection happened, in order: a flood of rejected requests costs 8 bytes each
+  // here instead of a request entry each (and every report would walk those entries).
+  std::vector<std::int64_t> rejected_at_;
   // Intervals of one device (and reason) as reported. They arrive in order of their ends, so
   // a window finds its intervals by binary search instead of scanning the whole history.
   struct IntervalLog {
