@@ -18,8 +18,11 @@ const char* reject_reason_name(RejectReason reason) {
 }
 
 void Coordinator::notify(std::int64_t idx, RequestPhase phase, RejectReason reason) {
+  notify(record(idx), phase, reason);
+}
+
+void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReason reason) {
   if (!observer_) return;
-  const RequestRecord& r = record(idx);
   RequestUpdate u;
   u.id = r.spec.id;
   u.t_ns = loop_.now();
@@ -89,10 +92,43 @@ void Coordinator::reset_slots() {
 }
 
 void Coordinator::submit(RequestSpec spec) {
-  const auto idx = first_request_ + static_cast<std::int64_t>(requests_.size());
+  ++submitted_;
   const std::int64_t at = spec.arrival_ns;
+  if (!options_.keep_finished) {
+    // A service keeps records only of requests it accepts: one turned away at a full queue
+    // leaves nothing behind, so memory stays flat whatever the arrival rate.
+    loop_.post(at, [this, spec = std::move(spec)]() mutable { on_unrecorded_arrival(std::move(spec)); });
+    return;
+  }
+  const auto idx = first_request_ + static_cast<std::int64_t>(requests_.size());
   requests_.push_back(RequestRecord{std::move(spec), RequestState::Pending, -1, {}, {}, -1});
   loop_.post(at, [this, idx] { on_arrival(idx); });
+}
+
+bool Coordinator::queue_full(std::int64_t prompt_tokens) const {
+  return static_cast<std::int64_t>(waiting_.size()) >= options_.max_waiting_requests ||
+         waiting_tokens_ + prompt_tokens > options_.max_waiting_tokens;
+}
+
+std::string Coordinator::queue_full_message(const std::string& external_id) const {
+  return "request " + external_id + " rejected: the admission queue is full (" + std::to_string(waiting_.size()) +
+         " requests and " + std::to_string(waiting_tokens_) + " prompt tokens waiting; limits " +
+         std::to_string(options_.max_waiting_requests) + " requests, " + std::to_string(options_.max_waiting_tokens) +
+         " tokens)";
+}
+
+void Coordinator::on_unrecorded_arrival(RequestSpec spec) {
+  if (spec.max_new_tokens > 0 && queue_full(static_cast<std::int64_t>(spec.prompt.size()))) {
+    ++arrived_;
+    ++rejected_queue_full_;
+    RequestRecord r{std::move(spec), RequestState::Rejected, -1, {}, {}, -1};
+    notify(r, RequestPhase::Arrival);
+    notify(r, RequestPhase::Rejected, RejectReason::QueueFull);
+    return;
+  }
+  const auto idx = first_request_ + static_cast<std::int64_t>(requests_.size());
+  requests_.push_back(RequestRecord{std::move(spec), RequestState::Pending, -1, {}, {}, -1});
+  on_arrival(idx);
 }
 
 void Coordinator::on_arrival(std::int64_t idx) {
@@ -106,14 +142,9 @@ void Coordinator::on_arrival(std::int64_t idx) {
     return;
   }
   const auto prompt = static_cast<std::int64_t>(r.spec.prompt.size());
-  if (static_cast<std::int64_t>(waiting_.size()) >= options_.max_waiting_requests ||
-      waiting_tokens_ + prompt > options_.max_waiting_tokens) {
+  if (queue_full(prompt)) {
     ++rejected_queue_full_;
-    reject(idx, RejectReason::QueueFull,
-           "request " + r.spec.external_id + " rejected: the admission queue is full (" +
-               std::to_string(waiting_.size()) + " requests and " + std::to_string(waiting_tokens_) +
-               " prompt tokens waiting; limits " + std::to_string(options_.max_waiting_requests) + " requests, " +
-               std::to_string(options_.max_waiting_tokens) + " tokens)");
+    reject(idx, RejectReason::QueueFull, queue_full_message(r.spec.external_id));
     return;
   }
   waiting_.push_back(idx);

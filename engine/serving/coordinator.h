@@ -81,9 +81,10 @@ class Coordinator {
     return pending_placement_ ? *pending_placement_ : cluster_->topology().placement;
   }
   // Every submitted request has arrived and finished or been rejected.
-  bool done() const { return arrived_ == first_request_ + static_cast<std::int64_t>(requests_.size()) && open_ == 0; }
-  // Every request submitted, in submission order (minus those a service with
-  // keep_finished = false has already dropped: requests()[0] is request first_request()).
+  bool done() const { return arrived_ == submitted_ && open_ == 0; }
+  // Every request submitted, in submission order; with keep_finished = false only those the
+  // admission queue took, in arrival order, minus the finished ones already dropped
+  // (requests()[0] is request first_request()).
   const std::deque<RequestRecord>& requests() const { return requests_; }
   std::int64_t first_request() const { return first_request_; }
   std::int64_t policy_switches() const { return switches_; }
@@ -107,6 +108,10 @@ class Coordinator {
   };
 
   void on_arrival(std::int64_t idx);
+  // keep_finished off: the request gets a record only when the queue takes it.
+  void on_unrecorded_arrival(RequestSpec spec);
+  bool queue_full(std::int64_t prompt_tokens) const;
+  std::string queue_full_message(const std::string& external_id) const;
   void on_sampled(std::int64_t idx, std::int32_t token);
   void on_group_sampled(std::int32_t rank, std::int32_t group);
   bool admit_one(std::int32_t slot);
@@ -126,6 +131,7 @@ class Coordinator {
   EventLoop& loop_;
   CoordinatorOptions options_;
   void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None);
   void reject(std::int64_t idx, RejectReason reason, std::string why);
   // Leaves the waiting queue (admitted or rejected).
   void pop_waiting();
@@ -159,6 +165,7 @@ class Coordinator {
   std::unordered_map<std::int32_t, std::int32_t> group_slot_;  // running group id -> slot
   std::int32_t next_group_ = 0;
   std::int64_t arrived_ = 0;
+  std::int64_t submitted_ = 0;
   std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;

@@ -171,6 +171,42 @@ TEST_F(CoordinatorTest, AFullAdmissionQueueRejectsWithAReasonAndStaysBounded) {
   EXPECT_EQ(d.coordinator().rejected_queue_full(), rejected);
 }
 
+// A long-running service (keep_finished off, as the demo) keeps no record of a request the
+// full queue turned away: a flood leaves memory where it was. Observers still see every one.
+TEST_F(CoordinatorTest, AServiceKeepsNoRecordOfRejectedRequests) {
+  DeploymentOptions o = options(1024, 2);
+  o.coordinator.max_waiting_requests = 5;
+  o.coordinator.keep_finished = false;
+  CpuDeployment d(weights_, Topology::disaggregated(weights_->config(), 1, 2), o);
+  struct Counter : RequestObserver {
+    std::int64_t rejected = 0, finished = 0, queue_full = 0;
+    void on_request(const RequestUpdate& u) override {
+      if (u.phase == RequestPhase::Rejected) ++rejected;
+      if (u.phase == RequestPhase::Finished) ++finished;
+      if (u.reject_reason == RejectReason::QueueFull) ++queue_full;
+    }
+  } counter;
+  d.observers().add(nullptr, &counter);
+  std::vector<RequestSpec> reqs;
+  for (std::int64_t i = 0; i < 2000; ++i) reqs.push_back(request(i, 8, 4, /*at=*/i * 100));
+  d.submit(reqs);
+  std::size_t most_records = 0;
+  std::function<void()> probe = [&] {
+    most_records = std::max(most_records, d.coordinator().requests().size());
+    if (!d.coordinator().done()) d.loop().post(d.loop().now() + 1'000, probe);
+  };
+  d.loop().post(0, probe);
+  d.run();
+  d.observers().remove(nullptr, &counter);
+  EXPECT_TRUE(d.coordinator().done());
+  EXPECT_EQ(counter.finished + counter.rejected, 2000);
+  EXPECT_EQ(counter.queue_full, counter.rejected);
+  EXPECT_EQ(d.coordinator().rejected_queue_full(), counter.rejected);
+  EXPECT_GT(counter.rejected, 1900);
+  // Running and waiting requests only: never the flood.
+  EXPECT_LE(most_records, 16u) << "records of rejected requests were kept";
+}
+
 TEST_F(CoordinatorTest, TheTokenBoundRejectsLongPromptsFirst) {
   DeploymentOptions o = options(1024, 1);
   o.coordinator.max_waiting_tokens = 20;
