@@ -104,10 +104,7 @@ std::string Backend::describe(std::int32_t devices, Clock clock) const {
 
 std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions options) const {
   // Before anything is allocated: a layout beyond this machine is an error naming its keys.
-  const MemoryBudget budget =
-      memory_budget(config_, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!sim());
-  check(check_memory_budget(budget, options.kv_pages_per_rank, options.page_size, topology.num_ranks(),
-                            available_memory_bytes()));
+  check(check_host_memory(config_, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!sim()));
   if (sim()) {
     options.clock = Clock::Virtual;
     options.routing_trace = replay_;

@@ -45,9 +45,7 @@ void run_many(const GenerateArgs& a) {
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
   const Topology topology = Topology::from_layout(layout, c);
-  check(check_memory_budget(memory_budget(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true),
-                            options.kv_pages_per_rank, options.page_size, topology.num_ranks(),
-                            available_memory_bytes()));
+  check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true));
   CpuDeployment deployment(weights, topology, options);
   deployment.submit(requests);
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);

@@ -4,7 +4,6 @@
 
 #include <string>
 
-#include "engine/cpu/virtual_stream.h"
 #include "kernels/cpu/gemm.h"
 
 namespace sy {
@@ -56,11 +55,6 @@ void ThreadStream::run() {
       done(timing);
     });
   }
-}
-
-std::unique_ptr<DeviceStream> make_device_stream(EventLoop& loop, std::int32_t device, int kernel_threads) {
-  if (loop.virtual_time()) return std::make_unique<VirtualStream>(loop);
-  return std::make_unique<ThreadStream>(loop, device, kernel_threads);
 }
 
 }  // namespace sy

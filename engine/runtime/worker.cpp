@@ -256,7 +256,6 @@ void Worker::try_run() {
   for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
   job_.per_expert.clear();
   job_.tokens = 0;
-  job_.merge = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
   // be waiting for exactly these rows.
   if (!merges_.empty()) {
@@ -296,26 +295,24 @@ void Worker::execute() {
       job_.tokens += b.rows();
       batches.push_back(&b);
     }
-    if (job_.tokens > 0) return executor_.experts(job_.block, batches, std::move(done));
+    if (job_.tokens > 0) return executor_.experts(job_.block, batches, done);
   } else {
     job_.tokens = job_.batch.rows();
     if (job_.tokens > 0) {
       collect_sequences();
-      if (job_.kind == LayerKind::Attention) return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, std::move(done));
-      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, std::move(done));
+      if (job_.kind == LayerKind::Attention)
+        return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, done);
+      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, done);
     }
   }
   // A grouped policy's empty micro-batch: nothing for the device, but the barrier still moves.
-  const ExecutionTiming now{job_.start, job_.start};
-  loop_.post(job_.start, [this, now] { finish(now); });
+  loop_.post(job_.start, [this] { finish({job_.start, job_.start}); });
 }
 
 void Worker::execute_merges() {
   close_stall();
-  job_.merge = true;
   job_.merges.swap(merges_);
   job_.block = job_.merges.front().layer.block - 1;  // the expert block whose outputs these are
-  job_.group = job_.merges.front().group;
   for (const TokenPool::Completed& c : job_.merges) job_.tokens += c.rows;
   executor_.merge(job_.merges, Completion::of<Worker, &Worker::finish_merges>(this));
 }
@@ -324,11 +321,15 @@ void Worker::finish_merges(ExecutionTiming timing) {
   if (observer_) observer_->on_merge(device_, job_.block, job_.tokens, timing.start_ns, timing.end_ns);
   for (TokenPool::Completed& c : job_.merges) enqueue_merged(c);
   job_.merges.clear();
+  run_next_or_stall(loop_.now());
+}
+
+void Worker::run_next_or_stall(std::int64_t idle_since) {
   running_ = false;
   try_run();
   if (!running_) {
     stalled_ = true;
-    stall_start_ = loop_.now();
+    stall_start_ = idle_since;
     stall_reason_ = current_stall_reason();
   }
 }
@@ -343,13 +344,7 @@ void Worker::finish(ExecutionTiming timing) {
     case LayerKind::Expert: dispatch_experts(); break;
     case LayerKind::Sampler: dispatch_sampler(); break;
   }
-  running_ = false;
-  try_run();
-  if (!running_) {
-    stalled_ = true;
-    stall_start_ = end;
-    stall_reason_ = current_stall_reason();
-  }
+  run_next_or_stall(end);
 }
 
 std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request,

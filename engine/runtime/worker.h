@@ -84,7 +84,6 @@ class Worker {
     RoutedRows routed;
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
     std::vector<TokenPool::Completed> merges;     // merge executions
-    bool merge = false;
     std::vector<std::int32_t> next_tokens;
     std::int64_t tokens = 0;
     std::int64_t start = 0;
@@ -106,6 +105,8 @@ class Worker {
   void execute_merges();
   void finish(ExecutionTiming timing);
   void finish_merges(ExecutionTiming timing);
+  // After an execution: starts the next one, or opens a stall from `idle_since`.
+  void run_next_or_stall(std::int64_t idle_since);
   // Queues a merged request's rows for the layer after its expert block.
   void enqueue_merged(TokenPool::Completed& c);
   // The block tables (and sampling) of the job's requests, from the rank's KV manager.

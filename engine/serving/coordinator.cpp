@@ -57,7 +57,11 @@ void Coordinator::pop_waiting() {
 
 std::int64_t Coordinator::kv_pages_used() const {
   std::int64_t n = 0;
-  for (std::int32_t pages : held_pages_) n += pages;
+  if (!cluster_) return 0;
+  for (std::int32_t rank = 0; rank < cluster_->topology().num_ranks(); ++rank) {
+    const KvBlockManager& kv = cluster_->kv(rank);
+    n += kv.num_pages() - kv.free_pages();
+  }
   return n;
 }
 
@@ -81,7 +85,6 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
   cluster_ = &cluster;
   policy_ = policy;
   running_per_rank_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
-  held_pages_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
   cluster.set_policy(policy);
   reset_slots();
 }
@@ -205,7 +208,6 @@ bool Coordinator::admit_one(std::int32_t slot) {
   last_rank_ = best;
   r.slot = slot;
   ++running_per_rank_[best];
-  held_pages_[static_cast<std::size_t>(best)] += kv.pages_for(positions);
   notify(idx, RequestPhase::Admitted);
   if (slot >= 0) {
     slots_[slot].members.push_back(idx);
@@ -313,10 +315,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
 void Coordinator::finish(std::int64_t idx) {
   RequestRecord& r = record(idx);
   if (r.rank >= 0) {
-    KvBlockManager& kv = cluster_->kv(r.rank);
-    held_pages_[static_cast<std::size_t>(r.rank)] -=
-        kv.pages_for(static_cast<std::int32_t>(r.spec.prompt.size()) + r.spec.max_new_tokens);
-    kv.release(idx);
+    cluster_->kv(r.rank).release(idx);
     --running_per_rank_[r.rank];
   }
   if (r.slot >= 0) {

@@ -142,7 +142,6 @@ class Coordinator {
   std::optional<RuntimePolicy> pending_policy_;
   std::optional<Placement> pending_placement_;
   std::vector<ChangeDone> pending_done_;
-  std::vector<std::int32_t> held_pages_;  // per rank: KV pages reserved by its running requests
   bool paused_ = false;
   RequestRecord& record(std::int64_t idx) { return requests_[static_cast<std::size_t>(idx - first_request_)]; }
   const RequestRecord& record(std::int64_t idx) const {

@@ -53,4 +53,10 @@ Status check_memory_budget(const MemoryBudget& budget, std::int64_t pages_per_ra
                        " available: lower kv_pages_per_rank or page_size");
 }
 
+Status check_host_memory(const ModelConfig& config, const Topology& topology, std::int64_t pages_per_rank,
+                         std::int64_t page_size, bool host_kv) {
+  return check_memory_budget(memory_budget(config, topology, pages_per_rank, page_size, host_kv), pages_per_rank,
+                             page_size, topology.num_ranks(), available_memory_bytes());
+}
+
 }  // namespace sy

@@ -31,4 +31,9 @@ std::int64_t available_memory_bytes();
 Status check_memory_budget(const MemoryBudget& budget, std::int64_t pages_per_rank, std::int64_t page_size,
                            std::int32_t ranks, std::int64_t available);
 
+// Both of the above against this machine's available memory: what a command calls before it
+// deploys.
+Status check_host_memory(const ModelConfig& config, const Topology& topology, std::int64_t pages_per_rank,
+                         std::int64_t page_size, bool host_kv);
+
 }  // namespace sy

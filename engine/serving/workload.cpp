@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_parse.h"
+
 namespace sy {
 namespace {
 
@@ -36,11 +38,8 @@ std::int64_t uniform_int(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi)
 // Exponential with the given rate by inversion; 1 - u lies in (0, 1] and is exact.
 double exponential(std::mt19937_64& rng, double rate) { return -std::log(1.0 - uniform01(rng)) / rate; }
 
-std::string json_error(const nlohmann::json::exception& e) {
-  // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> the part a
-  // user can act on; the line is ours, not the parser's (it only saw one line).
-  std::string m = e.what();
-  if (auto p = m.find("] "); p != std::string::npos) m = m.substr(p + 2);
+// The parser saw one line: "at line 1, column 5" -> "at column 5" (the line is ours).
+std::string without_line(std::string m) {
   if (auto p = m.find("at line 1, column"); p != std::string::npos) m.replace(p, 17, "at column");
   return m;
 }
@@ -123,12 +122,9 @@ StatusOr<std::vector<RequestSpec>> read_prompts_jsonl(const std::filesystem::pat
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t'; })) continue;
     const std::string at = file + ":" + std::to_string(line_no) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      return Status::Error(at + "bad JSON: " + json_error(e));
-    }
+    auto parsed = parse_json(line);
+    if (!parsed.ok()) return Status::Error(at + "bad JSON: " + without_line(parsed.status().message()));
+    const nlohmann::json j = std::move(parsed).value();
     if (!j.is_object()) return Status::Error(at + "expected a JSON object {\"id\", \"tokens\", \"max_new_tokens\"}");
 
     RequestSpec r;
