@@ -134,25 +134,29 @@ StatusOr<std::unique_ptr<Tokenizer::Impl>> build(const nlohmann::json& j, const 
 
 }  // namespace
 
-StatusOr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json, std::string_view config_json,
-                                         std::string_view origin) {
-  const std::string where(origin);
-  const std::string config_where = where + " (tokenizer_config.json)";
+StatusOr<Tokenizer> Tokenizer::parse(std::string_view tokenizer_json, std::string_view config_json,
+                                     const std::string& origin, const std::string& config_origin) {
   auto j = parse_json(tokenizer_json);
-  if (!j.ok()) return j.status().with_context(where);
+  if (!j.ok()) return j.status().with_context(origin);
   nlohmann::json config;
   if (!config_json.empty()) {
     auto c = parse_json(config_json);
-    if (!c.ok()) return c.status().with_context(config_where);
+    if (!c.ok()) return c.status().with_context(config_origin);
     config = std::move(*c);
   }
   try {
-    auto impl = build(*j, config, where, config_where);
+    auto impl = build(*j, config, origin, config_origin);
     if (!impl.ok()) return impl.status();
     return Tokenizer(std::move(*impl));
   } catch (const std::exception& e) {  // a JSON shape the checks above missed
-    return Status::Error(where + ": " + e.what());
+    return Status::Error(origin + ": " + e.what());
   }
+}
+
+StatusOr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json, std::string_view config_json,
+                                         std::string_view origin) {
+  const std::string where(origin);
+  return parse(tokenizer_json, config_json, where, where + " (tokenizer_config.json)");
 }
 
 StatusOr<Tokenizer> Tokenizer::load(const std::filesystem::path& model_dir) {
@@ -166,12 +170,8 @@ StatusOr<Tokenizer> Tokenizer::load(const std::filesystem::path& model_dir) {
     auto c = read_file(config_path);
     if (!c.ok()) return c.status();
     config = std::move(*c);
-    auto t = from_json(*text, config, tokenizer_path.string());
-    if (!t.ok() && t.status().message().find("(tokenizer_config.json)") != std::string::npos)
-      return Status::Error(config_path.string() + ": " + t.status().message());
-    return t;
   }
-  return from_json(*text, "", tokenizer_path.string());
+  return parse(*text, config, tokenizer_path.string(), config_path.string());
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

@@ -48,6 +48,8 @@ class Tokenizer {  // movable (pimpl), immutable after load, safe to use from se
 
  private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static StatusOr<Tokenizer> parse(std::string_view tokenizer_json, std::string_view config_json,
+                                   const std::string& origin, const std::string& config_origin);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -2,6 +2,8 @@
 // handling, thread safety.
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -71,8 +73,24 @@ TEST(Tokenizer, MalformedFilesAreErrorsNotExceptions) {
   j["added_tokens"][0]["content"] = 5;
   EXPECT_NE(error_of(j).find("content"), std::string::npos);
   EXPECT_NE(error_of(asset("qwen2"), R"({"eos_token": "<nope>"})").find("'<nope>' is not a token"), std::string::npos);
+  j = asset("qwen2");
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
+  EXPECT_EQ(error_of(j), "/m/tokenizer.json: pre_tokenizer Split: regex '(unclosed' does not compile at offset 9: "
+                         "missing closing parenthesis");
   auto missing = Tokenizer::load("/nonexistent/model");
   EXPECT_NE(missing.status().message().find("/nonexistent/model/tokenizer.json"), std::string::npos);
+}
+
+TEST(Tokenizer, ConfigErrorsNameTheConfigFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("sy_test_tokenizer_config_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << asset("qwen2").dump();
+  std::ofstream(dir / "tokenizer_config.json") << R"({"eos_token": "<nope>"})";
+  auto t = Tokenizer::load(dir);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), (dir / "tokenizer_config.json").string() + ": eos_token: '<nope>' is not a token of " +
+                                      (dir / "tokenizer.json").string());
 }
 
 TEST(Tokenizer, ConfigGivesBosAndEos) {
