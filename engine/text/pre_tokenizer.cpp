@@ -11,11 +11,9 @@ namespace {
 
 constexpr const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
-// HF's Whitespace pre-tokenizer keeps the matches of \w+|[^\w\s]+ (Rust's Unicode \w and \s,
-// spelled out: PCRE2's \w lacks the marks and joiners).
-constexpr const char* kWordClass = R"(\p{L}\p{M}\p{Nd}\p{Nl}\p{Pc}\x{200C}\x{200D})";
-constexpr const char* kSpaceClass =
-    R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+// HF's Whitespace pre-tokenizer keeps the matches of this (TextRegex gives \w and \s Rust's
+// meaning).
+constexpr const char* kWhitespacePattern = R"(\w+|[^\w\s]+)";
 
 // One char-predicate match per matching character, as HF's Pattern for Fn(char) -> bool.
 template <class Pred>
@@ -106,8 +104,7 @@ Status PreTokenizer::add(const nlohmann::json& node, const std::string& origin, 
     s.individual_digits = *ind;
   } else if (t == "Whitespace") {
     s.kind = Kind::Whitespace;
-    const std::string pattern = std::string("[") + kWordClass + "]+|[^" + kWordClass + kSpaceClass + "]+";
-    auto re = TextRegex::compile(pattern, origin + ": " + what);
+    auto re = TextRegex::compile(kWhitespacePattern, origin + ": " + what);
     if (!re.ok()) return re.status();
     s.regex = std::make_shared<TextRegex>(std::move(*re));
   } else if (t == "WhitespaceSplit") {
@@ -208,7 +205,7 @@ void PreTokenizer::apply_step(const Step& s, const Piece& piece, std::vector<Pie
       split_by(piece, m, static_cast<int>(s.behavior), s.invert, out);
       return;
     case Kind::Digits:
-      find_chars(piece.text, [](char32_t c) { return c >= '0' && c <= '9'; }, m);
+      find_chars(piece.text, is_numeric, m);
       split_by(piece, m, static_cast<int>(s.individual_digits ? Behavior::Isolated : Behavior::Contiguous), false,
                out);
       return;

@@ -13,16 +13,75 @@ struct TextRegex::Code {
   ~Code() { pcre2_code_free(code); }
 };
 
-StatusOr<TextRegex> TextRegex::compile(std::string_view pattern, const std::string& what) {
+namespace {
+
+// Rust's and Oniguruma's Unicode \s (White_Space) and \w (letters, marks, decimal digits,
+// connector punctuation, joiners): PCRE2 10.42's \s also takes U+180E and its \w lacks the
+// marks, so both are spelled out.
+constexpr std::string_view kSpace =
+    R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+constexpr std::string_view kWord = R"(\p{L}\p{M}\p{Nd}\p{Nl}\p{Pc}\x{200C}\x{200D})";
+
+std::string rust_classes(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 64);
+  bool in_class = false;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[i + 1];
+      const std::string_view body = (e == 's' || e == 'S') ? kSpace : kWord;
+      if (e == 's' || e == 'w') {
+        if (in_class) out.append(body);
+        else out.append("[").append(body).append("]");
+        ++i;
+        continue;
+      }
+      if ((e == 'S' || e == 'W') && !in_class) {
+        out.append("[^").append(body).append("]");
+        ++i;
+        continue;
+      }
+      out += c;
+      out += e;
+      ++i;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ] right after [ or [^ is a literal.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // [:alpha:]
+      const std::size_t end = pattern.find(":]", i + 2);
+      if (end != std::string_view::npos) {
+        out.append(pattern.substr(i, end + 2 - i));
+        i = end + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<TextRegex> TextRegex::compile(std::string_view source, const std::string& what) {
   int error = 0;
   PCRE2_SIZE offset = 0;
+  const std::string pattern = rust_classes(source);
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
-    return Status::Error(what + ": regex '" + std::string(pattern) + "' does not compile at offset " +
-                         std::to_string(offset) + ": " + reinterpret_cast<const char*>(message));
+    return Status::Error(what + ": regex '" + std::string(source) + "' does not compile: " +
+                         reinterpret_cast<const char*>(message));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // interpreted when the JIT is unavailable
   auto owned = std::make_shared<Code>();

@@ -27,6 +27,8 @@ bool is_valid_utf8(std::string_view bytes);
 
 // Rust's char::is_whitespace (the Unicode White_Space property).
 bool is_whitespace(char32_t c);
+// Rust's char::is_numeric (general categories Nd, Nl, No).
+bool is_numeric(char32_t c);
 // Rust regex's Unicode \w: alphabetic, marks, decimal digits, connector punctuation, joiners.
 bool is_word_char(char32_t c);
 

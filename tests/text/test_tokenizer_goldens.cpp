@@ -1,6 +1,7 @@
 // The tokenizers of tests/golden/data/tokenizers (made by tools/tokenizers/make_tokenizer_goldens.py
 // with Hugging Face tokenizers) must encode and decode exactly as HF did, and the incremental
 // detokenizer must stream exactly decode() for every prefix of every id list.
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -16,7 +17,11 @@ namespace sy::text {
 namespace {
 
 const std::filesystem::path kRoot = SY_SOURCE_DIR;
-const std::filesystem::path kGoldens = kRoot / "tests" / "golden" / "data" / "tokenizers";
+// SY_TOKENIZER_GOLDENS points the tests at another golden set of the same layout (for example
+// the many random texts of tools/tokenizers/make_fuzz_goldens.py).
+const std::filesystem::path kGoldens = std::getenv("SY_TOKENIZER_GOLDENS")
+                                           ? std::filesystem::path(std::getenv("SY_TOKENIZER_GOLDENS"))
+                                           : kRoot / "tests" / "golden" / "data" / "tokenizers";
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
