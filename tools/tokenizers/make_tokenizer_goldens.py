@@ -49,10 +49,36 @@ QWEN2_PATTERN = (
 SPM = "\u2581"  # ▁
 
 
-def train(tok: Tokenizer, vocab_size: int, **kw) -> Tokenizer:
+def train(tok: Tokenizer, vocab_size: int, limit_alphabet: int | None = None, **kw) -> Tokenizer:
+    if limit_alphabet is not None:
+        # The trainer breaks ties in character counts at the cut in hash order (a different
+        # alphabet every run): choose the characters here, ties by code point, and hand them
+        # over as the initial alphabet, which the trainer always keeps.
+        kw["initial_alphabet"] = alphabet(tok, limit_alphabet, kw.get("initial_alphabet", []))
+        limit_alphabet = len(kw["initial_alphabet"])
+        kw["limit_alphabet"] = limit_alphabet
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, **kw)
     tok.train_from_iterator(corpus.training_corpus(), trainer=trainer)
     return tok
+
+
+def alphabet(tok: Tokenizer, n: int, first: list[str]) -> list[str]:
+    """The n most frequent characters of the training words (after the tokenizer's normalizer
+    and pre-tokenizer), `first` always among them; ties by code point."""
+    counts: dict[str, int] = {}
+    for line in corpus.training_corpus():
+        text = tok.normalizer.normalize_str(line) if tok.normalizer else line
+        words = [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(text)] if tok.pre_tokenizer else [text]
+        for w in words:
+            for ch in w:
+                counts[ch] = counts.get(ch, 0) + 1
+    chosen = list(first)
+    for ch, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(chosen) >= n:
+            break
+        if ch not in chosen:
+            chosen.append(ch)
+    return chosen
 
 
 def reload(tok: Tokenizer) -> Tokenizer:
