@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/text/bpe_model.h"
 #include "engine/text/json_fields.h"
 #include "engine/text/normalizer.h"
 #include "engine/text/utf8.h"
@@ -19,8 +20,9 @@ StatusOr<AddedVocabulary> AddedVocabulary::parse(const nlohmann::json& node, con
   for (const auto& t : node) {
     AddedToken a;
     if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || t["id"].get<std::int64_t>() < 0 ||
-        t["id"].get<std::int64_t>() > 0x7fffffff)
-      return field_error(origin, "added_tokens", "every entry needs a non-negative integer \"id\"");
+        t["id"].get<std::int64_t>() > kMaxTokenId)
+      return field_error(origin, "added_tokens",
+                         "every entry needs an integer \"id\" in [0, " + std::to_string(kMaxTokenId) + "]");
     a.id = static_cast<std::int32_t>(t["id"].get<std::int64_t>());
     auto content = string_field(t, "content", origin, "added token " + std::to_string(a.id));
     if (!content.ok()) return content.status();

@@ -52,8 +52,9 @@ StatusOr<BpeModel> BpeModel::parse(const nlohmann::json& node, const std::string
     return field_error(origin, what, "\"vocab\" must be an object of token: id");
   std::int32_t max_id = -1;
   for (const auto& [token, id] : node["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > 0x7fffffff)
-      return field_error(origin, what, "vocab id of '" + token + "' must be a non-negative integer");
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > kMaxTokenId)
+      return field_error(origin, what, "vocab id of '" + token + "' must be an integer in [0, " +
+                                           std::to_string(kMaxTokenId) + "]");
     const auto v = static_cast<std::int32_t>(id.get<std::int64_t>());
     m.vocab_[token] = v;
     max_id = std::max(max_id, v);

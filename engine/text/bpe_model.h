@@ -21,6 +21,9 @@ struct StringHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
+// Ids index dense tables: a file with a larger id is refused rather than allocating for it.
+constexpr std::int64_t kMaxTokenId = (1 << 24) - 1;
+
 using Vocab = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 
 class BpeModel {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +80,52 @@ TEST(Tokenizer, MalformedFilesAreErrorsNotExceptions) {
                          "missing closing parenthesis");
   auto missing = Tokenizer::load("/nonexistent/model");
   EXPECT_NE(missing.status().message().find("/nonexistent/model/tokenizer.json"), std::string::npos);
+}
+
+// Every value of the file (but the bulk of vocab and merges) replaced by one of another type:
+// an error or a working tokenizer, never an exception or a crash.
+TEST(Tokenizer, EveryFieldOfTheWrongTypeIsHandled) {
+  for (const std::string style : {"qwen2", "llama"}) {
+    const nlohmann::json base = asset(style);
+    std::vector<nlohmann::json::json_pointer> paths;
+    std::function<void(const nlohmann::json&, const nlohmann::json::json_pointer&, int)> walk =
+        [&](const nlohmann::json& j, const nlohmann::json::json_pointer& at, int budget) {
+          paths.push_back(at);
+          if (j.is_object()) {
+            int k = 0;
+            for (const auto& [key, value] : j.items())
+              if (k++ < budget) walk(value, at / key, key == "vocab" ? 3 : 50);
+          } else if (j.is_array()) {
+            for (std::size_t k = 0; k < j.size() && static_cast<int>(k) < std::min(budget, 3); ++k)
+              walk(j[k], at / k, 50);
+          }
+        };
+    walk(base, nlohmann::json::json_pointer(), 50);
+    const nlohmann::json replacements[] = {nullptr, 7, -1, 1e300, "x", "", nlohmann::json::array(),
+                                           nlohmann::json::object(), true, {{"type", "Sequence"}}};
+    int loaded = 0, refused = 0;
+    for (const auto& path : paths) {
+      for (const auto& r : replacements) {
+        nlohmann::json j = base;
+        if (path.empty()) j = r;
+        else j[path] = r;
+        auto t = Tokenizer::from_json(j.dump(), "", "f");
+        if (!t.ok()) {
+          ++refused;
+          EXPECT_EQ(t.status().message().rfind("f", 0), 0u) << t.status().message();
+          continue;
+        }
+        ++loaded;
+        const auto ids = t->encode("Hello <s> wörld 123 <|im_end|> 🙂", true);
+        (void)t->decode(ids, false);
+      }
+    }
+    EXPECT_GT(refused, 100) << style;
+    EXPECT_GT(loaded, 10) << style;
+  }
+  auto j = asset("qwen2");
+  j["model"]["vocab"]["huge"] = 2000000000;
+  EXPECT_NE(error_of(j).find("vocab id of 'huge' must be an integer in [0, 16777215]"), std::string::npos);
 }
 
 TEST(Tokenizer, ConfigErrorsNameTheConfigFile) {
