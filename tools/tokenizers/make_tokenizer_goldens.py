@@ -327,7 +327,7 @@ def main() -> None:
         "llama": llama(512, limit_alphabet=120, form="legacy", extra=False),
         "qwen2-large": qwen2(3000, extra=True),
         "llama-large": llama(3000, limit_alphabet=400, form="legacy", extra=True),
-        "llama-metaspace": llama(1500, limit_alphabet=300, form="metaspace", extra=True),
+        "llama-metaspace": llama(700, limit_alphabet=200, form="metaspace", extra=True),
         "misc-gpt2": misc_gpt2(),
         "misc-split": misc_split(),
         "misc-whitespace": misc_whitespace(),
