@@ -11,6 +11,7 @@
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
 #include "engine/cpu/cpu_deployment.h"
+#include "engine/dist/distributed_run.h"
 #include "engine/serving/memory_budget.h"
 #include "engine/serving/workload.h"
 
@@ -31,23 +32,69 @@ struct GenerateArgs {
   ServeOptions serve;
   TelemetryFlags live;
   std::string clock = "wall";
+  std::string switch_policy;       // with --prompts: switch to this policy mid-run
+  std::int64_t switch_after = 1;   // after this many tokens
+};
+
+// --switch-policy: asks for another policy once `after` tokens have been sampled, so a live
+// switch happens mid-run at a point that does not depend on timing.
+class PolicySwitchAt final : public RequestObserver {
+ public:
+  PolicySwitchAt(Coordinator& coordinator, RuntimePolicy policy, std::int64_t after)
+      : coordinator_(coordinator), policy_(std::move(policy)), after_(after) {}
+  void on_request(const RequestUpdate& update) override {
+    if (update.phase != RequestPhase::Token || fired_ || ++tokens_ < after_) return;
+    fired_ = true;
+    check(coordinator_.request_policy(policy_, [policy = policy_.describe()](std::int64_t at) {
+      std::fprintf(stderr, "switched to policy %s at %.3f ms\n", policy.c_str(), static_cast<double>(at) / 1e6);
+    }));
+  }
+
+ private:
+  Coordinator& coordinator_;
+  RuntimePolicy policy_;
+  std::int64_t after_;
+  std::int64_t tokens_ = 0;
+  bool fired_ = false;
 };
 
 // Many requests at once through the expert-parallel runtime on cpu devices.
 void run_many(const GenerateArgs& a) {
   auto weights = load_model(a.model);
   const ModelConfig& c = weights->config();
-  const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   const Layout layout = a.serve.load(c);
   DeploymentOptions options = a.serve.deployment_options(layout);
   options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
-  const Topology topology = Topology::from_layout(layout, c);
+  Topology topology = Topology::from_layout(layout, c);
+  // Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one rank of the deployment.
+  const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
+  if (env.distributed() && options.clock != Clock::Wall)
+    throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
+  const std::string identity = "generate clock=" + a.clock + " switch=" + a.switch_policy + "@" +
+                               std::to_string(a.switch_after) + " seed=" + std::to_string(a.seed);
+  std::unique_ptr<dist::DistributedRun> ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
+  if (ranks) {
+    ranks->configure(options, static_cast<std::int64_t>(c.hidden_size) * 4);
+    std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
+  }
   check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true));
   CpuDeployment deployment(weights, topology, options);
+  if (ranks) ranks->attach(deployment);
+  if (ranks && !ranks->runs_coordinator()) {
+    ranks->serve(deployment);  // until rank 0 has served every request
+    return;
+  }
+  const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   deployment.submit(requests);
+  std::unique_ptr<PolicySwitchAt> policy_switch;
+  if (!a.switch_policy.empty()) {
+    policy_switch = std::make_unique<PolicySwitchAt>(deployment.coordinator(),
+                                                     a.serve.policy_for(layout, a.switch_policy), a.switch_after);
+    deployment.observers().add(nullptr, policy_switch.get());
+  }
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
   if (live) {
     std::fprintf(stderr, "%s\n", live->describe().c_str());
@@ -59,6 +106,7 @@ void run_many(const GenerateArgs& a) {
     live->attach(deployment, std::move(info), {});
   }
   deployment.run();
+  if (ranks) ranks->finish();
   if (live) live->detach();
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> outputs;
   std::int64_t rejected = 0, tokens = 0;
@@ -71,9 +119,10 @@ void run_many(const GenerateArgs& a) {
     outputs.emplace_back(r.spec.external_id, r.output);
   }
   check(write_outputs_jsonl(a.out, outputs));
-  std::fprintf(stderr, "served %zu requests (%lld rejected), %lld tokens, policy %s on %s -> %s\n",
+  std::fprintf(stderr, "served %zu requests (%lld rejected), %lld tokens, policy %s on %s (%lld switch(es)) -> %s\n",
                requests.size(), static_cast<long long>(rejected), static_cast<long long>(tokens),
-               options.policy.describe().c_str(), layout.name.c_str(), a.out.string().c_str());
+               options.policy.describe().c_str(), layout.name.c_str(),
+               static_cast<long long>(deployment.coordinator().policy_switches()), a.out.string().c_str());
 }
 
 void run(const GenerateArgs& a) {
@@ -122,6 +171,12 @@ void register_generate(CLI::App& app) {
                   "With --prompts: wall (devices run concurrently on threads) or virtual (one after another on "
                   "virtual clocks, deterministic)")
       ->check(CLI::IsMember({"wall", "virtual"}))->capture_default_str();
+  sub->add_option("--switch-policy", args->switch_policy,
+                  "With --prompts: switch to this policy (async, pingpong or sync; the layout's other policy keys) "
+                  "mid-run, at the next safe point after --switch-after tokens")
+      ->check(CLI::IsMember({"async", "pingpong", "sync"}));
+  sub->add_option("--switch-after", args->switch_after, "Tokens sampled before --switch-policy is asked for")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
   sub->callback([args] { run(*args); });
 }
 

@@ -126,6 +126,8 @@ class Coordinator {
   void finish(std::int64_t idx);
   void drop_done_records();
   void check_safe_point();
+  // Every process applied `policy` (the change asked for as of change number `seq`): resumes.
+  void release_safe_point(const RuntimePolicy& policy, std::uint64_t seq, const std::vector<ChangeDone>& done);
   void reset_slots();
 
   EventLoop& loop_;
@@ -142,6 +144,8 @@ class Coordinator {
   std::optional<RuntimePolicy> pending_policy_;
   std::optional<Placement> pending_placement_;
   std::vector<ChangeDone> pending_done_;
+  std::uint64_t change_seq_ = 0;  // bumped by every requested change
+  bool releasing_ = false;        // a change is being applied on every process
   bool paused_ = false;
   RequestRecord& record(std::int64_t idx) { return requests_[static_cast<std::size_t>(idx - first_request_)]; }
   const RequestRecord& record(std::int64_t idx) const {

@@ -1,0 +1,93 @@
+#include "engine/dist/distributed_run.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "engine/dist/device_ranks.h"
+#include "engine/dist/zmq_transport.h"
+
+namespace sy::dist {
+
+RunIdentity run_identity(const std::filesystem::path& model_dir, const Layout& layout,
+                         const std::vector<std::int32_t>& device_ranks, const std::string& command) {
+  RunIdentity id;
+  id.model = model_dir.filename().string();
+  std::ifstream config(model_dir / "config.json", std::ios::binary);
+  std::ostringstream text;
+  text << config.rdbuf();
+  std::string model = text.str();
+  // The weights are too large to hash at every start: their names and sizes stand for them.
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir, ec))
+    if (e.is_regular_file(ec) && e.path().extension() == ".safetensors")
+      files.push_back(e.path().filename().string() + ":" + std::to_string(e.file_size(ec)));
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) model += "\n" + f;
+  id.model_digest = digest(model);
+  id.layout = layout.name;
+  id.layout_text = layout.to_toml();
+  std::string placed = id.layout_text;
+  for (std::int32_t r : device_ranks) placed += "," + std::to_string(r);
+  id.layout_digest = digest(placed);
+  id.command = command;
+  id.command_digest = digest(command);
+  return id;
+}
+
+DistributedRun::DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks,
+                               std::unique_ptr<ProcessLinks> links)
+    : env_(std::move(env)), device_ranks_(std::move(device_ranks)), links_(std::move(links)) {}
+
+DistributedRun::~DistributedRun() {
+  // The receiver thread posts onto the deployment's loop: it stops before either goes.
+  if (links_) links_->stop();
+}
+
+StatusOr<std::unique_ptr<DistributedRun>> DistributedRun::join(const RankEnvironment& env, const Layout& layout,
+                                                               const std::filesystem::path& model_dir,
+                                                               const std::string& command, Topology& topology) {
+  if (!env.distributed()) return std::unique_ptr<DistributedRun>();
+  auto ranks = assign_device_ranks(layout, env.world);
+  if (!ranks.ok()) return ranks.status().with_context("rank " + std::to_string(env.rank));
+  auto rendezvous = bootstrap(env, run_identity(model_dir, layout, *ranks, command));
+  if (!rendezvous.ok()) return rendezvous.status();
+  topology.device_process = *ranks;
+  auto links = std::make_unique<ProcessLinks>(std::move(*rendezvous), env.rank);
+  return std::unique_ptr<DistributedRun>(new DistributedRun(env, std::move(*ranks), std::move(links)));
+}
+
+std::string DistributedRun::describe(const Topology& topology) const {
+  std::string devices;
+  for (std::int32_t d = 0; d < topology.num_devices; ++d)
+    if (device_ranks_[static_cast<std::size_t>(d)] == env_.rank)
+      devices += (devices.empty() ? "" : ", ") + topology.device_names[static_cast<std::size_t>(d)];
+  return "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world) + " (" + env_.launcher +
+         "): devices " + (devices.empty() ? "none" : devices);
+}
+
+void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_per_row) {
+  options.process = env_.rank;
+  options.transport = ZmqTransport::factory(*links_, device_ranks_, bytes_per_row, options.link);
+}
+
+void DistributedRun::attach(Deployment& deployment) {
+  deployment_ = &deployment;
+  auto* transport = dynamic_cast<ZmqTransport*>(&deployment.cluster().transport());
+  group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
+  if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
+  links_->start();
+}
+
+void DistributedRun::serve(Deployment& deployment) {
+  deployment.loop().run();
+  deployment.cluster().flush_stalls();
+}
+
+void DistributedRun::finish() {
+  group_->shutdown();
+  // Outgoing messages are flushed when the links close (linger): the Shutdown reaches everyone.
+}
+
+}  // namespace sy::dist

@@ -1,0 +1,55 @@
+// The channels between the processes of one deployment after the bootstrap: this rank's data
+// socket, read by a receiver thread, and a socket to every other rank. Messages from one rank
+// to another arrive in the order they were sent (one TCP connection per pair), whatever their
+// type, which is what lets a control message order itself among shipments.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "engine/dist/bootstrap.h"
+#include "engine/dist/wire_format.h"
+
+namespace sy::dist {
+
+class ProcessLinks {
+ public:
+  // Runs on the receiver thread with a message's body (after its type byte); it posts what it
+  // decodes onto an event loop.
+  using Handler = std::function<void(ByteReader& body)>;
+
+  ProcessLinks(Rendezvous rendezvous, std::int32_t rank);
+  ~ProcessLinks();
+  ProcessLinks(const ProcessLinks&) = delete;
+  ProcessLinks& operator=(const ProcessLinks&) = delete;
+
+  std::int32_t rank() const { return rank_; }
+  std::int32_t world() const { return static_cast<std::int32_t>(peers_.size()); }
+
+  // Before start().
+  void on(MessageType type, Handler handler) { handlers_[static_cast<std::size_t>(type)] = std::move(handler); }
+  void start();
+  // From one thread at a time (the event loop's): queues the message to `rank`; never blocks.
+  void send(std::int32_t rank, const std::string& message);
+  // Stops the receiver thread (pending outgoing messages are still flushed on destruction).
+  void stop();
+
+ private:
+  void receive_loop();
+
+  std::int32_t rank_;
+  Rendezvous rendezvous_;
+  std::vector<std::unique_ptr<zmq::socket_t>> peers_;  // [rank]: PUSH to its data socket; null for self
+  std::array<Handler, 256> handlers_;
+  std::atomic<bool> stopping_{false};
+  std::thread receiver_;
+};
+
+}  // namespace sy::dist
