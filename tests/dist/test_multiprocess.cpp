@@ -1,0 +1,221 @@
+// One deployment across processes, end to end through the CLI on the cpu backend: ranks
+// started by mpirun (3 and 4 of them) serve a disaggregated layout with greedy tokens identical
+// to the one-process run, under every policy and with a live policy switch mid-run; and a bad
+// start (rank 0 unreachable, ranks missing, layouts that differ between ranks) ends every rank
+// with an error naming the problem, within the bootstrap timeout.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  double seconds = 0;
+};
+
+ShellRun shell(const std::string& command) {
+  ShellRun run;
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+// A TCP port nobody listens on right now (the kernel's choice), so that tests running at the
+// same time do not meet at one rendezvous.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return 29600 + static_cast<int>(::getpid() % 1000);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+class MultiProcess : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("sy_test_multiprocess_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    bin_ = std::string(SY_SWITCHYARD_BIN) + " --threads 1";
+    const ShellRun made = shell(bin_ + " make-model --arch mixtral --preset tiny --seed 5 --out " + (root_ / "model").string());
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    std::ofstream prompts(root_ / "prompts.jsonl");
+    const char* tokens[] = {"1,2,3", "40,41", "9", "7,8,9,10,11,12", "300", "5,6", "77,78,79", "100", "11,12,13,14",
+                            "2", "90,91", "15,16,17"};
+    int i = 0;
+    for (const char* t : tokens)
+      prompts << "{\"id\": \"r" << i << "\", \"tokens\": [" << t << "], \"max_new_tokens\": " << 6 + (i * 5) % 11
+              << "}\n", ++i;
+    // Every device given its rank: the expert devices in the reverse of file order.
+    std::ofstream ranked(root_ / "ranked.toml");
+    ranked << "name = \"ranked 2a4e\"\n"
+              "[[device]]\nname = \"a0\"\nattention = true\nrank = 0\n"
+              "[[device]]\nname = \"a1\"\nattention = true\nrank = 0\n"
+              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\nrank = 2\n"
+              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 2\n"
+              "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
+              "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 1\n";
+    // Debian's CI containers run as root, which mpirun refuses unless told.
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    mpirun_ = shell("command -v mpirun").exit_code == 0;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  void SetUp() override {
+    if (!mpirun_ && requires_mpirun()) GTEST_SKIP() << "mpirun not found (Debian package openmpi-bin)";
+  }
+  virtual bool requires_mpirun() const { return true; }
+
+  static std::string generate(const std::string& layout, const std::string& extra, const fs::path& out) {
+    return "generate --model " + (root_ / "model").string() + " --layout " + layout + " --prompts " +
+           (root_ / "prompts.jsonl").string() + " --ignore-eos --out " + out.string() + " " + extra;
+  }
+  static std::string mpirun(int ranks, int port) {
+    return "timeout 120 mpirun --oversubscribe -np " + std::to_string(ranks) + " -x MASTER_PORT=" +
+           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 -x OMP_WAIT_POLICY=PASSIVE ";
+  }
+  // The one-process run and an mpirun of `ranks` ranks of the same command: same tokens.
+  static void expect_same_tokens(const std::string& layout, const std::string& extra, int ranks) {
+    const fs::path one = root_ / "one.jsonl", many = root_ / "many.jsonl";
+    fs::remove(one);
+    fs::remove(many);
+    const ShellRun single = shell(bin_ + " " + generate(layout, extra, one));
+    ASSERT_EQ(single.exit_code, 0) << single.output;
+    const ShellRun multi = shell(mpirun(ranks, free_port()) + bin_ + " " + generate(layout, extra, many));
+    ASSERT_EQ(multi.exit_code, 0) << multi.output;
+    EXPECT_TRUE(has(multi.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " (mpirun)"))
+        << multi.output;
+    const std::string a = read_file(one), b = read_file(many);
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a, b) << extra << ", " << ranks << " ranks";
+    if (has(extra, "--switch-policy")) {
+      EXPECT_TRUE(has(single.output, "(1 switch(es))")) << single.output;
+      EXPECT_TRUE(has(multi.output, "(1 switch(es))")) << multi.output;
+      EXPECT_TRUE(has(multi.output, "switched to policy")) << multi.output;
+    }
+  }
+
+  static inline fs::path root_;
+  static inline std::string bin_;
+  static inline bool mpirun_ = false;
+};
+
+const std::string kLayout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
+
+TEST_F(MultiProcess, ThreeRanksMatchOneProcessUnderEveryPolicy) {
+  for (const char* policy : {"async", "pingpong", "sync"}) {
+    SCOPED_TRACE(policy);
+    expect_same_tokens(kLayout, std::string("--policy ") + policy, 3);
+  }
+}
+
+TEST_F(MultiProcess, LivePolicySwitchMidRunAcrossThreeAndFourRanks) {
+  const std::pair<const char*, const char*> switches[] = {{"async", "pingpong"}, {"pingpong", "sync"}, {"sync", "async"}};
+  for (int ranks : {3, 4}) {
+    for (const auto& [from, to] : switches) {
+      SCOPED_TRACE(std::string(from) + " -> " + to + ", " + std::to_string(ranks) + " ranks");
+      expect_same_tokens(kLayout, std::string("--policy ") + from + " --switch-policy " + to + " --switch-after 25", ranks);
+    }
+  }
+}
+
+TEST_F(MultiProcess, RankKeysOfTheLayoutPlaceDevices) {
+  expect_same_tokens((root_ / "ranked.toml").string(), "--policy pingpong --switch-policy async --switch-after 10", 3);
+}
+
+TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
+  const fs::path out = root_ / "x.jsonl";
+  // MPMD: rank 0 with the layout's policy, ranks 1 and 2 with another one.
+  const int port = free_port();
+  // -x applies to one application context: the second one gets its own.
+  const ShellRun r = shell(mpirun(1, port) + bin_ + " " + generate(kLayout, "", out) + " : -np 2 -x MASTER_PORT=" +
+                           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 " + bin_ + " " +
+                           generate(kLayout, "--policy sync", out));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "bootstrap refused")) << r.output;
+  EXPECT_TRUE(has(r.output, "refused the deployment")) << r.output;
+  EXPECT_TRUE(has(r.output, "differing at line")) << r.output;
+  EXPECT_LT(r.seconds, 60) << r.output;
+}
+
+// Plain RANK/WORLD_SIZE launches: no mpirun needed.
+class Bootstrap : public MultiProcess {
+  bool requires_mpirun() const override { return false; }
+};
+
+TEST_F(Bootstrap, UnreachableRankZeroIsNamedWithinTheTimeout) {
+  const int port = free_port();
+  const ShellRun r = shell("RANK=1 WORLD_SIZE=2 MASTER_PORT=" + std::to_string(port) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=1 " +
+                      bin_ + " " + generate(kLayout, "", root_ / "x.jsonl"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "could not reach rank 0 at tcp://127.0.0.1:" + std::to_string(port))) << r.output;
+  EXPECT_LT(r.seconds, 15);
+}
+
+TEST_F(Bootstrap, MissingRanksAreNamedByRankZero) {
+  const ShellRun r = shell("RANK=0 WORLD_SIZE=3 MASTER_PORT=" + std::to_string(free_port()) +
+                      " SWITCHYARD_BOOTSTRAP_TIMEOUT=1 " + bin_ + " " + generate(kLayout, "", root_ / "x.jsonl"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "rank(s) 1, 2 did not check in")) << r.output;
+  EXPECT_LT(r.seconds, 15);
+}
+
+TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
+  const std::string env = "WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=10 ";
+  const fs::path log0 = root_ / "rank0.log", log1 = root_ / "rank1.log";
+  const ShellRun r = shell("(RANK=0 " + env + bin_ + " " + generate(kLayout, "", root_ / "x.jsonl") + " > " + log0.string() +
+                      " 2>&1; echo rank0=$? >> " + log0.string() + ") & RANK=1 " + env + bin_ + " " +
+                      generate(kLayout, "--policy pingpong", root_ / "y.jsonl") + " > " + log1.string() +
+                      " 2>&1; echo rank1=$? >> " + log1.string() + "; wait");
+  const std::string a = read_file(log0), b = read_file(log1);
+  EXPECT_TRUE(has(a, "bootstrap refused")) << a;
+  EXPECT_TRUE(has(a, "differing at line")) << a;
+  EXPECT_TRUE(has(a, "rank0=1")) << a;
+  EXPECT_TRUE(has(b, "refused the deployment")) << b;
+  EXPECT_TRUE(has(b, "rank1=1")) << b;
+  EXPECT_LT(r.seconds, 30);
+}
+
+}  // namespace
+}  // namespace sy
