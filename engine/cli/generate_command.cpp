@@ -85,6 +85,7 @@ void run_many(const GenerateArgs& a) {
   if (ranks) ranks->attach(deployment);
   if (ranks && !ranks->runs_coordinator()) {
     ranks->serve(deployment);  // until rank 0 has served every request
+    if (!ranks->failure().empty()) throw CommandError{ranks->failure()};
     return;
   }
   const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
@@ -123,6 +124,9 @@ void run_many(const GenerateArgs& a) {
                requests.size(), static_cast<long long>(rejected), static_cast<long long>(tokens),
                options.policy.describe().c_str(), layout.name.c_str(),
                static_cast<long long>(deployment.coordinator().policy_switches()), a.out.string().c_str());
+  if (ranks && !ranks->failure().empty())
+    throw CommandError{"the deployment stopped: " + ranks->failure() + "; " + std::to_string(rejected) +
+                       " request(s) failed"};
 }
 
 void run(const GenerateArgs& a) {

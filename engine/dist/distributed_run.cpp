@@ -1,6 +1,9 @@
 #include "engine/dist/distributed_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -63,8 +66,8 @@ std::string DistributedRun::describe(const Topology& topology) const {
   for (std::int32_t d = 0; d < topology.num_devices; ++d)
     if (device_ranks_[static_cast<std::size_t>(d)] == env_.rank)
       devices += (devices.empty() ? "" : ", ") + topology.device_names[static_cast<std::size_t>(d)];
-  return "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world) + " (" + env_.launcher +
-         "): devices " + (devices.empty() ? "none" : devices);
+  return "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world) + " (" + env_.launcher + ", pid " +
+         std::to_string(::getpid()) + "): devices " + (devices.empty() ? "none" : devices);
 }
 
 void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_per_row) {
@@ -75,7 +78,21 @@ void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_pe
 void DistributedRun::attach(Deployment& deployment) {
   deployment_ = &deployment;
   auto* transport = dynamic_cast<ZmqTransport*>(&deployment.cluster().transport());
-  group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
+  const auto timeout = static_cast<std::int64_t>(env_.heartbeat_timeout_s * 1e9);
+  group_ = std::make_unique<ProcessGroup>(
+      *links_, deployment.loop(), deployment.cluster(), *transport, timeout,
+      [this](std::int32_t rank, const std::string& why) {
+        failure_ = why;
+        std::fprintf(stderr, "switchyard: rank %d: %s\n", env_.rank, why.c_str());
+        links_->forget(rank);
+        if (runs_coordinator()) {
+          // Its requests fail with the reason; the survivors are told to stop.
+          deployment_->coordinator().fail(why);
+          group_->shutdown();
+        } else {
+          group_->stop();
+        }
+      });
   if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
   links_->start();
 }
@@ -86,7 +103,7 @@ void DistributedRun::serve(Deployment& deployment) {
 }
 
 void DistributedRun::finish() {
-  group_->shutdown();
+  if (failure_.empty()) group_->shutdown();
   // Outgoing messages are flushed when the links close (linger): the Shutdown reaches everyone.
 }
 

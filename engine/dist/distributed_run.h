@@ -40,7 +40,7 @@ class DistributedRun {
   std::int32_t world() const { return env_.world; }
   bool runs_coordinator() const { return env_.rank == 0; }
   const RankEnvironment& environment() const { return env_; }
-  // "rank 1 of 3 (mpirun): devices gpu2, gpu3"
+  // "rank 1 of 3 (mpirun, pid 4242): devices gpu2, gpu3"
   std::string describe(const Topology& topology) const;
 
   // This rank's transport and devices, before the deployment is made.
@@ -51,6 +51,8 @@ class DistributedRun {
   void serve(Deployment& deployment);
   // Rank 0, after its run: tells the other ranks to stop.
   void finish();
+  // Why the run could not complete (a rank died); empty when it could.
+  const std::string& failure() const { return failure_; }
 
  private:
   DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks, std::unique_ptr<ProcessLinks> links);
@@ -60,6 +62,7 @@ class DistributedRun {
   std::unique_ptr<ProcessLinks> links_;
   std::unique_ptr<ProcessGroup> group_;
   Deployment* deployment_ = nullptr;
+  std::string failure_;
 };
 
 }  // namespace sy::dist

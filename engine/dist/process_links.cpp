@@ -13,7 +13,7 @@ ProcessLinks::ProcessLinks(Rendezvous rendezvous, std::int32_t rank) : rank_(ran
     }
     auto s = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
     s->set(zmq::sockopt::sndhwm, 0);    // never drop nor block: the sender's memory is the queue
-    s->set(zmq::sockopt::linger, 5000);  // a last Shutdown still leaves when we exit
+    s->set(zmq::sockopt::linger, 2000);  // a last Shutdown still leaves when we exit
     s->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
     peers_.push_back(std::move(s));
   }
@@ -34,7 +34,15 @@ void ProcessLinks::stop() {
 }
 
 void ProcessLinks::send(std::int32_t rank, const std::string& message) {
-  peers_[static_cast<std::size_t>(rank)]->send(zmq::buffer(message), zmq::send_flags::none);
+  if (auto& s = peers_[static_cast<std::size_t>(rank)]) s->send(zmq::buffer(message), zmq::send_flags::none);
+}
+
+void ProcessLinks::forget(std::int32_t rank) {
+  auto& s = peers_[static_cast<std::size_t>(rank)];
+  if (!s) return;
+  s->set(zmq::sockopt::linger, 0);
+  s->close();
+  s.reset();
 }
 
 void ProcessLinks::receive_loop() {

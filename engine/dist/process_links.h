@@ -40,6 +40,8 @@ class ProcessLinks {
   void send(std::int32_t rank, const std::string& message);
   // Stops the receiver thread (pending outgoing messages are still flushed on destruction).
   void stop();
+  // A rank that died: messages to it are dropped from now on, and none waits for it at exit.
+  void forget(std::int32_t rank);
 
  private:
   void receive_loop();

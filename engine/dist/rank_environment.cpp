@@ -69,6 +69,13 @@ StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(
       return Status::Error(std::string("SWITCHYARD_BOOTSTRAP_TIMEOUT='") + t + "': expected seconds in (0, 3600]");
     env.bootstrap_timeout_s = v;
   }
+  if (const char* t = getenv("SWITCHYARD_HEARTBEAT_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (end == t || *end != '\0' || !(v >= 0.2) || v > 3600)
+      return Status::Error(std::string("SWITCHYARD_HEARTBEAT_TIMEOUT='") + t + "': expected seconds in [0.2, 3600]");
+    env.heartbeat_timeout_s = v;
+  }
   if (const char* a = getenv("SWITCHYARD_ADVERTISE_ADDR"); a && *a) {
     env.advertise_addr = a;
   } else if (!loopback(env.master_addr)) {

@@ -28,6 +28,9 @@ struct RankEnvironment {
   // the loopback address when rank 0 is on the loopback, else this host's name).
   std::string advertise_addr = "127.0.0.1";
   double bootstrap_timeout_s = kDefaultBootstrapTimeoutS;
+  // Silence after which a rank counts as dead (SWITCHYARD_HEARTBEAT_TIMEOUT, seconds); with
+  // heartbeats every 0.1 s a killed rank is noticed within this plus 0.1 s.
+  double heartbeat_timeout_s = 0.6;
 
   bool distributed() const { return world > 1; }
   std::string master_endpoint() const { return "tcp://" + master_addr + ":" + std::to_string(master_port); }

@@ -33,6 +33,7 @@ enum class MessageType : std::uint8_t {
   Apply = 22,    // rank 0: apply this policy (and placement)
   Applied = 23,  // the acknowledgement
   Shutdown = 24, // rank 0: the run is over
+  Heartbeat = 25,  // every 100 ms, rank 0 to the others and the others to rank 0
 };
 
 class ByteWriter {

@@ -13,6 +13,7 @@ const char* reject_reason_name(RejectReason reason) {
     case RejectReason::None: return "none";
     case RejectReason::NeverFits: return "never_fits";
     case RejectReason::QueueFull: return "queue_full";
+    case RejectReason::Failed: return "failed";
   }
   return "?";
 }
@@ -140,6 +141,10 @@ void Coordinator::on_arrival(std::int64_t idx) {
   ++arrived_;
   ++open_;
   notify(idx, RequestPhase::Arrival);
+  if (failure_) {
+    reject(idx, RejectReason::Failed, *failure_);
+    return;
+  }
   if (r.spec.max_new_tokens <= 0) {
     finish(idx);
     return;
@@ -294,6 +299,7 @@ void Coordinator::start_slot(std::int32_t s) {
 }
 
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
+  if (failure_) return;  // its request has failed already
   RequestRecord& r = record(idx);
   r.output.push_back(token);
   notify(idx, RequestPhase::Token);
@@ -339,6 +345,7 @@ void Coordinator::drop_done_records() {
 }
 
 void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
+  if (failure_) return;
   const auto found = group_slot_.find(group);
   assert(found != group_slot_.end());
   const std::int32_t s = found->second;
@@ -377,7 +384,22 @@ Status Coordinator::request_placement(Placement placement, ChangeDone done) {
   return Status::Ok();
 }
 
+void Coordinator::fail(const std::string& why) {
+  if (failure_) return;
+  failure_ = why;
+  paused_ = true;
+  waiting_.clear();
+  waiting_tokens_ = 0;
+  std::vector<std::int64_t> open;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i) {
+    const RequestState state = requests_[static_cast<std::size_t>(i)].state;
+    if (state == RequestState::Waiting || state == RequestState::Running) open.push_back(first_request_ + i);
+  }
+  for (std::int64_t idx : open) reject(idx, RejectReason::Failed, why);
+}
+
 void Coordinator::set_admission_paused(bool paused) {
+  if (failure_) return;
   paused_ = paused;
   if (!paused) loop_.post_now([this] { policy_.grouped() ? start_idle_slots() : admit_async(); });
 }

@@ -68,6 +68,10 @@ class Coordinator {
   // Moves, replicates or removes expert replicas at the next safe point ([block][expert] ->
   // devices). Errors name the block, expert or device that is wrong; serving continues.
   Status request_placement(Placement placement, ChangeDone done = {});
+  // The deployment cannot go on (a process of it died): every open request is rejected with
+  // `why` (RejectReason::Failed), later arrivals too, and nothing is admitted or sampled again.
+  void fail(const std::string& why);
+  bool failed() const { return failure_.has_value(); }
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
   bool admission_paused() const { return paused_; }
@@ -146,6 +150,7 @@ class Coordinator {
   std::vector<ChangeDone> pending_done_;
   std::uint64_t change_seq_ = 0;  // bumped by every requested change
   bool releasing_ = false;        // a change is being applied on every process
+  std::optional<std::string> failure_;  // set by fail()
   bool paused_ = false;
   RequestRecord& record(std::int64_t idx) { return requests_[static_cast<std::size_t>(idx - first_request_)]; }
   const RequestRecord& record(std::int64_t idx) const {

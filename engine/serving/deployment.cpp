@@ -36,7 +36,9 @@ void Deployment::submit(std::vector<RequestSpec> requests) {
 }
 
 std::int64_t Deployment::run() {
-  events_run_ = loop_->run([this] { return coordinator_.done() && cluster_->quiescent(); });
+  // A failed deployment stops with work left on its devices: its requests have been rejected.
+  events_run_ = loop_->run(
+      [this] { return coordinator_.done() && (coordinator_.failed() || cluster_->quiescent()); });
   cluster_->flush_stalls();
   return loop_->now();
 }

@@ -2,13 +2,17 @@
 // started by mpirun (3 and 4 of them) serve a disaggregated layout with greedy tokens identical
 // to the one-process run, under every policy and with a live policy switch mid-run; and a bad
 // start (rank 0 unreachable, ranks missing, layouts that differ between ranks) ends every rank
-// with an error naming the problem, within the bootstrap timeout.
+// with an error naming the problem, within the bootstrap timeout. A rank killed mid-run is
+// noticed within a second: rank 0 fails its requests with the reason and stops the others; the
+// others stop when rank 0 dies; nothing hangs and no process is left behind.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <signal.h>
 
 #include <array>
 #include <chrono>
@@ -98,6 +102,11 @@ class MultiProcess : public ::testing::Test {
     // Debian's CI containers run as root, which mpirun refuses unless told.
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    // Long enough that a rank killed a second in is killed mid-run.
+    std::ofstream long_prompts(root_ / "long.jsonl");
+    for (int j = 0; j < 12; ++j)
+      long_prompts << "{\"id\": \"l" << j << "\", \"tokens\": [" << j + 1 << ", " << j + 2
+                   << "], \"max_new_tokens\": 3000}\n";
     mpirun_ = shell("command -v mpirun").exit_code == 0;
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
@@ -215,6 +224,94 @@ TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
   EXPECT_TRUE(has(b, "refused the deployment")) << b;
   EXPECT_TRUE(has(b, "rank1=1")) << b;
   EXPECT_LT(r.seconds, 30);
+}
+
+// Three ranks started with RANK/WORLD_SIZE on the long prompts; `victim` is SIGKILLed a second
+// after it started serving. Each rank's output goes to rankN.log, its exit status to
+// status.log ("rankN=CODE"); `timeout` kills any rank still there after 60 s, which the test
+// would see.
+ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim) {
+  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + kLayout + " --prompts " +
+                          (root / "long.jsonl").string() + " --ignore-eos --out ";
+  const std::string v = std::to_string(victim);
+  std::string script = "cd " + root.string() + " && rm -f rank*.log status.log && export WORLD_SIZE=3 MASTER_PORT=" +
+                       std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=20 OMP_WAIT_POLICY=PASSIVE; ";
+  for (int r = 0; r < 3; ++r)
+    script += "RANK=" + std::to_string(r) + " timeout -s KILL 60 " + bin + " " + gen + "out" + std::to_string(r) +
+              ".jsonl > rank" + std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!; ";
+  script += "for i in $(seq 200); do grep -q 'rank " + v + " of 3' rank" + v + ".log && break; sleep 0.1; done; sleep 1; "
+            "kill -9 $(grep -o 'rank " + v + " of 3 (env, pid [0-9]*' rank" + v + ".log | grep -o '[0-9]*$'); "
+            "wait $p0; echo rank0=$? >> status.log; wait $p1; echo rank1=$? >> status.log; "
+            "wait $p2; echo rank2=$? >> status.log";
+  return shell(script);
+}
+
+// The silence a rank reported before it declared another dead, in ms; -1 when it did not.
+double reported_silence_ms(const std::string& log, int dead_rank) {
+  const std::string key = "rank " + std::to_string(dead_rank) + " stopped answering (no heartbeat for ";
+  const auto at = log.find(key);
+  if (at == std::string::npos) return -1;
+  return std::atof(log.c_str() + at + key.size());
+}
+
+TEST_F(Bootstrap, AKilledWorkerRankFailsTheRequestsWithTheReasonAndStopsTheOthers) {
+  const ShellRun r = kill_one_rank(root_, bin_, 2);
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log"),
+                    log1 = read_file(root_ / "rank1.log");
+  EXPECT_LT(r.seconds, 50) << "a rank was left waiting\n" << status << log0 << log1;
+  EXPECT_TRUE(has(status, "rank0=1")) << status << log0;
+  EXPECT_TRUE(has(status, "rank1=0")) << status << log1;  // told to stop by rank 0
+  EXPECT_TRUE(has(status, "rank2=137")) << status;
+  // Detected within a second of the last heartbeat it sent (so within a second of the kill).
+  const double silent = reported_silence_ms(log0, 2);
+  EXPECT_GT(silent, 0) << log0;
+  EXPECT_LT(silent, 1000) << log0;
+  // Every request failed with the reason, and the command says why it stopped.
+  EXPECT_TRUE(has(log0, "switchyard generate: rejected: rank 2 stopped answering")) << log0;
+  EXPECT_TRUE(has(log0, "served 12 requests (12 rejected)")) << log0;
+  EXPECT_TRUE(has(log0, "the deployment stopped: rank 2 stopped answering")) << log0;
+}
+
+TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
+  const ShellRun r = kill_one_rank(root_, bin_, 0);
+  const std::string status = read_file(root_ / "status.log");
+  EXPECT_LT(r.seconds, 50) << status;
+  EXPECT_TRUE(has(status, "rank0=137")) << status;
+  for (int k : {1, 2}) {
+    const std::string log = read_file(root_ / ("rank" + std::to_string(k) + ".log"));
+    EXPECT_TRUE(has(status, "rank" + std::to_string(k) + "=1")) << status << log;
+    const double silent = reported_silence_ms(log, 0);
+    EXPECT_GT(silent, 0) << log;
+    EXPECT_LT(silent, 1000) << log;
+  }
+}
+
+TEST_F(MultiProcess, AKilledRankUnderMpirunLeavesNoProcessBehind) {
+  const fs::path log = root_ / "mpirun.log";
+  const std::string gen = generate(kLayout, "", root_ / "m.jsonl");
+  const std::string long_gen = gen.substr(0, gen.find("--prompts")) + "--prompts " + (root_ / "long.jsonl").string() +
+                               " --ignore-eos --out " + (root_ / "m.jsonl").string();
+  const ShellRun r = shell(mpirun(3, free_port()) + bin_ + " " + long_gen + " > " + log.string() +
+                           " 2>&1 & m=$!; for i in $(seq 200); do grep -q 'rank 2 of 3' " + log.string() +
+                           " && break; sleep 0.1; done; sleep 1; "
+                           "kill -9 $(grep -o 'rank 2 of 3 (mpirun, pid [0-9]*' " + log.string() +
+                           " | grep -o '[0-9]*$'); wait $m; echo mpirun=$?");
+  const std::string out = read_file(log);
+  EXPECT_LT(r.seconds, 60) << out;
+  EXPECT_FALSE(has(r.output, "mpirun=0")) << r.output << out;
+  // Every rank's process is gone soon after mpirun returns.
+  std::vector<pid_t> pids;
+  for (std::size_t at = out.find("pid "); at != std::string::npos; at = out.find("pid ", at + 4))
+    pids.push_back(static_cast<pid_t>(std::atol(out.c_str() + at + 4)));
+  ASSERT_EQ(pids.size(), 3u) << out;
+  for (pid_t p : pids) {
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = ::kill(p, 0) != 0;
+      if (!gone) ::usleep(50'000);
+    }
+    EXPECT_TRUE(gone) << "rank process " << p << " outlived mpirun\n" << out;
+  }
 }
 
 }  // namespace
