@@ -82,6 +82,13 @@ void run_many(const GenerateArgs& a) {
   }
   check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true));
   CpuDeployment deployment(weights, topology, options);
+  // However this returns, the other ranks' messages stop reaching the loop before it goes.
+  struct Detach {
+    dist::DistributedRun* run;
+    ~Detach() {
+      if (run) run->detach();
+    }
+  } detach{ranks.get()};
   if (ranks) ranks->attach(deployment);
   if (ranks && !ranks->runs_coordinator()) {
     ranks->serve(deployment);  // until rank 0 has served every request

@@ -78,32 +78,53 @@ void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_pe
 void DistributedRun::attach(Deployment& deployment) {
   deployment_ = &deployment;
   auto* transport = dynamic_cast<ZmqTransport*>(&deployment.cluster().transport());
-  const auto timeout = static_cast<std::int64_t>(env_.heartbeat_timeout_s * 1e9);
-  group_ = std::make_unique<ProcessGroup>(
-      *links_, deployment.loop(), deployment.cluster(), *transport, timeout,
-      [this](std::int32_t rank, const std::string& why) {
-        failure_ = why;
-        std::fprintf(stderr, "switchyard: rank %d: %s\n", env_.rank, why.c_str());
-        links_->forget(rank);
-        if (runs_coordinator()) {
-          // Its requests fail with the reason; the survivors are told to stop.
-          deployment_->coordinator().fail(why);
-          group_->shutdown();
-        } else {
-          group_->stop();
-        }
-      });
+  group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
+  // Rank 0 watches every rank, the others watch rank 0. A rank still starting (rank 0 builds
+  // its KV caches) has the bootstrap timeout to send its first heartbeat.
+  std::vector<std::int32_t> watched;
+  for (std::int32_t r = 0; r < env_.world; ++r)
+    if (r != env_.rank && (runs_coordinator() || r == 0)) watched.push_back(r);
+  EventLoop& loop = deployment.loop();
+  links_->watch(std::move(watched), static_cast<std::int64_t>(env_.heartbeat_timeout_s * 1e9),
+                static_cast<std::int64_t>(env_.bootstrap_timeout_s * 1e9), [this, &loop](std::int32_t rank, double ms) {
+                  char why[160];
+                  std::snprintf(why, sizeof why,
+                                "rank %d stopped answering (no heartbeat for %.0f ms; it died or its node is unreachable)",
+                                rank, ms);
+                  loop.post_external([this, rank, reason = std::string(why)] { lost(rank, reason); });
+                });
   if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
   links_->start();
+}
+
+void DistributedRun::lost(std::int32_t rank, const std::string& why) {
+  if (!failure_.empty()) return;
+  failure_ = why;
+  std::fprintf(stderr, "switchyard: rank %d: %s\n", env_.rank, why.c_str());
+  links_->forget(rank);
+  if (runs_coordinator()) {
+    // Its requests fail with the reason; the survivors are told to stop.
+    deployment_->coordinator().fail(why);
+    group_->shutdown();
+  } else {
+    group_->stop();
+  }
 }
 
 void DistributedRun::serve(Deployment& deployment) {
   deployment.loop().run();
   deployment.cluster().flush_stalls();
+  detach();
+}
+
+void DistributedRun::detach() {
+  // The receiver thread posts onto the deployment's loop: it stops before the loop goes.
+  if (links_) links_->stop();
 }
 
 void DistributedRun::finish() {
   if (failure_.empty()) group_->shutdown();
+  detach();
   // Outgoing messages are flushed when the links close (linger): the Shutdown reaches everyone.
 }
 

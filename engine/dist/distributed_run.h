@@ -49,13 +49,18 @@ class DistributedRun {
   void attach(Deployment& deployment);
   // Ranks other than 0: runs this rank's workers until rank 0 ends the run.
   void serve(Deployment& deployment);
-  // Rank 0, after its run: tells the other ranks to stop.
+  // Rank 0, after its run: tells the other ranks to stop, then detach().
   void finish();
+  // Stops receiving (nothing more is posted to the deployment's loop). Before the deployment
+  // is destroyed; serve() and finish() do it.
+  void detach();
   // Why the run could not complete (a rank died); empty when it could.
   const std::string& failure() const { return failure_; }
 
  private:
   DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks, std::unique_ptr<ProcessLinks> links);
+  // On the loop: a watched rank fell silent.
+  void lost(std::int32_t rank, const std::string& why);
 
   RankEnvironment env_;
   std::vector<std::int32_t> device_ranks_;

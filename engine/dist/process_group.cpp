@@ -8,7 +8,6 @@ namespace sy::dist {
 namespace {
 
 constexpr std::int64_t kDrainRetryNs = 1'000'000;  // between drain rounds that found work
-constexpr std::int64_t kHeartbeatNs = 100'000'000;
 
 std::string message(MessageType type, const std::function<void(ByteWriter&)>& body = {}) {
   ByteWriter w;
@@ -23,26 +22,11 @@ void complain(std::int32_t rank, const char* what, const Status& s) {
 
 }  // namespace
 
-ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluster, ZmqTransport& transport,
-                           std::int64_t heartbeat_timeout_ns, LostRank on_lost)
-    : links_(links),
-      loop_(loop),
-      cluster_(cluster),
-      transport_(transport),
-      heartbeat_timeout_ns_(heartbeat_timeout_ns),
-      on_lost_(std::move(on_lost)),
-      last_heard_(new std::atomic<std::int64_t>[static_cast<std::size_t>(links.world())]) {
+ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluster, ZmqTransport& transport)
+    : links_(links), loop_(loop), cluster_(cluster), transport_(transport) {
   loop_.begin_outside_work();
   holding_loop_ = true;
   const std::int32_t me = links_.rank();
-  for (std::int32_t r = 0; r < links_.world(); ++r) last_heard_[static_cast<std::size_t>(r)].store(loop_.now());
-  links_.on(MessageType::Heartbeat, [this](ByteReader& r) {
-    std::int32_t rank = -1;
-    // The wall-clock loop's now() may be read from any thread.
-    if (r.get(rank).ok() && rank >= 0 && rank < links_.world())
-      last_heard_[static_cast<std::size_t>(rank)].store(loop_.now());
-  });
-  loop_.post(loop_.now() + kHeartbeatNs, [this] { heartbeat(); });
   if (me == 0) {
     links_.on(MessageType::Drained, [this, me](ByteReader& r) {
       std::uint64_t epoch = 0;
@@ -97,30 +81,6 @@ void ProcessGroup::end_outside_work() {
   if (!holding_loop_) return;
   holding_loop_ = false;
   loop_.end_outside_work();
-}
-
-void ProcessGroup::heartbeat() {
-  if (!holding_loop_ || lost_) return;  // the run is over: let the loop drain and return
-  const std::int32_t me = links_.rank();
-  const std::string beat = message(MessageType::Heartbeat, [&](ByteWriter& w) { w.put<std::int32_t>(me); });
-  if (me == 0) {
-    broadcast(beat);
-  } else {
-    links_.send(0, beat);
-  }
-  const std::int64_t now = loop_.now();
-  for (std::int32_t r = 0; r < links_.world(); ++r) {
-    if (r == me || (me != 0 && r != 0)) continue;
-    const std::int64_t silent = now - last_heard_[static_cast<std::size_t>(r)].load();
-    if (silent <= heartbeat_timeout_ns_) continue;
-    lost_ = true;
-    char why[160];
-    std::snprintf(why, sizeof why, "rank %d stopped answering (no heartbeat for %.0f ms; it died or its node is unreachable)",
-                  r, static_cast<double>(silent) / 1e6);
-    if (on_lost_) on_lost_(r, why);
-    return;
-  }
-  loop_.post(now + kHeartbeatNs, [this] { heartbeat(); });
 }
 
 void ProcessGroup::broadcast(const std::string& m) {

@@ -4,8 +4,7 @@
 // and received from other processes; two identical rounds with equal sums mean nothing is in
 // flight), applying (every rank applies and acknowledges) and releasing; and ends the run.
 // The other ranks answer on their event loops and serve until rank 0 shuts them down.
-// Heartbeats: rank 0 and every other rank hear from each other every 100 ms; silence past the
-// heartbeat timeout is a dead rank (SIGKILL, a lost node), reported once through on_lost.
+
 #pragma once
 
 #include <atomic>
@@ -27,11 +26,7 @@ class ProcessGroup final : public ClusterPeers {
  public:
   // Registers its handlers on `links` (before links.start()). Holds the loop open (outside
   // work) until the run ends: on rank 0 until shutdown(), elsewhere until rank 0's Shutdown.
-  // on_lost(rank, why) runs on the loop when a watched rank falls silent (rank 0 watches every
-  // rank, the others watch rank 0); `heartbeat_timeout_ns` is the silence that counts.
-  using LostRank = std::function<void(std::int32_t rank, const std::string& why)>;
-  ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluster, ZmqTransport& transport,
-               std::int64_t heartbeat_timeout_ns, LostRank on_lost);
+  ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluster, ZmqTransport& transport);
   ~ProcessGroup() override;
 
   // ClusterPeers, rank 0 only.
@@ -63,8 +58,7 @@ class ProcessGroup final : public ClusterPeers {
   void on_drained(std::uint64_t epoch, std::int32_t rank, RankState state);
   void on_applied(std::uint64_t epoch);
   void end_outside_work();
-  // Sends this rank's heartbeat and checks the watched ranks'; re-arms itself until the end.
-  void heartbeat();
+
   // Other ranks:
   void answer_drain(std::uint64_t epoch);
   void apply_remote(std::uint64_t epoch, const RuntimePolicy& policy, const std::optional<Placement>& placement);
@@ -74,10 +68,7 @@ class ProcessGroup final : public ClusterPeers {
   Cluster& cluster_;
   ZmqTransport& transport_;
   bool holding_loop_ = false;
-  std::int64_t heartbeat_timeout_ns_;
-  LostRank on_lost_;
-  bool lost_ = false;
-  std::unique_ptr<std::atomic<std::int64_t>[]> last_heard_;  // [rank]: loop time of its last heartbeat
+
   std::optional<Change> change_;
   std::uint64_t epoch_ = 0;
   std::vector<std::optional<RankState>> round_;      // this round's answers, [rank]

@@ -3,6 +3,17 @@
 #include <chrono>
 #include <cstdio>
 
+namespace {
+
+constexpr std::int64_t kHeartbeatNs = 100'000'000;
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 namespace sy::dist {
 
 ProcessLinks::ProcessLinks(Rendezvous rendezvous, std::int32_t rank) : rank_(rank), rendezvous_(std::move(rendezvous)) {
@@ -23,10 +34,47 @@ ProcessLinks::~ProcessLinks() {
   stop();
   for (auto& s : peers_)
     if (s) s->close();
+  for (Watched& w : watched_) w.socket->close();
   rendezvous_.data.close();
 }
 
-void ProcessLinks::start() { receiver_ = std::thread([this] { receive_loop(); }); }
+void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost) {
+  for (std::int32_t r : ranks) {
+    Watched w;
+    w.rank = r;
+    w.socket = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
+    w.socket->set(zmq::sockopt::linger, 0);
+    w.socket->set(zmq::sockopt::sndhwm, 16);  // a dead peer's beats are dropped, not hoarded
+    w.socket->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
+    watched_.push_back(std::move(w));
+  }
+  timeout_ns_ = timeout_ns;
+  startup_ns_ = startup_ns;
+  lost_ = std::move(lost);
+}
+
+void ProcessLinks::start() {
+  started_ns_ = next_beat_ns_ = steady_ns();
+  receiver_ = std::thread([this] { receive_loop(); });
+}
+
+void ProcessLinks::beat_and_check(std::int64_t now) {
+  if (now >= next_beat_ns_) {
+    ByteWriter w;
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
+    w.put<std::int32_t>(rank_);
+    for (Watched& p : watched_)
+      if (!p.lost) (void)p.socket->send(zmq::buffer(w.bytes()), zmq::send_flags::dontwait);
+    next_beat_ns_ = now + kHeartbeatNs;
+  }
+  for (Watched& p : watched_) {
+    if (p.lost) continue;
+    const std::int64_t silent = now - (p.last_heard < 0 ? started_ns_ : p.last_heard);
+    if (silent <= (p.last_heard < 0 ? startup_ns_ : timeout_ns_)) continue;
+    p.lost = true;
+    if (lost_) lost_(p.rank, static_cast<double>(silent) / 1e6);
+  }
+}
 
 void ProcessLinks::stop() {
   stopping_.store(true);
@@ -49,12 +97,24 @@ void ProcessLinks::receive_loop() {
   zmq::socket_t& data = rendezvous_.data;
   zmq::pollitem_t item{data.handle(), 0, ZMQ_POLLIN, 0};
   while (!stopping_.load()) {
-    // A short poll so that stop() is noticed; messages are taken as soon as they arrive.
-    if (zmq::poll(&item, 1, std::chrono::milliseconds(50)) == 0) continue;
+    // A short poll so that stop() and the heartbeats' times are noticed; messages are taken as
+    // soon as they arrive.
+    const int ready = zmq::poll(&item, 1, std::chrono::milliseconds(20));
+    if (!watched_.empty()) beat_and_check(steady_ns());
+    if (ready == 0) continue;
     zmq::message_t msg;
     while (data.recv(msg, zmq::recv_flags::dontwait)) {
       ByteReader r(msg.data(), msg.size());
       std::uint8_t type = 0;
+      if (msg.size() == 5 && static_cast<const std::uint8_t*>(msg.data())[0] ==
+                                 static_cast<std::uint8_t>(MessageType::Heartbeat)) {
+        std::int32_t from = -1;
+        (void)r.get(type);
+        (void)r.get(from);
+        for (Watched& p : watched_)
+          if (p.rank == from) p.last_heard = steady_ns();
+        continue;
+      }
       const Handler* handler = r.get(type).ok() ? &handlers_[type] : nullptr;
       if (!handler || !*handler) {
         std::fprintf(stderr, "switchyard: rank %d: dropped a message of unknown type %u\n", rank_, type);

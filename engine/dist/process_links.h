@@ -1,7 +1,8 @@
 // The channels between the processes of one deployment after the bootstrap: this rank's data
 // socket, read by a receiver thread, and a socket to every other rank. Messages from one rank
 // to another arrive in the order they were sent (one TCP connection per pair), whatever their
-// type, which is what lets a control message order itself among shipments.
+// type, which is what lets a control message order itself among shipments. The receiver thread
+// also keeps the heartbeats, on sockets of its own, so that a busy event loop does not look dead.
 #pragma once
 
 #include <array>
@@ -35,6 +36,11 @@ class ProcessLinks {
 
   // Before start().
   void on(MessageType type, Handler handler) { handlers_[static_cast<std::size_t>(type)] = std::move(handler); }
+  // Called on the receiver thread, once, when a watched rank falls silent.
+  using Lost = std::function<void(std::int32_t rank, double silent_ms)>;
+  // Before start(): exchange heartbeats (every 100 ms) with `ranks`; one silent for `timeout_ns`
+  // after its first heartbeat, or that never sent one within `startup_ns`, is lost.
+  void watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost);
   void start();
   // From one thread at a time (the event loop's): queues the message to `rank`; never blocks.
   void send(std::int32_t rank, const std::string& message);
@@ -45,11 +51,25 @@ class ProcessLinks {
 
  private:
   void receive_loop();
+  void beat_and_check(std::int64_t now);
 
   std::int32_t rank_;
   Rendezvous rendezvous_;
   std::vector<std::unique_ptr<zmq::socket_t>> peers_;  // [rank]: PUSH to its data socket; null for self
   std::array<Handler, 256> handlers_;
+  // Heartbeats, receiver thread only after start().
+  struct Watched {
+    std::int32_t rank = 0;
+    std::unique_ptr<zmq::socket_t> socket;  // PUSH to its data socket, this thread's own
+    std::int64_t last_heard = -1;           // steady ns; -1: never
+    bool lost = false;
+  };
+  std::vector<Watched> watched_;
+  std::int64_t timeout_ns_ = 0;
+  std::int64_t startup_ns_ = 0;
+  std::int64_t started_ns_ = 0;
+  std::int64_t next_beat_ns_ = 0;
+  Lost lost_;
   std::atomic<bool> stopping_{false};
   std::thread receiver_;
 };

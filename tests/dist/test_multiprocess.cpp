@@ -133,7 +133,7 @@ class MultiProcess : public ::testing::Test {
     ASSERT_EQ(single.exit_code, 0) << single.output;
     const ShellRun multi = shell(mpirun(ranks, free_port()) + bin_ + " " + generate(layout, extra, many));
     ASSERT_EQ(multi.exit_code, 0) << multi.output;
-    EXPECT_TRUE(has(multi.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " (mpirun)"))
+    EXPECT_TRUE(has(multi.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " (mpirun"))
         << multi.output;
     const std::string a = read_file(one), b = read_file(many);
     ASSERT_FALSE(a.empty());
@@ -182,7 +182,8 @@ TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
                            std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 " + bin_ + " " +
                            generate(kLayout, "--policy sync", out));
   EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "bootstrap refused")) << r.output;
+  // mpirun ends the job as soon as the first rank exits, so rank 0's own line may not make it
+  // out; the plain launch below checks every rank's message.
   EXPECT_TRUE(has(r.output, "refused the deployment")) << r.output;
   EXPECT_TRUE(has(r.output, "differing at line")) << r.output;
   EXPECT_LT(r.seconds, 60) << r.output;
