@@ -69,9 +69,9 @@ double in_process_ns(HostActivationOps& ops, std::int64_t rows, std::int64_t wid
 
 int main(int argc, char** argv) {
   CLI::App app{"Cross-process shipment latency and bandwidth (cpu backend, this host)"};
-  std::vector<std::int64_t> rows{1, 16, 256, 2048};
+  std::vector<std::int64_t> rows{1, 16, 128, 1024};
   std::int64_t width = 4096;
-  int reps = 200;
+  int reps = 50;
   app.add_option("--rows", rows, "Rows per shipment (several)")->capture_default_str();
   app.add_option("--width", width, "Floats per row (the model's hidden size)")->capture_default_str();
   app.add_option("--reps", reps, "Round trips and stream length per size")->capture_default_str();
