@@ -78,6 +78,7 @@ void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_pe
 void DistributedRun::attach(Deployment& deployment) {
   deployment_ = &deployment;
   auto* transport = dynamic_cast<ZmqTransport*>(&deployment.cluster().transport());
+  group_.reset();
   group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
   // Rank 0 watches every rank, the others watch rank 0. A rank still starting (rank 0 builds
   // its KV caches) has the bootstrap timeout to send its first heartbeat.

@@ -43,9 +43,13 @@ class DistributedRun {
   // "rank 1 of 3 (mpirun, pid 4242): devices gpu2, gpu3"
   std::string describe(const Topology& topology) const;
 
+  // Which rank runs each device, into a topology made after join().
+  void place(Topology& topology) const { topology.device_process = device_ranks_; }
   // This rank's transport and devices, before the deployment is made.
   void configure(DeploymentOptions& options, std::int64_t bytes_per_row);
-  // After the deployment is made: wires the ranks' control protocol and starts receiving.
+  // After the deployment is made: wires the ranks' control protocol and starts receiving. A
+  // command that serves several deployments one after another (bench) attaches each in turn,
+  // every rank in the same order, after the previous one's serve() or finish().
   void attach(Deployment& deployment);
   // Ranks other than 0: runs this rank's workers until rank 0 ends the run.
   void serve(Deployment& deployment);

@@ -39,6 +39,9 @@ ProcessLinks::~ProcessLinks() {
 }
 
 void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost) {
+  // Watched again for the next deployment on these links: fresh from the next start().
+  for (Watched& w : watched_) w.socket->close();
+  watched_.clear();
   for (std::int32_t r : ranks) {
     Watched w;
     w.rank = r;
@@ -54,6 +57,7 @@ void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_n
 }
 
 void ProcessLinks::start() {
+  stopping_.store(false);
   started_ns_ = next_beat_ns_ = steady_ns();
   receiver_ = std::thread([this] { receive_loop(); });
 }

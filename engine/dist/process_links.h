@@ -45,6 +45,8 @@ class ProcessLinks {
   // From one thread at a time (the event loop's): queues the message to `rank`; never blocks.
   void send(std::int32_t rank, const std::string& message);
   // Stops the receiver thread (pending outgoing messages are still flushed on destruction).
+  // The links may start again, with handlers for the next deployment (a command that serves
+  // several runs one after another).
   void stop();
   // A rank that died: messages to it are dropped from now on, and none waits for it at exit.
   void forget(std::int32_t rank);

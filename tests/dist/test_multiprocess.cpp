@@ -173,6 +173,27 @@ TEST_F(MultiProcess, RankKeysOfTheLayoutPlaceDevices) {
   expect_same_tokens((root_ / "ranked.toml").string(), "--policy pingpong --switch-policy async --switch-after 10", 3);
 }
 
+// bench serves one deployment per policy, one after another, on the same ranks.
+TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
+  const std::string args = " bench --model " + (root_ / "model").string() + " --layout " + kLayout +
+                           " --workload short --rate 100 --duration 0.5 --compare sync,pingpong,async --clock wall";
+  const ShellRun single = shell(bin_ + args);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const ShellRun multi = shell(mpirun(3, free_port()) + bin_ + args);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  // The same requests, every one served to its last token, under each of the three policies.
+  auto generated = [](const std::string& out) {
+    std::vector<std::string> lines;
+    for (std::size_t at = out.find("generated "); at != std::string::npos; at = out.find("generated ", at + 1))
+      lines.push_back(out.substr(at, out.find('\n', at) - at));
+    return lines;
+  };
+  const auto a = generated(single.output), b = generated(multi.output);
+  ASSERT_EQ(a.size(), 3u) << single.output;
+  EXPECT_EQ(a, b) << multi.output;
+  for (const char* policy : {"== sync", "== pingpong", "== async"}) EXPECT_TRUE(has(multi.output, policy)) << multi.output;
+}
+
 TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
   const fs::path out = root_ / "x.jsonl";
   // MPMD: rank 0 with the layout's policy, ranks 1 and 2 with another one.
