@@ -122,8 +122,11 @@ StatusOr<std::vector<std::string>> serve_rank0(const RankEnvironment& env, zmq::
   zmq::socket_t router(ctx, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 2000);
   const std::string where = env.master_endpoint();
+  // A loopback rendezvous stays on the loopback; any other MASTER_ADDR names this host as the
+  // others reach it (often a host name, which ZeroMQ cannot bind): listen on every interface.
+  const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
   try {
-    router.bind("tcp://" + (env.master_addr == "localhost" ? std::string("127.0.0.1") : env.master_addr) + ":" +
+    router.bind("tcp://" + (loopback ? std::string("127.0.0.1") : std::string("*")) + ":" +
                 std::to_string(env.master_port));
   } catch (const zmq::error_t& e) {
     return Status::Error("rank 0 cannot listen for the other ranks at " + where + " (MASTER_ADDR/MASTER_PORT): " +
