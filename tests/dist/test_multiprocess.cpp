@@ -99,6 +99,15 @@ class MultiProcess : public ::testing::Test {
               "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 2\n"
               "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
               "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 1\n";
+    // The same devices as disaggregated-2a4e with experts moved between ranks and expert 0 copied.
+    std::ofstream moved(root_ / "moved.toml");
+    moved << "name = \"moved\"\n"
+             "[[device]]\nname = \"gpu0\"\nattention = true\n"
+             "[[device]]\nname = \"gpu1\"\nattention = true\n"
+             "[[device]]\nname = \"gpu2\"\nexperts = [5, 6]\n"
+             "[[device]]\nname = \"gpu3\"\nexperts = [1]\n"
+             "[[device]]\nname = \"gpu4\"\nexperts = [0, 2, 4, 7]\n"
+             "[[device]]\nname = \"gpu5\"\nexperts = [3, 0]\n";
     // Debian's CI containers run as root, which mpirun refuses unless told.
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
@@ -138,6 +147,9 @@ class MultiProcess : public ::testing::Test {
     const std::string a = read_file(one), b = read_file(many);
     ASSERT_FALSE(a.empty());
     EXPECT_EQ(a, b) << extra << ", " << ranks << " ranks";
+    if (has(extra, "--switch-placement")) {
+      EXPECT_TRUE(has(multi.output, "switched placement")) << multi.output;
+    }
     if (has(extra, "--switch-policy")) {
       EXPECT_TRUE(has(single.output, "(1 switch(es))")) << single.output;
       EXPECT_TRUE(has(multi.output, "(1 switch(es))")) << multi.output;
@@ -166,6 +178,17 @@ TEST_F(MultiProcess, LivePolicySwitchMidRunAcrossThreeAndFourRanks) {
       SCOPED_TRACE(std::string(from) + " -> " + to + ", " + std::to_string(ranks) + " ranks");
       expect_same_tokens(kLayout, std::string("--policy ") + from + " --switch-policy " + to + " --switch-after 25", ranks);
     }
+  }
+}
+
+// Experts move between ranks (and gain a copy) mid-run: every rank applies the new placement
+// at the same safe point, with or without a policy switch at the same time.
+TEST_F(MultiProcess, LivePlacementChangeMovesExpertsBetweenRanks) {
+  const std::string moved = " --switch-placement " + (root_ / "moved.toml").string() + " --switch-after 20";
+  for (int ranks : {3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    expect_same_tokens(kLayout, "--policy async" + moved, ranks);
+    expect_same_tokens(kLayout, "--policy pingpong --switch-policy sync" + moved, ranks);
   }
 }
 
