@@ -86,6 +86,15 @@ void DistributedRun::attach(Deployment& deployment) {
   for (std::int32_t r = 0; r < env_.world; ++r)
     if (r != env_.rank && (runs_coordinator() || r == 0)) watched.push_back(r);
   EventLoop& loop = deployment.loop();
+  // The other ranks' devices report to rank 0's observers, on rank 0's clock.
+  relay_.reset();  // the previous deployment's, gone with it
+  ++runs_;
+  if (runs_coordinator()) {
+    receive_relayed_events(*links_, loop, deployment.observers(), runs_);
+  } else {
+    relay_ = std::make_unique<EventRelay>(*links_, loop, group_->open(), runs_);
+    deployment.observers().add(relay_.get(), nullptr);
+  }
   links_->watch(std::move(watched), static_cast<std::int64_t>(env_.heartbeat_timeout_s * 1e9),
                 static_cast<std::int64_t>(env_.bootstrap_timeout_s * 1e9), [this, &loop](std::int32_t rank, double ms) {
                   char why[160];
@@ -93,7 +102,8 @@ void DistributedRun::attach(Deployment& deployment) {
                                 "rank %d stopped answering (no heartbeat for %.0f ms; it died or its node is unreachable)",
                                 rank, ms);
                   loop.post_external([this, rank, reason = std::string(why)] { lost(rank, reason); });
-                });
+                },
+                [&loop] { return loop.now(); });
   if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
   links_->start();
 }
@@ -115,6 +125,10 @@ void DistributedRun::lost(std::int32_t rank, const std::string& why) {
 void DistributedRun::serve(Deployment& deployment) {
   deployment.loop().run();
   deployment.cluster().flush_stalls();
+  ProcessLinks::Offset offset;
+  if (links_->clock_offset(0, offset))
+    std::fprintf(stderr, "rank %d: clock offset to rank 0 %+.1f us, residual error under %.1f us\n", env_.rank,
+                 static_cast<double>(offset.offset_ns) / 1e3, static_cast<double>(offset.error_ns) / 1e3);
   detach();
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "engine/dist/bootstrap.h"
+#include "engine/dist/event_relay.h"
 #include "engine/dist/process_group.h"
 #include "engine/dist/process_links.h"
 #include "engine/dist/rank_environment.h"
@@ -70,6 +71,8 @@ class DistributedRun {
   std::vector<std::int32_t> device_ranks_;
   std::unique_ptr<ProcessLinks> links_;
   std::unique_ptr<ProcessGroup> group_;
+  std::unique_ptr<EventRelay> relay_;  // ranks other than 0
+  std::uint32_t runs_ = 0;             // deployments attached so far
   Deployment* deployment_ = nullptr;
   std::string failure_;
 };

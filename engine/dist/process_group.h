@@ -36,6 +36,8 @@ class ProcessGroup final : public ClusterPeers {
   void shutdown();
   // Lets this rank's loop end without telling anyone (rank 0 is gone).
   void stop();
+  // Whether the run goes on (this rank's loop is held open).
+  const bool& open() const { return holding_loop_; }
   // Drain rounds rank 0 ran for the changes so far (a benchmark and test figure).
   std::int64_t drain_rounds() const { return drain_rounds_; }
 

@@ -1,11 +1,13 @@
 #include "engine/dist/process_links.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
 namespace {
 
 constexpr std::int64_t kHeartbeatNs = 100'000'000;
+constexpr std::size_t kHeartbeatBytes = 1 + 4 + 3 * 8;
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -38,7 +40,13 @@ ProcessLinks::~ProcessLinks() {
   rendezvous_.data.close();
 }
 
-void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost) {
+void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
+                         std::function<std::int64_t()> clock) {
+  clock_ = std::move(clock);
+  {
+    std::lock_guard lock(offsets_mutex_);
+    offsets_.clear();  // a new loop: a new time base
+  }
   // Watched again for the next deployment on these links: fresh from the next start().
   for (Watched& w : watched_) w.socket->close();
   watched_.clear();
@@ -62,13 +70,30 @@ void ProcessLinks::start() {
   receiver_ = std::thread([this] { receive_loop(); });
 }
 
+bool ProcessLinks::clock_offset(std::int32_t rank, Offset& out) const {
+  std::lock_guard lock(offsets_mutex_);
+  for (const auto& [r, o] : offsets_)
+    if (r == rank) {
+      out = o;
+      return true;
+    }
+  return false;
+}
+
 void ProcessLinks::beat_and_check(std::int64_t now) {
   if (now >= next_beat_ns_) {
-    ByteWriter w;
-    w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
-    w.put<std::int32_t>(rank_);
-    for (Watched& p : watched_)
-      if (!p.lost) (void)p.socket->send(zmq::buffer(w.bytes()), zmq::send_flags::dontwait);
+    for (Watched& p : watched_) {
+      if (p.lost) continue;
+      // NTP's four times: the peer's last send time and our receipt of it travel back with our
+      // send time; the peer reads the fourth on arrival.
+      ByteWriter w;
+      w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
+      w.put<std::int32_t>(rank_);
+      w.put<std::int64_t>(clock_());
+      w.put<std::int64_t>(p.their_send);
+      w.put<std::int64_t>(p.our_receipt);
+      (void)p.socket->send(zmq::buffer(w.bytes()), zmq::send_flags::dontwait);
+    }
     next_beat_ns_ = now + kHeartbeatNs;
   }
   for (Watched& p : watched_) {
@@ -97,6 +122,31 @@ void ProcessLinks::forget(std::int32_t rank) {
   s.reset();
 }
 
+void ProcessLinks::heard(ByteReader& r) {
+  const std::int64_t t4 = clock_ ? clock_() : 0;
+  std::uint8_t type = 0;
+  std::int32_t from = -1;
+  std::int64_t t3 = 0, t1 = -1, t2 = 0;  // their send; our earlier send and their receipt of it
+  if (!r.get(type).ok() || !r.get(from).ok() || !r.get(t3).ok() || !r.get(t1).ok() || !r.get(t2).ok()) return;
+  for (Watched& p : watched_) {
+    if (p.rank != from) continue;
+    p.last_heard = steady_ns();
+    p.their_send = t3;
+    p.our_receipt = t4;
+    if (t1 < 0) return;
+    const std::int64_t delay = (t4 - t1) - (t3 - t2);
+    const Offset sample{((t2 - t1) + (t3 - t4)) / 2, std::max<std::int64_t>(0, delay / 2)};
+    std::lock_guard lock(offsets_mutex_);
+    for (auto& [rank, best] : offsets_)
+      if (rank == from) {
+        if (sample.error_ns < best.error_ns) best = sample;
+        return;
+      }
+    offsets_.emplace_back(from, sample);
+    return;
+  }
+}
+
 void ProcessLinks::receive_loop() {
   zmq::socket_t& data = rendezvous_.data;
   zmq::pollitem_t item{data.handle(), 0, ZMQ_POLLIN, 0};
@@ -110,13 +160,9 @@ void ProcessLinks::receive_loop() {
     while (data.recv(msg, zmq::recv_flags::dontwait)) {
       ByteReader r(msg.data(), msg.size());
       std::uint8_t type = 0;
-      if (msg.size() == 5 && static_cast<const std::uint8_t*>(msg.data())[0] ==
-                                 static_cast<std::uint8_t>(MessageType::Heartbeat)) {
-        std::int32_t from = -1;
-        (void)r.get(type);
-        (void)r.get(from);
-        for (Watched& p : watched_)
-          if (p.rank == from) p.last_heard = steady_ns();
+      if (msg.size() == kHeartbeatBytes && static_cast<const std::uint8_t*>(msg.data())[0] ==
+                                                  static_cast<std::uint8_t>(MessageType::Heartbeat)) {
+        heard(r);
         continue;
       }
       const Handler* handler = r.get(type).ok() ? &handlers_[type] : nullptr;

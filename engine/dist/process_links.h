@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,8 +40,19 @@ class ProcessLinks {
   // Called on the receiver thread, once, when a watched rank falls silent.
   using Lost = std::function<void(std::int32_t rank, double silent_ms)>;
   // Before start(): exchange heartbeats (every 100 ms) with `ranks`; one silent for `timeout_ns`
-  // after its first heartbeat, or that never sent one within `startup_ns`, is lost.
-  void watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost);
+  // after its first heartbeat, or that never sent one within `startup_ns`, is lost. Heartbeats
+  // carry `clock`'s times (the event loop's, readable from any thread) NTP-style, so each side
+  // learns the other's clock offset.
+  void watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
+             std::function<std::int64_t()> clock);
+  // A watched rank's clock minus ours (its time = ours + offset), from the heartbeat with the
+  // shortest round trip so far; error_ns bounds the residual (half that round trip). False until
+  // a round trip has completed.
+  struct Offset {
+    std::int64_t offset_ns = 0;
+    std::int64_t error_ns = 0;
+  };
+  bool clock_offset(std::int32_t rank, Offset& out) const;
   void start();
   // From one thread at a time (the event loop's): queues the message to `rank`; never blocks.
   void send(std::int32_t rank, const std::string& message);
@@ -54,6 +66,8 @@ class ProcessLinks {
  private:
   void receive_loop();
   void beat_and_check(std::int64_t now);
+  // A heartbeat arrived (receiver thread): liveness and a clock-offset sample.
+  void heard(ByteReader& r);
 
   std::int32_t rank_;
   Rendezvous rendezvous_;
@@ -65,6 +79,8 @@ class ProcessLinks {
     std::unique_ptr<zmq::socket_t> socket;  // PUSH to its data socket, this thread's own
     std::int64_t last_heard = -1;           // steady ns; -1: never
     bool lost = false;
+    std::int64_t their_send = -1;           // their clock, when they sent their last heartbeat
+    std::int64_t our_receipt = 0;           // our clock, when it arrived
   };
   std::vector<Watched> watched_;
   std::int64_t timeout_ns_ = 0;
@@ -72,6 +88,9 @@ class ProcessLinks {
   std::int64_t started_ns_ = 0;
   std::int64_t next_beat_ns_ = 0;
   Lost lost_;
+  std::function<std::int64_t()> clock_;
+  mutable std::mutex offsets_mutex_;
+  std::vector<std::pair<std::int32_t, Offset>> offsets_;  // [rank, best offset], under offsets_mutex_
   std::atomic<bool> stopping_{false};
   std::thread receiver_;
 };

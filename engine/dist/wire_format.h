@@ -34,6 +34,7 @@ enum class MessageType : std::uint8_t {
   Applied = 23,  // the acknowledgement
   Shutdown = 24, // rank 0: the run is over
   Heartbeat = 25,  // every 100 ms, rank 0 to the others and the others to rank 0
+  Events = 26,     // a rank's runtime events for rank 0's observers
 };
 
 class ByteWriter {

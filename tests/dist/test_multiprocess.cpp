@@ -215,6 +215,20 @@ TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
   ASSERT_EQ(a.size(), 3u) << single.output;
   EXPECT_EQ(a, b) << multi.output;
   for (const char* policy : {"== sync", "== pingpong", "== async"}) EXPECT_TRUE(has(multi.output, policy)) << multi.output;
+  // Rank 0's report covers the other ranks' devices too: their events were relayed, on rank
+  // 0's clock (each rank says the offset it measured).
+  for (const char* device : {"\ngpu2 ", "\ngpu5 "}) {
+    const auto at = multi.output.rfind(device);
+    ASSERT_NE(at, std::string::npos) << multi.output;
+    std::istringstream row(multi.output.substr(at + 1, multi.output.find('\n', at + 1) - at - 1));
+    std::string name, busy, empty, barrier, transfer;
+    long long executions = 0;
+    row >> name >> busy >> empty >> barrier >> transfer >> executions;
+    EXPECT_GT(executions, 0) << device << " in\n" << multi.output;
+    EXPECT_NE(busy, "0.0%") << device << " in\n" << multi.output;
+  }
+  EXPECT_TRUE(has(multi.output, "rank 1: clock offset to rank 0")) << multi.output;
+  EXPECT_TRUE(has(multi.output, "rank 2: clock offset to rank 0")) << multi.output;
 }
 
 TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
