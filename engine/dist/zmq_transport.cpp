@@ -5,6 +5,17 @@
 #include "engine/dist/shipment_codec.h"
 
 namespace sy::dist {
+namespace {
+
+// One pool for the rows every transport of this process receives. Never freed: handles of it
+// may outlive a transport (token pools, recycled batches) until the process exits, and a
+// command that serves several deployments (bench) reuses its buffers.
+HostActivationOps* arrival_pool() {
+  static HostActivationOps* pool = new HostActivationOps;
+  return pool;
+}
+
+}  // namespace
 
 ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
                            RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links)
@@ -16,7 +27,7 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
       local_(loop, num_devices, bytes_per_row, link, observer),
       receivers_(static_cast<std::size_t>(num_devices)),
       remote_in_flight_(static_cast<std::size_t>(num_devices), 0),
-      arrivals_(new HostActivationOps) {
+      arrivals_(arrival_pool()) {
   links_.on(MessageType::Header, [this](ByteReader& r) {
     ShipmentHeader h;
     if (const Status s = decode_header(r, h); !s.ok() || h.dst < 0 || h.dst >= static_cast<std::int32_t>(receivers_.size())) {

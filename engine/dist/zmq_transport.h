@@ -44,8 +44,8 @@ class ZmqTransport final : public Transport {
   std::vector<std::int32_t> remote_in_flight_;  // [device]: headers arrived, payloads not yet
   std::uint64_t sent_remote_ = 0;
   std::uint64_t received_remote_ = 0;
-  // Where received rows' activations live. Never freed: handles of it may outlive the
-  // transport (token pools, recycled batches) until the process exits.
+  // Where received rows' activations live: the process's one arrival pool (never freed, as
+  // handles of it may outlive the transport).
   HostActivationOps* arrivals_;
 };
 
