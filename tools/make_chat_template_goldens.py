@@ -10,8 +10,8 @@ The environment is the one transformers builds in
 transformers/utils/chat_template_utils.py::_cached_compile_jinja_template (transformers 5.23.0):
 ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
 with its tojson filter (json.dumps, ensure_ascii=False), raise_exception, strftime_now, dict and
-namespace globals. (Its AssistantTracker extension only adds the {% generation %} tag, which
-these templates do not use.) render_jinja_template passes messages, tools, documents,
+namespace globals, and its AssistantTracker extension's {% generation %} tag (here without the
+token-mask tracking, which does not change the text). render_jinja_template passes messages, tools, documents,
 add_generation_prompt and the caller's keyword arguments (bos_token, eos_token, enable_thinking,
 ...); messages carrying reasoning get the "thinking"/"reasoning_content" aliases of
 _alias_reasoning_fields. The contexts written here are exactly what jinja2 received.
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jinja2
 import jinja2.ext
+import jinja2.nodes
 import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -79,8 +80,23 @@ class TemplateNamespace(jinja2.utils.Namespace):
             )
 
 
+class AssistantTracker(jinja2.ext.Extension):
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
+
+    @jinja2.pass_eval_context
+    def _generation_support(self, context, caller):
+        return caller()
+
+
 def make_env():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[AssistantTracker, jinja2.ext.loopcontrols]
+    )
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -396,6 +412,7 @@ SNIPPETS = [
     ("string_multiplication_in_condition", "{{ '=' * 3 if true }}", {}),
     ("tojson_in_string_concat", "{{ 'args: ' + {'a': [1, 'é']}|tojson }}", {}),
     ("length_of_namespace_errors", "{{ namespace(a=1)|length }}", {}),
+    ("generation_tag", "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{{ eos }}{% endgeneration %}{% else %}[{{ m.content }}]{% endif %}\n{% endfor %}", {"messages": [U1, A1], "eos": "</s>"}),
     # errors jinja2 raises at parse time
     ("syntax_error_unclosed", "{% if true %}x", {}),
     ("syntax_error_bad_expr", "{{ 1 + }}", {}),

@@ -154,6 +154,15 @@ class Parser {
       out.push_back(make_node(tag == "break" ? Node::Kind::kBreak : Node::Kind::kContinue, at));
       return expect_block_end();
     }
+    if (tag == "generation") {
+      // transformers' AssistantTracker tag: marks assistant text for return_assistant_tokens_mask
+      // and renders its body unchanged, which is all a prompt needs.
+      advance();
+      SY_RETURN_IF_ERROR(expect_block_end());
+      std::string end;
+      SY_RETURN_IF_ERROR(body(out, {"endgeneration"}, "generation", end));
+      return expect_block_end();
+    }
     static const std::set<std::string> kUnsupported = {"include", "extends", "import", "from", "block", "call",
                                                          "filter", "with", "autoescape", "do", "trans"};
     if (kUnsupported.count(tag)) return error("unsupported template construct '{% " + tag + " %}'");
