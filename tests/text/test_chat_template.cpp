@@ -134,6 +134,9 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
       {"{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
        "exceeds"},
       {"{{ range(1000000)|length }}", "Range too big"},
+      {"{% macro f(n) %}{% if 1 %}{% if 1 %}{% if 1 %}{% if 1 %}{{ f(n) }}{% endif %}{% endif %}{% endif %}{% endif %}"
+       "{% endmacro %}{{ f(0) }}",
+       "template evaluation nested more than 1000 deep"},
   };
   for (const auto& c : cases) {
     auto t = ChatTemplate::parse(c.source, "tmpl");
@@ -147,6 +150,18 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
   auto t = ChatTemplate::parse(deep, "deep");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("nested more than"), std::string::npos) << t.status().message();
+  // Long operator chains make deep trees without nesting.
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " ~ 1";
+  auto c = ChatTemplate::parse(chain + " }}", "chain");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expression nested more than 300 deep"), std::string::npos)
+      << c.status().message();
+  std::string long_ok = "{{ 1";
+  for (int i = 0; i < 200; ++i) long_ok += " + 1";
+  auto ok = ChatTemplate::parse(long_ok + " }}", "ok");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok->render(ojson::object()), "201");
   std::string deep_ifs;
   for (int i = 0; i < 1000; ++i) deep_ifs += "{% if true %}";
   EXPECT_FALSE(ChatTemplate::parse(deep_ifs, "deep").ok());

@@ -2,6 +2,7 @@
 // column it came from so that run-time errors can point at the template.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -48,6 +49,16 @@ struct Expr {
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   std::vector<std::string> ops;
+  int depth = 1;  // of the tree below, kept as children are added: outside templates must not nest unboundedly
+
+  void add(ExprPtr child) {
+    if (child && child->depth >= depth) depth = child->depth + 1;
+    children.push_back(std::move(child));
+  }
+  void add_kwarg(std::string key, ExprPtr value) {
+    if (value && value->depth >= depth) depth = value->depth + 1;
+    kwargs.emplace_back(std::move(key), std::move(value));
+  }
 };
 
 struct Node {

@@ -58,6 +58,15 @@ class Interpreter final : public Callbacks {
  private:
   enum class Flow { kNormal, kBreak, kContinue };
 
+  // Statements and expressions being evaluated at once (macros recurse through both): bounds the
+  // native stack whatever mix of nesting and recursion a template uses.
+  static constexpr int kMaxNest = 1000;
+  struct Nest {
+    explicit Nest(Interpreter& i) : in(i) { ++in.nest_; }
+    ~Nest() { --in.nest_; }
+    Interpreter& in;
+  };
+
   Status fail(int line, int col, const std::string& message) const {
     return Status::Error(tmpl_.origin + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + message);
   }
@@ -95,6 +104,8 @@ class Interpreter final : public Callbacks {
   }
 
   Status exec(const Node& n, const std::shared_ptr<Scope>& scope, std::string& out) {
+    Nest nest(*this);
+    if (nest_ > kMaxNest) return fail(n, "template evaluation nested more than " + std::to_string(kMaxNest) + " deep");
     SY_RETURN_IF_ERROR(step(n));
     switch (n.kind) {
       case Node::Kind::kText: return append(n, out, n.text);
@@ -263,6 +274,8 @@ class Interpreter final : public Callbacks {
   // Every value computed is bounded, so that doubling a string or a list in a loop stops at the
   // output limit instead of exhausting memory.
   StatusOr<Value> eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
+    Nest nest(*this);
+    if (nest_ > kMaxNest) return fail(e, "template evaluation nested more than " + std::to_string(kMaxNest) + " deep");
     auto v = eval_unbounded(e, scope);
     if (v.ok()) {
       if (v->is_string() && v->as_string().size() > limits_.max_output_bytes)
@@ -743,6 +756,7 @@ class Interpreter final : public Callbacks {
   RenderLimits limits_;
   std::int64_t steps_ = 0;
   int depth_ = 0;
+  int nest_ = 0;
   Flow flow_ = Flow::kNormal;
 };
 

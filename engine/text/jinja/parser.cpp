@@ -12,6 +12,8 @@ namespace {
 
 // Deeper nesting than this is refused rather than risking the stack (templates are outside input).
 constexpr int kMaxNesting = 200;
+// Expression trees deeper than this are refused (long operator chains grow them without nesting).
+constexpr int kMaxExprDepth = 300;
 
 class Parser {
  public:
@@ -80,6 +82,12 @@ class Parser {
     std::string n = cur().text;
     advance();
     return n;
+  }
+
+  Status check_depth(const Expr& e) const {
+    if (e.depth <= kMaxExprDepth) return Status::Ok();
+    return error_at(Token{Token::Kind::kEof, "", e.line, e.col},
+                    "expression nested more than " + std::to_string(kMaxExprDepth) + " deep");
   }
 
   ExprPtr make(Expr::Kind kind, const Token& at) {
@@ -338,7 +346,7 @@ class Parser {
       if (!explicit_parens) return error("expected an expression, got " + describe(cur()));
     }
     auto t = make(Expr::Kind::kTuple, at);
-    t->children = std::move(items);
+    for (auto& item : items) t->add(std::move(item));
     return t;
   }
 
@@ -346,6 +354,7 @@ class Parser {
     if (++nesting_ > kMaxNesting) return error("expression nested more than " + std::to_string(kMaxNesting) + " deep");
     auto r = with_condexpr ? condexpr() : or_expr();
     --nesting_;
+    if (r.ok()) SY_RETURN_IF_ERROR(check_depth(**r));
     return r;
   }
 
@@ -365,10 +374,11 @@ class Parser {
         other = std::move(*o);
       }
       auto c = make(Expr::Kind::kCondExpr, at);
-      c->children.push_back(std::move(*cond));
-      c->children.push_back(std::move(expr));
-      c->children.push_back(std::move(other));
+      c->add(std::move(*cond));
+      c->add(std::move(expr));
+      c->add(std::move(other));
       expr = std::move(c);
+      SY_RETURN_IF_ERROR(check_depth(*expr));
     }
     return expr;
   }
@@ -384,9 +394,10 @@ class Parser {
       auto r = (this->*next)();
       if (!r.ok()) return r;
       auto b = make(kind, at);
-      b->children.push_back(std::move(left));
-      b->children.push_back(std::move(*r));
+      b->add(std::move(left));
+      b->add(std::move(*r));
       left = std::move(b);
+      SY_RETURN_IF_ERROR(check_depth(*left));
     }
     return left;
   }
@@ -403,7 +414,7 @@ class Parser {
       --nesting_;
       if (!e.ok()) return e;
       auto n = make(Expr::Kind::kNot, at);
-      n->children.push_back(std::move(*e));
+      n->add(std::move(*e));
       return n;
     }
     return compare();
@@ -434,10 +445,11 @@ class Parser {
       if (!rhs.ok()) return rhs;
       if (!cmp) {
         cmp = make(Expr::Kind::kCompare, at);
-        cmp->children.push_back(std::move(*first));
+        cmp->add(std::move(*first));
       }
       cmp->ops.push_back(op);
-      cmp->children.push_back(std::move(*rhs));
+      cmp->add(std::move(*rhs));
+      SY_RETURN_IF_ERROR(check_depth(*cmp));
     }
     if (cmp) return cmp;
     return std::move(*first);
@@ -458,9 +470,10 @@ class Parser {
       if (!r.ok()) return r;
       auto b = make(Expr::Kind::kBinary, at);
       b->name = matched;
-      b->children.push_back(std::move(left));
-      b->children.push_back(std::move(*r));
+      b->add(std::move(left));
+      b->add(std::move(*r));
       left = std::move(b);
+      SY_RETURN_IF_ERROR(check_depth(*left));
     }
     return left;
   }
@@ -481,7 +494,7 @@ class Parser {
       auto operand = unary(false);
       if (!operand.ok()) return operand;
       auto n = make(neg ? Expr::Kind::kNeg : Expr::Kind::kPos, at);
-      n->children.push_back(std::move(*operand));
+      n->add(std::move(*operand));
       node = std::move(n);
     } else {
       node = primary();
@@ -551,7 +564,7 @@ class Parser {
             if (is_op("]")) break;
             auto e = expression(true);
             if (!e.ok()) return e;
-            l->children.push_back(std::move(*e));
+            l->add(std::move(*e));
           }
           advance();
           return l;
@@ -567,8 +580,8 @@ class Parser {
             SY_RETURN_IF_ERROR(expect_op(":"));
             auto v = expression(true);
             if (!v.ok()) return v;
-            d->children.push_back(std::move(*k));
-            d->children.push_back(std::move(*v));
+            d->add(std::move(*k));
+            d->add(std::move(*v));
           }
           advance();
           return d;
@@ -587,15 +600,15 @@ class Parser {
         if (cur().kind == Kind::kName) {
           auto g = make(Expr::Kind::kGetAttr, at);
           g->name = cur().text;
-          g->children.push_back(std::move(node));
+          g->add(std::move(node));
           node = std::move(g);
           advance();
         } else if (cur().kind == Kind::kInt) {
           auto g = make(Expr::Kind::kGetItem, at);
           auto idx = make(Expr::Kind::kLiteral, cur());
           idx->literal = Value::integer(std::strtoll(cur().text.c_str(), nullptr, 10));
-          g->children.push_back(std::move(node));
-          g->children.push_back(std::move(idx));
+          g->add(std::move(node));
+          g->add(std::move(idx));
           node = std::move(g);
           advance();
         } else {
@@ -613,6 +626,7 @@ class Parser {
       } else {
         return node;
       }
+      SY_RETURN_IF_ERROR(check_depth(*node));
     }
   }
 
@@ -640,14 +654,14 @@ class Parser {
     if (!slice) {
       if (!parts[0]) return error_at(at, "expected an expression in '[]'");
       auto g = make(Expr::Kind::kGetItem, at);
-      g->children.push_back(std::move(obj));
-      g->children.push_back(std::move(parts[0]));
+      g->add(std::move(obj));
+      g->add(std::move(parts[0]));
       return g;
     }
     auto s = make(Expr::Kind::kSlice, at);
-    s->children.push_back(std::move(obj));
+    s->add(std::move(obj));
     parts.resize(3);
-    for (auto& p : parts) s->children.push_back(std::move(p));
+    for (auto& p : parts) s->add(std::move(p));
     return s;
   }
 
@@ -666,12 +680,12 @@ class Parser {
         advance();
         auto v = expression(true);
         if (!v.ok()) return v.status();
-        into.kwargs.emplace_back(std::move(key), std::move(*v));
+        into.add_kwarg(std::move(key), std::move(*v));
       } else {
         if (!into.kwargs.empty()) return error("positional argument follows keyword argument");
         auto v = expression(true);
         if (!v.ok()) return v.status();
-        into.children.push_back(std::move(*v));
+        into.add(std::move(*v));
       }
     }
     advance();
@@ -682,7 +696,7 @@ class Parser {
     auto c = make(Expr::Kind::kCall, cur());
     c->line = callee->line;
     c->col = callee->col;
-    c->children.push_back(std::move(callee));
+    c->add(std::move(callee));
     SY_RETURN_IF_ERROR(call_args(*c));
     return c;
   }
@@ -712,7 +726,7 @@ class Parser {
         if (!is_known_filter(*name)) return error_at(name_tok, "unsupported filter '" + *name + "'");
         auto f = make(Expr::Kind::kFilter, at);
         f->name = *name;
-        f->children.push_back(std::move(node));
+        f->add(std::move(node));
         if (is_op("(")) SY_RETURN_IF_ERROR(call_args(*f));
         node = std::move(f);
       } else if (is_name("is") && node) {
@@ -724,7 +738,7 @@ class Parser {
         if (!name.ok()) return name.status();
         if (!is_known_test(*name)) return error_at(name_tok, "unsupported test '" + *name + "'");
         t->name = *name;
-        t->children.push_back(std::move(node));
+        t->add(std::move(node));
         const Token& n = cur();
         if (is_op("(")) {
           SY_RETURN_IF_ERROR(call_args(*t));
@@ -736,7 +750,7 @@ class Parser {
           if (!arg.ok()) return arg;
           auto p = postfix(std::move(*arg));
           if (!p.ok()) return p;
-          t->children.push_back(std::move(*p));
+          t->add(std::move(*p));
         }
         node = std::move(t);
       } else if (is_op("(") && node) {
@@ -746,6 +760,7 @@ class Parser {
       } else {
         return node;
       }
+      SY_RETURN_IF_ERROR(check_depth(*node));
     }
   }
 
