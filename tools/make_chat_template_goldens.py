@@ -17,12 +17,15 @@ add_generation_prompt and the caller's keyword arguments (bos_token, eos_token, 
 _alias_reasoning_fields. The contexts written here are exactly what jinja2 received.
 
 Run it through tools/make_chat_template_goldens.sh (pinned jinja2 in a virtual environment).
-Deterministic: rerunning rewrites identical files.
+Deterministic: rerunning rewrites identical files. With --verify-with-transformers (in an
+environment that also has transformers) every conversation is rendered again through
+transformers' own render_jinja_template, and any difference from the goldens is an error.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -424,18 +427,44 @@ SNIPPETS = [
 ]
 
 
+def verify_with_transformers(suites):
+    """Renders the model-template cases with transformers itself; returns the number of differences."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    bad = 0
+    for name, cases in suites.items():
+        source = (TEMPLATES / f"{name}.jinja").read_text(encoding="utf-8")
+        for case in cases:
+            ctx = dict(case["context"])
+            msgs, tools, docs, agp = (ctx.pop(k) for k in ("messages", "tools", "documents", "add_generation_prompt"))
+            try:
+                rendered, _ = render_jinja_template(
+                    [msgs], tools=tools, documents=docs, chat_template=source, add_generation_prompt=agp, **ctx
+                )
+                same = case.get("output") == rendered[0]
+            except Exception:  # noqa: BLE001 - any error counts as "raised", as in the goldens
+                same = "error" in case
+            if not same:
+                bad += 1
+                print(f"transformers differs: {name} {case['name']}")
+    return bad
+
+
 def main():
+    verify = "--verify-with-transformers" in sys.argv[1:]
     env = make_env()
     OUT.mkdir(parents=True, exist_ok=True)
     suites = {"mixtral": mixtral_cases(), "qwen2_moe": qwen2_cases(), "qwen3_moe": qwen3_cases()}
+    rendered = {}
     for name, cases in suites.items():
         path = TEMPLATES / f"{name}.jinja"
         source = path.read_text(encoding="utf-8")
+        rendered[name] = [render_case(env, case_name, source, ctx) for case_name, ctx in cases]
         doc = {
             "generator": "tools/make_chat_template_goldens.py",
             "jinja2": jinja2.__version__,
             "template": str(path.relative_to(REPO_ROOT)),
-            "cases": [render_case(env, case_name, source, ctx) for case_name, ctx in cases],
+            "cases": rendered[name],
         }
         write(OUT / f"{name}.json", doc)
     doc = {
@@ -444,6 +473,12 @@ def main():
         "cases": [dict(render_case(env, n, t, c), template=t) for n, t, c in SNIPPETS],
     }
     write(OUT / "snippets.json", doc)
+    if verify:
+        bad = verify_with_transformers(rendered)
+        n = sum(len(c) for c in rendered.values())
+        print(f"transformers: {n} conversations rendered, {bad} differ")
+        if bad:
+            sys.exit(1)
 
 
 def write(path, doc):
