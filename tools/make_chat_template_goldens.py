@@ -416,6 +416,17 @@ SNIPPETS = [
     ("tojson_in_string_concat", "{{ 'args: ' + {'a': [1, 'é']}|tojson }}", {}),
     ("length_of_namespace_errors", "{{ namespace(a=1)|length }}", {}),
     ("generation_tag", "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{{ eos }}{% endgeneration %}{% else %}[{{ m.content }}]{% endif %}\n{% endfor %}", {"messages": [U1, A1], "eos": "</s>"}),
+    # lexer corner cases
+    ("block_at_template_start_indented", "   {% if true %}x{% endif %}\n  {%- if true %} y{% endif %}", {}),
+    ("tabs_lstrip", "\t\t{% if true %}\n\tz\n\t{% endif %}\n", {}),
+    ("delimiters_in_strings", "{{ '{{' }}{{ '}}' }}{{ '{%' ~ '%}' }}{{ \"{#\" }}{{ {'a': {'b': 1}}['a'] }}", {}),
+    ("lone_braces_in_text", "a { b } c {{ '{' }}% d %} {", {}),
+    ("tag_spanning_lines", "{% if\n   x\n   and y %}both{% endif %}{{\n  x\n}}", {"x": 1, "y": 2}),
+    ("comment_with_delimiters", "a{# {% if %} {{ x }} #}b{#\nmulti\nline\n#}\nc", {}),
+    ("raw_with_whitespace_control", "x  {%- raw -%}  {{ y }}  {%- endraw -%}  z", {}),
+    ("separator_loop", "{% for x in [1, 2, 3] %}{{ x }}{% if not loop.last %}, {% endif %}{% endfor %}", {}),
+    ("literal_subscripts", "{{ 'abc'[1:] }}{{ [1, 2, 3][1] }}{{ {'k': 'v'}.k }}{{ (1, 2)[0] }}", {}),
+    ("list_concat_set", "{% set x = [1, 2] + [3] %}{{ x|length }}{{ x }}", {}),
     # errors jinja2 raises at parse time
     ("syntax_error_unclosed", "{% if true %}x", {}),
     ("syntax_error_bad_expr", "{{ 1 + }}", {}),

@@ -106,6 +106,7 @@ TEST(ChatTemplate, ErrorsNameTheOriginLineAndConstruct) {
       {"{{ 'unterminated }}", "tmpl:1:4: unterminated string literal"},
       {"{{ a ? b }}", "unexpected character '?'"},
       {"{# open comment", "unclosed comment"},
+      {"{% set x | upper is defined %}x{% endset %}", "expected only filters"},
       {"{{ 99999999999999999999 }}", "out of the supported 64-bit range"},
   };
   for (const auto& c : cases) {

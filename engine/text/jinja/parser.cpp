@@ -276,6 +276,8 @@ class Parser {
     if (is_op("|")) {
       auto f = filters(nullptr);
       if (!f.ok()) return f.status();
+      for (const Expr* e = f->get(); e; e = e->children[0].get())
+        if (e->kind != Expr::Kind::kFilter) return error_at(at, "expected only filters after '{% set name'");
       node->expr = std::move(*f);
     }
     SY_RETURN_IF_ERROR(expect_block_end());
