@@ -2,7 +2,6 @@
 // column it came from so that run-time errors can point at the template.
 #pragma once
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>

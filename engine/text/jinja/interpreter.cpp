@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "engine/text/jinja/builtins.h"
@@ -21,12 +22,6 @@ struct MacroDef {
 };
 
 namespace {
-
-// A run-time error on its way out, before the location is put in front of it.
-struct Located {
-  int line;
-  int col;
-};
 
 std::string object_type_repr(const Value& v) {
   if (v.is_none()) return "None";
@@ -340,7 +335,7 @@ class Interpreter final : public Callbacks {
       case Expr::Kind::kFilter: {
         auto operand = eval(*e.children[0], scope);
         if (!operand.ok()) return operand;
-        return apply_filter_chain(e, *operand, scope);
+        return apply_one_filter(e, *operand, scope);
       }
       case Expr::Kind::kTest: {
         auto operand = eval(*e.children[0], scope);
@@ -504,7 +499,7 @@ class Interpreter final : public Callbacks {
   }
 
   // One filter applied to an evaluated operand.
-  StatusOr<Value> apply_filter_chain(const Expr& e, const Value& operand, const std::shared_ptr<Scope>& scope) {
+  StatusOr<Value> apply_one_filter(const Expr& e, const Value& operand, const std::shared_ptr<Scope>& scope) {
     auto args = eval_args(e, scope);
     if (!args.ok()) return args.status();
     auto r = apply_filter(e.name, operand, *args, *this);
@@ -520,7 +515,7 @@ class Interpreter final : public Callbacks {
       if (!inner.ok()) return inner;
       v = *inner;
     }
-    return apply_filter_chain(e, v, scope);
+    return apply_one_filter(e, v, scope);
   }
 
   StatusOr<Value> eval_call(const Expr& e, const std::shared_ptr<Scope>& scope) {
