@@ -427,6 +427,12 @@ SNIPPETS = [
     ("separator_loop", "{% for x in [1, 2, 3] %}{{ x }}{% if not loop.last %}, {% endif %}{% endfor %}", {}),
     ("literal_subscripts", "{{ 'abc'[1:] }}{{ [1, 2, 3][1] }}{{ {'k': 'v'}.k }}{{ (1, 2)[0] }}", {}),
     ("list_concat_set", "{% set x = [1, 2] + [3] %}{{ x|length }}{{ x }}", {}),
+    ("slice_of_non_sequence_errors", "{{ n[1:] }}", {"n": 5}),
+    ("slice_of_dict_errors", "{{ d[:1] }}", {"d": {"a": 1}}),
+    ("select_map_of_false_value", "{{ 0|select|list }} {{ false|map('string')|list }}", {}),
+    ("odd_even_floats", "{{ 3.0 is odd }} {{ 2.5 is odd }} {{ 4.0 is even }} {{ true is odd }}", {}),
+    ("indent_of_non_string_errors", "{{ 5|indent }}", {}),
+    ("list_in_dict_errors", "{{ [1] in {'a': 1} }}", {}),
     # errors jinja2 raises at parse time
     ("syntax_error_unclosed", "{% if true %}x", {}),
     ("syntax_error_bad_expr", "{{ 1 + }}", {}),

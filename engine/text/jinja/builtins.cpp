@@ -238,6 +238,7 @@ StatusOr<Value> tojson(const Value& v, const Args& a) {
 
 // select/reject and selectattr/rejectattr.
 StatusOr<Value> select(const Value& v, const Args& a, bool attr, bool keep, Callbacks& cb) {
+  if (!v.truthy()) return Value::list({});  // jinja2 skips a false value without iterating it
   auto items = to_list(v);
   if (!items.ok()) return items.status();
   std::size_t first_test = 0;
@@ -273,6 +274,7 @@ StatusOr<Value> select(const Value& v, const Args& a, bool attr, bool keep, Call
 }
 
 StatusOr<Value> map_filter(const Value& v, const Args& a, Callbacks& cb) {
+  if (!v.truthy()) return Value::list({});
   auto items = to_list(v);
   if (!items.ok()) return items.status();
   List out;
@@ -309,6 +311,9 @@ StatusOr<Value> indent(const Value& v, const Args& a) {
     else if (w->is_int() || w->is_bool()) ind = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, w->as_int())), ' ');
     else return Status::Error("indent: width must be an integer or a string");
   }
+  // do_indent appends "\n" to its operand: only strings work.
+  if (v.is_undefined()) return Status::Error(v.undefined_hint());
+  if (!v.is_string()) return Status::Error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   const Value* first = arg(a, 1, "first");
   const Value* blank = arg(a, 2, "blank");
   const auto lines = splitlines(py_str(v) + "\n");
@@ -538,9 +543,11 @@ StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a
     return mapped != s && (name == "lower" ? py_lower(s) == s : py_upper(s) == s);
   }
   if (name == "odd" || name == "even") {
-    if (!v.is_int() && !v.is_bool()) return Status::Error("test '" + name + "' needs an integer, not " + v.type_name());
-    const bool odd = (v.as_int() % 2) != 0;
-    return name == "odd" ? odd : !odd;
+    // value % 2 == 1 (odd) or == 0 (even), with Python's modulo.
+    if (!v.is_number()) return Status::Error("test '" + name + "' needs a number, not " + v.type_name());
+    double m = v.is_float() ? std::fmod(v.as_float(), 2.0) : static_cast<double>(v.as_int() % 2);
+    if (m < 0) m += 2.0;
+    return name == "odd" ? m == 1.0 : m == 0.0;
   }
   if (name == "divisibleby") {
     SY_RETURN_IF_ERROR(need());

@@ -452,7 +452,10 @@ class Interpreter final : public Callbacks {
       bounds[k] = v->as_int();
     }
     if (obj->is_undefined()) return undefined_error(e, *obj);
-    if (!obj->is_list() && !obj->is_string()) return Value::undefined("'" + object_type_repr(*obj) + "' cannot be sliced");
+    // jinja2 compiles a slice to a plain Python subscript, so other types raise (only a slice of
+    // a literal, which jinja2 folds while compiling, renders as undefined there).
+    if (obj->is_dict()) return fail(e, "unhashable type: 'slice'");
+    if (!obj->is_list() && !obj->is_string()) return fail(e, "'" + obj->type_name() + "' object is not subscriptable");
     const std::int64_t step = bounds[2].value_or(1);
     if (step == 0) return fail(e, "slice step cannot be zero");
     const bool is_str = obj->is_string();
@@ -728,6 +731,7 @@ class Interpreter final : public Callbacks {
       } else if (r.is_list()) {
         for (const auto& x : r.as_list()) found = found || equals(x, l);
       } else if (r.is_dict()) {
+        if (l.is_dict() || (l.is_list() && !l.is_tuple())) return fail(e, "unhashable type: '" + l.type_name() + "'");
         found = r.find(l) != nullptr;
       } else if (!r.is_undefined()) {
         return fail(e, "argument of type '" + r.type_name() + "' is not iterable");
