@@ -25,7 +25,9 @@ transformers' own render_jinja_template, and any difference from the goldens is 
 from __future__ import annotations
 
 import json
+import random
 import sys
+import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -467,7 +469,52 @@ def verify_with_transformers(suites):
     return bad
 
 
+# ---- random expressions: a seeded differential run over values, operators, filters, methods ----
+# (Without '%' string formatting and slices of non-sequences, the documented differences.)
+
+RANDOM_ATOMS = ["1", "0", "-3", "2.5", "0.1", "'abc'", "' a b '", "'Ünï'", "''", "'x,y,,z'", "none", "true", "false",
+                "[1, 2, 3]", "['b', 'A', 'a']", "[]", "{'k': 1, 'a': [2]}", "{}", "s", "n", "l", "d", "missing",
+                "(1, 'x')", "'\\n\\t q '"]
+RANDOM_FILTERS = ["length", "trim", "upper", "lower", "title", "capitalize", "first", "last", "reverse|list",
+                  "join('-')", "tojson", "string", "int", "float", "list", "default('D')", "sort", "unique|list",
+                  "items|list", "abs", "count", "tojson(indent=1)", "replace('a', 'b')", "select|list",
+                  "map('string')|list", "indent(2)", "dictsort", "sum"]
+RANDOM_METHODS = ["strip()", "split()", "split(',')", "startswith('a')", "upper()", "lower()", "replace(' ', '_')",
+                  "keys()|list", "items()|list", "get('k')", "lstrip(' a')", "rsplit(',', 1)", "title()"]
+RANDOM_BINOPS = ["+", "-", "*", "/", "//", "~", "==", "!=", "<", ">=", "in", "not in", "and", "or"]
+RANDOM_TESTS = ["defined", "none", "string", "number", "mapping", "sequence", "iterable", "integer", "float", "boolean",
+                "odd", "true"]
+RANDOM_CONTEXT = {"s": "Hello, World", "n": 7, "l": [3, 1, 2], "d": {"z": 1, "a": 2}}
+
+
+def random_expression(rng, depth=0):
+    r = rng.random()
+    if depth > 2 or r < 0.3:
+        return rng.choice(RANDOM_ATOMS)
+    sub = lambda: random_expression(rng, depth + 1)  # noqa: E731
+    if r < 0.5:
+        return f"({sub()} {rng.choice(RANDOM_BINOPS)} {sub()})"
+    if r < 0.65:
+        return f"({sub()})|{rng.choice(RANDOM_FILTERS)}"
+    if r < 0.77:
+        return f"({sub()}).{rng.choice(RANDOM_METHODS)}"
+    if r < 0.85:
+        return f"({sub()} is {rng.choice(['', 'not '])}{rng.choice(RANDOM_TESTS)})"
+    if r < 0.9:
+        index = rng.choice(["0", "-1", "'k'", "5"])
+        return f"({sub()})[{index}]"
+    if r < 0.95:
+        return f"(not {sub()})"
+    return f"({sub()} if {sub()} else {sub()})"
+
+
+def random_cases(seed=20261125, count=600):
+    rng = random.Random(seed)
+    return [(f"random_{i}", "{{ " + random_expression(rng) + " }}", RANDOM_CONTEXT) for i in range(count)]
+
+
 def main():
+    warnings.simplefilter("ignore", SyntaxWarning)  # jinja2 compiling constant subscripts of random expressions
     verify = "--verify-with-transformers" in sys.argv[1:]
     env = make_env()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -490,6 +537,12 @@ def main():
         "cases": [dict(render_case(env, n, t, c), template=t) for n, t, c in SNIPPETS],
     }
     write(OUT / "snippets.json", doc)
+    doc = {
+        "generator": "tools/make_chat_template_goldens.py",
+        "jinja2": jinja2.__version__,
+        "cases": [dict(render_case(env, n, t, c), template=t) for n, t, c in random_cases()],
+    }
+    write(OUT / "expressions.json", doc)
     if verify:
         bad = verify_with_transformers(rendered)
         n = sum(len(c) for c in rendered.values())
