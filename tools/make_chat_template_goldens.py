@@ -321,6 +321,8 @@ SNIPPETS = [
     ("for_string_chars", "{% for c in 'héllo' %}{{ c }}.{% endfor %}", {}),
     ("for_reverse_slice", "{% for m in msgs[::-1] %}{{ m }}{% endfor %}", {"msgs": ["a", "b", "c"]}),
     ("loop_in_filter_iterations", "{% for x in [1,2,3,4] if x is even %}{{ loop.index }}:{{ x }}{{ ',' if not loop.last }}{% endfor %}", {}),
+    ("for_else_after_continue_or_break", "{% for i in [1, 2] %}{% continue %}{% else %}else1{% endfor %}|{% for i in [1, 2] %}{% break %}{% else %}else2{% endfor %}|{% for i in [1, 2] %}{{ i }}{% if i == 2 %}{% break %}{% endif %}{% else %}else3{% endfor %}|{% for i in [1, 2] %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% else %}else4{% endfor %}", {}),
+    ("for_else_scope", "{% set x = 'outer' %}{% for i in [] %}{% else %}{% set x = 'else' %}{{ x }}{% endfor %}|{{ x }}", {}),
     # set, namespace, block set
     ("set_simple", "{% set a = 1 %}{% set b, c = 2, 3 %}{{ a }}{{ b }}{{ c }}", {}),
     ("set_in_if_leaks", "{% if true %}{% set y = 5 %}{% endif %}{{ y }}", {}),
@@ -361,7 +363,7 @@ SNIPPETS = [
     ("ternary", "{{ 'a' if 1 else 'b' }} {{ 'a' if 0 else 'b' }} {{ 'x' if false else 'y' if true else 'z' }}", {}),
     # tests
     ("tests_types", "{% for v in [1, 1.5, 'a', [1], {'a': 1}, none, true, false] %}{{ v is number }}{{ v is integer }}{{ v is float }}{{ v is string }}{{ v is mapping }}{{ v is sequence }}{{ v is iterable }}{{ v is boolean }}{{ v is none }}{{ v is true }}{{ v is false }}|{% endfor %}", {}),
-    ("tests_defined", "{{ x is defined }} {{ x is undefined }} {{ y is defined }} {{ y is not defined }} {{ y is iterable }} {{ d.k is defined }}", {"x": 0, "d": {"k": None}}),
+    ("tests_defined", "{{ x is defined }} {{ x is undefined }} {{ y is defined }} {{ y is not defined }} {{ y is iterable }} {{ y is sequence }} {{ y is mapping }} {{ d.k is defined }}", {"x": 0, "d": {"k": None}}),
     ("tests_values", "{{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 9 is divisibleby(4) }} {{ 1 is eq 1 }} {{ 1 is equalto 2 }} {{ 2 is gt 1 }} {{ 2 is lt 1 }} {{ 2 is ge 2 }} {{ 2 is le 1 }} {{ 1 is ne 2 }} {{ 2 is in [1, 2] }} {{ false is sameas false }} {{ none is sameas none }} {{ 'abc' is lower }} {{ 'ABC' is upper }} {{ 'aBc' is lower }}", {}),
     ("test_is_not", "{{ none is not none }} {{ 'x' is not string }} {{ 1 is not even }}", {}),
     # filters
@@ -513,6 +515,43 @@ def random_cases(seed=20261125, count=600):
     return [(f"random_{i}", "{{ " + random_expression(rng) + " }}", RANDOM_CONTEXT) for i in range(count)]
 
 
+RANDOM_ITERABLES = ["l", "d", "s", "[1, 2, 3]", "d.items()", "l|reverse", "missing", "[]", "range(3)"]
+
+
+def random_statements(rng, depth=0):
+    """Random if/for/set/macro nesting with whitespace control, around random expressions."""
+    w = lambda: rng.choice(["", "-"])  # noqa: E731
+    e = lambda: random_expression(rng, 3)  # noqa: E731 (an atom: the statements are what is under test)
+    r = rng.random()
+    if depth > 1 or r < 0.25:
+        return rng.choice([f"{{{{{w()} {e()} {w()}}}}}", "\n  text ", "{{ x }}{{ ns.v }}{{ loop.index if loop is defined }}{{ item }}", "  ", "\n"])
+    body = lambda: "".join(random_statements(rng, depth + 1) for _ in range(rng.randint(1, 3)))  # noqa: E731
+    if r < 0.45:
+        iterable = rng.choice(RANDOM_ITERABLES)
+        target = "k, v" if iterable == "d.items()" else "item"
+        cond = f" if {e()}" if rng.random() < 0.2 else ""
+        other = f"{{%{w()} else {w()}%}}{body()}" if rng.random() < 0.3 else ""
+        control = rng.choice(["", "", "{% if loop.index > 1 %}{% break %}{% endif %}", "{% continue %}"])
+        return (f"{{%{w()} for {target} in {iterable}{cond} {w()}%}}\n{body()}{control}{other}"
+                f"{{%{w()} endfor {w()}%}}\n")
+    if r < 0.65:
+        return (f"  {{%{w()} if {e()} {w()}%}}{body()}{{%{w()} elif {e()} %}}{body()}{{% else %}}{body()}"
+                f"{{%{w()} endif {w()}%}}\n")
+    if r < 0.85:
+        return f"{{%{w()} set {rng.choice(['x', 'y', 'ns.v'])} = {e()} {w()}%}}\n"
+    return f"{{% macro m{depth}(a, b='B') %}}[{{{{ a }}}}{{{{ b }}}}]{body()}{{% endmacro %}}{{{{ m{depth}({e()}) }}}}"
+
+
+def random_template_cases(seed=20261126, count=100):
+    rng = random.Random(seed)
+    cases = []
+    for i in range(count):
+        body = "".join(random_statements(rng) for _ in range(3))
+        t = "{% set ns = namespace(v=0) %}{% set x = 'X' %}" + body + "|{{ x }}{{ ns.v }}"
+        cases.append((f"random_template_{i}", t, RANDOM_CONTEXT))
+    return cases
+
+
 def main():
     warnings.simplefilter("ignore", SyntaxWarning)  # jinja2 compiling constant subscripts of random expressions
     verify = "--verify-with-transformers" in sys.argv[1:]
@@ -540,7 +579,7 @@ def main():
     doc = {
         "generator": "tools/make_chat_template_goldens.py",
         "jinja2": jinja2.__version__,
-        "cases": [dict(render_case(env, n, t, c), template=t) for n, t, c in random_cases()],
+        "cases": [dict(render_case(env, n, t, c), template=t) for n, t, c in random_cases() + random_template_cases()],
     }
     write(OUT / "expressions.json", doc)
     if verify:

@@ -527,7 +527,8 @@ StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a
   if (name == "none") return v.is_none();
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_dict();
-  if (name == "sequence") return v.is_string() || v.is_list() || v.is_dict();
+  // jinja2's test: len() and __getitem__ work, which includes str, dict and Undefined.
+  if (name == "sequence") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
   if (name == "iterable") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
   if (name == "number") return v.is_number();
   if (name == "integer") return v.is_int();

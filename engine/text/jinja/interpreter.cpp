@@ -196,6 +196,7 @@ class Interpreter final : public Callbacks {
       items = std::move(*all);
     }
     const auto length = static_cast<std::int64_t>(items.size());
+    bool completed = false;
     for (std::int64_t i = 0; i < length; ++i) {
       SY_RETURN_IF_ERROR(step(n));
       auto iter_scope = std::make_shared<Scope>();
@@ -219,14 +220,18 @@ class Interpreter final : public Callbacks {
       iter_scope->vars["loop"] = Value::dict(std::move(loop));
       SY_RETURN_IF_ERROR(assign(n, n.targets, items[idx], *iter_scope));
       SY_RETURN_IF_ERROR(exec_body(n.body, iter_scope, out));
-      if (flow_ == Flow::kBreak) {
-        flow_ = Flow::kNormal;
-        break;
-      }
+      const Flow flow = flow_;
       flow_ = Flow::kNormal;
+      if (flow == Flow::kBreak) break;
+      if (flow == Flow::kNormal) completed = true;
     }
-    if (length == 0) return exec_body(n.else_body, scope, out);
-    return Status::Ok();
+    // jinja2 clears its "no iteration" flag at the end of the loop body, which break and
+    // continue skip: the else block runs unless some iteration ran to the end.
+    if (completed) return Status::Ok();
+    // The else block is a scope of its own too: what it sets does not leak out.
+    auto else_scope = std::make_shared<Scope>();
+    else_scope->parent = scope;
+    return exec_body(n.else_body, else_scope, out);
   }
 
   // ---- expressions ----
