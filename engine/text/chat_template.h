@@ -1,0 +1,47 @@
+// A model's chat template: the Jinja text from its tokenizer_config.json (or chat_template.jinja),
+// parsed once and rendered per request with the variables transformers' apply_chat_template gives
+// jinja2, producing byte for byte the prompt Python would.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace sy::text {
+
+namespace jinja {
+struct Template;
+}
+
+class ChatTemplate {  // movable, immutable after parse, render() is thread-safe
+ public:
+  // Parses a Jinja template; errors name origin:line:column and the construct we do not support.
+  static StatusOr<ChatTemplate> parse(std::string_view source, std::string_view origin);
+  // The template of a model directory: tokenizer_config.json "chat_template" (a string, or a
+  // list of {name, template} where "default" is taken) or chat_template.jinja beside it.
+  static StatusOr<ChatTemplate> load(const std::filesystem::path& model_dir);
+
+  // context: {"messages": [...], "add_generation_prompt": bool, "bos_token": s, "eos_token": s,
+  //           optional "tools", "enable_thinking", ...} exactly as transformers'
+  //           apply_chat_template passes them to jinja2. "tools" and "documents" (None) and
+  //           "add_generation_prompt" (False) are filled in when absent, as transformers always
+  //           passes them. Must be an object.
+  StatusOr<std::string> render(const nlohmann::json& context) const;
+  // The same from an ordered_json: objects keep their key order, so tool definitions print
+  // through tojson in the order the request gave them, as Python dicts do.
+  StatusOr<std::string> render(const nlohmann::ordered_json& context) const;
+
+  const std::string& source() const { return *source_; }
+  const std::string& origin() const;
+
+ private:
+  std::shared_ptr<const std::string> source_;
+  std::shared_ptr<const jinja::Template> template_;
+};
+
+}  // namespace sy::text

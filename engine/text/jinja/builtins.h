@@ -1,0 +1,42 @@
+// The filters, tests, global functions and str/dict/list methods templates may call, with the
+// semantics of jinja2's defaults plus transformers' additions (tojson, raise_exception,
+// strftime_now). The parser checks names against these lists so that an unknown filter or test
+// is an error when the template is loaded, as it is in jinja2.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/text/jinja/value.h"
+
+namespace sy::text::jinja {
+
+bool is_known_filter(std::string_view name);
+bool is_known_test(std::string_view name);
+bool is_global_function(std::string_view name);
+
+struct Args {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// Calls back into the interpreter for filters and tests that take the name of another
+// (map('upper'), select('odd'), selectattr('x', 'equalto', 1)).
+class Callbacks {
+ public:
+  virtual ~Callbacks() = default;
+  virtual StatusOr<Value> call_filter(const std::string& name, const Value& operand, const Args& args) = 0;
+  virtual StatusOr<bool> call_test(const std::string& name, const Value& operand, const Args& args) = 0;
+};
+
+StatusOr<Value> apply_filter(const std::string& name, const Value& operand, const Args& args, Callbacks& cb);
+StatusOr<bool> apply_test(const std::string& name, const Value& operand, const Args& args);
+// Global functions other than macros (namespace, range, dict, raise_exception, strftime_now).
+StatusOr<Value> call_global(const std::string& name, const Args& args);
+// obj.method(args) for str, dict and list methods; `found` false when there is no such method.
+StatusOr<Value> call_method(const Value& obj, const std::string& method, const Args& args, bool& found);
+
+}  // namespace sy::text::jinja

@@ -1,0 +1,26 @@
+// Renders a parsed Jinja template against a context, with jinja2's semantics as transformers
+// configures it (undefined values, scoping of set/for/macro, loop variables, loopcontrols).
+// Templates come from checkpoints, so the work, the output and macro recursion are bounded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "engine/text/jinja/ast.h"
+#include "engine/text/jinja/value.h"
+
+namespace sy::text::jinja {
+
+struct RenderLimits {
+  std::size_t max_output_bytes = std::size_t{64} << 20;
+  std::int64_t max_steps = 2'000'000;  // expressions evaluated plus statements executed
+  int max_call_depth = 200;             // nested macro calls
+};
+
+// `context` must be a dict: its keys become the template's variables. Errors read
+// "origin:line:col: message".
+StatusOr<std::string> render(const Template& tmpl, const Value& context, const RenderLimits& limits = {});
+
+}  // namespace sy::text::jinja

@@ -1,0 +1,247 @@
+#include "engine/text/jinja/python_string.h"
+
+#include <algorithm>
+
+namespace sy::text::jinja {
+
+std::u32string utf8_decode(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = 0;
+    char32_t cp = 0;
+    if (c < 0x80) { cp = c; len = 1; }
+    else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
+    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
+    else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
+    else { out.push_back(0xFFFD); ++i; continue; }
+    if (i + static_cast<std::size_t>(len) > s.size()) { out.push_back(0xFFFD); ++i; continue; }
+    bool ok = true;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+      if ((cc & 0xC0) != 0x80) { ok = false; break; }
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if (!ok) { out.push_back(0xFFFD); ++i; continue; }
+    out.push_back(cp);
+    i += static_cast<std::size_t>(len);
+  }
+  return out;
+}
+
+void utf8_append(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::string utf8_encode(std::u32string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t cp : s) utf8_append(out, cp);
+  return out;
+}
+
+bool py_isspace(char32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000;
+}
+
+std::size_t py_len(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
+std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right) {
+  const std::u32string text = utf8_decode(s);
+  const std::u32string set = chars ? utf8_decode(*chars) : std::u32string();
+  auto strip_this = [&](char32_t c) { return chars ? set.find(c) != std::u32string::npos : py_isspace(c); };
+  std::size_t b = 0, e = text.size();
+  if (left)
+    while (b < e && strip_this(text[b])) ++b;
+  if (right)
+    while (e > b && strip_this(text[e - 1])) --e;
+  return utf8_encode(std::u32string_view(text).substr(b, e - b));
+}
+
+std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep, std::int64_t maxsplit) {
+  std::vector<std::string> out;
+  if (sep) {
+    std::size_t start = 0;
+    while (maxsplit < 0 || static_cast<std::int64_t>(out.size()) < maxsplit) {
+      const std::size_t pos = s.find(*sep, start);
+      if (pos == std::string_view::npos) break;
+      out.emplace_back(s.substr(start, pos - start));
+      start = pos + sep->size();
+    }
+    out.emplace_back(s.substr(start));
+    return out;
+  }
+  const std::u32string text = utf8_decode(s);
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && py_isspace(text[i])) ++i;
+    if (i == text.size()) break;
+    if (maxsplit >= 0 && static_cast<std::int64_t>(out.size()) == maxsplit) {
+      out.push_back(utf8_encode(std::u32string_view(text).substr(i)));
+      return out;
+    }
+    std::size_t j = i;
+    while (j < text.size() && !py_isspace(text[j])) ++j;
+    out.push_back(utf8_encode(std::u32string_view(text).substr(i, j - i)));
+    i = j;
+  }
+  return out;
+}
+
+std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::string>& sep, std::int64_t maxsplit) {
+  if (maxsplit < 0) return py_split(s, sep, maxsplit);
+  std::vector<std::string> out;
+  if (sep) {
+    std::size_t end = s.size();
+    while (static_cast<std::int64_t>(out.size()) < maxsplit) {
+      if (end < sep->size()) break;
+      const std::size_t pos = s.rfind(*sep, end - sep->size());
+      if (pos == std::string_view::npos) break;
+      out.emplace_back(s.substr(pos + sep->size(), end - pos - sep->size()));
+      end = pos;
+    }
+    out.emplace_back(s.substr(0, end));
+  } else {
+    const std::u32string text = utf8_decode(s);
+    std::size_t e = text.size();
+    while (e > 0) {
+      while (e > 0 && py_isspace(text[e - 1])) --e;
+      if (e == 0) break;
+      if (static_cast<std::int64_t>(out.size()) == maxsplit) {
+        out.push_back(utf8_encode(std::u32string_view(text).substr(0, e)));
+        break;
+      }
+      std::size_t b = e;
+      while (b > 0 && !py_isspace(text[b - 1])) --b;
+      out.push_back(utf8_encode(std::u32string_view(text).substr(b, e - b)));
+      e = b;
+    }
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, std::int64_t count) {
+  std::string out;
+  if (old.empty()) {
+    // Python inserts `repl` before every character and at the end.
+    const std::u32string text = utf8_decode(s);
+    std::int64_t n = 0;
+    for (char32_t c : text) {
+      if (count < 0 || n < count) { out += repl; ++n; }
+      utf8_append(out, c);
+    }
+    if (count < 0 || n < count) out += repl;
+    return out;
+  }
+  std::size_t start = 0;
+  std::int64_t n = 0;
+  while (count < 0 || n < count) {
+    const std::size_t pos = s.find(old, start);
+    if (pos == std::string_view::npos) break;
+    out += s.substr(start, pos - start);
+    out += repl;
+    start = pos + old.size();
+    ++n;
+  }
+  out += s.substr(start);
+  return out;
+}
+
+namespace {
+
+char32_t to_upper(char32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 0x20;
+  if (c == 0xFF) return 0x178;
+  if (c == 0xB5) return 0x39C;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x131) return 'I';
+    if (c == 0x17F) return 'S';
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 0) ? c - 1 : c;
+    if (c == 0x130 || c == 0x138 || c == 0x149 || c == 0x178) return c;
+    return (c % 2 == 1) ? c - 1 : c;
+  }
+  if (c >= 0x3B1 && c <= 0x3C9) return c == 0x3C2 ? 0x3A3 : c - 0x20;
+  if (c >= 0x430 && c <= 0x44F) return c - 0x20;
+  if (c >= 0x450 && c <= 0x45F) return c - 0x50;
+  return c;
+}
+
+char32_t to_lower(char32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 0x20;
+  if (c == 0x178) return 0xFF;
+  if (c >= 0x100 && c <= 0x17F) {
+    if (c == 0x130) return 'i';
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c % 2 == 1) ? c + 1 : c;
+    if (c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17F) return c;
+    return (c % 2 == 0) ? c + 1 : c;
+  }
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 0x20;
+  if (c >= 0x410 && c <= 0x42F) return c + 0x20;
+  if (c >= 0x400 && c <= 0x40F) return c + 0x50;
+  return c;
+}
+
+bool is_cased(char32_t c) { return to_upper(c) != c || to_lower(c) != c; }
+
+template <class F>
+std::string map_chars(std::string_view s, F f) {
+  std::string out;
+  out.reserve(s.size());
+  for (char32_t c : utf8_decode(s)) utf8_append(out, f(c));
+  return out;
+}
+
+}  // namespace
+
+std::string py_upper(std::string_view s) { return map_chars(s, to_upper); }
+std::string py_lower(std::string_view s) { return map_chars(s, to_lower); }
+
+std::string py_title(std::string_view s) {
+  std::string out;
+  bool prev_cased = false;
+  for (char32_t c : utf8_decode(s)) {
+    utf8_append(out, prev_cased ? to_lower(c) : to_upper(c));
+    prev_cased = is_cased(c);
+  }
+  return out;
+}
+
+std::string py_capitalize(std::string_view s) {
+  std::string out;
+  bool first = true;
+  for (char32_t c : utf8_decode(s)) {
+    utf8_append(out, first ? to_upper(c) : to_lower(c));
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace sy::text::jinja
