@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   sy::cli::register_logits(app);
   sy::cli::register_generate(app);
   sy::cli::register_demo(app);
+  sy::cli::register_serve(app);
   sy::cli::register_bench(app);
   sy::cli::register_reproduce(app);
   sy::cli::register_calibrate(app);
