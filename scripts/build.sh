@@ -12,6 +12,7 @@ packages=(
   qt6-base-dev libqt6opengl6-dev libimgui-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri python3-zmq
   python3
+  desktop-file-utils curl dpkg-dev
 )
 
 missing=()
