@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -75,9 +76,12 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   s.set_keep_alive_max_count(1000);
   s.set_payload_max_length(16 * 1024 * 1024);
   // No SO_REUSEPORT (cpp-httplib's default): a second server on the port must fail to bind.
-  s.set_socket_options([](socket_t sock) {
+  // The listening socket is kept to widen its backlog after the bind (below).
+  auto listening = std::make_shared<socket_t>(INVALID_SOCKET);
+  s.set_socket_options([listening](socket_t sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listening = sock;
   });
   const std::string key = o.api_key;
   s.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
@@ -128,6 +132,9 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
     bound = s.bind_to_port(o.host, o.port) ? o.port : -1;
   }
   if (bound <= 0) return Status::Error("cannot serve HTTP on " + where + " (address in use or not of this machine)");
+  // Debian's cpp-httplib listens with a backlog of 5: a burst of clients connecting at once
+  // would see their SYNs dropped and retried a second later. listen() again widens it.
+  if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);
   self->port_ = bound;
   Impl* raw = &impl;
   impl.thread = std::thread([raw] { raw->server.listen_after_bind(); });

@@ -12,12 +12,16 @@ void RequestChannel::accept() {
 }
 
 void RequestChannel::push_token(std::int32_t token) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     tokens_.push_back(token);
+    // A reader already woken and not yet back needs no second wake-up (tokens pile up
+    // while it writes): one futex call per batch, not per token.
+    wake = !news_;
     news_ = true;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 void RequestChannel::finish(FinishReason reason) {
