@@ -11,6 +11,7 @@ packages=(
   libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev
   qt6-base-dev libqt6opengl6-dev libimgui-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri python3-zmq
+  clang-14 libclang-rt-14-dev libomp-14-dev
   python3
   desktop-file-utils curl dpkg-dev
 )

@@ -426,7 +426,11 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
 
   double eps = 0;
   SY_ASSIGN_CFG(eps, r.number("rms_norm_eps", mixtral ? 1e-5 : 1e-6));
-  if (!(eps > 0)) return r.bad("rms_norm_eps", "must be positive");
+  // Kept as a float (as the kernels use it): outside a float's normal range it would become 0
+  // or infinity, a model other than the one the file describes.
+  if (!(eps >= static_cast<double>(std::numeric_limits<float>::min()) &&
+        eps <= static_cast<double>(std::numeric_limits<float>::max())))
+    return r.bad("rms_norm_eps", "must be positive, within a float's range (about 1.2e-38 to 3.4e38)");
   c.rms_norm_eps = static_cast<float>(eps);
 
   SY_ASSIGN_CFG(c.rope_theta, r.number("rope_theta", mixtral ? 1e6 : 1e4));
@@ -510,7 +514,9 @@ std::string ModelConfig::to_json() const {
   j["model_type"] = arch_name(arch);
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
-  j["intermediate_size"] = intermediate_size;
+  // A Qwen MoE model without dense blocks may leave it out (the parser then keeps 0); writing
+  // the 0 would give a config.json that its own parser refuses.
+  if (intermediate_size > 0) j["intermediate_size"] = intermediate_size;
   j["num_hidden_layers"] = num_layers;
   j["num_attention_heads"] = num_heads;
   j["num_key_value_heads"] = num_kv_heads;

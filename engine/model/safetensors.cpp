@@ -87,40 +87,13 @@ const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::filesystem::path& path) {
+StatusOr<std::map<std::string, TensorInfo>> parse_safetensors(const unsigned char* bytes, std::uint64_t file_size,
+                                                              const std::filesystem::path& path) {
   const std::string p = path.string();
-  // Non-blocking: opening a FIFO would otherwise wait for a writer; it is refused below.
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) return Status::Error("safetensors file " + p + " does not exist");
-    return Status::Error("cannot open " + p + ": " + errno_text());
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const std::string err = errno_text();
-    ::close(fd);
-    return Status::Error("cannot stat " + p + ": " + err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Error(p + " is not a regular file");
-  }
-  const auto file_size = static_cast<std::uint64_t>(st.st_size);
   if (file_size < 8) {
-    ::close(fd);
     return Status::Error(p + " is truncated: " + std::to_string(file_size) +
                          " bytes, shorter than the 8-byte safetensors header length");
   }
-  void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const std::string map_err = errno_text();
-  ::close(fd);
-  if (map == MAP_FAILED) return Status::Error("cannot memory-map " + p + ": " + map_err);
-
-  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
-  file->path_ = path;
-  file->map_ = map;
-  file->map_size_ = file_size;
-  const auto* bytes = static_cast<const unsigned char*>(map);
 
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
@@ -142,6 +115,7 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::file
     const std::string* name;
   };
   std::vector<Range> ranges;
+  std::map<std::string, TensorInfo> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     const std::string where = "tensor '" + name + "' in " + p;
@@ -190,7 +164,7 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::file
     }
     info.data = bytes + data_start + begin;
     info.nbytes = static_cast<std::size_t>(end - begin);
-    auto [it, inserted] = file->tensors_.emplace(name, std::move(info));
+    auto [it, inserted] = tensors.emplace(name, std::move(info));
     (void)inserted;  // JSON object keys are unique after parsing
     ranges.push_back({begin, end, &it->first});
   }
@@ -208,6 +182,45 @@ StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::file
     }
     prev = &r;
   }
+  return tensors;
+}
+
+StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::filesystem::path& path) {
+  const std::string p = path.string();
+  // Non-blocking: opening a FIFO would otherwise wait for a writer; it is refused below.
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Error("safetensors file " + p + " does not exist");
+    return Status::Error("cannot open " + p + ": " + errno_text());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const std::string err = errno_text();
+    ::close(fd);
+    return Status::Error("cannot stat " + p + ": " + err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Error(p + " is not a regular file");
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  if (file_size < 8) {  // nothing to map; the parser names the problem
+    ::close(fd);
+    const unsigned char none[8] = {};
+    return parse_safetensors(none, file_size, path).status();
+  }
+  void* map = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const std::string map_err = errno_text();
+  ::close(fd);
+  if (map == MAP_FAILED) return Status::Error("cannot memory-map " + p + ": " + map_err);
+
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = path;
+  file->map_ = map;
+  file->map_size_ = file_size;
+  auto tensors = parse_safetensors(static_cast<const unsigned char*>(map), file_size, path);
+  if (!tensors.ok()) return tensors.status();
+  file->tensors_ = std::move(tensors).value();
   return file;
 }
 

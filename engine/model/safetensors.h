@@ -42,6 +42,12 @@ class SafetensorsFile {
   std::map<std::string, TensorInfo> tensors_;
 };
 
+// Validates a whole safetensors image of `size` bytes at `bytes` (header and data section) and
+// lists its tensors, whose `data` point into the image; `path` names it in errors. open() maps
+// a file and calls this; the fuzz target calls it on raw bytes.
+StatusOr<std::map<std::string, TensorInfo>> parse_safetensors(const unsigned char* bytes, std::uint64_t size,
+                                                              const std::filesystem::path& path);
+
 // A tensor to write: raw little-endian bytes in `dtype`.
 struct TensorToWrite {
   std::string name;

@@ -13,8 +13,8 @@ std::string cmd_of(const json& c) { return c.at("cmd").get<std::string>(); }
 
 // Refuses keys a command does not take, so that a typo ("blok") is an error, not a no-op.
 Status only_keys(const json& c, std::initializer_list<const char*> keys) {
-  for (const auto& [key, value] : c.items()) {
-    (void)value;
+  for (const auto& item : c.items()) {
+    const std::string& key = item.key();
     if (key == "cmd") continue;
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
       std::string known;

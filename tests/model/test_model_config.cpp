@@ -243,6 +243,8 @@ TEST(ModelConfig, RejectsBadValues) {
       {"head_dim", 15, "head_dim (15)"},
       {"num_experts_per_tok", 0, "'num_experts_per_tok'"},
       {"rms_norm_eps", 0, "'rms_norm_eps'"},
+      {"rms_norm_eps", 1e-69, "within a float's range"},  // found by fuzz_model_config: 0 as a float
+      {"rms_norm_eps", 1e300, "within a float's range"},
       {"rope_theta", -1.0, "rope_theta"},
       {"tie_word_embeddings", "yes", "'tie_word_embeddings'"},
       {"torch_dtype", "int8", "'torch_dtype'"},
@@ -374,6 +376,19 @@ TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
   EXPECT_EQ(q2["architectures"][0], "Qwen2MoeForCausalLM");
   EXPECT_EQ(q2["decoder_sparse_step"], 1);
   EXPECT_EQ(q2["mlp_only_layers"], json::array({0}));
+}
+
+// Found by fuzz_model_config: a Qwen MoE config with no dense block may omit
+// intermediate_size, and the config.json written for it must read back.
+TEST(ModelConfig, ToJsonRoundTripsWithoutIntermediateSize) {
+  auto c = parse(qwen3_json());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->intermediate_size, 0);
+  const std::string text = c->to_json();
+  auto back = ModelConfig::from_json(text, "written");
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << text;
+  expect_same(*c, *back);
+  EXPECT_FALSE(json::parse(text).contains("intermediate_size"));
 }
 
 TEST(ModelConfig, PresetsExerciseEveryArchitecturePath) {
