@@ -102,7 +102,7 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const ModelLimits model = o.model;
   s.Get("/v1/models", guarded([model, created](const httplib::Request&, httplib::Response& res) {
-          res.set_content(models_json(model.name, created, model.context).dump(), "application/json");
+          res.set_content(json_text(models_json(model.name, created, model.context)), "application/json");
         }));
   s.Get("/health", guarded([](const httplib::Request&, httplib::Response& res) {
           res.set_content("{\"status\":\"ok\"}", "application/json");

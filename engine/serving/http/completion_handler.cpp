@@ -28,11 +28,24 @@ struct Answer {
   Clock::time_point last_write = Clock::now();
 };
 
+// A content provider whose exceptions (none expected) end the answer instead of the process:
+// cpp-httplib calls providers outside its handler's try.
+template <class Fn>
+httplib::ContentProviderWithoutLength guarded_provider(Fn fn) {
+  return [fn = std::move(fn)](std::size_t, httplib::DataSink& sink) {
+    try {
+      return fn(sink);
+    } catch (...) {
+      return false;
+    }
+  };
+}
+
 }  // namespace
 
 void set_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
-  res.set_content(error.body().dump(), "application/json");
+  res.set_content(json_text(error.body()), "application/json");
 }
 
 CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, std::uint64_t seed_base)
@@ -82,15 +95,15 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
   // go out now and then: the write fails once the client has gone, and the request is cancelled.
   res.set_chunked_content_provider(
       "application/json",
-      [a](std::size_t, httplib::DataSink& sink) {
+      guarded_provider([a](httplib::DataSink& sink) {
         RequestChannel::News news = a->channel->take(kKeepAlive);
         a->ids.insert(a->ids.end(), news.tokens.begin(), news.tokens.end());
         std::string out;
         if (news.error) {
-          out = news.error->body().dump();
+          out = json_text(news.error->body());
         } else if (news.finished != FinishReason::None) {
           a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          out = completion_json(a->header, "", a->ids, news.finished, a->usage).dump();
+          out = json_text(completion_json(a->header, "", a->ids, news.finished, a->usage));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
           return sink.write(" ", 1);
@@ -102,7 +115,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
         if (!sink.write(out.data(), out.size())) return false;
         sink.done();
         return true;
-      },
+      }),
       [this, a](bool) {
         if (!a->complete) broker_.cancel(a->channel->id());
       });
@@ -119,7 +132,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [a](std::size_t, httplib::DataSink& sink) {
+      guarded_provider([a](httplib::DataSink& sink) {
         std::string out;
         if (!a->role_sent && a->header.endpoint == Endpoint::ChatCompletions) {
           out += sse_event(role_chunk_json(a->header));
@@ -156,7 +169,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
         if (!sink.write(out.data(), out.size())) return false;
         if (a->complete) sink.done();
         return true;
-      },
+      }),
       [this, a](bool) {
         if (!a->complete) broker_.cancel(a->channel->id());
       });

@@ -82,6 +82,8 @@ json models_json(const std::string& model, std::int64_t created, std::int32_t co
                                  {"max_model_len", context}}})}};
 }
 
-std::string sse_event(const json& data) { return "data: " + data.dump() + "\n\n"; }
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_event(const json& data) { return "data: " + json_text(data) + "\n\n"; }
 
 }  // namespace sy::http

@@ -44,6 +44,9 @@ nlohmann::json role_chunk_json(const AnswerHeader& h);
 nlohmann::json usage_chunk_json(const AnswerHeader& h, const Usage& usage);
 nlohmann::json models_json(const std::string& model, std::int64_t created, std::int32_t context);
 
+// The JSON text of an answer; a broken UTF-8 sequence (never expected) becomes U+FFFD rather
+// than an exception.
+std::string json_text(const nlohmann::json& value);
 // One server-sent event: "data: <json>\n\n"; the stream ends with kSseDone.
 std::string sse_event(const nlohmann::json& data);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";

@@ -111,6 +111,23 @@ def main():
         except openai.BadRequestError as e:
             check(e.body.get("param") == "n", "n=2: 400 naming n")
 
+        try:
+            t = client.completions.create(model=name, prompt="Once upon a time", max_tokens=16, temperature=0,
+                                          extra_body={"ignore_eos": True})
+            text = t.choices[0].text
+            check(isinstance(text, str) and len(text) > 0 and t.usage.completion_tokens == 16, "a text prompt")
+            pieces = "".join(ch.choices[0].text for ch in client.completions.create(
+                model=name, prompt="Once upon a time", max_tokens=16, temperature=0, stream=True,
+                extra_body={"ignore_eos": True}) if ch.choices)
+            check(pieces == text, "streamed text equals the whole answer")
+            stop = text[len(text) // 2:len(text) // 2 + 2]
+            s = client.completions.create(model=name, prompt="Once upon a time", max_tokens=16, temperature=0,
+                                          stop=[stop], extra_body={"ignore_eos": True})
+            check(s.choices[0].text == text[:text.find(stop)] and s.choices[0].finish_reason == "stop",
+                  f"the stop string {stop!r} ends the answer before it")
+        except openai.BadRequestError as e:
+            check("tokenizer" in str(e), "text without a tokenizer: 400 that says so")
+
         messages = [{"role": "user", "content": "Hello!"}]
         try:
             c = client.chat.completions.create(model=name, messages=messages, max_tokens=8, temperature=0)
