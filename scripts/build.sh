@@ -14,6 +14,7 @@ packages=(
   xvfb xauth libgl1-mesa-dri python3-zmq
   clang-14 libclang-rt-14-dev libomp-14-dev
   python3
+  desktop-file-utils curl dpkg-dev
 )
 
 missing=()

@@ -9,6 +9,7 @@ void register_make_model(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_demo(CLI::App& app);
+void register_serve(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_reproduce(CLI::App& app);
 void register_calibrate(CLI::App& app);

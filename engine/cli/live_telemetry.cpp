@@ -45,6 +45,7 @@ void TelemetryFlags::add_to(CLI::App& app, bool default_on) {
 }
 
 bool TelemetryFlags::wanted() const {
+  if (prometheus) return true;
   if (off) return false;
   return on_by_default || !telemetry.empty() || !control.empty() || !metrics.empty() || !record.empty();
 }
@@ -55,7 +56,7 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
   live->flags_ = flags;
   TelemetryFlags& f = live->flags_;
   // On by default (demo), or when either socket is asked for, both get their endpoints.
-  const bool sockets = f.on_by_default || !f.telemetry.empty() || !f.control.empty();
+  const bool sockets = !f.off && (f.on_by_default || !f.telemetry.empty() || !f.control.empty());
   if (sockets && f.telemetry.empty()) f.telemetry = kDefaultTelemetryEndpoint;
   if (sockets && f.control.empty()) f.control = kDefaultControlEndpoint;
 
@@ -85,6 +86,10 @@ std::unique_ptr<LiveTelemetry> LiveTelemetry::start(const TelemetryFlags& flags)
     live->registry_ = std::make_unique<telemetry::PrometheusRegistry>();
     live->serving_metrics_ = std::make_unique<telemetry::ServingMetrics>(*live->registry_);
     live->http_ = take(telemetry::MetricsHttpServer::start(*live->registry_, host, port));
+  }
+  if (f.prometheus && !live->registry_) {
+    live->registry_ = std::make_unique<telemetry::PrometheusRegistry>();
+    live->serving_metrics_ = std::make_unique<telemetry::ServingMetrics>(*live->registry_);
   }
   const bool relative_record = !f.record.empty() && f.record.is_relative();
   if (!f.control.empty() || relative_record) {

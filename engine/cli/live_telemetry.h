@@ -36,6 +36,7 @@ struct TelemetryFlags {
   std::uint64_t record_max = 0;      // bytes a recording may grow to; 0: no cap
   bool off = false;             // demo: --no-telemetry
   bool on_by_default = false;   // demo: stream and control on the default endpoints
+  bool prometheus = false;      // serve: keep the Prometheus registry (its own /metrics) even without --metrics
 
   void add_to(CLI::App& app, bool default_on);
   // Whether the command should start anything at all.
@@ -59,6 +60,8 @@ class LiveTelemetry {
   // One line: where the stream, control socket and metrics listen.
   std::string describe() const;
   TelemetryBridge* bridge() { return bridge_.get(); }
+  // The Prometheus registry (with --metrics or TelemetryFlags::prometheus), else null.
+  const telemetry::PrometheusRegistry* registry() const { return registry_.get(); }
   // The bound endpoints (with the ports chosen for port 0); empty when not listening.
   std::string telemetry_endpoint() const { return hub_->endpoint(); }
   std::string control_endpoint() const;

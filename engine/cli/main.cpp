@@ -7,19 +7,26 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/required_options.h"
 #include "kernels/cpu/gemm.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Switchyard: a Mixture-of-Experts serving engine", "switchyard"};
   app.require_subcommand(1);
+  // Global options are accepted after the subcommand too (`switchyard bench --threads 1 …`):
+  // a subcommand hands the options it does not know to the app.
+  app.fallthrough();
   app.set_version_flag("--version", "switchyard 0.1.0");
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   app.add_option("--threads", threads, "CPU threads for the math kernels")->capture_default_str()
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 1024))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   bool check_weights = false;
   app.add_flag("--check-weights", check_weights,
                "Search every weight for NaN and ±inf when loading a model (by default a sample of each tensor)");
+  sy::cli::RequiredOptions required;
+  // Runs before any command does: every missing option is named at once.
   app.parse_complete_callback([&] {
+    required.check(app);
     sy::kernels::set_num_threads(threads);
     if (check_weights) sy::cli::weight_check() = sy::WeightCheck::Full;
   });
@@ -28,11 +35,13 @@ int main(int argc, char** argv) {
   sy::cli::register_logits(app);
   sy::cli::register_generate(app);
   sy::cli::register_demo(app);
+  sy::cli::register_serve(app);
   sy::cli::register_bench(app);
   sy::cli::register_reproduce(app);
   sy::cli::register_calibrate(app);
   sy::cli::register_trace(app);
   sy::cli::register_keys(app);
+  required.gather(app);
 
   try {
     app.parse(argc, argv);

@@ -3,12 +3,13 @@
 #include "engine/cli/cli_support.h"
 #include "engine/runtime/layout_parser.h"
 #include "engine/sim/skew_router.h"
+#include "engine/util/assets.h"
 
 namespace sy::cli {
 
 void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   auto* opt = app.add_option("--layout", layout,
-                             "Deployment layout: a TOML file (layouts/README.md), colocated:N or disaggregated:A+E");
+                             "Deployment layout: a TOML file (layouts/README.md), the name of a shipped one, colocated:N or disaggregated:A+E");
   if (layout_required) opt->required();
   app.add_option("--policy", policy, "Execution policy (default: the layout's)")
       ->check(CLI::IsMember({"sync", "pingpong", "async"}));
@@ -53,9 +54,22 @@ std::optional<Layout> generated_layout(const std::string& spec, const ModelConfi
 }
 }  // namespace
 
+namespace {
+// A bare name that is no file here (e.g. "mixtral-8x7b-8xh100") is one of the shipped layouts.
+std::filesystem::path shipped_layout(const std::filesystem::path& layout) {
+  std::error_code ec;
+  if (std::filesystem::exists(layout, ec) || layout.has_parent_path()) return layout;
+  for (const std::string& name : {layout.string(), layout.string() + ".toml"}) {
+    const std::filesystem::path candidate = layouts_dir() / name;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  }
+  return layout;
+}
+}  // namespace
+
 Layout ServeOptions::load(const ModelConfig& config) const {
   std::optional<Layout> generated = generated_layout(layout.string(), config);
-  Layout l = generated ? *generated : take(load_layout(layout, config));
+  Layout l = generated ? *generated : take(load_layout(shipped_layout(layout), config));
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;
   if (microbatches > 0) l.policy.microbatches = microbatches;

@@ -18,6 +18,16 @@ const char* reject_reason_name(RejectReason reason) {
   return "?";
 }
 
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::None: return "none";
+    case FinishReason::Length: return "length";
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
 void Coordinator::notify(std::int64_t idx, RequestPhase phase, RejectReason reason) {
   notify(record(idx), phase, reason);
 }
@@ -32,6 +42,8 @@ void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReaso
   u.tokens_in = static_cast<std::int32_t>(r.spec.prompt.size());
   u.tokens_out = static_cast<std::int32_t>(r.output.size());
   u.reject_reason = reason;
+  if (phase == RequestPhase::Token) u.token = r.output.back();
+  if (phase == RequestPhase::Finished) u.finish_reason = r.finish_reason;
   observer_->on_request(u);
 }
 
@@ -40,6 +52,7 @@ void Coordinator::reject(std::int64_t idx, RejectReason reason, std::string why)
   r.state = RequestState::Rejected;
   r.reject_reason = std::move(why);
   --open_;
+  open_ids_.erase(r.spec.id);
   notify(idx, RequestPhase::Rejected, reason);
   if (!options_.keep_finished) {
     // A flood of rejections behind one long request must not hold every rejected prompt and
@@ -140,13 +153,14 @@ void Coordinator::on_arrival(std::int64_t idx) {
   r.state = RequestState::Waiting;
   ++arrived_;
   ++open_;
+  open_ids_[r.spec.id] = idx;
   notify(idx, RequestPhase::Arrival);
   if (failure_) {
     reject(idx, RejectReason::Failed, *failure_);
     return;
   }
   if (r.spec.max_new_tokens <= 0) {
-    finish(idx);
+    finish(idx, FinishReason::Length);
     return;
   }
   const auto prompt = static_cast<std::int64_t>(r.spec.prompt.size());
@@ -202,8 +216,10 @@ bool Coordinator::admit_one(std::int32_t slot) {
     return false;
   }
   KvBlockManager& kv = cluster_->kv(best);
-  const SamplingSpec sampling{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
-                              options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
+  const SamplingSpec sampling =
+      r.spec.sampling ? *r.spec.sampling
+                      : SamplingSpec{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
+                                     options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
   const bool ok = kv.admit(idx, positions, sampling);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
@@ -301,12 +317,20 @@ void Coordinator::start_slot(std::int32_t s) {
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
   if (failure_) return;  // its request has failed already
   RequestRecord& r = record(idx);
-  r.output.push_back(token);
-  notify(idx, RequestPhase::Token);
-  const bool finished = static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens ||
-                        (options_.eos_token_id && token == *options_.eos_token_id);
-  if (finished) {
-    finish(idx);
+  FinishReason reason = FinishReason::None;
+  if (r.cancel) {
+    reason = FinishReason::Cancelled;  // nobody wants the token any more
+  } else {
+    r.output.push_back(token);
+    notify(idx, RequestPhase::Token);
+    if (stops_at(r, token)) {
+      reason = FinishReason::Stop;
+    } else if (static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens) {
+      reason = FinishReason::Length;
+    }
+  }
+  if (reason != FinishReason::None) {
+    finish(idx, reason);
     if (!policy_.grouped()) admit_async();
   } else if (!policy_.grouped()) {
     if (switching()) {
@@ -318,8 +342,34 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
   if (switching()) loop_.post_now([this] { check_safe_point(); });
 }
 
-void Coordinator::finish(std::int64_t idx) {
+bool Coordinator::stops_at(const RequestRecord& r, std::int32_t token) const {
+  if (!r.spec.ignore_eos && options_.eos_token_id && token == *options_.eos_token_id) return true;
+  return std::find(r.spec.stop_token_ids.begin(), r.spec.stop_token_ids.end(), token) != r.spec.stop_token_ids.end();
+}
+
+bool Coordinator::cancel(std::int64_t request_id) {
+  const auto found = open_ids_.find(request_id);
+  if (found == open_ids_.end()) return false;
+  const std::int64_t idx = found->second;
   RequestRecord& r = record(idx);
+  if (r.state == RequestState::Waiting) {
+    const auto at = std::find(waiting_.begin(), waiting_.end(), idx);
+    assert(at != waiting_.end());
+    waiting_tokens_ -= static_cast<std::int64_t>(r.spec.prompt.size());
+    waiting_.erase(at);
+    finish(idx, FinishReason::Cancelled);
+    return true;
+  }
+  // Running: its rows are in flight (or parked for a switch, or between two iterations of its
+  // micro-batch); the pages go when they come back, in on_sampled.
+  r.cancel = true;
+  return true;
+}
+
+void Coordinator::finish(std::int64_t idx, FinishReason reason) {
+  RequestRecord& r = record(idx);
+  r.finish_reason = reason;
+  open_ids_.erase(r.spec.id);
   if (r.rank >= 0) {
     cluster_->kv(r.rank).release(idx);
     --running_per_rank_[r.rank];

@@ -48,6 +48,8 @@ struct RequestRecord {
   std::vector<std::int32_t> output;
   std::string reject_reason;
   std::int32_t slot = -1;  // grouped policies: the micro-batch it rides in
+  bool cancel = false;     // running, cancelled: finishes when its rows in flight come back
+  FinishReason finish_reason = FinishReason::None;
 };
 
 class Coordinator {
@@ -68,6 +70,13 @@ class Coordinator {
   // Moves, replicates or removes expert replicas at the next safe point ([block][expert] ->
   // devices). Errors name the block, expert or device that is wrong; serving continues.
   Status request_placement(Placement placement, ChangeDone done = {});
+  // Cancels the request with this RequestSpec::id (a client that went away): a waiting one
+  // leaves the queue at once; a running one finishes, its KV pages freed, when the rows it has
+  // in flight come back (the one safe place under every policy: no other request's token is
+  // touched), its last token dropped. Observers see it finish with FinishReason::Cancelled.
+  // Returns false when no such request is open (finished, rejected, or not arrived yet: post
+  // the cancel after the submit's arrival time).
+  bool cancel(std::int64_t request_id);
   // The deployment cannot go on (a process of it died): every open request is rejected with
   // `why` (RejectReason::Failed), later arrivals too, and nothing is admitted or sampled again.
   void fail(const std::string& why);
@@ -127,7 +136,7 @@ class Coordinator {
   void append_next_rows(TokenBatch& out, std::int64_t idx) const;
   // Async: queues the request's next rows for its rank; one injection per rank and instant.
   void inject_soon(std::int64_t idx);
-  void finish(std::int64_t idx);
+  void finish(std::int64_t idx, FinishReason reason);
   void drop_done_records();
   void check_safe_point();
   // Every process applied `policy` (the change asked for as of change number `seq`): resumes.
@@ -137,6 +146,8 @@ class Coordinator {
   EventLoop& loop_;
   CoordinatorOptions options_;
   void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None);
+  // The request's stop tokens say it is done after `token`.
+  bool stops_at(const RequestRecord& r, std::int32_t token) const;
   void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None);
   void reject(std::int64_t idx, RejectReason reason, std::string why);
   // Leaves the waiting queue (admitted or rejected).
@@ -160,6 +171,7 @@ class Coordinator {
   std::deque<RequestRecord> requests_;
   std::int64_t first_request_ = 0;  // index of requests_.front()
   std::deque<std::int64_t> waiting_;
+  std::unordered_map<std::int64_t, std::int64_t> open_ids_;  // RequestSpec::id -> index, while open
   std::int64_t waiting_tokens_ = 0;  // prompt tokens of the waiting requests
   std::int64_t rejected_queue_full_ = 0;
   std::vector<std::int32_t> running_per_rank_;

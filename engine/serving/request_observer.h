@@ -13,6 +13,11 @@ enum class RequestPhase : std::uint8_t { Arrival, Admitted, Token, Finished, Rej
 enum class RejectReason : std::uint8_t { None, NeverFits, QueueFull, Failed };
 const char* reject_reason_name(RejectReason reason);
 
+// Why a request finished: its token budget, a stop token (eos or one of its own), or a
+// cancellation (a client that went away); OpenAI's finish_reason is "length" or "stop".
+enum class FinishReason : std::uint8_t { None, Length, Stop, Cancelled };
+const char* finish_reason_name(FinishReason reason);
+
 struct RequestUpdate {
   std::int64_t id = 0;       // the request's id (RequestSpec::id)
   std::int64_t t_ns = 0;
@@ -21,6 +26,8 @@ struct RequestUpdate {
   std::int32_t tokens_in = 0;    // prompt length
   std::int32_t tokens_out = 0;   // tokens produced so far (Token: including this one)
   RejectReason reject_reason = RejectReason::None;  // Rejected only
+  std::int32_t token = -1;                          // Token only: the token sampled
+  FinishReason finish_reason = FinishReason::None;  // Finished only
 };
 
 class RequestObserver {

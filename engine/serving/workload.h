@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "engine/runtime/sequence.h"
 
 namespace sy {
 
@@ -46,6 +48,11 @@ struct RequestSpec {
   std::int64_t arrival_ns = 0;
   std::vector<std::int32_t> prompt;
   std::int32_t max_new_tokens = 0;
+  // A client's own sampling (HTTP requests); unset: the coordinator's options decide.
+  std::optional<SamplingSpec> sampling;
+  // The request also finishes after emitting any of these (besides the coordinator's eos).
+  std::vector<std::int32_t> stop_token_ids;
+  bool ignore_eos = false;  // do not finish at the coordinator's eos_token_id
 };
 
 // Poisson arrivals (exponential inter-arrival times of mean 1/rate) over [0, duration), each

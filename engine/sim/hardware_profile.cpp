@@ -167,11 +167,6 @@ Status write_hardware_profile(const HardwareProfile& p, const fs::path& path) {
   return Status::Ok();
 }
 
-fs::path assets_dir() {
-  if (const char* env = std::getenv("SWITCHYARD_ASSETS"); env && *env) return env;
-  return SY_ASSETS_DIR;
-}
-
 StatusOr<HardwareProfile> find_hardware_profile(const std::string& name_or_path) {
   const fs::path direct(name_or_path);
   std::error_code ec;

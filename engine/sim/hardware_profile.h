@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "engine/util/assets.h"  // assets_dir(), where the profiles are
 
 namespace sy {
 
@@ -33,8 +34,6 @@ StatusOr<HardwareProfile> parse_hardware_profile(std::string_view toml_text, con
 StatusOr<HardwareProfile> load_hardware_profile(const std::filesystem::path& path);
 // Writes a file parse_hardware_profile() reads back equal; replaces `path` atomically.
 Status write_hardware_profile(const HardwareProfile& profile, const std::filesystem::path& path);
-// $SWITCHYARD_ASSETS, else the source tree's assets/.
-std::filesystem::path assets_dir();
 // A .toml path, or a name matched (case-insensitively) against the file stems and `name`
 // fields of assets_dir()/hardware; the error lists the names there are.
 StatusOr<HardwareProfile> find_hardware_profile(const std::string& name_or_path);

@@ -280,5 +280,18 @@ TEST_F(Cli, UnknownArchitecture) {
   EXPECT_NE(r.output.find("gpt2"), std::string::npos) << r.output;
 }
 
+// Issue 18: options are accepted where a user types them, and every missing one is named.
+TEST_F(Cli, GlobalOptionsAfterTheSubcommandAndAllMissingOptionsAtOnce) {
+  CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout colocated:8 --duration 0.2 --rate 5 "
+                        "--threads 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = switchyard("bench");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--model, --layout are required"), std::string::npos) << r.output;
+  r = switchyard("serve --model " + (root_ / "good").string() + " --host 0.0.0.0 --no-telemetry --no-console");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--api-key"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace sy

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <map>
 
 #include "engine/model/random_model.h"
 #include "engine/cpu/cpu_deployment.h"
@@ -220,6 +221,89 @@ TEST_F(CoordinatorTest, TheTokenBoundRejectsLongPromptsFirst) {
   EXPECT_EQ(rs[2].state, RequestState::Finished);
   EXPECT_EQ(rs[3].state, RequestState::Rejected);
   EXPECT_NE(rs[3].reject_reason.find("16 prompt tokens waiting"), std::string::npos) << rs[3].reject_reason;
+}
+
+// Cancellation (a client that went away) under every policy: a running request finishes at its
+// next sampled token with its KV pages freed, a waiting one leaves the queue at once, and the
+// other requests lose no token and stay identical to a run without the cancellations.
+TEST_F(CoordinatorTest, CancelFreesTheRequestAndTouchesNoOtherUnderEveryPolicy) {
+  struct Reasons : RequestObserver {
+    std::map<std::int64_t, FinishReason> finished;
+    void on_request(const RequestUpdate& u) override {
+      if (u.phase == RequestPhase::Finished) finished[u.id] = u.finish_reason;
+    }
+  };
+  for (PolicyKind kind : {PolicyKind::Async, PolicyKind::Sync, PolicyKind::PingPong}) {
+    SCOPED_TRACE(policy_name(kind));
+    DeploymentOptions o = options(256, 2);
+    o.policy.kind = kind;
+    const Topology topo = Topology::colocated(weights_->config(), 1);
+    const std::vector<RequestSpec> reqs = {request(0, 5, 12), request(1, 6, 12), request(2, 7, 12),
+                                           request(3, 8, 12)};
+    CpuDeployment plain(weights_, topo, o);
+    plain.submit(reqs);
+    plain.run();
+
+    CpuDeployment d(weights_, topo, o);
+    Reasons reasons;
+    d.observers().add(nullptr, &reasons);
+    d.submit(reqs);
+    Coordinator& co = d.coordinator();
+    std::int64_t pages_before = -1, pages_after = -1;
+    bool cancelled = false;
+    std::function<void()> probe = [&] {
+      // Requests 0 and 1 run (two per rank), 2 and 3 wait; cancel 1 after its third token.
+      if (!cancelled && co.requests()[1].output.size() >= 3) {
+        EXPECT_EQ(co.requests()[3].state, RequestState::Waiting);
+        pages_before = co.kv_pages_used();
+        EXPECT_TRUE(co.cancel(1));
+        EXPECT_TRUE(co.cancel(3));
+        EXPECT_FALSE(co.cancel(3));  // no longer open
+        cancelled = true;
+      } else if (cancelled && pages_after < 0 && co.requests()[1].state == RequestState::Finished) {
+        pages_after = co.kv_pages_used();  // 1's pages are gone, 2 took its place
+      }
+      if (!co.done()) d.loop().post(d.loop().now() + 1'000, probe);
+    };
+    d.loop().post(0, probe);
+    d.run();
+    ASSERT_TRUE(cancelled);
+    EXPECT_EQ(reasons.finished[1], FinishReason::Cancelled);
+    EXPECT_EQ(reasons.finished[3], FinishReason::Cancelled);
+    EXPECT_EQ(reasons.finished[0], FinishReason::Length);
+    EXPECT_EQ(reasons.finished[2], FinishReason::Length);
+    EXPECT_LT(co.requests()[1].output.size(), 12u);
+    EXPECT_TRUE(co.requests()[3].output.empty());
+    EXPECT_GE(pages_before, 0);
+    EXPECT_GE(pages_after, 0);
+    EXPECT_EQ(co.kv_pages_used(), 0);
+    for (int i : {0, 2}) EXPECT_EQ(co.requests()[i].output, plain.coordinator().requests()[i].output) << i;
+  }
+}
+
+// A request's own sampling and stop tokens: it finishes at its stop token with reason Stop.
+TEST_F(CoordinatorTest, PerRequestStopTokensAndSampling) {
+  CpuDeployment plain(weights_, Topology::colocated(weights_->config(), 1), options(256, 4));
+  plain.submit({request(0, 5, 8)});
+  plain.run();
+  const std::vector<std::int32_t> greedy = plain.coordinator().requests()[0].output;
+  ASSERT_EQ(greedy.size(), 8u);
+
+  CpuDeployment d(weights_, Topology::colocated(weights_->config(), 1), options(256, 4));
+  RequestSpec stop = request(0, 5, 8);
+  stop.stop_token_ids = {greedy[3]};
+  RequestSpec sampled = request(1, 5, 8);
+  sampled.prompt = stop.prompt;
+  sampled.sampling = SamplingSpec{1.5f, 1.0f, 0, 1234};
+  d.submit({stop, sampled});
+  d.run();
+  const auto& rs = d.coordinator().requests();
+  const auto first = std::find(greedy.begin(), greedy.end(), greedy[3]);
+  EXPECT_EQ(rs[0].output, std::vector<std::int32_t>(greedy.begin(), first + 1));
+  EXPECT_EQ(rs[0].finish_reason, FinishReason::Stop);
+  EXPECT_EQ(rs[1].output.size(), 8u);
+  EXPECT_NE(rs[1].output, greedy);  // a hot temperature leaves the greedy path
+  EXPECT_EQ(rs[1].finish_reason, FinishReason::Length);
 }
 
 }  // namespace

@@ -1,0 +1,194 @@
+#include "engine/cli/live_service.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "engine/cli/cli_support.h"
+
+extern char** environ;
+
+namespace sy::cli {
+
+// The console, started with the service and stopped with it.
+class ConsoleProcess {
+ public:
+  ConsoleProcess(const std::string& binary, const std::string& telemetry, const std::string& control) {
+    std::vector<std::string> args = {binary, "--connect", telemetry, "--control", control};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (::posix_spawn(&pid_, binary.c_str(), nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+  }
+  ~ConsoleProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  bool started() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+
+// Metrics older than this are dropped: a service runs for days in bounded memory.
+constexpr std::int64_t kHistoryNs = 60'000'000'000;
+constexpr std::int64_t kSecond = 1'000'000'000;
+
+// The console binary: next to this executable (build tree, install prefix), else on PATH.
+std::string console_binary() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto next_to = self.parent_path() / "switchyard-console";
+    if (std::filesystem::exists(next_to, ec)) return next_to.string();
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    for (std::size_t start = 0; start <= dirs.size();) {
+      const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+      const auto candidate = std::filesystem::path(dirs.substr(start, end - start)) / "switchyard-console";
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+      start = end + 1;
+    }
+  }
+  return {};
+}
+
+bool have_display() {
+  const char* x = std::getenv("DISPLAY");
+  const char* wayland = std::getenv("WAYLAND_DISPLAY");
+  return (x && *x) || (wayland && *wayland);
+}
+
+void print_window(Deployment& d, const MetricsReport& r, double elapsed_wall) {
+  Coordinator& co = d.coordinator();
+  std::int32_t running = 0;
+  for (std::int32_t rank = 0; rank < d.cluster().topology().num_ranks(); ++rank) running += co.running(rank);
+  std::printf("t=%7.1fs %9.0f tok/s  ITL p50 %6.2f p99 %7.2f ms  TTFT p50 %7.2f ms  running %4d waiting %4zu  busy",
+              static_cast<double>(r.t_end_ns) * 1e-9, r.tokens_per_s, r.itl.p50_ms, r.itl.p99_ms, r.ttft.p50_ms,
+              running, co.waiting());
+  for (const DeviceUsage& u : r.devices) std::printf(" %s %3.0f%%", u.name.c_str(), 100 * u.busy);
+  std::printf("  [%.1f s wall]\n", elapsed_wall);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void ConsoleFlags::add_to(CLI::App& app) {
+  auto* c = app.add_flag("--console", console,
+                         "Open the console (default where there is a display and switchyard-console exists)");
+  app.add_flag("--no-console", no_console, "Never open the console")->excludes(c);
+}
+
+LiveService::LiveService(const Setup& setup) : setup_(setup), backend_(Backend::open(setup.backend, setup.model)) {
+  const ModelConfig& c = backend_.config();
+  layout_ = setup_.serve.load(c);
+  options_ = setup_.serve.deployment_options(layout_, {}, setup_.skew, setup_.seed);
+  options_.clock = backend_.clock();
+  options_.pace = setup_.pace;
+  options_.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
+  deployment_ = backend_.deploy(Topology::from_layout(layout_, c), options_);
+  live_ = LiveTelemetry::start(setup_.live);
+}
+
+LiveService::~LiveService() = default;
+
+void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, const std::vector<std::string>& lines) {
+  const ModelConfig& c = backend_.config();
+  if (live_) {
+    RunInfo info = backend_.run_info();
+    info.workload = std::move(workload);
+    live_->attach(*deployment_, std::move(info), std::move(hooks));
+  }
+  std::printf("model %s (%s, %d blocks, %d experts, top-%d), layout %s\n%s, policy %s\n", backend_.model_name().c_str(),
+              arch_name(c.arch).c_str(), c.num_layers, c.num_experts, c.top_k, layout_.name.c_str(),
+              backend_.describe(layout_.num_devices()).c_str(), options_.policy.describe().c_str());
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  std::printf("\n");
+  if (live_ && !live_->describe().empty()) std::printf("%s\n", live_->describe().c_str());
+
+  // The console where there is a display (or when asked), else the printed summary below.
+  const ConsoleFlags& cf = setup_.console;
+  const bool want_console = !cf.no_console && (cf.console || have_display());
+  if (want_console) {
+    const std::string binary = console_binary();
+    if (!live_ || live_->telemetry_endpoint().empty() || live_->control_endpoint().empty()) {
+      if (cf.console) throw CommandError{"--console needs the telemetry stream and control socket (drop --no-telemetry)"};
+    } else if (!have_display()) {
+      if (cf.console) throw CommandError{"--console: no display (DISPLAY and WAYLAND_DISPLAY are unset)"};
+    } else if (binary.empty()) {
+      if (cf.console) throw CommandError{"--console: switchyard-console is neither next to switchyard nor on PATH"};
+      std::printf("(no switchyard-console found: running without the console)\n");
+    } else {
+      console_ = std::make_unique<ConsoleProcess>(binary, live_->telemetry_endpoint(), live_->control_endpoint());
+      std::printf("%s\n", console_->started() ? ("console: " + binary).c_str() : "could not start the console");
+    }
+  } else if (!have_display()) {
+    std::printf("no display: running headless with a live summary\n");
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping) {
+  Deployment& d = *deployment_;
+  EventLoop& loop = d.loop();
+  const auto wall0 = std::chrono::steady_clock::now();
+  const auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
+  bool ending = false;
+  const auto over = [&] { return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns); };
+  // A summary line each second; a tick each 100 ms keeps the loop alive and notices a signal soon.
+  std::function<void(std::int64_t)> tick = [&](std::int64_t n) {
+    if (n > 0 && n % 10 == 0) {
+      const std::int64_t second = n / 10;
+      print_window(d, d.metrics().report((second - 1) * kSecond, second * kSecond), wall());
+      d.metrics().forget_before(second * kSecond - kHistoryNs);
+    }
+    if (over() && !ending) {
+      ending = true;
+      if (stopping) stopping();
+      return;
+    }
+    loop.post((n + 1) * kSecond / 10, [&tick, n] { tick(n + 1); });
+  };
+  loop.post(0, [&tick] { tick(0); });
+
+  g_interrupted = false;
+  struct sigaction action {}, previous_int{}, previous_term{};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &previous_int);
+  ::sigaction(SIGTERM, &action, &previous_term);
+  loop.run([&] { return ending; });
+  ::sigaction(SIGINT, &previous_int, nullptr);
+  ::sigaction(SIGTERM, &previous_term, nullptr);
+
+  if (live_) live_->detach();
+  const std::int64_t from = std::max<std::int64_t>(0, loop.now() - kHistoryNs);
+  const MetricsReport total = d.metrics().report(from, loop.now());
+  const bool interrupted = g_interrupted.load();
+  std::printf("\n%s: %.1f s of cluster time in %.1f s wall (%.3g× real time); the last %.0f s:\n%s",
+              interrupted ? "interrupted" : "done", static_cast<double>(loop.now()) * 1e-9, wall(),
+              wall() > 0 ? static_cast<double>(loop.now()) * 1e-9 / wall() : 0.0,
+              static_cast<double>(loop.now() - from) * 1e-9, format_table(total).c_str());
+  std::fflush(stdout);
+  backend_.finish();
+  return interrupted;
+}
+
+}  // namespace sy::cli

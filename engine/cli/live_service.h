@@ -1,0 +1,72 @@
+// What `demo` and `serve` share: a deployment of the chosen backend and layout serving on its
+// event loop until Ctrl-C or SIGTERM, with the telemetry stream, control socket and console,
+// one summary line per second, and the summary table at the end. The commands add what comes
+// in (demo: a synthetic workload; serve: HTTP requests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/cli/backend_options.h"
+#include "engine/cli/live_telemetry.h"
+#include "engine/cli/serve_options.h"
+#include "engine/runtime/layout.h"
+
+namespace sy::cli {
+
+// --console / --no-console.
+struct ConsoleFlags {
+  bool console = false;
+  bool no_console = false;
+  void add_to(CLI::App& app);
+};
+
+class ConsoleProcess;
+
+class LiveService {
+ public:
+  struct Setup {
+    std::string model;  // as Backend::open takes it
+    ServeOptions serve;
+    BackendOptions backend;
+    TelemetryFlags live;
+    ConsoleFlags console;
+    std::string skew;          // routing skew exp:λ; empty: the model's router
+    std::uint64_t seed = 0;    // of the skewed routing
+    double pace = 1.0;         // virtual clock (sim): cluster seconds per wall second
+  };
+  // Opens the backend and the layout and makes the deployment (finished requests are dropped:
+  // it runs for days). Raises CommandError.
+  explicit LiveService(const Setup& setup);
+  ~LiveService();
+
+  Deployment& deployment() { return *deployment_; }
+  const Backend& backend() const { return backend_; }
+  const Layout& layout() const { return layout_; }
+  LiveTelemetry* telemetry() { return live_.get(); }
+
+  // Streams telemetry and answers control (hooks: the command's own control commands), prints
+  // what serves (`lines` after the model and layout), and opens the console where there is a
+  // display or when asked. Call once, before run().
+  void start(nlohmann::json workload, ControlCommands::Hooks hooks, const std::vector<std::string>& lines);
+  // Serves until Ctrl-C or SIGTERM (or `end_ns` of cluster time, when ≥ 0), a summary line a
+  // second; then detaches telemetry and prints the summary of the last minute. `stopping` runs
+  // on the loop's thread once the end is decided, before the loop is left (serve closes its
+  // door there). Returns true when interrupted.
+  bool run(std::int64_t end_ns, const std::function<void()>& stopping = {});
+
+ private:
+  Setup setup_;
+  Backend backend_;
+  Layout layout_;
+  DeploymentOptions options_;
+  std::unique_ptr<Deployment> deployment_;
+  std::unique_ptr<LiveTelemetry> live_;
+  std::unique_ptr<ConsoleProcess> console_;
+};
+
+}  // namespace sy::cli

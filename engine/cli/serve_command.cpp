@@ -1,0 +1,92 @@
+// `switchyard serve`: the OpenAI-compatible HTTP API in front of a live deployment, with the
+// telemetry stream, control socket and console of `demo`, until Ctrl-C or SIGTERM.
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "engine/cli/cli_support.h"
+#include "engine/cli/commands.h"
+#include "engine/cli/live_service.h"
+#include "engine/serving/http/api_server.h"
+#include "engine/serving/http/request_broker.h"
+
+namespace sy::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string served_name;
+  ServeOptions serve;
+  BackendOptions backend;
+  TelemetryFlags live;
+  ConsoleFlags console;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;
+  int workers = 256;
+  bool ignore_eos = false;
+  double pace = 1.0;
+};
+
+void run(ServeArgs a) {
+  if (a.api_key.empty())
+    if (const char* env = std::getenv("SWITCHYARD_API_KEY"); env && *env) a.api_key = env;
+  if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
+  a.live.prometheus = true;  // for GET /metrics on the API's own port
+  LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace});
+  Deployment& d = service.deployment();
+  const ModelConfig& c = service.backend().config();
+
+  http::RequestBroker broker(d);
+  http::ApiServerOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.api_key = a.api_key;
+  o.insecure = a.live.insecure;
+  o.workers = a.workers;
+  o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
+             c.vocab_size, std::nullopt};
+  o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
+  // eos is a stop token of each request (which ignore_eos lifts), not the coordinator's.
+  if (!a.ignore_eos) o.model.eos_token_id = c.eos_token_id;
+  std::unique_ptr<http::ApiServer> server = take(http::ApiServer::start(o, broker));
+  service.start(nlohmann::json{{"source", "http"}}, {},
+                {"OpenAI-compatible API at " + server->url() + "/v1 (model \"" + o.model.name + "\", context " +
+                 std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required")});
+  // Once the end is decided no request is taken and every open one is answered 503, so the
+  // HTTP workers finish while the loop is still ours to leave.
+  service.run(-1, [&broker] { broker.close(); });
+  server.reset();
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions) until Ctrl-C");
+  sub->add_option("--model", args->model,
+                  "Model directory (cpu), or on --backend sim also a config.json or a name from assets/models")
+      ->required();
+  sub->add_option("--served-model-name", args->served_name, "The model name clients use (default: the directory's name)");
+  args->serve.add_to(*sub, /*layout_required=*/false);
+  args->backend.add_to(*sub);
+  sub->add_option("--host", args->host, "Address the HTTP API listens on (beyond loopback needs --api-key or --insecure)")
+      ->capture_default_str();
+  sub->add_option("--port", args->port, "HTTP port (0: any free port, printed)")->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  sub->add_option("--api-key", args->api_key,
+                  "Clients must send 'Authorization: Bearer KEY' to /v1/* (default: $SWITCHYARD_API_KEY)");
+  sub->add_option("--http-workers", args->workers,
+                  "Connections served at once (a streaming answer holds one for its whole generation)")
+      ->check(CLI::Range(4, 4096))->capture_default_str();
+  sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop requests at the model's eos_token_id");
+  sub->add_option("--pace", args->pace, "Sim backend: cluster seconds per wall second")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  args->live.add_to(*sub, /*default_on=*/true);
+  args->console.add_to(*sub);
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace sy::cli

@@ -1,0 +1,54 @@
+// The OpenAI-compatible HTTP server of `switchyard serve` (cpp-httplib on worker threads):
+// POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
+// Loopback unless an API key or --insecure says otherwise; timeouts and a worker per
+// connection so that idle or slow clients cannot stall it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/serving/http/completion_request.h"
+#include "engine/serving/http/request_broker.h"
+#include "telemetry/prometheus_registry.h"
+
+namespace sy::http {
+
+struct ApiServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: the OS picks one (see ApiServer::port())
+  // Non-empty: /v1/* needs "Authorization: Bearer <api_key>" (401 otherwise).
+  std::string api_key;
+  // Listen beyond loopback without an API key.
+  bool insecure = false;
+  // Connections served at once; a streaming answer holds one for its whole generation.
+  int workers = 256;
+  int read_timeout_s = 10;   // to send the request
+  int write_timeout_s = 10;  // to take each piece of the answer
+  ModelLimits model;
+  // /metrics renders it when set (it must outlive the server); else 404.
+  const telemetry::PrometheusRegistry* registry = nullptr;
+};
+
+class ApiServer {
+ public:
+  // Binds and starts serving. Errors: an address beyond loopback without a key or --insecure,
+  // a port in use. Ignores SIGPIPE for the process (a client that left must not end it).
+  static StatusOr<std::unique_ptr<ApiServer>> start(const ApiServerOptions& options, RequestBroker& broker);
+  ~ApiServer();  // stops listening and waits for the workers
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const;  // http://HOST:PORT
+
+ private:
+  struct Impl;
+  ApiServer() = default;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::string host_;
+};
+
+}  // namespace sy::http

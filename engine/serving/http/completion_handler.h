@@ -1,0 +1,41 @@
+// Answers one POST /v1/completions or /v1/chat/completions on an HTTP worker thread: parses
+// and checks the body, submits through the broker, and answers as one JSON body or as
+// server-sent events. A client that goes away (noticed at the next write: a token, or a
+// keep-alive every 250 ms) has its request cancelled and its KV pages freed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "engine/serving/http/completion_request.h"
+#include "engine/serving/http/request_broker.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace sy::http {
+
+class CompletionHandler {
+ public:
+  CompletionHandler(RequestBroker& broker, ModelLimits limits, std::uint64_t seed_base);
+  void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+
+ private:
+  void answer_whole(httplib::Response& res, const CompletionRequest& r, std::shared_ptr<RequestChannel> channel,
+                    std::int32_t prompt_tokens);
+  void answer_stream(httplib::Response& res, const CompletionRequest& r, std::shared_ptr<RequestChannel> channel,
+                     std::int32_t prompt_tokens);
+
+  RequestBroker& broker_;
+  const ModelLimits limits_;
+  const std::uint64_t seed_base_;
+  std::atomic<std::uint64_t> answers_{0};
+};
+
+// Writes `error` as the response (status and OpenAI's error body).
+void set_error(httplib::Response& res, const ApiError& error);
+
+}  // namespace sy::http

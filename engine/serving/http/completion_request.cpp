@@ -1,0 +1,294 @@
+#include "engine/serving/http/completion_request.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "base/json_parse.h"
+
+namespace sy::http {
+namespace {
+
+using nlohmann::json;
+
+std::string type_name(const json& v) {
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  return std::string("a") + (v.is_object() || v.is_array() ? "n " : " ") + v.type_name();
+}
+
+// Collects the first problem; each check returns false once one is found.
+class Checker {
+ public:
+  explicit Checker(const json& body) : body_(body) {}
+  std::optional<ApiError> error;
+
+  const json* get(const char* key) const {
+    const auto it = body_.find(key);
+    if (it == body_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  bool fail(const std::string& param, const std::string& message) {
+    if (!error) error = ApiError::bad_field(param, message);
+    return false;
+  }
+  bool wrong_type(const std::string& param, const json& v, const std::string& want) {
+    return fail(param, "'" + param + "' must be " + want + ", got " + type_name(v));
+  }
+
+  bool boolean(const char* key, bool& out) {
+    const json* v = get(key);
+    if (!v) return true;
+    if (!v->is_boolean()) return wrong_type(key, *v, "a boolean");
+    out = v->get<bool>();
+    return true;
+  }
+  // A number in [lo, hi] (lo_open: (lo, hi]).
+  bool number(const char* key, float& out, double lo, double hi, bool lo_open = false) {
+    const json* v = get(key);
+    if (!v) return true;
+    if (!v->is_number()) return wrong_type(key, *v, "a number");
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
+      return fail(key, "'" + std::string(key) + "' must lie in " + (lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) +
+                           "], got " + v->dump());
+    out = static_cast<float>(x);
+    return true;
+  }
+  bool integer(const char* key, std::optional<std::int64_t>& out, std::int64_t lo, std::int64_t hi) {
+    const json* v = get(key);
+    if (!v) return true;
+    if (!v->is_number_integer()) return wrong_type(key, *v, "an integer");
+    const std::int64_t x = v->is_number_unsigned() && v->get<std::uint64_t>() > std::uint64_t(INT64_MAX)
+                               ? INT64_MAX
+                               : v->get<std::int64_t>();
+    if (x < lo || x > hi)
+      return fail(key, "'" + std::string(key) + "' must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                           "], got " + v->dump());
+    out = x;
+    return true;
+  }
+  // A field we accept only at its neutral value (the feature is not implemented).
+  bool neutral(const char* key, const std::function<bool(const json&)>& is_neutral, const std::string& what) {
+    const json* v = get(key);
+    if (!v || is_neutral(*v)) return true;
+    return fail(key, what);
+  }
+  bool token_ids(const std::string& param, const json& v, std::int32_t vocab, std::vector<std::int32_t>& out) {
+    out.clear();
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const json& t = v[i];
+      if (!t.is_number_integer())
+        return fail(param, "'" + param + "[" + std::to_string(i) + "]' must be a token id (an integer), got " +
+                               type_name(t));
+      const std::int64_t id = t.is_number_unsigned() && t.get<std::uint64_t>() > std::uint64_t(INT64_MAX)
+                                  ? INT64_MAX
+                                  : t.get<std::int64_t>();
+      if (id < 0 || id >= vocab)
+        return fail(param, "'" + param + "[" + std::to_string(i) + "]' = " + std::to_string(id) +
+                               " is not a token id of this model (0 to " + std::to_string(vocab - 1) + ")");
+      out.push_back(static_cast<std::int32_t>(id));
+    }
+    return true;
+  }
+
+ private:
+  static std::string fmt(double x) {
+    std::string s = std::to_string(x);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+  const json& body_;
+};
+
+bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  const json* p = c.get("prompt");
+  if (!p) return c.fail("prompt", "'prompt' is required: a string or a list of token ids");
+  if (p->is_string()) {
+    out.prompt_text = p->get<std::string>();
+    if (out.prompt_text->empty()) return c.fail("prompt", "'prompt' is empty");
+    return true;
+  }
+  if (!p->is_array()) return c.wrong_type("prompt", *p, "a string or a list of token ids");
+  if (p->empty()) return c.fail("prompt", "'prompt' is empty");
+  // A batch of prompts ([string] or [[ids]]) asks for several choices: one at a time here.
+  if (p->size() == 1 && (p->front().is_string() || p->front().is_array())) {
+    const json& one = p->front();
+    if (one.is_string()) {
+      out.prompt_text = one.get<std::string>();
+      if (out.prompt_text->empty()) return c.fail("prompt", "'prompt' is empty");
+      return true;
+    }
+    if (one.empty()) return c.fail("prompt", "'prompt' is empty");
+    return c.token_ids("prompt[0]", one, limits.vocab_size, out.prompt_ids);
+  }
+  if (p->front().is_string() || p->front().is_array())
+    return c.fail("prompt", "'prompt' holds " + std::to_string(p->size()) +
+                                " prompts: send one prompt per request (batches of prompts are not supported)");
+  return c.token_ids("prompt", *p, limits.vocab_size, out.prompt_ids);
+}
+
+bool parse_messages(Checker& c, const ModelLimits&, CompletionRequest& out) {
+  const json* m = c.get("messages");
+  if (!m) return c.fail("messages", "'messages' is required: a list of {\"role\", \"content\"}");
+  if (!m->is_array()) return c.wrong_type("messages", *m, "a list of {\"role\", \"content\"}");
+  if (m->empty()) return c.fail("messages", "'messages' is empty");
+  out.messages = json::array();
+  for (std::size_t i = 0; i < m->size(); ++i) {
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    const json& msg = (*m)[i];
+    if (!msg.is_object()) return c.wrong_type(at, msg, "an object {\"role\", \"content\"}");
+    const auto role = msg.find("role");
+    if (role == msg.end() || !role->is_string())
+      return c.fail(at + ".role", "'" + at + ".role' must be a string (system, user, assistant, tool)");
+    json flat = {{"role", *role}};
+    const auto content = msg.find("content");
+    if (content == msg.end() || content->is_null()) {
+      flat["content"] = "";
+    } else if (content->is_string()) {
+      flat["content"] = *content;
+    } else if (content->is_array()) {
+      // Text parts joined by newlines, as vLLM flattens them for string-content templates.
+      std::string text;
+      for (std::size_t j = 0; j < content->size(); ++j) {
+        const json& part = (*content)[j];
+        const std::string pat = at + ".content[" + std::to_string(j) + "]";
+        const auto type = part.is_object() ? part.find("type") : part.end();
+        if (!part.is_object() || type == part.end() || *type != "text")
+          return c.fail(pat, "'" + pat + "' must be a text part {\"type\": \"text\", \"text\": ...} (only text is supported)");
+        const auto t = part.find("text");
+        if (t == part.end() || !t->is_string()) return c.fail(pat + ".text", "'" + pat + ".text' must be a string");
+        if (!text.empty()) text += "\n";
+        text += t->get<std::string>();
+      }
+      flat["content"] = text;
+    } else {
+      return c.wrong_type(at + ".content", *content, "a string or a list of text parts");
+    }
+    if (const auto name = msg.find("name"); name != msg.end() && name->is_string()) flat["name"] = *name;
+    out.messages.push_back(std::move(flat));
+  }
+  return true;
+}
+
+bool parse_stop(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  if (const json* s = c.get("stop")) {
+    if (s->is_string()) {
+      out.stop.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      for (std::size_t i = 0; i < s->size(); ++i) {
+        if (!(*s)[i].is_string()) return c.wrong_type("stop", (*s)[i], "a string or a list of strings");
+        out.stop.push_back((*s)[i].get<std::string>());
+      }
+    } else {
+      return c.wrong_type("stop", *s, "a string or a list of strings");
+    }
+    std::erase(out.stop, std::string());
+  }
+  if (const json* s = c.get("stop_token_ids")) {
+    if (!s->is_array()) return c.wrong_type("stop_token_ids", *s, "a list of token ids");
+    if (!c.token_ids("stop_token_ids", *s, limits.vocab_size, out.stop_token_ids)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endpoint, const ModelLimits& limits) {
+  auto parsed = parse_json(body_text);
+  if (!parsed.ok()) return ApiError::bad_field("", "the request body is not valid JSON: " + parsed.status().message());
+  const json& body = *parsed;
+  if (!body.is_object()) return ApiError::bad_field("", "the request body must be a JSON object, got " + type_name(body));
+  CompletionRequest out;
+  out.endpoint = endpoint;
+  Checker c(body);
+  const bool chat = endpoint == Endpoint::ChatCompletions;
+
+  if (const json* model = c.get("model")) {
+    if (!model->is_string()) return ApiError::bad_field("model", "'model' must be a string, got " + type_name(*model));
+    if (model->get<std::string>() != limits.name)
+      return ApiError::not_found("The model '" + model->get<std::string>() + "' does not exist (this server serves '" +
+                                     limits.name + "')",
+                                 "model_not_found");
+  }
+  if (chat ? !parse_messages(c, limits, out) : !parse_prompt(c, limits, out)) return *c.error;
+
+  std::optional<std::int64_t> n, max_tokens, max_completion, top_k, seed;
+  if (c.integer("n", n, 0, std::numeric_limits<std::int32_t>::max()) && n && *n != 1)
+    c.fail("n", "'n' must be 1: one choice per request is supported, got " + std::to_string(*n));
+  c.integer("max_tokens", max_tokens, 1, std::numeric_limits<std::int32_t>::max());
+  if (chat) {
+    c.integer("max_completion_tokens", max_completion, 1, std::numeric_limits<std::int32_t>::max());
+    if (max_completion) max_tokens = max_completion;
+  }
+  if (max_tokens) out.max_tokens = static_cast<std::int32_t>(*max_tokens);
+  c.number("temperature", out.temperature, 0, 2);
+  c.number("top_p", out.top_p, 0, 1, /*lo_open=*/true);
+  c.integer("top_k", top_k, -1, limits.vocab_size);
+  if (top_k) out.top_k = *top_k < 0 ? 0 : static_cast<std::int32_t>(*top_k);
+  c.integer("seed", seed, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
+  if (seed) out.seed = static_cast<std::uint64_t>(*seed);
+  parse_stop(c, limits, out);
+  c.boolean("ignore_eos", out.ignore_eos);
+  c.boolean("stream", out.stream);
+  if (const json* so = c.get("stream_options")) {
+    if (!so->is_object()) {
+      c.wrong_type("stream_options", *so, "an object {\"include_usage\": bool}");
+    } else if (!out.stream) {
+      c.fail("stream_options", "'stream_options' is only allowed with \"stream\": true");
+    } else if (const auto iu = so->find("include_usage"); iu != so->end() && !iu->is_null()) {
+      if (!iu->is_boolean()) c.wrong_type("stream_options.include_usage", *iu, "a boolean");
+      else out.include_usage = iu->get<bool>();
+    }
+  }
+  const auto is_false = [](const json& v) { return v.is_boolean() && !v.get<bool>(); };
+  const auto is_zero = [](const json& v) { return v.is_number() && v.get<double>() == 0; };
+  const auto is_empty = [](const json& v) { return (v.is_object() || v.is_array()) && v.empty(); };
+  const auto is_one = [](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() == 1; };
+  // Log-probabilities need the sampler to report them; refused by name until it does.
+  c.neutral("logprobs", chat ? std::function<bool(const json&)>(is_false) : [](const json&) { return false; },
+            "logprobs is not supported yet");
+  c.neutral("top_logprobs", is_zero, "logprobs is not supported yet (top_logprobs)");
+  c.neutral("echo", is_false, "'echo' is not supported");
+  c.neutral("best_of", is_one, "'best_of' must be 1");
+  c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },
+            "'suffix' is not supported");
+  c.neutral("presence_penalty", is_zero, "'presence_penalty' is not supported (only 0)");
+  c.neutral("frequency_penalty", is_zero, "'frequency_penalty' is not supported (only 0)");
+  c.neutral("logit_bias", is_empty, "'logit_bias' is not supported");
+  c.neutral("tools", is_empty, "tool calling is not supported");
+  if (c.error) return *c.error;
+
+  if (!out.prompt_ids.empty()) {
+    if (auto e = check_lengths(out, static_cast<std::int32_t>(out.prompt_ids.size()), limits)) return *e;
+  }
+  return out;
+}
+
+std::optional<ApiError> check_lengths(CompletionRequest& r, std::int32_t prompt_tokens, const ModelLimits& limits) {
+  const char* prompt_param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+  if (prompt_tokens >= limits.context)
+    return ApiError::bad_field(prompt_param, "This model's maximum context length is " + std::to_string(limits.context) +
+                                                 " tokens, and the " + prompt_param + " has " +
+                                                 std::to_string(prompt_tokens) +
+                                                 " tokens, leaving no room for the completion. Please shorten the " +
+                                                 prompt_param + ".");
+  const std::int32_t room = limits.context - prompt_tokens;
+  if (!r.max_tokens) {
+    r.max_tokens = r.endpoint == Endpoint::Completions ? std::min(16, room) : room;
+    return std::nullopt;
+  }
+  if (*r.max_tokens > room)
+    return ApiError::bad_field("max_tokens", "This model's maximum context length is " + std::to_string(limits.context) +
+                                                 " tokens. However, you requested " +
+                                                 std::to_string(static_cast<std::int64_t>(prompt_tokens) + *r.max_tokens) +
+                                                 " tokens (" + std::to_string(prompt_tokens) + " in the " + prompt_param +
+                                                 ", " + std::to_string(*r.max_tokens) +
+                                                 " in the completion). Please reduce the length of the " +
+                                                 prompt_param + " or 'max_tokens'.");
+  return std::nullopt;
+}
+
+}  // namespace sy::http

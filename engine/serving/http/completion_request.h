@@ -1,0 +1,61 @@
+// The body of POST /v1/completions and /v1/chat/completions, parsed and checked against the
+// model before anything reaches the engine: every wrong type or out-of-range value becomes a
+// 400 naming the field. Unknown fields are ignored, as OpenAI's and vLLM's servers do.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/serving/http/api_error.h"
+
+namespace sy::http {
+
+enum class Endpoint : std::uint8_t { Completions, ChatCompletions };
+
+// What the served model allows.
+struct ModelLimits {
+  std::string name;               // the "model" a request may name (any other is a 404)
+  std::int32_t context = 0;       // prompt + completion tokens at most
+  std::int32_t vocab_size = 0;    // token ids lie in [0, vocab_size)
+  std::optional<std::int32_t> eos_token_id;  // requests stop after it unless they ignore_eos
+};
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  // Completions: a prompt of token ids, or a text prompt (needs the tokenizer).
+  std::vector<std::int32_t> prompt_ids;
+  std::optional<std::string> prompt_text;
+  // Chat: [{"role", "content"}] with content flattened to a string, ready for the template.
+  nlohmann::json messages;
+  std::optional<std::int32_t> max_tokens;  // unset: 16 (completions, as OpenAI) or the rest of the context (chat)
+  float temperature = 1.0f;  // OpenAI's default
+  float top_p = 1.0f;
+  std::int32_t top_k = 0;    // vLLM's extension; 0 or -1: off
+  std::optional<std::uint64_t> seed;
+  std::vector<std::string> stop;               // stop strings (need the tokenizer)
+  std::vector<std::int32_t> stop_token_ids;    // vLLM's extension
+  bool ignore_eos = false;                     // vLLM's extension
+  bool stream = false;
+  bool include_usage = false;                  // stream_options.include_usage
+};
+
+using ParsedRequest = std::variant<CompletionRequest, ApiError>;
+
+// Parses and checks the body; token ids are checked against the vocabulary, the lengths of an
+// id prompt against the context. Text prompts and chat messages are length-checked once encoded
+// (check_lengths).
+ParsedRequest parse_completion_request(std::string_view body, Endpoint endpoint, const ModelLimits& limits);
+
+// The prompt fits the context with room for at least one token, and max_tokens (when given)
+// fits what is left; sets max_tokens to its default when unset. The message says the lengths,
+// as vLLM's does.
+std::optional<ApiError> check_lengths(CompletionRequest& request, std::int32_t prompt_tokens,
+                                      const ModelLimits& limits);
+
+}  // namespace sy::http

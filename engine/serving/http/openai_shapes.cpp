@@ -1,0 +1,89 @@
+#include "engine/serving/http/openai_shapes.h"
+
+namespace sy::http {
+
+using nlohmann::json;
+
+const char* openai_finish_reason(FinishReason reason) { return reason == FinishReason::Length ? "length" : "stop"; }
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+namespace {
+
+json header_json(const AnswerHeader& h, bool chunk) {
+  const bool chat = h.endpoint == Endpoint::ChatCompletions;
+  return {{"id", h.id},
+          {"object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+          {"created", h.created},
+          {"model", h.model}};
+}
+
+json reason_json(std::optional<FinishReason> finish) {
+  return finish ? json(openai_finish_reason(*finish)) : json(nullptr);
+}
+
+}  // namespace
+
+json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
+                     FinishReason reason, const Usage& usage) {
+  json out = header_json(h, false);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", openai_finish_reason(reason)}};
+  if (h.endpoint == Endpoint::ChatCompletions) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["token_ids"] = ids;
+  out["choices"] = json::array({std::move(choice)});
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
+                std::optional<FinishReason> finish, const std::optional<Usage>& usage) {
+  json out = header_json(h, true);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(finish)}};
+  if (h.endpoint == Endpoint::ChatCompletions) {
+    choice["delta"] = finish && text.empty() ? json::object() : json{{"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["token_ids"] = ids;
+  out["choices"] = json::array({std::move(choice)});
+  if (usage) out["usage"] = usage_json(*usage);
+  return out;
+}
+
+json role_chunk_json(const AnswerHeader& h) {
+  json out = header_json(h, true);
+  out["choices"] = json::array(
+      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  return out;
+}
+
+json usage_chunk_json(const AnswerHeader& h, const Usage& usage) {
+  json out = header_json(h, true);
+  out["choices"] = json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json models_json(const std::string& model, std::int64_t created, std::int32_t context) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", model},
+                                 {"object", "model"},
+                                 {"created", created},
+                                 {"owned_by", "switchyard"},
+                                 {"root", model},
+                                 {"max_model_len", context}}})}};
+}
+
+std::string json_text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_event(const json& data) { return "data: " + json_text(data) + "\n\n"; }
+
+}  // namespace sy::http

@@ -1,0 +1,56 @@
+// The JSON bodies of OpenAI's completion and chat completion answers, whole and as stream
+// chunks, and the model list. Each choice also carries the generated "token_ids" (as vLLM's
+// return_token_ids does), so clients that work with ids get them without a tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/serving/http/completion_request.h"
+#include "engine/serving/request_observer.h"
+
+namespace sy::http {
+
+// Identifies one answer: "cmpl-<n>" or "chatcmpl-<n>", the creation time, the model.
+struct AnswerHeader {
+  std::string id;
+  std::int64_t created = 0;  // Unix seconds
+  std::string model;
+  Endpoint endpoint = Endpoint::Completions;
+};
+
+struct Usage {
+  std::int32_t prompt_tokens = 0;
+  std::int32_t completion_tokens = 0;
+};
+
+// "stop" or "length".
+const char* openai_finish_reason(FinishReason reason);
+
+nlohmann::json usage_json(const Usage& usage);
+// The whole answer.
+nlohmann::json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
+                               FinishReason reason, const Usage& usage);
+// A stream chunk with new text (and its ids); finish_reason and usage on the last one. Chat's
+// first chunk carries the role (role_chunk).
+nlohmann::json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
+                          std::optional<FinishReason> finish, const std::optional<Usage>& usage);
+nlohmann::json role_chunk_json(const AnswerHeader& h);
+// OpenAI's separate usage chunk (stream_options.include_usage): no choices.
+nlohmann::json usage_chunk_json(const AnswerHeader& h, const Usage& usage);
+nlohmann::json models_json(const std::string& model, std::int64_t created, std::int32_t context);
+
+// The JSON text of an answer; a broken UTF-8 sequence (never expected) becomes U+FFFD rather
+// than an exception.
+std::string json_text(const nlohmann::json& value);
+// One server-sent event: "data: <json>\n\n"; the stream ends with kSseDone.
+std::string sse_event(const nlohmann::json& data);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+// A comment line clients ignore: keeps a quiet stream moving so a client that left is noticed.
+inline constexpr const char* kSseKeepAlive = ": keep-alive\n\n";
+
+}  // namespace sy::http

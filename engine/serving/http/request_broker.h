@@ -1,0 +1,48 @@
+// Hands HTTP requests to a deployment serving on its event loop's thread, and its reports back:
+// submit() posts the request to the loop (the one entry from other threads) and returns the
+// channel that the broker, as a RequestObserver on the loop's thread, fills with the request's
+// tokens. The HTTP threads never touch the coordinator.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "engine/serving/deployment.h"
+#include "engine/serving/http/request_channel.h"
+
+namespace sy::http {
+
+class RequestBroker final : public RequestObserver {
+ public:
+  // Joins the deployment's observers; call before its loop runs (or between events).
+  explicit RequestBroker(Deployment& deployment);
+  ~RequestBroker() override;
+  RequestBroker(const RequestBroker&) = delete;
+  RequestBroker& operator=(const RequestBroker&) = delete;
+
+  // Any thread. The spec's id and arrival time are the broker's to set. A closed broker answers
+  // 503 at once; a paused coordinator 503; a full queue 429.
+  std::shared_ptr<RequestChannel> submit(RequestSpec spec);
+  // Any thread: the client went away; frees the request's KV pages (Coordinator::cancel).
+  void cancel(std::int64_t id);
+  // Any thread: from now on every request is answered 503 (shutting down), and every open one
+  // fails with that. Call before the loop stops for good.
+  void close();
+
+  void on_request(const RequestUpdate& update) override;  // loop thread
+
+ private:
+  std::shared_ptr<RequestChannel> find(std::int64_t id);
+  void forget(std::int64_t id);
+
+  Deployment& deployment_;
+  std::mutex mutex_;
+  std::unordered_map<std::int64_t, std::shared_ptr<RequestChannel>> open_;
+  bool closed_ = false;
+  std::atomic<std::int64_t> next_id_{0};
+};
+
+}  // namespace sy::http

@@ -1,0 +1,67 @@
+#include "engine/serving/http/request_channel.h"
+
+namespace sy::http {
+
+void RequestChannel::accept() {
+  {
+    std::lock_guard lock(mutex_);
+    accepted_ = true;
+    news_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RequestChannel::push_token(std::int32_t token) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    tokens_.push_back(token);
+    // A reader already woken and not yet back needs no second wake-up (tokens pile up
+    // while it writes): one futex call per batch, not per token.
+    wake = !news_;
+    news_ = true;
+  }
+  if (wake) cv_.notify_all();
+}
+
+void RequestChannel::finish(FinishReason reason) {
+  {
+    std::lock_guard lock(mutex_);
+    finished_ = reason;
+    news_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RequestChannel::fail(ApiError error) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!error_ && finished_ == FinishReason::None) error_ = std::move(error);
+    news_ = true;
+  }
+  cv_.notify_all();
+}
+
+RequestChannel::News RequestChannel::take(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, timeout, [this] { return news_; });
+  news_ = false;
+  News n;
+  n.accepted = accepted_;
+  n.tokens.swap(tokens_);
+  n.finished = finished_;
+  n.error = error_;
+  return n;
+}
+
+RequestChannel::News RequestChannel::wait_accepted() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return accepted_ || error_.has_value() || finished_ != FinishReason::None; });
+  News n;
+  n.accepted = accepted_;
+  n.finished = finished_;
+  n.error = error_;
+  return n;  // tokens stay for take()
+}
+
+}  // namespace sy::http

@@ -1,0 +1,52 @@
+// One HTTP request's view of its generation: the event loop's thread pushes what the
+// coordinator reports (accepted, tokens, finished, refused) and the HTTP handler's thread takes
+// it, waiting on a condition variable. Nothing else crosses between the two threads.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "engine/serving/http/api_error.h"
+#include "engine/serving/request_observer.h"
+
+namespace sy::http {
+
+class RequestChannel {
+ public:
+  explicit RequestChannel(std::int64_t id) : id_(id) {}
+  std::int64_t id() const { return id_; }
+
+  // Loop thread.
+  void accept();  // the admission queue took the request
+  void push_token(std::int32_t token);
+  void finish(FinishReason reason);
+  void fail(ApiError error);  // refused (queue full, paused, shutting down, never fits)
+
+  // HTTP thread. What happened since the last take(), after waiting up to `timeout` for news.
+  struct News {
+    bool accepted = false;
+    std::vector<std::int32_t> tokens;  // new since the last take
+    FinishReason finished = FinishReason::None;
+    std::optional<ApiError> error;
+    bool done() const { return finished != FinishReason::None || error.has_value(); }
+  };
+  News take(std::chrono::milliseconds timeout);
+  // Waits until the request is accepted or refused (the queue answers at once).
+  News wait_accepted();
+
+ private:
+  const std::int64_t id_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool accepted_ = false;
+  bool news_ = false;
+  std::vector<std::int32_t> tokens_;
+  FinishReason finished_ = FinishReason::None;
+  std::optional<ApiError> error_;
+};
+
+}  // namespace sy::http

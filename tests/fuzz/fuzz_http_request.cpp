@@ -1,0 +1,52 @@
+// Fuzzes the body parser of POST /v1/completions and /v1/chat/completions. Whatever the bytes:
+// the answer is a 400 or 404 with a message (and a named field where one is at fault), or a
+// request whose every value lies in the range the engine takes (ids in the vocabulary, the
+// prompt and max_tokens within the context, temperature and top_p in range, n = 1).
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "engine/serving/http/completion_request.h"
+#include "tests/fuzz/fuzz_target.h"
+
+namespace {
+
+constexpr const char* kTarget = "http_request";
+
+void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& limits) {
+  using sy::http::ApiError;
+  using sy::http::CompletionRequest;
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) {
+    if (e->status != 400 && e->status != 404) fuzz_fail(kTarget, "an error that is neither 400 nor 404");
+    if (e->message.empty()) fuzz_fail(kTarget, "an error without a message");
+    if (e->body().dump().empty()) fuzz_fail(kTarget, "an error body that does not serialise");
+    return;
+  }
+  const CompletionRequest& r = std::get<CompletionRequest>(parsed);
+  const bool chat = r.endpoint == sy::http::Endpoint::ChatCompletions;
+  if (chat ? !r.messages.is_array() || r.messages.empty() : r.prompt_ids.empty() && !r.prompt_text)
+    fuzz_fail(kTarget, "accepted without a prompt");
+  for (std::int32_t id : r.prompt_ids)
+    if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a token id outside the vocabulary");
+  for (std::int32_t id : r.stop_token_ids)
+    if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a stop token outside the vocabulary");
+  if (!r.prompt_ids.empty()) {
+    if (!r.max_tokens || *r.max_tokens < 1) fuzz_fail(kTarget, "an id prompt without max_tokens");
+    if (static_cast<std::int64_t>(r.prompt_ids.size()) + *r.max_tokens > limits.context)
+      fuzz_fail(kTarget, "accepted more tokens than the context holds");
+  }
+  if (!(r.temperature >= 0 && r.temperature <= 2)) fuzz_fail(kTarget, "temperature out of [0, 2]");
+  if (!(r.top_p > 0 && r.top_p <= 1)) fuzz_fail(kTarget, "top_p out of (0, 1]");
+  if (r.top_k < 0 || r.top_k > limits.vocab_size) fuzz_fail(kTarget, "top_k out of range");
+  if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const sy::http::ModelLimits limits{"tiny", 64, 100, 2};
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  check(sy::http::parse_completion_request(body, sy::http::Endpoint::Completions, limits), limits);
+  check(sy::http::parse_completion_request(body, sy::http::Endpoint::ChatCompletions, limits), limits);
+  return 0;
+}

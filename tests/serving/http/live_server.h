@@ -1,0 +1,142 @@
+// A cpu deployment serving on a wall-clock loop thread of its own with the HTTP API in front,
+// for the HTTP tests; and a client helper that can hang up mid-answer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/cpu_deployment.h"
+#include "engine/serving/http/api_server.h"
+#include "engine/serving/http/request_broker.h"
+#include "engine/serving/control_commands.h"
+#include "engine/serving/telemetry_bridge.h"
+#include "telemetry/telemetry_hub.h"
+
+namespace sy::http {
+
+// POSTs `body` and hands the answer's bytes to `receive` as they come; false hangs up.
+inline httplib::Result post_streaming(httplib::Client& c, const std::string& body,
+                               std::function<bool(const char*, std::size_t)> receive) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body;
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [receive](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
+    return receive(data, n);
+  };
+  return c.send(req);
+}
+
+// A deployment serving on a thread of its own, the broker and the server in front of it.
+class LiveServer {
+ public:
+  LiveServer(std::shared_ptr<const ModelWeights> weights, CoordinatorOptions co, ApiServerOptions o = {}) {
+    DeploymentOptions d;
+    d.clock = Clock::Wall;
+    d.coordinator = co;
+    d.coordinator.keep_finished = false;
+    d.kv_pages_per_rank = 256;
+    d.page_size = 16;
+    deployment_ = std::make_unique<CpuDeployment>(weights, Topology::colocated(weights->config(), 1), d);
+    broker_ = std::make_unique<RequestBroker>(*deployment_);
+    // The control commands, as `serve` answers them on its control socket (no socket here).
+    hub_ = std::move(telemetry::TelemetryHub::start({})).value();
+    RunInfo info;
+    info.backend = "cpu";
+    info.model = weights->config();
+    bridge_ = std::make_unique<TelemetryBridge>(*deployment_, *hub_, nullptr, info, TelemetryBridge::Options{});
+    commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{});
+    deployment_->observers().add(nullptr, &finishes_);
+    o.port = 0;
+    o.model = {"tiny", weights->config().max_position_embeddings, weights->config().vocab_size,
+               weights->config().eos_token_id};
+    o.registry = &registry_;
+    registry_.counter("switchyard_test_total", "A counter only this test has").get().inc(3);
+    auto server = ApiServer::start(o, *broker_);
+    if (!server.ok()) throw std::runtime_error(server.status().message());
+    server_ = std::move(server).value();
+    thread_ = std::thread([this] {
+      EventLoop& loop = deployment_->loop();
+      std::function<void()> tick = [&] {
+        if (!stop_) loop.post(loop.now() + 5'000'000, tick);
+      };
+      loop.post(0, tick);
+      loop.run([this] { return stop_.load(); });
+    });
+  }
+  ~LiveServer() {
+    broker_->close();
+    stop_ = true;
+    thread_.join();
+    server_.reset();
+    commands_.reset();
+    bridge_.reset();
+  }
+
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+  // Runs fn on the loop's thread and returns its result.
+  template <class Fn>
+  auto on_loop(Fn fn) {
+    std::promise<decltype(fn())> p;
+    auto f = p.get_future();
+    deployment_->loop().post_external([&] { p.set_value(fn()); });
+    return f.get();
+  }
+  // The control command get_state's reply, answered on the loop's thread.
+  nlohmann::json control(const nlohmann::json& command) {
+    std::promise<nlohmann::json> p;
+    auto f = p.get_future();
+    deployment_->loop().post_external([&] { commands_->handle(command, [&](const nlohmann::json& r) { p.set_value(r); }); });
+    return f.get();
+  }
+  std::int64_t kv_pages_used() { return control({{"cmd", "get_state"}})["state"]["kv"]["pages_used"].get<std::int64_t>(); }
+  // Waits up to 10 s for the KV pages to be free.
+  bool kv_freed() {
+    for (int i = 0; i < 1000; ++i) {
+      if (kv_pages_used() == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  std::optional<FinishReason> finish_reason(std::int64_t id) {
+    std::lock_guard lock(finishes_.m);
+    const auto it = finishes_.reasons.find(id);
+    return it == finishes_.reasons.end() ? std::nullopt : std::optional(it->second);
+  }
+  Coordinator& coordinator() { return deployment_->coordinator(); }
+
+ private:
+  struct Finishes : RequestObserver {
+    std::mutex m;
+    std::map<std::int64_t, FinishReason> reasons;
+    void on_request(const RequestUpdate& u) override {
+      std::lock_guard lock(m);
+      if (u.phase == RequestPhase::Finished) reasons[u.id] = u.finish_reason;
+    }
+  } finishes_;
+  telemetry::PrometheusRegistry registry_;
+  std::unique_ptr<CpuDeployment> deployment_;
+  std::unique_ptr<RequestBroker> broker_;
+  std::unique_ptr<telemetry::TelemetryHub> hub_;
+  std::unique_ptr<TelemetryBridge> bridge_;
+  std::unique_ptr<ControlCommands> commands_;
+  std::unique_ptr<ApiServer> server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace sy::http

@@ -1,0 +1,252 @@
+// The HTTP API end to end with cpp-httplib's client against a cpu deployment serving on its
+// own wall-clock loop thread: answers identical to the reference path, streaming, errors,
+// overload (429, 503), API keys, and a client that goes away freeing its request's KV pages.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/cpu_deployment.h"
+#include "engine/model/random_model.h"
+#include "engine/reference/reference_session.h"
+#include "engine/serving/http/api_server.h"
+#include "engine/serving/http/request_broker.h"
+#include "tests/serving/http/live_server.h"
+
+namespace sy::http {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("sy_test_http_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    ASSERT_TRUE(write_random_model(preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32), 1, dir_).ok());
+    weights_ = *ModelWeights::load(dir_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static std::vector<std::int32_t> reference(const std::vector<std::int32_t>& prompt, std::int32_t n) {
+    ReferenceSession session(weights_, static_cast<std::int32_t>(prompt.size()) + n);
+    GenerateOptions g;
+    g.max_new_tokens = n;
+    g.eos_token_id = weights_->config().eos_token_id;
+    return *generate(session, prompt, g);
+  }
+  static json post(httplib::Client& c, const std::string& path, const json& body, int expect_status) {
+    auto res = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(res) << path;
+    if (!res) return {};
+    EXPECT_EQ(res->status, expect_status) << res->body;
+    return json::parse(res->body);
+  }
+
+  static inline fs::path dir_;
+  static inline std::shared_ptr<const ModelWeights> weights_;
+};
+
+TEST_F(ApiServerTest, HealthModelsMetricsAndUnknownPaths) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  const json m = json::parse(models->body);
+  EXPECT_EQ(m["data"][0]["id"], "tiny");
+  EXPECT_EQ(m["data"][0]["max_model_len"], weights_->config().max_position_embeddings);
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("switchyard_test_total 3"), std::string::npos) << metrics->body;
+  auto missing = c.Get("/v1/nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(json::parse(missing->body)["error"]["message"].get<std::string>().find("/v1/nothing"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, GreedyCompletionMatchesTheReferencePath) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const std::vector<std::int32_t> prompt = {5, 17, 42, 99, 3};
+  const json r = post(c, "/v1/completions", {{"model", "tiny"}, {"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}},
+                      200);
+  const auto expected = reference(prompt, 12);
+  EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), expected);
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(r["usage"]["completion_tokens"], expected.size());
+  EXPECT_EQ(r["usage"]["total_tokens"], 5 + expected.size());
+  EXPECT_EQ(r["choices"][0]["finish_reason"], expected.size() == 12 ? "length" : "stop");
+}
+
+TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const std::vector<std::int32_t> prompt = {7, 8, 9};
+  const json body = {{"prompt", prompt}, {"max_tokens", 10}, {"temperature", 0}, {"stream", true}, {"ignore_eos", true}};
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  std::vector<std::int32_t> ids;
+  json last;
+  std::size_t at = 0;
+  bool done = false;
+  while (at < res->body.size()) {
+    const std::size_t end = res->body.find("\n\n", at);
+    ASSERT_NE(end, std::string::npos);
+    const std::string event = res->body.substr(at, end - at);
+    at = end + 2;
+    if (event[0] == ':') continue;  // keep-alive
+    ASSERT_EQ(event.rfind("data: ", 0), 0u) << event;
+    if (event == "data: [DONE]") {
+      done = true;
+      EXPECT_EQ(at, res->body.size());
+      break;
+    }
+    last = json::parse(event.substr(6));
+    for (auto id : last["choices"][0]["token_ids"]) ids.push_back(id.get<std::int32_t>());
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(last["usage"]["completion_tokens"], 10);
+  ReferenceSession session(weights_, 13);
+  GenerateOptions g;
+  g.max_new_tokens = 10;
+  EXPECT_EQ(ids, *generate(session, prompt, g));
+}
+
+TEST_F(ApiServerTest, BadRequestsAre400sNamingTheField) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  auto res = c.Post("/v1/completions", "{\"prompt\": [1,", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json e = json::parse(res->body)["error"];
+  EXPECT_EQ(e["type"], "invalid_request_error");
+  EXPECT_NE(e["message"].get<std::string>().find("not valid JSON"), std::string::npos);
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"max_tokens", -1}}, 400)["error"]["param"], "max_tokens");
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"top_p", "x"}}, 400)["error"]["param"], "top_p");
+  std::vector<std::int32_t> too_long(static_cast<std::size_t>(weights_->config().max_position_embeddings), 1);
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", too_long}}, 400)["error"]["param"], "prompt");
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"model", "gpt-4"}}, 404)["error"]["code"], "model_not_found");
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"logprobs", 1}}, 400)["error"]["message"],
+            "logprobs is not supported yet");
+  // The server is still serving.
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 2}}, 200)["usage"]["completion_tokens"], 2);
+}
+
+TEST_F(ApiServerTest, AFullQueueIs429AndPausedAdmissionIs503) {
+  CoordinatorOptions co;
+  co.max_batch_per_rank = 1;
+  co.max_waiting_requests = 1;
+  LiveServer s(weights_, co);
+  // One long request runs, a second waits; a third finds the queue full.
+  const json long_body = {{"prompt", {1, 2, 3}}, {"max_tokens", 1500}, {"ignore_eos", true}, {"stream", true}};
+  std::atomic<bool> stop{false};
+  auto stream = [&] {
+    auto c = s.client();
+    post_streaming(c, long_body.dump(), [&](const char*, std::size_t) { return !stop.load(); });
+  };
+  std::thread running(stream);
+  while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 1) std::this_thread::sleep_for(1ms);
+  std::thread waiting(stream);
+  while (s.on_loop([&] { return s.coordinator().waiting_requests(); }) < 1) std::this_thread::sleep_for(1ms);
+  auto c = s.client();
+  const json full = post(c, "/v1/completions", {{"prompt", {4}}, {"max_tokens", 2}}, 429);
+  EXPECT_EQ(full["error"]["code"], "queue_full");
+  stop = true;
+  running.join();
+  waiting.join();
+  EXPECT_TRUE(s.kv_freed());
+
+  s.on_loop([&] {
+    s.coordinator().set_admission_paused(true);
+    return 0;
+  });
+  const json paused = post(c, "/v1/completions", {{"prompt", {4}}, {"max_tokens", 2}}, 503);
+  EXPECT_EQ(paused["error"]["code"], "paused");
+}
+
+TEST_F(ApiServerTest, AClientThatLeavesMidStreamFreesItsKv) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const json body = {{"prompt", {1, 2, 3}}, {"max_tokens", 1500}, {"ignore_eos", true}, {"stream", true}};
+  int events = 0;
+  std::int64_t pages_while_running = 0;
+  auto res = post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
+                      for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
+                      if (events < 5) return true;
+                      pages_while_running = s.kv_pages_used();
+                      return false;  // hang up
+                    });
+  EXPECT_GT(pages_while_running, 0);
+  EXPECT_TRUE(s.kv_freed());
+  EXPECT_EQ(s.finish_reason(0), FinishReason::Cancelled);
+}
+
+TEST_F(ApiServerTest, AClientThatGivesUpOnAWholeAnswerFreesItsKv) {
+  LiveServer s(weights_, {});
+  httplib::Client c = s.client();
+  const json body = {{"prompt", {1, 2, 3}}, {"max_tokens", 2000}, {"ignore_eos", true}};
+  // The client hangs up once the request runs, long before its 2000 tokens are made.
+  std::thread give_up([&] {
+    while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 1) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);
+    c.stop();
+  });
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  give_up.join();
+  EXPECT_FALSE(res);
+  EXPECT_TRUE(s.kv_freed());
+  EXPECT_EQ(s.finish_reason(0), FinishReason::Cancelled);
+}
+
+TEST_F(ApiServerTest, AnApiKeyGuardsTheApiButNotHealth) {
+  ApiServerOptions o;
+  o.api_key = "sesame";
+  LiveServer s(weights_, {}, o);
+  auto c = s.client();
+  const json denied = post(c, "/v1/completions", {{"prompt", {1}}, {"max_tokens", 1}}, 401);
+  EXPECT_EQ(denied["error"]["code"], "invalid_api_key");
+  c.set_bearer_token_auth("wrong!");
+  auto wrong = c.Get("/v1/models");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  c.set_bearer_token_auth("sesame");
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"max_tokens", 1}}, 200)["usage"]["completion_tokens"], 1);
+  auto health = s.client().Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST_F(ApiServerTest, BeyondLoopbackNeedsAKeyOrInsecure) {
+  DeploymentOptions d;
+  d.clock = Clock::Wall;
+  CpuDeployment deployment(weights_, Topology::colocated(weights_->config(), 1), d);
+  RequestBroker broker(deployment);
+  ApiServerOptions o;
+  o.host = "0.0.0.0";
+  o.port = 0;
+  auto refused = ApiServer::start(o, broker);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--api-key"), std::string::npos);
+  o.api_key = "k";
+  EXPECT_TRUE(ApiServer::start(o, broker).ok());
+}
+
+}  // namespace
+}  // namespace sy::http

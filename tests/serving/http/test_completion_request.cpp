@@ -1,0 +1,101 @@
+// Request bodies: every wrong type, range or unsupported feature is a 400 naming the field;
+// defaults follow OpenAI's and vLLM's.
+#include <gtest/gtest.h>
+
+#include "engine/serving/http/completion_request.h"
+
+namespace sy::http {
+namespace {
+
+const ModelLimits kLimits{"m", 64, 100, 2};
+
+ApiError error_of(const std::string& body, Endpoint e = Endpoint::Completions) {
+  ParsedRequest p = parse_completion_request(body, e, kLimits);
+  EXPECT_TRUE(std::holds_alternative<ApiError>(p)) << body;
+  return std::holds_alternative<ApiError>(p) ? std::get<ApiError>(p) : ApiError{};
+}
+
+CompletionRequest parsed(const std::string& body, Endpoint e = Endpoint::Completions) {
+  ParsedRequest p = parse_completion_request(body, e, kLimits);
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(p))
+      << body << ": " << (std::holds_alternative<ApiError>(p) ? std::get<ApiError>(p).message : "");
+  return std::holds_alternative<CompletionRequest>(p) ? std::get<CompletionRequest>(p) : CompletionRequest{};
+}
+
+TEST(CompletionRequest, DefaultsAndValues) {
+  CompletionRequest r = parsed(R"({"model":"m","prompt":[1,2,3]})");
+  EXPECT_EQ(r.prompt_ids, (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(r.max_tokens, 16);  // OpenAI's completions default
+  EXPECT_FLOAT_EQ(r.temperature, 1.0f);
+  EXPECT_FALSE(r.seed);
+  r = parsed(R"({"prompt":[[4,5]],"max_tokens":7,"temperature":0,"top_p":0.5,"seed":-3,"stop":"x",
+                 "stop_token_ids":[9],"stream":true,"stream_options":{"include_usage":true},"user":"u","n":1})");
+  EXPECT_EQ(r.prompt_ids, (std::vector<std::int32_t>{4, 5}));
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.top_p, 0.5f);
+  EXPECT_EQ(r.seed, static_cast<std::uint64_t>(-3));
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.stop_token_ids, std::vector<std::int32_t>{9});
+  EXPECT_TRUE(r.stream && r.include_usage);
+  r = parsed(R"({"prompt":"hello"})");
+  EXPECT_EQ(r.prompt_text, "hello");
+  EXPECT_FALSE(r.max_tokens);  // decided once the text is encoded
+  r = parsed(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})",
+             Endpoint::ChatCompletions);
+  EXPECT_EQ(r.messages[0]["content"], "a\nb");
+}
+
+TEST(CompletionRequest, ErrorsNameTheField) {
+  const struct {
+    const char* body;
+    const char* param;
+    const char* says;
+  } cases[] = {
+      {"{", "", "not valid JSON"},
+      {"[1]", "", "must be a JSON object"},
+      {R"({"prompt":[1],"x":1e400})", "", "range of a double"},
+      {R"({})", "prompt", "required"},
+      {R"({"prompt":[]})", "prompt", "empty"},
+      {R"({"prompt":5})", "prompt", "got an integer"},
+      {R"({"prompt":[1,"a"]})", "prompt", "prompt[1]"},
+      {R"({"prompt":[1,100]})", "prompt", "not a token id"},
+      {R"({"prompt":[[1],[2]]})", "prompt", "one prompt per request"},
+      {R"({"prompt":[1],"max_tokens":"x"})", "max_tokens", "must be an integer, got a string"},
+      {R"({"prompt":[1],"max_tokens":0})", "max_tokens", "[1, "},
+      {R"({"prompt":[1],"max_tokens":64})", "max_tokens", "maximum context length is 64"},
+      {R"({"prompt":[1],"temperature":3})", "temperature", "[0, 2]"},
+      {R"({"prompt":[1],"temperature":"hot"})", "temperature", "a number"},
+      {R"({"prompt":[1],"top_p":0})", "top_p", "(0, 1]"},
+      {R"({"prompt":[1],"n":2})", "n", "'n' must be 1"},
+      {R"({"prompt":[1],"seed":1.5})", "seed", "an integer"},
+      {R"({"prompt":[1],"stop":[1]})", "stop", "strings"},
+      {R"({"prompt":[1],"stop_token_ids":[500]})", "stop_token_ids", "not a token id"},
+      {R"({"prompt":[1],"stream":"yes"})", "stream", "a boolean"},
+      {R"({"prompt":[1],"stream_options":{"include_usage":true}})", "stream_options", "only allowed"},
+      {R"({"prompt":[1],"logprobs":2})", "logprobs", "logprobs is not supported yet"},
+      {R"({"prompt":[1],"echo":true})", "echo", "not supported"},
+      {R"({"prompt":[1],"frequency_penalty":0.5})", "frequency_penalty", "not supported"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body;
+    EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
+  }
+  EXPECT_EQ(error_of(R"({"model":"other","prompt":[1]})").status, 404);
+  std::string long_prompt = R"({"prompt":[)";
+  for (int i = 0; i < 64; ++i) long_prompt += (i ? ",1" : "1");
+  const ApiError e = error_of(long_prompt + "]}");
+  EXPECT_EQ(e.param, "prompt");
+  EXPECT_NE(e.message.find("64 tokens"), std::string::npos) << e.message;
+
+  const ApiError m = error_of(R"({"messages":[{"content":"x"}]})", Endpoint::ChatCompletions);
+  EXPECT_EQ(m.param, "messages[0].role");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":7}]})", Endpoint::ChatCompletions).param,
+            "messages[0].content");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", Endpoint::ChatCompletions).param,
+            "logprobs");
+}
+
+}  // namespace
+}  // namespace sy::http
