@@ -122,6 +122,10 @@ void ControlCommands::get_state(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {}); !s.ok()) return fail(c, reply, s.message());
   json state = bridge_.meta();
   state["load"] = bridge_.load();
+  const Coordinator& co = d_.coordinator();
+  // What requests hold right now: a cancelled request's pages are gone from here at once.
+  state["kv"] = {{"pages_used", co.kv_pages_used()}, {"pages_total", co.kv_pages_total()}};
+  state["requests"] = {{"open", co.open_requests()}, {"waiting", co.waiting_requests()}};
   reply({{"ok", true}, {"cmd", "get_state"}, {"state", std::move(state)}});
 }
 

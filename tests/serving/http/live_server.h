@@ -12,11 +12,15 @@
 #include <thread>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_deployment.h"
 #include "engine/serving/http/api_server.h"
 #include "engine/serving/http/request_broker.h"
 #include "engine/serving/http/text_support.h"
+#include "engine/serving/control_commands.h"
+#include "engine/serving/telemetry_bridge.h"
+#include "telemetry/telemetry_hub.h"
 
 namespace sy::http {
 
@@ -47,6 +51,13 @@ class LiveServer {
     d.page_size = 16;
     deployment_ = std::make_unique<CpuDeployment>(weights, Topology::colocated(weights->config(), 1), d);
     broker_ = std::make_unique<RequestBroker>(*deployment_);
+    // The control commands, as `serve` answers them on its control socket (no socket here).
+    hub_ = std::move(telemetry::TelemetryHub::start({})).value();
+    RunInfo info;
+    info.backend = "cpu";
+    info.model = weights->config();
+    bridge_ = std::make_unique<TelemetryBridge>(*deployment_, *hub_, nullptr, info, TelemetryBridge::Options{});
+    commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{});
     deployment_->observers().add(nullptr, &finishes_);
     o.port = 0;
     o.model = {"tiny", weights->config().max_position_embeddings, weights->config().vocab_size,
@@ -72,6 +83,8 @@ class LiveServer {
     stop_ = true;
     thread_.join();
     server_.reset();
+    commands_.reset();
+    bridge_.reset();
   }
 
   httplib::Client client() const {
@@ -87,9 +100,14 @@ class LiveServer {
     deployment_->loop().post_external([&] { p.set_value(fn()); });
     return f.get();
   }
-  std::int64_t kv_pages_used() {
-    return on_loop([this] { return deployment_->coordinator().kv_pages_used(); });
+  // The control command get_state's reply, answered on the loop's thread.
+  nlohmann::json control(const nlohmann::json& command) {
+    std::promise<nlohmann::json> p;
+    auto f = p.get_future();
+    deployment_->loop().post_external([&] { commands_->handle(command, [&](const nlohmann::json& r) { p.set_value(r); }); });
+    return f.get();
   }
+  std::int64_t kv_pages_used() { return control({{"cmd", "get_state"}})["state"]["kv"]["pages_used"].get<std::int64_t>(); }
   // Waits up to 10 s for the KV pages to be free.
   bool kv_freed() {
     for (int i = 0; i < 1000; ++i) {
@@ -117,6 +135,9 @@ class LiveServer {
   telemetry::PrometheusRegistry registry_;
   std::unique_ptr<CpuDeployment> deployment_;
   std::unique_ptr<RequestBroker> broker_;
+  std::unique_ptr<telemetry::TelemetryHub> hub_;
+  std::unique_ptr<TelemetryBridge> bridge_;
+  std::unique_ptr<ControlCommands> commands_;
   std::unique_ptr<ApiServer> server_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
