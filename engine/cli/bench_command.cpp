@@ -15,6 +15,7 @@
 #include "engine/cli/serve_options.h"
 #include "engine/cli/backend_options.h"
 #include "engine/cli/live_telemetry.h"
+#include "engine/dist/distributed_run.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -51,17 +52,42 @@ struct BenchRun {
   std::int64_t events = 0;  // event-loop events run
 };
 
+// ranks: this process's part when a launcher started several (the other ranks serve the same
+// runs in the same order, and only rank 0 reports).
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
-                 Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live) {
+                 Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live,
+                 dist::DistributedRun* ranks) {
   const ModelConfig& c = backend.config();
   DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
   options.clock = clock;
-  auto deployment = backend.deploy(Topology::from_layout(layout, c), options);
+  Topology topology = Topology::from_layout(layout, c);
+  if (ranks) {
+    ranks->place(topology);
+    ranks->configure(options, backend.run_info().row_bytes);
+  }
+  auto deployment = backend.deploy(std::move(topology), options);
+  // However this returns, the other ranks' messages stop reaching the loop before it goes.
+  struct Detach {
+    dist::DistributedRun* run;
+    ~Detach() {
+      if (run) run->detach();
+    }
+  } detach{ranks};
+  if (ranks) ranks->attach(*deployment);
+  if (ranks && !ranks->runs_coordinator()) {
+    ranks->serve(*deployment);
+    if (!ranks->failure().empty()) throw CommandError{ranks->failure()};
+    return {};
+  }
   deployment->submit(requests);
   if (live) live->attach(*deployment, backend.run_info(), {});
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t end = deployment->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (ranks) {
+    ranks->finish();
+    if (!ranks->failure().empty()) throw CommandError{"the deployment stopped: " + ranks->failure()};
+  }
   if (live) live->detach();
   return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
           deployment->events_run()};
@@ -85,16 +111,34 @@ void run(const BenchArgs& a) {
 
   if (!a.live.record.empty() && policies.size() > 1)
     throw CommandError{"--record with --compare would put every run's events on one time base: record one policy at a time"};
-  std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
+  // Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one rank of each run's
+  // deployment: cpu backend, wall clock.
+  const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
+  std::unique_ptr<dist::DistributedRun> ranks;
+  if (env.distributed()) {
+    if (backend.sim()) throw CommandError{"--backend sim runs in one process; ranks started by " + env.launcher +
+                                          " serve --backend cpu"};
+    if (a.backend.clock == "virtual")
+      throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
+    Topology topology = Topology::from_layout(layout, c);
+    const std::string identity = "bench workload=" + a.workload + " rate=" + std::to_string(a.rate) +
+                                 " duration=" + std::to_string(a.duration) + " skew=" + a.skew +
+                                 " seed=" + std::to_string(a.seed) + " compare=" + a.compare;
+    ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
+    std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
+  }
+  std::unique_ptr<LiveTelemetry> live = ranks && !ranks->runs_coordinator() ? nullptr : LiveTelemetry::start(a.live);
   if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
   // cpu: each policy on virtual time and on the wall clock, unless --clock picks one.
   std::vector<Clock> clocks{backend.clock()};
   if (!backend.sim() && (a.backend.clock.empty() || a.backend.clock == "both")) clocks = {Clock::Virtual, Clock::Wall};
+  if (ranks) clocks = {Clock::Wall};
   if (live && clocks.size() > 1 && !a.live.record.empty())
     throw CommandError{"--record with both clocks would put two runs on one time base: pass --clock wall or virtual"};
   std::vector<BenchRun> runs;
   for (const auto& p : policies)
-    for (Clock clock : clocks) runs.push_back(run_one(a, backend, layout, p, clock, requests, live.get()));
+    for (Clock clock : clocks) runs.push_back(run_one(a, backend, layout, p, clock, requests, live.get(), ranks.get()));
+  if (ranks && !ranks->runs_coordinator()) return;  // rank 0 reports
   backend.finish();
 
   if (a.json) {

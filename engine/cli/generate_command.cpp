@@ -1,6 +1,7 @@
 // `switchyard generate`: continues a prompt through the reference path, prints the new ids.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,8 @@
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
 #include "engine/cpu/cpu_deployment.h"
+#include "engine/dist/distributed_run.h"
+#include "engine/runtime/layout_parser.h"
 #include "engine/serving/memory_budget.h"
 #include "engine/serving/workload.h"
 
@@ -31,23 +34,107 @@ struct GenerateArgs {
   ServeOptions serve;
   TelemetryFlags live;
   std::string clock = "wall";
+  std::string switch_policy;       // with --prompts: switch to this policy mid-run
+  std::filesystem::path switch_placement;  // and/or to this layout's expert placement
+  std::int64_t switch_after = 1;   // after this many tokens
 };
+
+// --switch-policy / --switch-placement: asks for another policy and/or expert placement once
+// `after` tokens have been sampled, so a live change happens mid-run at a point that does not
+// depend on timing.
+class ChangeAt final : public RequestObserver {
+ public:
+  ChangeAt(Coordinator& coordinator, std::optional<RuntimePolicy> policy, std::optional<Placement> placement,
+           std::int64_t after)
+      : coordinator_(coordinator), policy_(std::move(policy)), placement_(std::move(placement)), after_(after) {}
+  void on_request(const RequestUpdate& update) override {
+    if (update.phase != RequestPhase::Token || fired_ || ++tokens_ < after_) return;
+    fired_ = true;
+    if (placement_)
+      check(coordinator_.request_placement(*placement_, [](std::int64_t at) {
+        std::fprintf(stderr, "switched placement at %.3f ms\n", static_cast<double>(at) / 1e6);
+      }));
+    if (policy_)
+      check(coordinator_.request_policy(*policy_, [policy = policy_->describe()](std::int64_t at) {
+        std::fprintf(stderr, "switched to policy %s at %.3f ms\n", policy.c_str(), static_cast<double>(at) / 1e6);
+      }));
+  }
+
+ private:
+  Coordinator& coordinator_;
+  std::optional<RuntimePolicy> policy_;
+  std::optional<Placement> placement_;
+  std::int64_t after_;
+  std::int64_t tokens_ = 0;
+  bool fired_ = false;
+};
+
+// The expert placement of another layout file for the same devices (--switch-placement).
+Placement placement_of(const std::filesystem::path& file, const Layout& running, const ModelConfig& config) {
+  const Layout other = take(load_layout(file, config));
+  if (other.num_devices() != running.num_devices())
+    throw CommandError{"--switch-placement " + file.string() + ": " + std::to_string(other.num_devices()) +
+                       " devices, the running layout has " + std::to_string(running.num_devices())};
+  for (std::int32_t d = 0; d < running.num_devices(); ++d) {
+    const DeviceSpec& a = other.devices[static_cast<std::size_t>(d)];
+    const DeviceSpec& b = running.devices[static_cast<std::size_t>(d)];
+    if (a.name != b.name || a.attention != b.attention)
+      throw CommandError{"--switch-placement " + file.string() + ": device " + std::to_string(d) + " is '" + a.name +
+                         "'" + (a.attention ? " with attention" : "") + ", the running layout's is '" + b.name + "'" +
+                         (b.attention ? " with attention" : "")};
+  }
+  return other.placement;
+}
 
 // Many requests at once through the expert-parallel runtime on cpu devices.
 void run_many(const GenerateArgs& a) {
   auto weights = load_model(a.model);
   const ModelConfig& c = weights->config();
-  const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   const Layout layout = a.serve.load(c);
   DeploymentOptions options = a.serve.deployment_options(layout);
   options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
-  const Topology topology = Topology::from_layout(layout, c);
+  Topology topology = Topology::from_layout(layout, c);
+  // Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one rank of the deployment.
+  const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
+  if (env.distributed() && options.clock != Clock::Wall)
+    throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
+  const std::string identity = "generate clock=" + a.clock + " switch=" + a.switch_policy + "," +
+                               a.switch_placement.string() + "@" + std::to_string(a.switch_after) +
+                               " seed=" + std::to_string(a.seed);
+  std::unique_ptr<dist::DistributedRun> ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
+  if (ranks) {
+    ranks->configure(options, static_cast<std::int64_t>(c.hidden_size) * 4);
+    std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
+  }
   check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true));
   CpuDeployment deployment(weights, topology, options);
+  // However this returns, the other ranks' messages stop reaching the loop before it goes.
+  struct Detach {
+    dist::DistributedRun* run;
+    ~Detach() {
+      if (run) run->detach();
+    }
+  } detach{ranks.get()};
+  if (ranks) ranks->attach(deployment);
+  if (ranks && !ranks->runs_coordinator()) {
+    ranks->serve(deployment);  // until rank 0 has served every request
+    if (!ranks->failure().empty()) throw CommandError{ranks->failure()};
+    return;
+  }
+  const std::vector<RequestSpec> requests = take(read_prompts_jsonl(a.prompts, c.vocab_size));
   deployment.submit(requests);
+  std::unique_ptr<ChangeAt> change;
+  if (!a.switch_policy.empty() || !a.switch_placement.empty()) {
+    std::optional<RuntimePolicy> policy;
+    if (!a.switch_policy.empty()) policy = a.serve.policy_for(layout, a.switch_policy);
+    std::optional<Placement> placement;
+    if (!a.switch_placement.empty()) placement = placement_of(a.switch_placement, layout, c);
+    change = std::make_unique<ChangeAt>(deployment.coordinator(), std::move(policy), std::move(placement), a.switch_after);
+    deployment.observers().add(nullptr, change.get());
+  }
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
   if (live) {
     std::fprintf(stderr, "%s\n", live->describe().c_str());
@@ -59,6 +146,7 @@ void run_many(const GenerateArgs& a) {
     live->attach(deployment, std::move(info), {});
   }
   deployment.run();
+  if (ranks) ranks->finish();
   if (live) live->detach();
   std::vector<std::pair<std::string, std::vector<std::int32_t>>> outputs;
   std::int64_t rejected = 0, tokens = 0;
@@ -71,9 +159,13 @@ void run_many(const GenerateArgs& a) {
     outputs.emplace_back(r.spec.external_id, r.output);
   }
   check(write_outputs_jsonl(a.out, outputs));
-  std::fprintf(stderr, "served %zu requests (%lld rejected), %lld tokens, policy %s on %s -> %s\n",
+  std::fprintf(stderr, "served %zu requests (%lld rejected), %lld tokens, policy %s on %s (%lld switch(es)) -> %s\n",
                requests.size(), static_cast<long long>(rejected), static_cast<long long>(tokens),
-               options.policy.describe().c_str(), layout.name.c_str(), a.out.string().c_str());
+               options.policy.describe().c_str(), layout.name.c_str(),
+               static_cast<long long>(deployment.coordinator().policy_switches()), a.out.string().c_str());
+  if (ranks && !ranks->failure().empty())
+    throw CommandError{"the deployment stopped: " + ranks->failure() + "; " + std::to_string(rejected) +
+                       " request(s) failed"};
 }
 
 void run(const GenerateArgs& a) {
@@ -122,6 +214,16 @@ void register_generate(CLI::App& app) {
                   "With --prompts: wall (devices run concurrently on threads) or virtual (one after another on "
                   "virtual clocks, deterministic)")
       ->check(CLI::IsMember({"wall", "virtual"}))->capture_default_str();
+  sub->add_option("--switch-policy", args->switch_policy,
+                  "With --prompts: switch to this policy (async, pingpong or sync; the layout's other policy keys) "
+                  "mid-run, at the next safe point after --switch-after tokens")
+      ->check(CLI::IsMember({"async", "pingpong", "sync"}));
+  sub->add_option("--switch-placement", args->switch_placement,
+                  "With --prompts: switch to the expert placement of this layout file (same devices) mid-run, at the "
+                  "next safe point after --switch-after tokens");
+  sub->add_option("--switch-after", args->switch_after,
+                  "Tokens sampled before --switch-policy / --switch-placement is asked for")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))->capture_default_str();
   sub->callback([args] { run(*args); });
 }
 

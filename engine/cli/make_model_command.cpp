@@ -6,6 +6,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/model/random_model.h"
+#include "engine/text/model_tokenizer.h"
 
 namespace sy::cli {
 namespace {
@@ -22,8 +23,10 @@ void run(const MakeModelArgs& a) {
   const Arch arch = take(parse_arch(a.arch));
   const ModelPreset preset = take(parse_preset(a.preset));
   const kernels::DType dtype = a.dtype == "f32" ? kernels::DType::F32 : kernels::DType::BF16;
-  const ModelConfig config = preset_config(arch, preset, dtype);
-  check(write_random_model(config, a.seed, a.out));
+  ModelConfig config = preset_config(arch, preset, dtype);
+  // The family's small tokenizer, with the config's bos/eos ids made to agree with it.
+  const std::vector<ModelFile> tokenizer_files = take(text::model_tokenizer_files(config));
+  check(write_random_model(config, a.seed, a.out, 2ull << 30, tokenizer_files));
   const double params = static_cast<double>(config.parameter_count());
   std::printf("wrote %s %s model (%.1f M parameters, %s, seed %llu) to %s\n", a.arch.c_str(),
               a.preset.c_str(), params / 1e6, a.dtype.c_str(), static_cast<unsigned long long>(a.seed),

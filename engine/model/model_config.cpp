@@ -306,6 +306,13 @@ Status read_dtype_and_eos(const Reader& r, ModelConfig* c) {
       c->eos_token_id = static_cast<std::int32_t>(id);
     }
   }
+  if (r.has("bos_token_id")) {
+    const json& v = r.at("bos_token_id");
+    if (!v.is_number_integer()) return r.bad("bos_token_id", "must be a token id");
+    const auto id = v.get<std::int64_t>();
+    if (id < 0 || id >= c->vocab_size) return r.bad("bos_token_id", "must lie in [0, vocab_size)");
+    c->bos_token_id = static_cast<std::int32_t>(id);
+  }
   return Status::Ok();
 }
 
@@ -530,7 +537,8 @@ std::string ModelConfig::to_json() const {
   j["attention_dropout"] = 0.0;
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["use_cache"] = true;
-  j["bos_token_id"] = nullptr;
+  if (bos_token_id) j["bos_token_id"] = *bos_token_id;
+  else j["bos_token_id"] = nullptr;
   if (eos_token_id) j["eos_token_id"] = *eos_token_id;
   else j["eos_token_id"] = nullptr;  // explicit: the config classes would otherwise default it
   j["num_experts_per_tok"] = top_k;

@@ -45,6 +45,7 @@ struct ModelConfig {
   std::vector<bool> sparse_layers;         // per layer: routed experts (true) or dense MLP
   kernels::DType dtype = kernels::DType::BF16;  // torch_dtype / dtype of the checkpoint
   std::optional<std::int32_t> eos_token_id;    // generation stops after it (first of a list)
+  std::optional<std::int32_t> bos_token_id;    // as config.json has it (the tokenizer decides what it adds)
 
   bool is_sparse(std::int32_t layer) const { return sparse_layers[layer]; }
   bool has_shared_expert() const { return shared_expert_intermediate_size > 0; }

@@ -263,8 +263,10 @@ Status write_text(const fs::path& path, const std::string& text) {
   return Status::Ok();
 }
 
-Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir, std::uint64_t shard_bytes) {
+Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir, std::uint64_t shard_bytes,
+                  const std::vector<ModelFile>& extra_files) {
   SY_RETURN_IF_ERROR(write_text(dir / "config.json", c.to_json()));
+  for (const ModelFile& f : extra_files) SY_RETURN_IF_ERROR(write_text(dir / f.name, f.content));
   const std::vector<PlannedTensor> plan = plan_tensors(c);
   const std::size_t elem = kernels::dtype_size(c.dtype);
 
@@ -311,7 +313,7 @@ Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir,
 }  // namespace
 
 Status write_random_model(const ModelConfig& config, std::uint64_t seed, const fs::path& dir,
-                          std::uint64_t shard_bytes) {
+                          std::uint64_t shard_bytes, const std::vector<ModelFile>& extra_files) {
   if (config.shapes_only())
     return Status::Error(arch_name(config.arch) + ": shapes only (simulator); writing weights is not supported");
   if (config.sparse_layers.size() != static_cast<std::size_t>(config.num_layers))
@@ -345,7 +347,7 @@ Status write_random_model(const ModelConfig& config, std::uint64_t seed, const f
   if (!fs::create_directory(tmp, ec) || ec)
     return Status::Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "already exists"));
 
-  Status s = write_into(config, seed, tmp, shard_bytes);
+  Status s = write_into(config, seed, tmp, shard_bytes, extra_files);
   if (s.ok()) {
     // rename(2) replaces an empty directory; a non-empty one (created meanwhile) is an error.
     fs::rename(tmp, target, ec);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/model/model_config.h"
@@ -18,10 +19,18 @@ StatusOr<ModelPreset> parse_preset(const std::string& name);
 // every code path of the architecture is exercised.
 ModelConfig preset_config(Arch arch, ModelPreset preset, kernels::DType dtype);
 
+// A file written beside the weights (tokenizer.json, tokenizer_config.json).
+struct ModelFile {
+  std::string name;
+  std::string content;
+};
+
 // Writes DIR/config.json and DIR/model.safetensors (sharded with an index when larger than
-// shard_bytes) with weights drawn from a seeded normal distribution, norms around 1.
+// shard_bytes) with weights drawn from a seeded normal distribution, norms around 1, and
+// `extra_files` beside them.
 Status write_random_model(const ModelConfig& config, std::uint64_t seed,
                           const std::filesystem::path& dir,
-                          std::uint64_t shard_bytes = 2ull << 30);
+                          std::uint64_t shard_bytes = 2ull << 30,
+                          const std::vector<ModelFile>& extra_files = {});
 
 }  // namespace sy

@@ -1,17 +1,24 @@
 #include "engine/runtime/cluster.h"
 
 #include <cassert>
+#include <memory>
 
 namespace sy {
 
 Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
-                 const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks)
-    : topology_(std::move(topology)), loop_(loop) {
+                 const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks,
+                 std::int32_t process)
+    : topology_(std::move(topology)), loop_(loop), process_(process) {
   transport_ = make_transport(loop_, topology_.num_devices, observer);
   for (std::int32_t r = 0; r < topology_.num_ranks(); ++r)
     kv_.push_back(std::make_unique<KvBlockManager>(kv.pages_per_rank, kv.page_size));
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
     const std::int32_t rank = topology_.device_rank[d];
+    if (topology_.process_of(d) != process_) {  // another process runs it
+      executors_.push_back(nullptr);
+      workers_.push_back(nullptr);
+      continue;
+    }
     executors_.push_back(make_executor(d, rank >= 0, loop_));
     workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, recycler_, observer,
                                                 hooks, rank >= 0 ? kv_[static_cast<std::size_t>(rank)].get() : nullptr));
@@ -32,6 +39,7 @@ void Cluster::inject(std::int32_t rank, std::int32_t group, TokenBatch rows) {
 
 bool Cluster::quiescent() const {
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
+    if (!workers_[d]) continue;
     if (!workers_[d]->quiescent() || transport_->in_flight_to(d) > 0) return false;
   }
   return true;
@@ -39,7 +47,27 @@ bool Cluster::quiescent() const {
 
 void Cluster::set_policy(const RuntimePolicy& policy) {
   assert(quiescent());
-  for (auto& w : workers_) w->set_policy(policy);
+  for (auto& w : workers_)
+    if (w) w->set_policy(policy);
+}
+
+void Cluster::apply_at_safe_point(const RuntimePolicy& policy, std::optional<Placement> placement,
+                                  std::function<void()> released) {
+  if (!peers_) {
+    if (placement) set_placement(std::move(*placement));
+    set_policy(policy);
+    released();
+    return;
+  }
+  const bool moves = placement.has_value();
+  // The peers copy `policy` and the placement before they run apply_here.
+  auto shared = std::make_shared<std::optional<Placement>>(std::move(placement));
+  peers_->apply(
+      [this, policy, shared] {
+        if (*shared) set_placement(std::move(**shared));
+        set_policy(policy);
+      },
+      policy, moves ? &**shared : nullptr, std::move(released));
 }
 
 void Cluster::set_placement(Placement placement) {
@@ -48,11 +76,13 @@ void Cluster::set_placement(Placement placement) {
   assert(placement.validate(topology_.num_devices).ok());
   topology_.placement = std::move(placement);
   topology_.finalize();
-  for (auto& w : workers_) w->reload_placement();
+  for (auto& w : workers_)
+    if (w) w->reload_placement();
 }
 
 void Cluster::flush_stalls() {
-  for (auto& w : workers_) w->flush_stall();
+  for (auto& w : workers_)
+    if (w) w->flush_stall();
 }
 
 }  // namespace sy

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/kv/kv_block_manager.h"
+#include "engine/runtime/cluster_peers.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/runtime_observer.h"
@@ -30,20 +32,36 @@ class Cluster {
     std::int32_t page_size = 16;
   };
 
+  // `process`: which process of a multi-process deployment this is (topology.device_process);
+  // only its devices get an executor and a worker here.
   Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
-          const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks);
+          const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks,
+          std::int32_t process = 0);
 
   const Topology& topology() const { return topology_; }
   EventLoop& loop() { return loop_; }
   // The KV block manager of an attention rank: the coordinator admits and releases with it.
   KvBlockManager& kv(std::int32_t rank) { return *kv_[static_cast<std::size_t>(rank)]; }
   Worker& worker(std::int32_t device) { return *workers_[device]; }
+  // Whether the device's worker runs in this process (always, in a one-process deployment).
+  bool local(std::int32_t device) const { return workers_[static_cast<std::size_t>(device)] != nullptr; }
+  std::int32_t process() const { return process_; }
+  Transport& transport() { return *transport_; }
   std::int32_t num_devices() const { return topology_.num_devices; }
 
   // Hands the coordinator's block-0 rows of one rank to its worker.
   void inject(std::int32_t rank, std::int32_t group, TokenBatch rows);
-  // No packet queued, pooled, executing or on a link anywhere: a safe point.
+  // No packet queued, pooled, executing or on a link anywhere in this process: a safe point
+  // (of the whole deployment once the peers, if any, agree: apply_at_safe_point).
   bool quiescent() const;
+  // The other processes, when the deployment spans several (set by engine/dist on the process
+  // that runs the coordinator). Not owned.
+  void set_peers(ClusterPeers* peers) { peers_ = peers; }
+  // At a safe point of this process: applies the placement (when given) and the policy here
+  // and on every peer, then runs `released` (at once without peers; once all have
+  // acknowledged with them).
+  void apply_at_safe_point(const RuntimePolicy& policy, std::optional<Placement> placement,
+                           std::function<void()> released);
   // Only at a safe point (asserted).
   void set_policy(const RuntimePolicy& policy);
   // Replaces the expert placement (checked by Placement::check_shape and validate). Only at a safe
@@ -55,6 +73,8 @@ class Cluster {
  private:
   Topology topology_;
   EventLoop& loop_;
+  std::int32_t process_ = 0;
+  ClusterPeers* peers_ = nullptr;
   std::vector<std::unique_ptr<Executor>> executors_;
   BatchRecycler recycler_;
   std::vector<std::unique_ptr<KvBlockManager>> kv_;  // [rank]

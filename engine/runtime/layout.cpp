@@ -81,6 +81,7 @@ std::string Layout::to_toml() const {
   for (std::int32_t d = 0; d < num_devices(); ++d) {
     out << "\n[[device]]\nname = " << quote(devices[d].name) << "\n";
     if (devices[d].attention) out << "attention = true\n";
+    if (devices[d].process >= 0) out << "rank = " << devices[d].process << "\n";
     if (!base[d].empty()) out << "experts = " << format_int_list(base[d]) << "\n";
   }
   for (std::int32_t b = 0; b < placement.num_blocks(); ++b) {

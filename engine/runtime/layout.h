@@ -21,6 +21,9 @@ struct DeviceSpec {
   bool attention = false;            // runs attention for one DP rank (owns a KV cache)
   std::int32_t attention_rank = -1;  // rank number (file order of attention devices), -1 if none
   bool holds_experts = false;        // holds at least one expert of some block
+  // The `rank` key: which process of a multi-process deployment (its launcher rank) hosts the
+  // device; -1 when the file does not say (devices are then split evenly over the ranks).
+  std::int32_t process = -1;
 
   bool operator==(const DeviceSpec&) const = default;
 };

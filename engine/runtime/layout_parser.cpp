@@ -175,7 +175,7 @@ Status LayoutParser::parse_devices(const toml::table& root) {
   for (const toml::node& node : **tables) {
     const toml::table& t = *node.as_table();
     const std::string what = "[[device]] #" + std::to_string(index + 1);
-    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts"}, what));
+    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts", "rank"}, what));
     const toml::node* name_node = t.get("name");
     if (!name_node) return error(t.source(), what + " has no name");
     auto name = read_string(*name_node, what + ": name");
@@ -194,6 +194,12 @@ Status LayoutParser::parse_devices(const toml::table& root) {
       const auto* b = a->as_boolean();
       if (!b) return error(a->source(), dev + ": attention must be true or false, got " + type_name(*a));
       spec.attention = b->get();
+    }
+    if (const toml::node* r = t.get("rank")) {
+      // The upper bound (the launcher's world size) is only known at start-up, where it is checked.
+      auto process = read_int(*r, dev + ": rank", 0, 1 << 20);
+      if (!process.ok()) return process.status();
+      spec.process = *process;
     }
     DeviceEntry entry;
     entry.where = t.source();

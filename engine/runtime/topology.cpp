@@ -14,6 +14,7 @@ Topology base(const ModelConfig& c, std::int32_t devices) {
   t.top_k = c.top_k;
   t.sparse = c.sparse_layers;
   t.device_rank.assign(static_cast<std::size_t>(devices), -1);
+  t.device_process.assign(static_cast<std::size_t>(devices), 0);
   for (std::int32_t d = 0; d < devices; ++d) t.device_names.push_back("dev" + std::to_string(d));
   t.placement = Placement(c);
   return t;

@@ -23,11 +23,16 @@ struct Topology {
   std::vector<std::int32_t> rank_device;       // attention rank -> device
   std::vector<std::int32_t> device_rank;       // device -> attention rank, or -1
   Placement placement;                         // which devices hold each routed expert (replicas)
+  // device -> the process (launcher rank) that runs its worker; empty or all 0 in one process.
+  std::vector<std::int32_t> device_process;
   // Derived by finalize():
   std::vector<std::vector<std::int32_t>> block_expert_devices;  // [block] -> devices holding any of its experts
   std::vector<std::vector<std::int32_t>> device_expert_ids;     // [device] -> distinct expert ids it holds
 
   std::int32_t num_ranks() const { return static_cast<std::int32_t>(rank_device.size()); }
+  std::int32_t process_of(std::int32_t device) const {
+    return device_process.empty() ? 0 : device_process[static_cast<std::size_t>(device)];
+  }
   // Recomputes the derived tables after rank_device / placement changed.
   void finalize();
 

@@ -13,6 +13,7 @@ const char* reject_reason_name(RejectReason reason) {
     case RejectReason::None: return "none";
     case RejectReason::NeverFits: return "never_fits";
     case RejectReason::QueueFull: return "queue_full";
+    case RejectReason::Failed: return "failed";
   }
   return "?";
 }
@@ -154,6 +155,10 @@ void Coordinator::on_arrival(std::int64_t idx) {
   ++open_;
   open_ids_[r.spec.id] = idx;
   notify(idx, RequestPhase::Arrival);
+  if (failure_) {
+    reject(idx, RejectReason::Failed, *failure_);
+    return;
+  }
   if (r.spec.max_new_tokens <= 0) {
     finish(idx, FinishReason::Length);
     return;
@@ -310,6 +315,7 @@ void Coordinator::start_slot(std::int32_t s) {
 }
 
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
+  if (failure_) return;  // its request has failed already
   RequestRecord& r = record(idx);
   FinishReason reason = FinishReason::None;
   if (r.cancel) {
@@ -389,6 +395,7 @@ void Coordinator::drop_done_records() {
 }
 
 void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
+  if (failure_) return;
   const auto found = group_slot_.find(group);
   assert(found != group_slot_.end());
   const std::int32_t s = found->second;
@@ -410,6 +417,7 @@ void Coordinator::on_group_sampled(std::int32_t /*rank*/, std::int32_t group) {
 Status Coordinator::request_policy(const RuntimePolicy& policy, ChangeDone done) {
   SY_RETURN_IF_ERROR(validate(policy));
   pending_policy_ = policy;
+  ++change_seq_;
   if (done) pending_done_.push_back(std::move(done));
   loop_.post_now([this] { check_safe_point(); });
   return Status::Ok();
@@ -420,33 +428,61 @@ Status Coordinator::request_placement(Placement placement, ChangeDone done) {
   SY_RETURN_IF_ERROR(placement.check_shape(topo.num_experts, topo.sparse));
   SY_RETURN_IF_ERROR(placement.validate(topo.num_devices));
   pending_placement_ = std::move(placement);
+  ++change_seq_;
   if (done) pending_done_.push_back(std::move(done));
   loop_.post_now([this] { check_safe_point(); });
   return Status::Ok();
 }
 
+void Coordinator::fail(const std::string& why) {
+  if (failure_) return;
+  failure_ = why;
+  paused_ = true;
+  waiting_.clear();
+  waiting_tokens_ = 0;
+  std::vector<std::int64_t> open;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i) {
+    const RequestState state = requests_[static_cast<std::size_t>(i)].state;
+    if (state == RequestState::Waiting || state == RequestState::Running) open.push_back(first_request_ + i);
+  }
+  for (std::int64_t idx : open) reject(idx, RejectReason::Failed, why);
+}
+
 void Coordinator::set_admission_paused(bool paused) {
+  if (failure_) return;
   paused_ = paused;
   if (!paused) loop_.post_now([this] { policy_.grouped() ? start_idle_slots() : admit_async(); });
 }
 
 void Coordinator::check_safe_point() {
-  if (!switching() || injection_posted_ || !cluster_->quiescent()) return;
+  if (!switching() || releasing_ || injection_posted_ || !cluster_->quiescent()) return;
   for (const Slot& s : slots_)
     if (s.running) return;
-  if (pending_placement_) {
-    cluster_->set_placement(std::move(*pending_placement_));
-    pending_placement_.reset();
-  }
-  if (pending_policy_) {
-    policy_ = *pending_policy_;
-    pending_policy_.reset();
-    ++switches_;
-  }
-  cluster_->set_policy(policy_);
+  // The change stays pending (nothing is admitted or injected) until every process of the
+  // deployment has applied it: release_safe_point.
+  releasing_ = true;
+  const RuntimePolicy policy = pending_policy_ ? *pending_policy_ : policy_;
   std::vector<ChangeDone> done;
   done.swap(pending_done_);
+  cluster_->apply_at_safe_point(policy, pending_placement_, [this, policy, seq = change_seq_, done = std::move(done)] {
+    release_safe_point(policy, seq, done);
+  });
+}
+
+void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t seq, const std::vector<ChangeDone>& done) {
+  releasing_ = false;
+  const bool newer = seq != change_seq_;  // another change was asked for while this one was applied
+  if (pending_policy_) ++switches_;
+  policy_ = policy;
+  if (!newer) {
+    pending_placement_.reset();
+    pending_policy_.reset();
+  }
   for (auto& fn : done) fn(loop_.now());
+  if (newer) {
+    loop_.post_now([this] { check_safe_point(); });
+    return;
+  }
   // Every running request sits between two tokens: re-enter them under the new policy.
   std::vector<std::int64_t> running;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i)

@@ -77,6 +77,10 @@ class Coordinator {
   // Returns false when no such request is open (finished, rejected, or not arrived yet: post
   // the cancel after the submit's arrival time).
   bool cancel(std::int64_t request_id);
+  // The deployment cannot go on (a process of it died): every open request is rejected with
+  // `why` (RejectReason::Failed), later arrivals too, and nothing is admitted or sampled again.
+  void fail(const std::string& why);
+  bool failed() const { return failure_.has_value(); }
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
   bool admission_paused() const { return paused_; }
@@ -135,6 +139,8 @@ class Coordinator {
   void finish(std::int64_t idx, FinishReason reason);
   void drop_done_records();
   void check_safe_point();
+  // Every process applied `policy` (the change asked for as of change number `seq`): resumes.
+  void release_safe_point(const RuntimePolicy& policy, std::uint64_t seq, const std::vector<ChangeDone>& done);
   void reset_slots();
 
   EventLoop& loop_;
@@ -153,6 +159,9 @@ class Coordinator {
   std::optional<RuntimePolicy> pending_policy_;
   std::optional<Placement> pending_placement_;
   std::vector<ChangeDone> pending_done_;
+  std::uint64_t change_seq_ = 0;  // bumped by every requested change
+  bool releasing_ = false;        // a change is being applied on every process
+  std::optional<std::string> failure_;  // set by fail()
   bool paused_ = false;
   RequestRecord& record(std::int64_t idx) { return requests_[static_cast<std::size_t>(idx - first_request_)]; }
   const RequestRecord& record(std::int64_t idx) const {

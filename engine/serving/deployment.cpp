@@ -22,9 +22,10 @@ Deployment::Deployment(Topology topology, DeploymentOptions options, std::int64_
   metrics_.set_device_names(topology.device_names);
   observers_.add(&metrics_, &metrics_);
   cluster_ = std::make_unique<Cluster>(std::move(topology), *loop_, make_executor,
-                                       LoopTransport::factory(bytes_per_row, options_.link),
+                                       options_.transport ? options_.transport
+                                                          : LoopTransport::factory(bytes_per_row, options_.link),
                                        Cluster::KvShape{options_.kv_pages_per_rank, options_.page_size}, &observers_,
-                                       coordinator_.hooks());
+                                       coordinator_.hooks(), options_.process);
   coordinator_.attach(*cluster_, options_.policy);
 }
 
@@ -35,7 +36,9 @@ void Deployment::submit(std::vector<RequestSpec> requests) {
 }
 
 std::int64_t Deployment::run() {
-  events_run_ = loop_->run([this] { return coordinator_.done() && cluster_->quiescent(); });
+  // A failed deployment stops with work left on its devices: its requests have been rejected.
+  events_run_ = loop_->run(
+      [this] { return coordinator_.done() && (coordinator_.failed() || cluster_->quiescent()); });
   cluster_->flush_stalls();
   return loop_->now();
 }

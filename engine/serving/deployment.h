@@ -48,6 +48,11 @@ struct DeploymentOptions {
   std::shared_ptr<const RoutingTrace> routing_trace;  // sim: replay a recorded routing
   std::int32_t kv_pages_per_rank = 4096;
   std::int32_t page_size = 16;
+  // Several processes (engine/dist): the transport between them, and which process this is
+  // (only the devices topology.device_process gives it run here). Empty: LoopTransport over
+  // `link`, every device in this process.
+  TransportFactory transport;
+  std::int32_t process = 0;
 };
 
 // A WallClockEventLoop, or a VirtualEventLoop at `pace`.

@@ -9,7 +9,8 @@ namespace sy {
 enum class RequestPhase : std::uint8_t { Arrival, Admitted, Token, Finished, Rejected };
 
 // Why a request was rejected (a metric label; the message names the limit).
-enum class RejectReason : std::uint8_t { None, NeverFits, QueueFull };
+// Failed: the deployment could not go on (a process of it died) and dropped the request.
+enum class RejectReason : std::uint8_t { None, NeverFits, QueueFull, Failed };
 const char* reject_reason_name(RejectReason reason);
 
 // Why a request finished: its token budget, a stop token (eos or one of its own), or a

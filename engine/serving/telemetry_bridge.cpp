@@ -220,6 +220,7 @@ void TelemetryBridge::sample_queues() {
   const std::int64_t now = d_.loop().now();
   Cluster& cluster = d_.cluster();
   for (std::int32_t dev = 0; dev < cluster.num_devices(); ++dev) {
+    if (!cluster.local(dev)) continue;  // another process runs it
     const auto depths = cluster.worker(dev).queue_depths();
     auto& previous = last_nonzero_[static_cast<std::size_t>(dev)];
     std::vector<LayerId> current;

@@ -1,0 +1,41 @@
+// The rendezvous of the ranks of one deployment over ZeroMQ (no MPI library): every rank binds
+// its data socket, rank 0 listens at MASTER_ADDR:MASTER_PORT, the others say hello there with
+// what they run, and rank 0 answers with every rank's data endpoint, or refuses them all with
+// the reason when what they run differs. Bounded by the bootstrap timeout on every rank.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "base/status.h"
+#include "engine/dist/rank_environment.h"
+
+namespace sy::dist {
+
+// What a rank runs; every rank of a deployment must agree on all of it.
+struct RunIdentity {
+  std::string model;             // a name for messages (the model directory)
+  std::uint64_t model_digest = 0;  // config.json and the weight files' sizes
+  std::string layout;            // the layout's name
+  std::uint64_t layout_digest = 0;  // the layout's text, rank assignment included
+  std::string layout_text;          // that text, so that a mismatch can name the first line that differs
+  std::string command;           // the serving command and the options that must match
+  std::uint64_t command_digest = 0;
+};
+
+struct Rendezvous {
+  std::unique_ptr<zmq::context_t> context;
+  zmq::socket_t data;                  // this rank's PULL socket, bound
+  std::vector<std::string> endpoints;  // every rank's data socket, by rank
+};
+
+// Blocks until every rank has checked in (rank 0) or rank 0 has answered (the others), at
+// most env.bootstrap_timeout_s. Errors name the address that could not be reached or bound,
+// the ranks missing, or what differs between ranks.
+StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity);
+
+}  // namespace sy::dist

@@ -1,0 +1,146 @@
+#include "engine/dist/distributed_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "engine/dist/device_ranks.h"
+#include "engine/dist/zmq_transport.h"
+
+namespace sy::dist {
+
+RunIdentity run_identity(const std::filesystem::path& model_dir, const Layout& layout,
+                         const std::vector<std::int32_t>& device_ranks, const std::string& command) {
+  RunIdentity id;
+  id.model = model_dir.filename().string();
+  std::ifstream config(model_dir / "config.json", std::ios::binary);
+  std::ostringstream text;
+  text << config.rdbuf();
+  std::string model = text.str();
+  // The weights are too large to hash at every start: their names and sizes stand for them.
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir, ec))
+    if (e.is_regular_file(ec) && e.path().extension() == ".safetensors")
+      files.push_back(e.path().filename().string() + ":" + std::to_string(e.file_size(ec)));
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) model += "\n" + f;
+  id.model_digest = digest(model);
+  id.layout = layout.name;
+  id.layout_text = layout.to_toml();
+  std::string placed = id.layout_text;
+  for (std::int32_t r : device_ranks) placed += "," + std::to_string(r);
+  id.layout_digest = digest(placed);
+  id.command = command;
+  id.command_digest = digest(command);
+  return id;
+}
+
+DistributedRun::DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks,
+                               std::unique_ptr<ProcessLinks> links)
+    : env_(std::move(env)), device_ranks_(std::move(device_ranks)), links_(std::move(links)) {}
+
+DistributedRun::~DistributedRun() {
+  // The receiver thread posts onto the deployment's loop: it stops before either goes.
+  if (links_) links_->stop();
+}
+
+StatusOr<std::unique_ptr<DistributedRun>> DistributedRun::join(const RankEnvironment& env, const Layout& layout,
+                                                               const std::filesystem::path& model_dir,
+                                                               const std::string& command, Topology& topology) {
+  if (!env.distributed()) return std::unique_ptr<DistributedRun>();
+  auto ranks = assign_device_ranks(layout, env.world);
+  if (!ranks.ok()) return ranks.status().with_context("rank " + std::to_string(env.rank));
+  auto rendezvous = bootstrap(env, run_identity(model_dir, layout, *ranks, command));
+  if (!rendezvous.ok()) return rendezvous.status();
+  topology.device_process = *ranks;
+  auto links = std::make_unique<ProcessLinks>(std::move(*rendezvous), env.rank);
+  return std::unique_ptr<DistributedRun>(new DistributedRun(env, std::move(*ranks), std::move(links)));
+}
+
+std::string DistributedRun::describe(const Topology& topology) const {
+  std::string devices;
+  for (std::int32_t d = 0; d < topology.num_devices; ++d)
+    if (device_ranks_[static_cast<std::size_t>(d)] == env_.rank)
+      devices += (devices.empty() ? "" : ", ") + topology.device_names[static_cast<std::size_t>(d)];
+  return "rank " + std::to_string(env_.rank) + " of " + std::to_string(env_.world) + " (" + env_.launcher + ", pid " +
+         std::to_string(::getpid()) + "): devices " + (devices.empty() ? "none" : devices);
+}
+
+void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_per_row) {
+  options.process = env_.rank;
+  options.transport = ZmqTransport::factory(*links_, device_ranks_, bytes_per_row, options.link);
+}
+
+void DistributedRun::attach(Deployment& deployment) {
+  deployment_ = &deployment;
+  auto* transport = dynamic_cast<ZmqTransport*>(&deployment.cluster().transport());
+  group_.reset();
+  group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
+  // Rank 0 watches every rank, the others watch rank 0. A rank still starting (rank 0 builds
+  // its KV caches) has the bootstrap timeout to send its first heartbeat.
+  std::vector<std::int32_t> watched;
+  for (std::int32_t r = 0; r < env_.world; ++r)
+    if (r != env_.rank && (runs_coordinator() || r == 0)) watched.push_back(r);
+  EventLoop& loop = deployment.loop();
+  // The other ranks' devices report to rank 0's observers, on rank 0's clock.
+  relay_.reset();  // the previous deployment's, gone with it
+  ++runs_;
+  if (runs_coordinator()) {
+    receive_relayed_events(*links_, loop, deployment.observers(), runs_);
+  } else {
+    relay_ = std::make_unique<EventRelay>(*links_, loop, group_->open(), runs_);
+    deployment.observers().add(relay_.get(), nullptr);
+  }
+  links_->watch(std::move(watched), static_cast<std::int64_t>(env_.heartbeat_timeout_s * 1e9),
+                static_cast<std::int64_t>(env_.bootstrap_timeout_s * 1e9), [this, &loop](std::int32_t rank, double ms) {
+                  char why[160];
+                  std::snprintf(why, sizeof why,
+                                "rank %d stopped answering (no heartbeat for %.0f ms; it died or its node is unreachable)",
+                                rank, ms);
+                  loop.post_external([this, rank, reason = std::string(why)] { lost(rank, reason); });
+                },
+                [&loop] { return loop.now(); });
+  if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
+  links_->start();
+}
+
+void DistributedRun::lost(std::int32_t rank, const std::string& why) {
+  if (!failure_.empty()) return;
+  failure_ = why;
+  std::fprintf(stderr, "switchyard: rank %d: %s\n", env_.rank, why.c_str());
+  links_->forget(rank);
+  if (runs_coordinator()) {
+    // Its requests fail with the reason; the survivors are told to stop.
+    deployment_->coordinator().fail(why);
+    group_->shutdown();
+  } else {
+    group_->stop();
+  }
+}
+
+void DistributedRun::serve(Deployment& deployment) {
+  deployment.loop().run();
+  deployment.cluster().flush_stalls();
+  ProcessLinks::Offset offset;
+  if (links_->clock_offset(0, offset))
+    std::fprintf(stderr, "rank %d: clock offset to rank 0 %+.1f us, residual error under %.1f us\n", env_.rank,
+                 static_cast<double>(offset.offset_ns) / 1e3, static_cast<double>(offset.error_ns) / 1e3);
+  detach();
+}
+
+void DistributedRun::detach() {
+  // The receiver thread posts onto the deployment's loop: it stops before the loop goes.
+  if (links_) links_->stop();
+}
+
+void DistributedRun::finish() {
+  if (failure_.empty()) group_->shutdown();
+  detach();
+  // Outgoing messages are flushed when the links close (linger): the Shutdown reaches everyone.
+}
+
+}  // namespace sy::dist

@@ -1,0 +1,187 @@
+#include "engine/dist/process_group.h"
+
+#include <cassert>
+#include <cstdio>
+#include <memory>
+
+namespace sy::dist {
+namespace {
+
+constexpr std::int64_t kDrainRetryNs = 1'000'000;  // between drain rounds that found work
+
+std::string message(MessageType type, const std::function<void(ByteWriter&)>& body = {}) {
+  ByteWriter w;
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
+  if (body) body(w);
+  return std::move(w.bytes());
+}
+
+void complain(std::int32_t rank, const char* what, const Status& s) {
+  std::fprintf(stderr, "switchyard: rank %d: bad %s message: %s\n", rank, what, s.message().c_str());
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluster, ZmqTransport& transport)
+    : links_(links), loop_(loop), cluster_(cluster), transport_(transport) {
+  loop_.begin_outside_work();
+  holding_loop_ = true;
+  const std::int32_t me = links_.rank();
+  if (me == 0) {
+    links_.on(MessageType::Drained, [this, me](ByteReader& r) {
+      std::uint64_t epoch = 0;
+      std::int32_t rank = 0;
+      std::uint8_t quiescent = 0;
+      RankState st;
+      Status s = r.get(epoch);
+      if (s.ok()) s = r.get(rank);
+      if (s.ok()) s = r.get(quiescent);
+      if (s.ok()) s = r.get(st.sent);
+      if (s.ok()) s = r.get(st.received);
+      if (s.ok() && (rank <= 0 || rank >= links_.world())) s = Status::Error("rank " + std::to_string(rank));
+      if (!s.ok()) return complain(me, "drained", s);
+      st.quiescent = quiescent != 0;
+      loop_.post_external([this, epoch, rank, st] { on_drained(epoch, rank, st); });
+    });
+    links_.on(MessageType::Applied, [this, me](ByteReader& r) {
+      std::uint64_t epoch = 0;
+      if (const Status s = r.get(epoch); !s.ok()) return complain(me, "applied", s);
+      loop_.post_external([this, epoch] { on_applied(epoch); });
+    });
+    return;
+  }
+  links_.on(MessageType::Drain, [this, me](ByteReader& r) {
+    std::uint64_t epoch = 0;
+    if (const Status s = r.get(epoch); !s.ok()) return complain(me, "drain", s);
+    loop_.post_external([this, epoch] { answer_drain(epoch); });
+  });
+  links_.on(MessageType::Apply, [this, me](ByteReader& r) {
+    std::uint64_t epoch = 0;
+    RuntimePolicy policy;
+    std::uint8_t has_placement = 0;
+    std::optional<Placement> placement;
+    Status s = r.get(epoch);
+    if (s.ok()) s = get_policy(r, policy);
+    if (s.ok()) s = r.get(has_placement);
+    if (s.ok() && has_placement) {
+      placement.emplace();
+      s = get_placement(r, cluster_.topology().placement, *placement);
+    }
+    if (!s.ok()) return complain(me, "apply", s);
+    loop_.post_external([this, epoch, policy, placement] { apply_remote(epoch, policy, placement); });
+  });
+  links_.on(MessageType::Shutdown, [this](ByteReader&) {
+    loop_.post_external([this] { end_outside_work(); });
+  });
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::end_outside_work() {
+  if (!holding_loop_) return;
+  holding_loop_ = false;
+  loop_.end_outside_work();
+}
+
+void ProcessGroup::broadcast(const std::string& m) {
+  for (std::int32_t r = 0; r < links_.world(); ++r)
+    if (r != links_.rank()) links_.send(r, m);
+}
+
+void ProcessGroup::apply(std::function<void()> apply_here, const RuntimePolicy& policy, const Placement* placement,
+                         std::function<void()> released) {
+  assert(links_.rank() == 0 && !change_);
+  change_ = Change{std::move(apply_here), policy, placement ? std::optional<Placement>(*placement) : std::nullopt,
+                   std::move(released)};
+  previous_clean_ = false;
+  start_drain_round();
+}
+
+void ProcessGroup::start_drain_round() {
+  ++epoch_;
+  ++drain_rounds_;
+  round_.assign(static_cast<std::size_t>(links_.world()), std::nullopt);
+  broadcast(message(MessageType::Drain, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch_); }));
+}
+
+void ProcessGroup::on_drained(std::uint64_t epoch, std::int32_t rank, RankState state) {
+  if (!change_ || epoch != epoch_) return;  // an answer to an earlier round
+  round_[static_cast<std::size_t>(rank)] = state;
+  for (std::int32_t r = 1; r < links_.world(); ++r)
+    if (!round_[static_cast<std::size_t>(r)]) return;
+  // Every rank answered: this process's own state completes the round.
+  std::vector<RankState> states;
+  states.push_back({cluster_.quiescent(), transport_.sent_remote(), transport_.received_remote()});
+  std::uint64_t sent = 0, received = 0;
+  bool quiescent = true;
+  for (std::int32_t r = 1; r < links_.world(); ++r) states.push_back(*round_[static_cast<std::size_t>(r)]);
+  for (const RankState& s : states) {
+    sent += s.sent;
+    received += s.received;
+    quiescent = quiescent && s.quiescent;
+  }
+  const bool clean = quiescent && sent == received;
+  // Counters read at different moments can balance by accident while a shipment travels; two
+  // clean rounds in a row with nothing changed in between cannot.
+  if (clean && previous_clean_ && states == previous_) {
+    change_->apply_here();
+    acks_ = 0;
+    ++epoch_;
+    broadcast(message(MessageType::Apply, [&](ByteWriter& w) {
+      w.put<std::uint64_t>(epoch_);
+      put_policy(w, change_->policy);
+      w.put<std::uint8_t>(change_->placement ? 1 : 0);
+      if (change_->placement) put_placement(w, *change_->placement);
+    }));
+    return;
+  }
+  previous_clean_ = clean;
+  previous_ = std::move(states);
+  if (clean) {
+    start_drain_round();
+  } else {
+    loop_.post(loop_.now() + kDrainRetryNs, [this] {
+      if (change_) start_drain_round();
+    });
+  }
+}
+
+void ProcessGroup::on_applied(std::uint64_t epoch) {
+  if (!change_ || epoch != epoch_) return;
+  if (++acks_ < links_.world() - 1) return;
+  auto released = std::move(change_->released);
+  change_.reset();
+  released();
+}
+
+void ProcessGroup::answer_drain(std::uint64_t epoch) {
+  const bool quiescent = cluster_.quiescent();
+  links_.send(0, message(MessageType::Drained, [&](ByteWriter& w) {
+                w.put<std::uint64_t>(epoch);
+                w.put<std::int32_t>(links_.rank());
+                w.put<std::uint8_t>(quiescent ? 1 : 0);
+                w.put<std::uint64_t>(transport_.sent_remote());
+                w.put<std::uint64_t>(transport_.received_remote());
+              }));
+}
+
+void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy,
+                                const std::optional<Placement>& placement) {
+  // Rank 0 only asks after two clean drain rounds: nothing runs or travels anywhere.
+  if (!cluster_.quiescent()) {
+    std::fprintf(stderr, "switchyard: rank %d: asked to apply a change while not at a safe point\n", links_.rank());
+    return;
+  }
+  if (placement) cluster_.set_placement(*placement);
+  cluster_.set_policy(policy);
+  links_.send(0, message(MessageType::Applied, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch); }));
+}
+
+void ProcessGroup::shutdown() {
+  broadcast(message(MessageType::Shutdown));
+  end_outside_work();
+}
+
+void ProcessGroup::stop() { end_outside_work(); }
+
+}  // namespace sy::dist

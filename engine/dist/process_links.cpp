@@ -1,0 +1,178 @@
+#include "engine/dist/process_links.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+constexpr std::int64_t kHeartbeatNs = 100'000'000;
+constexpr std::size_t kHeartbeatBytes = 1 + 4 + 3 * 8;
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+namespace sy::dist {
+
+ProcessLinks::ProcessLinks(Rendezvous rendezvous, std::int32_t rank) : rank_(rank), rendezvous_(std::move(rendezvous)) {
+  for (std::int32_t r = 0; r < static_cast<std::int32_t>(rendezvous_.endpoints.size()); ++r) {
+    if (r == rank_) {
+      peers_.push_back(nullptr);
+      continue;
+    }
+    auto s = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
+    s->set(zmq::sockopt::sndhwm, 0);    // never drop nor block: the sender's memory is the queue
+    s->set(zmq::sockopt::linger, 2000);  // a last Shutdown still leaves when we exit
+    s->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
+    peers_.push_back(std::move(s));
+  }
+}
+
+ProcessLinks::~ProcessLinks() {
+  stop();
+  for (auto& s : peers_)
+    if (s) s->close();
+  for (Watched& w : watched_) w.socket->close();
+  rendezvous_.data.close();
+}
+
+void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
+                         std::function<std::int64_t()> clock) {
+  clock_ = std::move(clock);
+  {
+    std::lock_guard lock(offsets_mutex_);
+    offsets_.clear();  // a new loop: a new time base
+  }
+  // Watched again for the next deployment on these links: fresh from the next start().
+  for (Watched& w : watched_) w.socket->close();
+  watched_.clear();
+  for (std::int32_t r : ranks) {
+    Watched w;
+    w.rank = r;
+    w.socket = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
+    w.socket->set(zmq::sockopt::linger, 0);
+    w.socket->set(zmq::sockopt::sndhwm, 16);  // a dead peer's beats are dropped, not hoarded
+    w.socket->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
+    watched_.push_back(std::move(w));
+  }
+  timeout_ns_ = timeout_ns;
+  startup_ns_ = startup_ns;
+  lost_ = std::move(lost);
+}
+
+void ProcessLinks::start() {
+  stopping_.store(false);
+  started_ns_ = next_beat_ns_ = steady_ns();
+  receiver_ = std::thread([this] { receive_loop(); });
+}
+
+bool ProcessLinks::clock_offset(std::int32_t rank, Offset& out) const {
+  std::lock_guard lock(offsets_mutex_);
+  for (const auto& [r, o] : offsets_)
+    if (r == rank) {
+      out = o;
+      return true;
+    }
+  return false;
+}
+
+void ProcessLinks::beat_and_check(std::int64_t now) {
+  if (now >= next_beat_ns_) {
+    for (Watched& p : watched_) {
+      if (p.lost) continue;
+      // NTP's four times: the peer's last send time and our receipt of it travel back with our
+      // send time; the peer reads the fourth on arrival.
+      ByteWriter w;
+      w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
+      w.put<std::int32_t>(rank_);
+      w.put<std::int64_t>(clock_());
+      w.put<std::int64_t>(p.their_send);
+      w.put<std::int64_t>(p.our_receipt);
+      (void)p.socket->send(zmq::buffer(w.bytes()), zmq::send_flags::dontwait);
+    }
+    next_beat_ns_ = now + kHeartbeatNs;
+  }
+  for (Watched& p : watched_) {
+    if (p.lost) continue;
+    const std::int64_t silent = now - (p.last_heard < 0 ? started_ns_ : p.last_heard);
+    if (silent <= (p.last_heard < 0 ? startup_ns_ : timeout_ns_)) continue;
+    p.lost = true;
+    if (lost_) lost_(p.rank, static_cast<double>(silent) / 1e6);
+  }
+}
+
+void ProcessLinks::stop() {
+  stopping_.store(true);
+  if (receiver_.joinable()) receiver_.join();
+}
+
+void ProcessLinks::send(std::int32_t rank, const std::string& message) {
+  if (auto& s = peers_[static_cast<std::size_t>(rank)]) s->send(zmq::buffer(message), zmq::send_flags::none);
+}
+
+void ProcessLinks::forget(std::int32_t rank) {
+  auto& s = peers_[static_cast<std::size_t>(rank)];
+  if (!s) return;
+  s->set(zmq::sockopt::linger, 0);
+  s->close();
+  s.reset();
+}
+
+void ProcessLinks::heard(ByteReader& r) {
+  const std::int64_t t4 = clock_ ? clock_() : 0;
+  std::uint8_t type = 0;
+  std::int32_t from = -1;
+  std::int64_t t3 = 0, t1 = -1, t2 = 0;  // their send; our earlier send and their receipt of it
+  if (!r.get(type).ok() || !r.get(from).ok() || !r.get(t3).ok() || !r.get(t1).ok() || !r.get(t2).ok()) return;
+  for (Watched& p : watched_) {
+    if (p.rank != from) continue;
+    p.last_heard = steady_ns();
+    p.their_send = t3;
+    p.our_receipt = t4;
+    if (t1 < 0) return;
+    const std::int64_t delay = (t4 - t1) - (t3 - t2);
+    const Offset sample{((t2 - t1) + (t3 - t4)) / 2, std::max<std::int64_t>(0, delay / 2)};
+    std::lock_guard lock(offsets_mutex_);
+    for (auto& [rank, best] : offsets_)
+      if (rank == from) {
+        if (sample.error_ns < best.error_ns) best = sample;
+        return;
+      }
+    offsets_.emplace_back(from, sample);
+    return;
+  }
+}
+
+void ProcessLinks::receive_loop() {
+  zmq::socket_t& data = rendezvous_.data;
+  zmq::pollitem_t item{data.handle(), 0, ZMQ_POLLIN, 0};
+  while (!stopping_.load()) {
+    // A short poll so that stop() and the heartbeats' times are noticed; messages are taken as
+    // soon as they arrive.
+    const int ready = zmq::poll(&item, 1, std::chrono::milliseconds(20));
+    if (!watched_.empty()) beat_and_check(steady_ns());
+    if (ready == 0) continue;
+    zmq::message_t msg;
+    while (data.recv(msg, zmq::recv_flags::dontwait)) {
+      ByteReader r(msg.data(), msg.size());
+      std::uint8_t type = 0;
+      if (msg.size() == kHeartbeatBytes && static_cast<const std::uint8_t*>(msg.data())[0] ==
+                                                  static_cast<std::uint8_t>(MessageType::Heartbeat)) {
+        heard(r);
+        continue;
+      }
+      const Handler* handler = r.get(type).ok() ? &handlers_[type] : nullptr;
+      if (!handler || !*handler) {
+        std::fprintf(stderr, "switchyard: rank %d: dropped a message of unknown type %u\n", rank_, type);
+        continue;
+      }
+      (*handler)(r);
+    }
+  }
+}
+
+}  // namespace sy::dist

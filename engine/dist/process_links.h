@@ -1,0 +1,98 @@
+// The channels between the processes of one deployment after the bootstrap: this rank's data
+// socket, read by a receiver thread, and a socket to every other rank. Messages from one rank
+// to another arrive in the order they were sent (one TCP connection per pair), whatever their
+// type, which is what lets a control message order itself among shipments. The receiver thread
+// also keeps the heartbeats, on sockets of its own, so that a busy event loop does not look dead.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "engine/dist/bootstrap.h"
+#include "engine/dist/wire_format.h"
+
+namespace sy::dist {
+
+class ProcessLinks {
+ public:
+  // Runs on the receiver thread with a message's body (after its type byte); it posts what it
+  // decodes onto an event loop.
+  using Handler = std::function<void(ByteReader& body)>;
+
+  ProcessLinks(Rendezvous rendezvous, std::int32_t rank);
+  ~ProcessLinks();
+  ProcessLinks(const ProcessLinks&) = delete;
+  ProcessLinks& operator=(const ProcessLinks&) = delete;
+
+  std::int32_t rank() const { return rank_; }
+  std::int32_t world() const { return static_cast<std::int32_t>(peers_.size()); }
+
+  // Before start().
+  void on(MessageType type, Handler handler) { handlers_[static_cast<std::size_t>(type)] = std::move(handler); }
+  // Called on the receiver thread, once, when a watched rank falls silent.
+  using Lost = std::function<void(std::int32_t rank, double silent_ms)>;
+  // Before start(): exchange heartbeats (every 100 ms) with `ranks`; one silent for `timeout_ns`
+  // after its first heartbeat, or that never sent one within `startup_ns`, is lost. Heartbeats
+  // carry `clock`'s times (the event loop's, readable from any thread) NTP-style, so each side
+  // learns the other's clock offset.
+  void watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
+             std::function<std::int64_t()> clock);
+  // A watched rank's clock minus ours (its time = ours + offset), from the heartbeat with the
+  // shortest round trip so far; error_ns bounds the residual (half that round trip). False until
+  // a round trip has completed.
+  struct Offset {
+    std::int64_t offset_ns = 0;
+    std::int64_t error_ns = 0;
+  };
+  bool clock_offset(std::int32_t rank, Offset& out) const;
+  void start();
+  // From one thread at a time (the event loop's): queues the message to `rank`; never blocks.
+  void send(std::int32_t rank, const std::string& message);
+  // Stops the receiver thread (pending outgoing messages are still flushed on destruction).
+  // The links may start again, with handlers for the next deployment (a command that serves
+  // several runs one after another).
+  void stop();
+  // A rank that died: messages to it are dropped from now on, and none waits for it at exit.
+  void forget(std::int32_t rank);
+
+ private:
+  void receive_loop();
+  void beat_and_check(std::int64_t now);
+  // A heartbeat arrived (receiver thread): liveness and a clock-offset sample.
+  void heard(ByteReader& r);
+
+  std::int32_t rank_;
+  Rendezvous rendezvous_;
+  std::vector<std::unique_ptr<zmq::socket_t>> peers_;  // [rank]: PUSH to its data socket; null for self
+  std::array<Handler, 256> handlers_;
+  // Heartbeats, receiver thread only after start().
+  struct Watched {
+    std::int32_t rank = 0;
+    std::unique_ptr<zmq::socket_t> socket;  // PUSH to its data socket, this thread's own
+    std::int64_t last_heard = -1;           // steady ns; -1: never
+    bool lost = false;
+    std::int64_t their_send = -1;           // their clock, when they sent their last heartbeat
+    std::int64_t our_receipt = 0;           // our clock, when it arrived
+  };
+  std::vector<Watched> watched_;
+  std::int64_t timeout_ns_ = 0;
+  std::int64_t startup_ns_ = 0;
+  std::int64_t started_ns_ = 0;
+  std::int64_t next_beat_ns_ = 0;
+  Lost lost_;
+  std::function<std::int64_t()> clock_;
+  mutable std::mutex offsets_mutex_;
+  std::vector<std::pair<std::int32_t, Offset>> offsets_;  // [rank, best offset], under offsets_mutex_
+  std::atomic<bool> stopping_{false};
+  std::thread receiver_;
+};
+
+}  // namespace sy::dist

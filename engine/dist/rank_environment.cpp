@@ -1,0 +1,92 @@
+#include "engine/dist/rank_environment.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+
+namespace sy::dist {
+namespace {
+
+StatusOr<std::int64_t> read_int(const char* name, const char* value, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  const char* end = value + std::char_traits<char>::length(value);
+  const auto [p, ec] = std::from_chars(value, end, v);
+  if (ec != std::errc{} || p != end || v < lo || v > hi)
+    return Status::Error(std::string(name) + "='" + value + "': expected an integer in [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]");
+  return v;
+}
+
+bool loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(const char*)>& getenv) {
+  RankEnvironment env;
+  // The first launcher whose variables are all set wins; each names its rank, size, local rank.
+  struct Launcher {
+    const char* name;
+    const char* rank;
+    const char* size;
+    const char* local;
+  };
+  static constexpr Launcher kLaunchers[] = {
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+  };
+  for (const Launcher& l : kLaunchers) {
+    const char* rank = getenv(l.rank);
+    const char* size = getenv(l.size);
+    if (!rank || !size) continue;
+    auto world = read_int(l.size, size, 1, 1 << 16);
+    if (!world.ok()) return world.status();
+    auto r = read_int(l.rank, rank, 0, *world - 1);
+    if (!r.ok()) return r.status();
+    env.launcher = l.name;
+    env.world = static_cast<std::int32_t>(*world);
+    env.rank = static_cast<std::int32_t>(*r);
+    if (const char* local = getenv(l.local)) {
+      auto lr = read_int(l.local, local, 0, *world - 1);
+      if (!lr.ok()) return lr.status();
+      env.local_rank = static_cast<std::int32_t>(*lr);
+    }
+    break;
+  }
+  if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  if (const char* port = getenv("MASTER_PORT"); port && *port) {
+    auto p = read_int("MASTER_PORT", port, 1, 65535);
+    if (!p.ok()) return p.status();
+    env.master_port = static_cast<std::uint16_t>(*p);
+  }
+  if (const char* t = getenv("SWITCHYARD_BOOTSTRAP_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (end == t || *end != '\0' || !(v > 0) || v > 3600)
+      return Status::Error(std::string("SWITCHYARD_BOOTSTRAP_TIMEOUT='") + t + "': expected seconds in (0, 3600]");
+    env.bootstrap_timeout_s = v;
+  }
+  if (const char* t = getenv("SWITCHYARD_HEARTBEAT_TIMEOUT"); t && *t) {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (end == t || *end != '\0' || !(v >= 0.2) || v > 3600)
+      return Status::Error(std::string("SWITCHYARD_HEARTBEAT_TIMEOUT='") + t + "': expected seconds in [0.2, 3600]");
+    env.heartbeat_timeout_s = v;
+  }
+  if (const char* a = getenv("SWITCHYARD_ADVERTISE_ADDR"); a && *a) {
+    env.advertise_addr = a;
+  } else if (!loopback(env.master_addr)) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0 && host[0]) env.advertise_addr = host;
+  }
+  return env;
+}
+
+StatusOr<RankEnvironment> RankEnvironment::from_process() {
+  return from([](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace sy::dist

@@ -1,0 +1,44 @@
+// Which process of a multi-process deployment this is, as the launcher that started it says:
+// OpenMPI's mpirun, Slurm's srun, or plain RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun,
+// Kubernetes LeaderWorkerSet). Without any of them: one process, as always.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace sy::dist {
+
+// Where rank 0 listens for the others when MASTER_PORT does not say (docs/deployment.md).
+inline constexpr std::uint16_t kDefaultMasterPort = 29517;
+// How long a rank waits for the bootstrap to complete (SWITCHYARD_BOOTSTRAP_TIMEOUT, seconds).
+inline constexpr double kDefaultBootstrapTimeoutS = 30;
+
+struct RankEnvironment {
+  std::int32_t rank = 0;
+  std::int32_t world = 1;
+  std::int32_t local_rank = 0;
+  std::string launcher = "none";  // "mpirun", "srun", "env" or "none"
+  std::string master_addr = "127.0.0.1";
+  std::uint16_t master_port = kDefaultMasterPort;
+  // The address other ranks reach this one's data socket at (SWITCHYARD_ADVERTISE_ADDR; else
+  // the loopback address when rank 0 is on the loopback, else this host's name).
+  std::string advertise_addr = "127.0.0.1";
+  double bootstrap_timeout_s = kDefaultBootstrapTimeoutS;
+  // Silence after which a rank counts as dead (SWITCHYARD_HEARTBEAT_TIMEOUT, seconds); with
+  // heartbeats every 0.1 s a killed rank is noticed within this plus 0.1 s.
+  double heartbeat_timeout_s = 0.6;
+
+  bool distributed() const { return world > 1; }
+  std::string master_endpoint() const { return "tcp://" + master_addr + ":" + std::to_string(master_port); }
+
+  // Reads the launcher's variables through `getenv` (null when unset). Errors name the variable
+  // and its bad value (a rank outside the world, a port out of range, ...).
+  static StatusOr<RankEnvironment> from(const std::function<const char*(const char*)>& getenv);
+  static StatusOr<RankEnvironment> from_process();
+};
+
+}  // namespace sy::dist

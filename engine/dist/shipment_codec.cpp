@@ -1,0 +1,103 @@
+#include "engine/dist/shipment_codec.h"
+
+namespace sy::dist {
+namespace {
+
+Status get_kind(ByteReader& r, LayerKind& kind) {
+  std::uint8_t k = 0;
+  SY_RETURN_IF_ERROR(r.get(k));
+  if (k > static_cast<std::uint8_t>(LayerKind::Sampler)) return Status::Error("unknown layer kind " + std::to_string(k));
+  kind = static_cast<LayerKind>(k);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void encode_header(ByteWriter& w, const ShipmentHeader& h) {
+  w.put<std::int32_t>(h.src);
+  w.put<std::int32_t>(h.dst);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(h.kind));
+  w.put<std::int32_t>(h.block);
+  w.put<std::int32_t>(h.group);
+  w.put<std::int64_t>(h.rows);
+  w.put<std::int64_t>(h.bytes);
+}
+
+Status decode_header(ByteReader& r, ShipmentHeader& h) {
+  SY_RETURN_IF_ERROR(r.get(h.src));
+  SY_RETURN_IF_ERROR(r.get(h.dst));
+  SY_RETURN_IF_ERROR(get_kind(r, h.kind));
+  SY_RETURN_IF_ERROR(r.get(h.block));
+  SY_RETURN_IF_ERROR(r.get(h.group));
+  SY_RETURN_IF_ERROR(r.get(h.rows));
+  return r.get(h.bytes);
+}
+
+void encode_payload(ByteWriter& w, const Shipment& s) {
+  w.put<std::int32_t>(s.src);
+  w.put<std::int32_t>(s.dst);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(s.kind));
+  w.put<std::int32_t>(s.block);
+  w.put<std::int32_t>(s.group);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(s.batches.size()));
+  for (const TokenBatch& b : s.batches) {
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(b.layer.kind));
+    w.put<std::int32_t>(b.layer.block);
+    w.put<std::int32_t>(b.layer.index);
+    w.put<std::int32_t>(b.group);
+    w.put_array(b.request);
+    w.put_array(b.position);
+    w.put_array(b.rank);
+    w.put_array(b.token);
+    w.put_array(b.slot);
+    w.put_array(b.weight);
+    const bool rows = !b.hidden.null() && b.hidden.rows() > 0;
+    w.put<std::int64_t>(rows ? b.hidden.rows() : 0);
+    w.put<std::int64_t>(rows ? b.hidden.width() : 0);
+    if (rows)
+      w.put_raw(HostActivationOps::data(b.hidden), static_cast<std::size_t>(b.hidden.rows() * b.hidden.width()) * sizeof(float));
+  }
+}
+
+Status decode_payload(ByteReader& r, HostActivationOps& ops, std::int64_t now, Shipment& s) {
+  SY_RETURN_IF_ERROR(r.get(s.src));
+  SY_RETURN_IF_ERROR(r.get(s.dst));
+  SY_RETURN_IF_ERROR(get_kind(r, s.kind));
+  SY_RETURN_IF_ERROR(r.get(s.block));
+  SY_RETURN_IF_ERROR(r.get(s.group));
+  std::uint32_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(n));
+  if (n > r.left()) return Status::Error("message truncated");
+  s.batches.resize(n);
+  for (TokenBatch& b : s.batches) {
+    SY_RETURN_IF_ERROR(get_kind(r, b.layer.kind));
+    SY_RETURN_IF_ERROR(r.get(b.layer.block));
+    SY_RETURN_IF_ERROR(r.get(b.layer.index));
+    SY_RETURN_IF_ERROR(r.get(b.group));
+    b.oldest_ns = now;
+    SY_RETURN_IF_ERROR(r.get_array(b.request));
+    SY_RETURN_IF_ERROR(r.get_array(b.position));
+    SY_RETURN_IF_ERROR(r.get_array(b.rank));
+    SY_RETURN_IF_ERROR(r.get_array(b.token));
+    SY_RETURN_IF_ERROR(r.get_array(b.slot));
+    SY_RETURN_IF_ERROR(r.get_array(b.weight));
+    const std::size_t rows = b.request.size();
+    if (b.position.size() != rows || b.rank.size() != rows || (!b.slot.empty() && b.slot.size() != rows) ||
+        (!b.weight.empty() && b.weight.size() != rows) || (!b.token.empty() && b.token.size() != rows))
+      return Status::Error("a batch's columns differ in length");
+    std::int64_t hidden_rows = 0, width = 0;
+    SY_RETURN_IF_ERROR(r.get(hidden_rows));
+    SY_RETURN_IF_ERROR(r.get(width));
+    if (hidden_rows == 0) continue;
+    if (hidden_rows != static_cast<std::int64_t>(rows) || width <= 0 || width > (1 << 20))
+      return Status::Error("activations of " + std::to_string(hidden_rows) + " x " + std::to_string(width) +
+                           " for a batch of " + std::to_string(rows) + " rows");
+    const auto bytes = static_cast<std::size_t>(hidden_rows * width) * sizeof(float);
+    if (r.left() < bytes) return Status::Error("message truncated");
+    b.hidden = ops.allocate(hidden_rows, width);
+    SY_RETURN_IF_ERROR(r.get_raw(HostActivationOps::data(b.hidden), bytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace sy::dist

@@ -1,0 +1,98 @@
+#include "engine/dist/zmq_transport.h"
+
+#include <cstdio>
+
+#include "engine/dist/shipment_codec.h"
+
+namespace sy::dist {
+namespace {
+
+// One pool for the rows every transport of this process receives. Never freed: handles of it
+// may outlive a transport (token pools, recycled batches) until the process exits, and a
+// command that serves several deployments (bench) reuses its buffers.
+HostActivationOps* arrival_pool() {
+  static HostActivationOps* pool = new HostActivationOps;
+  return pool;
+}
+
+}  // namespace
+
+ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
+                           RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links)
+    : loop_(loop),
+      bytes_per_row_(bytes_per_row),
+      observer_(observer),
+      device_process_(std::move(device_process)),
+      links_(links),
+      local_(loop, num_devices, bytes_per_row, link, observer),
+      receivers_(static_cast<std::size_t>(num_devices)),
+      remote_in_flight_(static_cast<std::size_t>(num_devices), 0),
+      arrivals_(arrival_pool()) {
+  links_.on(MessageType::Header, [this](ByteReader& r) {
+    ShipmentHeader h;
+    if (const Status s = decode_header(r, h); !s.ok() || h.dst < 0 || h.dst >= static_cast<std::int32_t>(receivers_.size())) {
+      std::fprintf(stderr, "switchyard: rank %d: bad shipment header: %s\n", links_.rank(), s.message().c_str());
+      return;
+    }
+    loop_.post_external([this, h] {
+      ++remote_in_flight_[static_cast<std::size_t>(h.dst)];
+      if (const Receiver& rc = receivers_[static_cast<std::size_t>(h.dst)]; rc.on_header) rc.on_header(h);
+    });
+  });
+  links_.on(MessageType::Payload, [this](ByteReader& r) {
+    auto s = std::make_shared<Shipment>();
+    if (const Status st = decode_payload(r, *arrivals_, loop_.now(), *s);
+        !st.ok() || s->dst < 0 || s->dst >= static_cast<std::int32_t>(receivers_.size())) {
+      std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: %s\n", links_.rank(), st.message().c_str());
+      return;
+    }
+    loop_.post_external([this, s] {
+      const auto dst = static_cast<std::size_t>(s->dst);
+      --remote_in_flight_[dst];
+      ++received_remote_;
+      receivers_[dst].on_payload(std::move(*s));
+    });
+  });
+}
+
+TransportFactory ZmqTransport::factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
+                                       std::int64_t bytes_per_row, LinkModel link) {
+  return [&links, device_process, bytes_per_row, link](EventLoop& loop, std::int32_t num_devices,
+                                                        RuntimeObserver* observer) {
+    return std::unique_ptr<Transport>(
+        std::make_unique<ZmqTransport>(loop, num_devices, bytes_per_row, link, observer, device_process, links));
+  };
+}
+
+void ZmqTransport::set_receiver(std::int32_t device, Receiver receiver) {
+  receivers_[static_cast<std::size_t>(device)] = receiver;
+  local_.set_receiver(device, std::move(receiver));
+}
+
+std::int32_t ZmqTransport::in_flight_to(std::int32_t device) const {
+  return local_.in_flight_to(device) + remote_in_flight_[static_cast<std::size_t>(device)];
+}
+
+void ZmqTransport::send(Shipment&& shipment) {
+  const std::int32_t process = device_process_[static_cast<std::size_t>(shipment.dst)];
+  if (process == links_.rank()) return local_.send(std::move(shipment));
+  const std::int64_t tokens = shipment.tokens();
+  const std::int64_t bytes = tokens * bytes_per_row_;
+  const std::int64_t now = loop_.now();
+  ByteWriter header;
+  header.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Header));
+  encode_header(header, ShipmentHeader{shipment.src, shipment.dst, shipment.kind, shipment.block, shipment.group,
+                                       tokens, bytes});
+  links_.send(process, header.bytes());
+  ByteWriter payload;
+  payload.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Payload));
+  encode_payload(payload, shipment);
+  links_.send(process, payload.bytes());
+  ++sent_remote_;
+  // The sender knows when the bytes left, not when they land: a transfer of no duration.
+  if (observer_ && tokens > 0) observer_->on_transfer(shipment.src, shipment.dst, tokens, bytes, now, now);
+  // The rows' activations go back to their pools here, as a delivery would have released them.
+  shipment.batches.clear();
+}
+
+}  // namespace sy::dist

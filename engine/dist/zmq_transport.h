@@ -1,0 +1,52 @@
+// The transport of a deployment spread over processes: shipments between devices of this
+// process take the in-process path (LoopTransport); a shipment to another process's device goes
+// as two messages over ZeroMQ/TCP, its header (phase 1) and then its payload (phase 2: metadata
+// columns and host activation rows), and is delivered on the receiver's event loop by
+// post_external, in the order sent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/cpu/host_activation_ops.h"
+#include "engine/dist/process_links.h"
+#include "engine/runtime/loop_transport.h"
+
+namespace sy::dist {
+
+class ZmqTransport final : public Transport {
+ public:
+  // device_process: which rank runs each device. Registers its handlers on `links`, which
+  // must not have started yet.
+  ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
+               RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links);
+  static TransportFactory factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
+                                  std::int64_t bytes_per_row, LinkModel link);
+
+  void set_receiver(std::int32_t device, Receiver receiver) override;
+  void send(Shipment&& shipment) override;
+  std::int32_t in_flight_to(std::int32_t device) const override;
+
+  // Shipments this process sent to, and received from, other processes (loop thread): the
+  // drain protocol compares the sums over all ranks.
+  std::uint64_t sent_remote() const { return sent_remote_; }
+  std::uint64_t received_remote() const { return received_remote_; }
+
+ private:
+  EventLoop& loop_;
+  std::int64_t bytes_per_row_;
+  RuntimeObserver* observer_;
+  std::vector<std::int32_t> device_process_;
+  ProcessLinks& links_;
+  LoopTransport local_;
+  std::vector<Receiver> receivers_;
+  std::vector<std::int32_t> remote_in_flight_;  // [device]: headers arrived, payloads not yet
+  std::uint64_t sent_remote_ = 0;
+  std::uint64_t received_remote_ = 0;
+  // Where received rows' activations live: the process's one arrival pool (never freed, as
+  // handles of it may outlive the transport).
+  HostActivationOps* arrivals_;
+};
+
+}  // namespace sy::dist

@@ -1,0 +1,25 @@
+// The other processes of a multi-process deployment, as the cluster of the process that runs
+// the coordinator sees them: how a change made at a safe point becomes one atomic step of every
+// process. One process has none; engine/dist implements it over its control channel.
+#pragma once
+
+#include <functional>
+
+#include "engine/runtime/placement.h"
+#include "engine/runtime/runtime_policy.h"
+
+namespace sy {
+
+class ClusterPeers {
+ public:
+  virtual ~ClusterPeers() = default;
+  // Called with this process at its safe point. Drains: waits until every other process is at
+  // its safe point too and no shipment is between processes (asking again while one is not);
+  // then runs `apply_here`, applies `policy` (and `placement`, when given) on every other
+  // process, and runs `released` on this process's loop once all of them have acknowledged.
+  // Only then may work resume.
+  virtual void apply(std::function<void()> apply_here, const RuntimePolicy& policy, const Placement* placement,
+                     std::function<void()> released) = 0;
+};
+
+}  // namespace sy

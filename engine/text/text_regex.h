@@ -1,0 +1,37 @@
+// A compiled PCRE2 regular expression (UTF + Unicode properties, JIT where available) with the
+// match iteration of the Rust regex engines Hugging Face tokenizers uses.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sy::text {
+
+using Span = std::pair<std::size_t, std::size_t>;  // [begin, end) byte offsets
+
+class TextRegex {
+ public:
+  // `what` names the pattern's owner in the error ("Split pre-tokenizer in tokenizer.json").
+  static StatusOr<TextRegex> compile(std::string_view pattern, const std::string& what);
+
+  // Non-overlapping matches left to right, appended to `out`. As Rust's find_iter: an empty
+  // match right where the previous match ended is skipped. `text` must be valid UTF-8.
+  void find_all(std::string_view text, std::vector<Span>& out) const;
+  // Whether the pattern matches anywhere in `text`.
+  bool search(std::string_view text) const;
+
+ private:
+  struct Code;
+  std::shared_ptr<const Code> code_;
+};
+
+// Every non-overlapping occurrence of a literal (none for an empty needle).
+void find_literal(std::string_view text, std::string_view needle, std::vector<Span>& out);
+
+}  // namespace sy::text

@@ -1,0 +1,377 @@
+// One deployment across processes, end to end through the CLI on the cpu backend: ranks
+// started by mpirun (3 and 4 of them) serve a disaggregated layout with greedy tokens identical
+// to the one-process run, under every policy and with a live policy switch mid-run; and a bad
+// start (rank 0 unreachable, ranks missing, layouts that differ between ranks) ends every rank
+// with an error naming the problem, within the bootstrap timeout. A rank killed mid-run is
+// noticed within a second: rank 0 fails its requests with the reason and stops the others; the
+// others stop when rank 0 dies; nothing hangs and no process is left behind.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <signal.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  double seconds = 0;
+};
+
+ShellRun shell(const std::string& command) {
+  ShellRun run;
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+// A TCP port nobody listens on right now (the kernel's choice), so that tests running at the
+// same time do not meet at one rendezvous.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return 29600 + static_cast<int>(::getpid() % 1000);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+class MultiProcess : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("sy_test_multiprocess_" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    bin_ = std::string(SY_SWITCHYARD_BIN) + " --threads 1";
+    const ShellRun made = shell(bin_ + " make-model --arch mixtral --preset tiny --seed 5 --out " + (root_ / "model").string());
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+    std::ofstream prompts(root_ / "prompts.jsonl");
+    const char* tokens[] = {"1,2,3", "40,41", "9", "7,8,9,10,11,12", "300", "5,6", "77,78,79", "100", "11,12,13,14",
+                            "2", "90,91", "15,16,17"};
+    int i = 0;
+    for (const char* t : tokens)
+      prompts << "{\"id\": \"r" << i << "\", \"tokens\": [" << t << "], \"max_new_tokens\": " << 6 + (i * 5) % 11
+              << "}\n", ++i;
+    // Every device given its rank: the expert devices in the reverse of file order.
+    std::ofstream ranked(root_ / "ranked.toml");
+    ranked << "name = \"ranked 2a4e\"\n"
+              "[[device]]\nname = \"a0\"\nattention = true\nrank = 0\n"
+              "[[device]]\nname = \"a1\"\nattention = true\nrank = 0\n"
+              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\nrank = 2\n"
+              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 2\n"
+              "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
+              "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 1\n";
+    // The same devices as disaggregated-2a4e with experts moved between ranks and expert 0 copied.
+    std::ofstream moved(root_ / "moved.toml");
+    moved << "name = \"moved\"\n"
+             "[[device]]\nname = \"gpu0\"\nattention = true\n"
+             "[[device]]\nname = \"gpu1\"\nattention = true\n"
+             "[[device]]\nname = \"gpu2\"\nexperts = [5, 6]\n"
+             "[[device]]\nname = \"gpu3\"\nexperts = [1]\n"
+             "[[device]]\nname = \"gpu4\"\nexperts = [0, 2, 4, 7]\n"
+             "[[device]]\nname = \"gpu5\"\nexperts = [3, 0]\n";
+    // Debian's CI containers run as root, which mpirun refuses unless told.
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    // Long enough that a rank killed a second in is killed mid-run.
+    std::ofstream long_prompts(root_ / "long.jsonl");
+    for (int j = 0; j < 12; ++j)
+      long_prompts << "{\"id\": \"l" << j << "\", \"tokens\": [" << j + 1 << ", " << j + 2
+                   << "], \"max_new_tokens\": 3000}\n";
+    mpirun_ = shell("command -v mpirun").exit_code == 0;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  void SetUp() override {
+    if (!mpirun_ && requires_mpirun()) GTEST_SKIP() << "mpirun not found (Debian package openmpi-bin)";
+  }
+  virtual bool requires_mpirun() const { return true; }
+
+  static std::string generate(const std::string& layout, const std::string& extra, const fs::path& out) {
+    return "generate --model " + (root_ / "model").string() + " --layout " + layout + " --prompts " +
+           (root_ / "prompts.jsonl").string() + " --ignore-eos --out " + out.string() + " " + extra;
+  }
+  static std::string mpirun(int ranks, int port) {
+    return "timeout 120 mpirun --oversubscribe -np " + std::to_string(ranks) + " -x MASTER_PORT=" +
+           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 -x OMP_WAIT_POLICY=PASSIVE ";
+  }
+  // The one-process run and an mpirun of `ranks` ranks of the same command: same tokens.
+  static void expect_same_tokens(const std::string& layout, const std::string& extra, int ranks) {
+    const fs::path one = root_ / "one.jsonl", many = root_ / "many.jsonl";
+    fs::remove(one);
+    fs::remove(many);
+    const ShellRun single = shell(bin_ + " " + generate(layout, extra, one));
+    ASSERT_EQ(single.exit_code, 0) << single.output;
+    const ShellRun multi = shell(mpirun(ranks, free_port()) + bin_ + " " + generate(layout, extra, many));
+    ASSERT_EQ(multi.exit_code, 0) << multi.output;
+    EXPECT_TRUE(has(multi.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " (mpirun"))
+        << multi.output;
+    const std::string a = read_file(one), b = read_file(many);
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a, b) << extra << ", " << ranks << " ranks";
+    if (has(extra, "--switch-placement")) {
+      EXPECT_TRUE(has(multi.output, "switched placement")) << multi.output;
+    }
+    if (has(extra, "--switch-policy")) {
+      EXPECT_TRUE(has(single.output, "(1 switch(es))")) << single.output;
+      EXPECT_TRUE(has(multi.output, "(1 switch(es))")) << multi.output;
+      EXPECT_TRUE(has(multi.output, "switched to policy")) << multi.output;
+    }
+  }
+
+  static inline fs::path root_;
+  static inline std::string bin_;
+  static inline bool mpirun_ = false;
+};
+
+const std::string kLayout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
+
+TEST_F(MultiProcess, ThreeRanksMatchOneProcessUnderEveryPolicy) {
+  for (const char* policy : {"async", "pingpong", "sync"}) {
+    SCOPED_TRACE(policy);
+    expect_same_tokens(kLayout, std::string("--policy ") + policy, 3);
+  }
+}
+
+TEST_F(MultiProcess, LivePolicySwitchMidRunAcrossThreeAndFourRanks) {
+  const std::pair<const char*, const char*> switches[] = {{"async", "pingpong"}, {"pingpong", "sync"}, {"sync", "async"}};
+  for (int ranks : {3, 4}) {
+    for (const auto& [from, to] : switches) {
+      SCOPED_TRACE(std::string(from) + " -> " + to + ", " + std::to_string(ranks) + " ranks");
+      expect_same_tokens(kLayout, std::string("--policy ") + from + " --switch-policy " + to + " --switch-after 25", ranks);
+    }
+  }
+}
+
+// Experts move between ranks (and gain a copy) mid-run: every rank applies the new placement
+// at the same safe point, with or without a policy switch at the same time.
+TEST_F(MultiProcess, LivePlacementChangeMovesExpertsBetweenRanks) {
+  const std::string moved = " --switch-placement " + (root_ / "moved.toml").string() + " --switch-after 20";
+  for (int ranks : {3, 4}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    expect_same_tokens(kLayout, "--policy async" + moved, ranks);
+    expect_same_tokens(kLayout, "--policy pingpong --switch-policy sync" + moved, ranks);
+  }
+}
+
+TEST_F(MultiProcess, RankKeysOfTheLayoutPlaceDevices) {
+  expect_same_tokens((root_ / "ranked.toml").string(), "--policy pingpong --switch-policy async --switch-after 10", 3);
+}
+
+// bench serves one deployment per policy, one after another, on the same ranks.
+TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
+  const std::string args = " bench --model " + (root_ / "model").string() + " --layout " + kLayout +
+                           " --workload short --rate 100 --duration 0.5 --compare sync,pingpong,async --clock wall";
+  const ShellRun single = shell(bin_ + args);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const ShellRun multi = shell(mpirun(3, free_port()) + bin_ + args);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  // The same requests, every one served to its last token, under each of the three policies.
+  auto generated = [](const std::string& out) {
+    std::vector<std::string> lines;
+    for (std::size_t at = out.find("generated "); at != std::string::npos; at = out.find("generated ", at + 1))
+      lines.push_back(out.substr(at, out.find('\n', at) - at));
+    return lines;
+  };
+  const auto a = generated(single.output), b = generated(multi.output);
+  ASSERT_EQ(a.size(), 3u) << single.output;
+  EXPECT_EQ(a, b) << multi.output;
+  for (const char* policy : {"== sync", "== pingpong", "== async"}) EXPECT_TRUE(has(multi.output, policy)) << multi.output;
+  // Rank 0's report covers the other ranks' devices too: their events were relayed, on rank
+  // 0's clock (each rank says the offset it measured).
+  for (const char* device : {"\ngpu2 ", "\ngpu5 "}) {
+    const auto at = multi.output.rfind(device);
+    ASSERT_NE(at, std::string::npos) << multi.output;
+    std::istringstream row(multi.output.substr(at + 1, multi.output.find('\n', at + 1) - at - 1));
+    std::string name, busy, empty, barrier, transfer;
+    long long executions = 0;
+    row >> name >> busy >> empty >> barrier >> transfer >> executions;
+    EXPECT_GT(executions, 0) << device << " in\n" << multi.output;
+    EXPECT_NE(busy, "0.0%") << device << " in\n" << multi.output;
+  }
+  EXPECT_TRUE(has(multi.output, "rank 1: clock offset to rank 0")) << multi.output;
+  EXPECT_TRUE(has(multi.output, "rank 2: clock offset to rank 0")) << multi.output;
+}
+
+TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
+  const fs::path out = root_ / "x.jsonl";
+  // MPMD: rank 0 with the layout's policy, ranks 1 and 2 with another one.
+  const int port = free_port();
+  // -x applies to one application context: the second one gets its own.
+  const ShellRun r = shell(mpirun(1, port) + bin_ + " " + generate(kLayout, "", out) + " : -np 2 -x MASTER_PORT=" +
+                           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 " + bin_ + " " +
+                           generate(kLayout, "--policy sync", out));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  // mpirun ends the job as soon as the first rank exits, so rank 0's own line may not make it
+  // out; the plain launch below checks every rank's message.
+  EXPECT_TRUE(has(r.output, "refused the deployment")) << r.output;
+  EXPECT_TRUE(has(r.output, "differing at line")) << r.output;
+  EXPECT_LT(r.seconds, 60) << r.output;
+}
+
+// Plain RANK/WORLD_SIZE launches: no mpirun needed.
+class Bootstrap : public MultiProcess {
+  bool requires_mpirun() const override { return false; }
+};
+
+TEST_F(Bootstrap, UnreachableRankZeroIsNamedWithinTheTimeout) {
+  const int port = free_port();
+  const ShellRun r = shell("RANK=1 WORLD_SIZE=2 MASTER_PORT=" + std::to_string(port) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=1 " +
+                      bin_ + " " + generate(kLayout, "", root_ / "x.jsonl"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "could not reach rank 0 at tcp://127.0.0.1:" + std::to_string(port))) << r.output;
+  EXPECT_LT(r.seconds, 15);
+}
+
+TEST_F(Bootstrap, MissingRanksAreNamedByRankZero) {
+  const ShellRun r = shell("RANK=0 WORLD_SIZE=3 MASTER_PORT=" + std::to_string(free_port()) +
+                      " SWITCHYARD_BOOTSTRAP_TIMEOUT=1 " + bin_ + " " + generate(kLayout, "", root_ / "x.jsonl"));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "rank(s) 1, 2 did not check in")) << r.output;
+  EXPECT_LT(r.seconds, 15);
+}
+
+TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
+  const std::string env = "WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=10 ";
+  const fs::path log0 = root_ / "rank0.log", log1 = root_ / "rank1.log";
+  const ShellRun r = shell("(RANK=0 " + env + bin_ + " " + generate(kLayout, "", root_ / "x.jsonl") + " > " + log0.string() +
+                      " 2>&1; echo rank0=$? >> " + log0.string() + ") & RANK=1 " + env + bin_ + " " +
+                      generate(kLayout, "--policy pingpong", root_ / "y.jsonl") + " > " + log1.string() +
+                      " 2>&1; echo rank1=$? >> " + log1.string() + "; wait");
+  const std::string a = read_file(log0), b = read_file(log1);
+  EXPECT_TRUE(has(a, "bootstrap refused")) << a;
+  EXPECT_TRUE(has(a, "differing at line")) << a;
+  EXPECT_TRUE(has(a, "rank0=1")) << a;
+  EXPECT_TRUE(has(b, "refused the deployment")) << b;
+  EXPECT_TRUE(has(b, "rank1=1")) << b;
+  EXPECT_LT(r.seconds, 30);
+}
+
+// Three ranks started with RANK/WORLD_SIZE on the long prompts; `victim` is SIGKILLed a second
+// after it started serving. Each rank's output goes to rankN.log, its exit status to
+// status.log ("rankN=CODE"); `timeout` kills any rank still there after 60 s, which the test
+// would see.
+ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim) {
+  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + kLayout + " --prompts " +
+                          (root / "long.jsonl").string() + " --ignore-eos --out ";
+  const std::string v = std::to_string(victim);
+  std::string script = "cd " + root.string() + " && rm -f rank*.log status.log && export WORLD_SIZE=3 MASTER_PORT=" +
+                       std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=20 OMP_WAIT_POLICY=PASSIVE; ";
+  for (int r = 0; r < 3; ++r)
+    script += "RANK=" + std::to_string(r) + " timeout -s KILL 60 " + bin + " " + gen + "out" + std::to_string(r) +
+              ".jsonl > rank" + std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!; ";
+  script += "for i in $(seq 200); do grep -q 'rank " + v + " of 3' rank" + v + ".log && break; sleep 0.1; done; sleep 1; "
+            "kill -9 $(grep -o 'rank " + v + " of 3 (env, pid [0-9]*' rank" + v + ".log | grep -o '[0-9]*$'); "
+            "wait $p0; echo rank0=$? >> status.log; wait $p1; echo rank1=$? >> status.log; "
+            "wait $p2; echo rank2=$? >> status.log";
+  return shell(script);
+}
+
+// The silence a rank reported before it declared another dead, in ms; -1 when it did not.
+double reported_silence_ms(const std::string& log, int dead_rank) {
+  const std::string key = "rank " + std::to_string(dead_rank) + " stopped answering (no heartbeat for ";
+  const auto at = log.find(key);
+  if (at == std::string::npos) return -1;
+  return std::atof(log.c_str() + at + key.size());
+}
+
+TEST_F(Bootstrap, AKilledWorkerRankFailsTheRequestsWithTheReasonAndStopsTheOthers) {
+  const ShellRun r = kill_one_rank(root_, bin_, 2);
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log"),
+                    log1 = read_file(root_ / "rank1.log");
+  EXPECT_LT(r.seconds, 50) << "a rank was left waiting\n" << status << log0 << log1;
+  EXPECT_TRUE(has(status, "rank0=1")) << status << log0;
+  EXPECT_TRUE(has(status, "rank1=0")) << status << log1;  // told to stop by rank 0
+  EXPECT_TRUE(has(status, "rank2=137")) << status;
+  // Detected within a second of the last heartbeat it sent (so within a second of the kill).
+  const double silent = reported_silence_ms(log0, 2);
+  EXPECT_GT(silent, 0) << log0;
+  EXPECT_LT(silent, 1000) << log0;
+  // Every request failed with the reason, and the command says why it stopped.
+  EXPECT_TRUE(has(log0, "switchyard generate: rejected: rank 2 stopped answering")) << log0;
+  EXPECT_TRUE(has(log0, "served 12 requests (12 rejected)")) << log0;
+  EXPECT_TRUE(has(log0, "the deployment stopped: rank 2 stopped answering")) << log0;
+}
+
+TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
+  const ShellRun r = kill_one_rank(root_, bin_, 0);
+  const std::string status = read_file(root_ / "status.log");
+  EXPECT_LT(r.seconds, 50) << status;
+  EXPECT_TRUE(has(status, "rank0=137")) << status;
+  for (int k : {1, 2}) {
+    const std::string log = read_file(root_ / ("rank" + std::to_string(k) + ".log"));
+    EXPECT_TRUE(has(status, "rank" + std::to_string(k) + "=1")) << status << log;
+    const double silent = reported_silence_ms(log, 0);
+    EXPECT_GT(silent, 0) << log;
+    EXPECT_LT(silent, 1000) << log;
+  }
+}
+
+TEST_F(MultiProcess, AKilledRankUnderMpirunLeavesNoProcessBehind) {
+  const fs::path log = root_ / "mpirun.log";
+  const std::string gen = generate(kLayout, "", root_ / "m.jsonl");
+  const std::string long_gen = gen.substr(0, gen.find("--prompts")) + "--prompts " + (root_ / "long.jsonl").string() +
+                               " --ignore-eos --out " + (root_ / "m.jsonl").string();
+  const ShellRun r = shell(mpirun(3, free_port()) + bin_ + " " + long_gen + " > " + log.string() +
+                           " 2>&1 & m=$!; for i in $(seq 200); do grep -q 'rank 2 of 3' " + log.string() +
+                           " && break; sleep 0.1; done; sleep 1; "
+                           "kill -9 $(grep -o 'rank 2 of 3 (mpirun, pid [0-9]*' " + log.string() +
+                           " | grep -o '[0-9]*$'); wait $m; echo mpirun=$?");
+  const std::string out = read_file(log);
+  EXPECT_LT(r.seconds, 60) << out;
+  EXPECT_FALSE(has(r.output, "mpirun=0")) << r.output << out;
+  // Every rank's process is gone soon after mpirun returns.
+  std::vector<pid_t> pids;
+  for (std::size_t at = out.find("pid "); at != std::string::npos; at = out.find("pid ", at + 4))
+    pids.push_back(static_cast<pid_t>(std::atol(out.c_str() + at + 4)));
+  ASSERT_EQ(pids.size(), 3u) << out;
+  for (pid_t p : pids) {
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = ::kill(p, 0) != 0;
+      if (!gone) ::usleep(50'000);
+    }
+    EXPECT_TRUE(gone) << "rank process " << p << " outlived mpirun\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace sy
