@@ -2,6 +2,7 @@
 // telemetry stream, control socket and console of `demo`, until Ctrl-C or SIGTERM.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,11 @@ void run(ServeArgs a) {
   Deployment& d = service.deployment();
   const ModelConfig& c = service.backend().config();
 
+  // Text needs the model's tokenizer.json; the sim backend may have only a shape.
+  std::error_code ec;
+  const http::TextSupport text = std::filesystem::is_directory(a.model, ec)
+                                     ? take(http::TextSupport::load(a.model))
+                                     : http::TextSupport();
   http::RequestBroker broker(d);
   http::ApiServerOptions o;
   o.host = a.host;
@@ -48,12 +54,15 @@ void run(ServeArgs a) {
   o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
              c.vocab_size, std::nullopt};
   o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
-  // eos is a stop token of each request (which ignore_eos lifts), not the coordinator's.
-  if (!a.ignore_eos) o.model.eos_token_id = c.eos_token_id;
+  // eos (the tokenizer's, else config.json's) is a stop token of each request, which
+  // ignore_eos lifts, not the coordinator's.
+  if (!a.ignore_eos) o.model.eos_token_id = text.eos_token_id() ? text.eos_token_id() : c.eos_token_id;
+  o.text = &text;
   std::unique_ptr<http::ApiServer> server = take(http::ApiServer::start(o, broker));
   service.start(nlohmann::json{{"source", "http"}}, {},
                 {"OpenAI-compatible API at " + server->url() + "/v1 (model \"" + o.model.name + "\", context " +
-                 std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required")});
+                 std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required"),
+                 "prompts: " + text.describe()});
   // Once the end is decided no request is taken and every open one is answered 503, so the
   // HTTP workers finish while the loop is still ours to leave.
   service.run(-1, [&broker] { broker.close(); });

@@ -19,6 +19,7 @@ namespace sy::http {
 struct ApiServer::Impl {
   httplib::Server server;
   std::thread thread;
+  TextSupport no_text;  // when the options bring none
   std::unique_ptr<CompletionHandler> completions;
 };
 
@@ -66,7 +67,8 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   self->impl_ = std::make_unique<Impl>();
   self->host_ = o.host;
   Impl& impl = *self->impl_;
-  impl.completions = std::make_unique<CompletionHandler>(broker, o.model, std::random_device{}());
+  impl.completions =
+      std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text, std::random_device{}());
   httplib::Server& s = impl.server;
   const int workers = o.workers;
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/request_broker.h"
+#include "engine/serving/http/text_support.h"
 #include "telemetry/prometheus_registry.h"
 
 namespace sy::http {
@@ -27,6 +28,8 @@ struct ApiServerOptions {
   int read_timeout_s = 10;   // to send the request
   int write_timeout_s = 10;  // to take each piece of the answer
   ModelLimits model;
+  // The model's tokenizer and chat template (must outlive the server); null: token ids only.
+  const TextSupport* text = nullptr;
   // /metrics renders it when set (it must outlive the server); else 404.
   const telemetry::PrometheusRegistry* registry = nullptr;
 };

@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include "engine/serving/http/answer_text.h"
 #include "engine/serving/http/openai_shapes.h"
 
 namespace sy::http {
@@ -18,6 +19,9 @@ std::int64_t unix_seconds() {
 
 // What a streamed or whole answer keeps between the provider's calls.
 struct Answer {
+  Answer(const text::Tokenizer* tokenizer, std::vector<std::string> stops) : text(tokenizer, std::move(stops)) {}
+  AnswerText text;
+  std::string whole;  // the text so far (whole answers)
   std::shared_ptr<RequestChannel> channel;
   AnswerHeader header;
   Usage usage;
@@ -48,27 +52,37 @@ void set_error(httplib::Response& res, const ApiError& error) {
   res.set_content(json_text(error.body()), "application/json");
 }
 
-CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, std::uint64_t seed_base)
-    : broker_(broker), limits_(std::move(limits)), seed_base_(seed_base) {}
+CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text,
+                                     std::uint64_t seed_base)
+    : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base) {}
+
+std::variant<std::vector<std::int32_t>, ApiError> CompletionHandler::prompt_ids(CompletionRequest& r) const {
+  TextSupport::Ids ids = r.endpoint == Endpoint::ChatCompletions ? text_.encode_chat(r.messages)
+                         : r.prompt_text                          ? text_.encode_prompt(*r.prompt_text)
+                                                                  : TextSupport::Ids(std::move(r.prompt_ids));
+  if (const auto* e = std::get_if<ApiError>(&ids)) return *e;
+  auto& prompt = std::get<std::vector<std::int32_t>>(ids);
+  const char* param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+  if (prompt.empty()) return ApiError::bad_field(param, std::string("'") + param + "' encodes to no tokens");
+  if (auto e = check_lengths(r, static_cast<std::int32_t>(prompt.size()), limits_)) return *e;
+  return std::move(prompt);
+}
 
 void CompletionHandler::handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
   ParsedRequest parsed = parse_completion_request(req.body, endpoint, limits_);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return set_error(res, *e);
   CompletionRequest& r = std::get<CompletionRequest>(parsed);
-  // Text (string prompts, chat messages, stop strings) needs the model's tokenizer and chat
-  // template; until the engine reads them, prompts are token ids.
-  if (r.prompt_text || endpoint == Endpoint::ChatCompletions)
-    return set_error(res, ApiError::bad_field(endpoint == Endpoint::ChatCompletions ? "messages" : "prompt",
-                                              "text needs the model's tokenizer, which this server does not read yet: "
-                                              "send the prompt as a list of token ids"));
-  if (!r.stop.empty())
-    return set_error(res, ApiError::bad_field("stop", "stop strings need the model's tokenizer, which this server does "
-                                                      "not read yet: use stop_token_ids"));
-  const auto prompt_tokens = static_cast<std::int32_t>(r.prompt_ids.size());
+  if (!r.stop.empty() && !text_.tokenizer())
+    return set_error(res, ApiError::bad_field("stop", "stop strings need the model's tokenizer (this model has no "
+                                                      "tokenizer.json): use stop_token_ids"));
+  auto ids = prompt_ids(r);
+  if (const ApiError* e = std::get_if<ApiError>(&ids)) return set_error(res, *e);
+  std::vector<std::int32_t>& prompt = std::get<std::vector<std::int32_t>>(ids);
+  const auto prompt_tokens = static_cast<std::int32_t>(prompt.size());
 
   const std::uint64_t n = answers_.fetch_add(1);
   RequestSpec spec;
-  spec.prompt = std::move(r.prompt_ids);
+  spec.prompt = std::move(prompt);
   spec.max_new_tokens = *r.max_tokens;
   // Without a seed each request draws its own; with one, the same request gives the same answer.
   spec.sampling = SamplingSpec{r.temperature, r.top_p, r.top_k, r.seed ? *r.seed : seed_base_ ^ (n * 0x9E3779B97F4A7C15ull)};
@@ -86,7 +100,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
 
 void CompletionHandler::answer_whole(httplib::Response& res, const CompletionRequest& r,
                                      std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>();
+  auto a = std::make_shared<Answer>(text_.tokenizer(), r.stop);
   a->channel = std::move(channel);
   a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
@@ -95,15 +109,23 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
   // go out now and then: the write fails once the client has gone, and the request is cancelled.
   res.set_chunked_content_provider(
       "application/json",
-      guarded_provider([a](httplib::DataSink& sink) {
+      guarded_provider([this, a](httplib::DataSink& sink) {
         RequestChannel::News news = a->channel->take(kKeepAlive);
-        a->ids.insert(a->ids.end(), news.tokens.begin(), news.tokens.end());
+        for (std::int32_t t : news.tokens) {
+          a->ids.push_back(t);
+          a->whole += a->text.push(t);
+          if (a->text.stopped()) break;
+        }
         std::string out;
         if (news.error) {
           out = json_text(news.error->body());
-        } else if (news.finished != FinishReason::None) {
+        } else if (a->text.stopped() || news.finished != FinishReason::None) {
+          if (!a->text.stopped()) a->whole += a->text.finish();
+          const FinishReason reason = a->text.stopped() ? FinishReason::Stop : news.finished;
+          // A stop string ends the answer before the engine does: free the request now.
+          if (news.finished == FinishReason::None) broker_.cancel(a->channel->id());
           a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          out = json_text(completion_json(a->header, "", a->ids, news.finished, a->usage));
+          out = json_text(completion_json(a->header, a->whole, a->ids, reason, a->usage));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
           return sink.write(" ", 1);
@@ -123,7 +145,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
 
 void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRequest& r,
                                       std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>();
+  auto a = std::make_shared<Answer>(text_.tokenizer(), r.stop);
   a->channel = std::move(channel);
   a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
@@ -132,31 +154,42 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      guarded_provider([a](httplib::DataSink& sink) {
+      guarded_provider([this, a](httplib::DataSink& sink) {
         std::string out;
         if (!a->role_sent && a->header.endpoint == Endpoint::ChatCompletions) {
           out += sse_event(role_chunk_json(a->header));
           a->role_sent = true;
         }
         RequestChannel::News news = a->channel->take(kKeepAlive);
-        const bool finished = news.finished != FinishReason::None;
-        // One event per token, as OpenAI streams; the last carries the finish reason.
+        bool finished = news.finished != FinishReason::None;
+        // One event per token, as OpenAI streams; the last carries the finish reason. Text held
+        // back (a character not complete yet, a possible stop string) goes out with a later one.
+        std::string last_text;
+        std::vector<std::int32_t> last_ids;
         for (std::size_t i = 0; i < news.tokens.size(); ++i) {
-          a->ids.push_back(news.tokens[i]);
-          if (finished && i + 1 == news.tokens.size()) break;
-          out += sse_event(chunk_json(a->header, "", {news.tokens[i]}, std::nullopt, std::nullopt));
+          const std::int32_t t = news.tokens[i];
+          a->ids.push_back(t);
+          std::string piece = a->text.push(t);
+          if (a->text.stopped() || (finished && i + 1 == news.tokens.size())) {
+            last_text = std::move(piece);
+            last_ids = {t};
+            break;
+          }
+          out += sse_event(chunk_json(a->header, piece, {t}, std::nullopt, std::nullopt));
         }
         if (news.error) {
           out += sse_event(news.error->body());
           out += kSseDone;
           a->complete = true;
-        } else if (finished) {
+        } else if (a->text.stopped() || finished) {
+          if (!a->text.stopped()) last_text += a->text.finish();
+          const FinishReason reason = a->text.stopped() ? FinishReason::Stop : news.finished;
+          // A stop string ends the answer before the engine does: free the request now.
+          if (!finished) broker_.cancel(a->channel->id());
           a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          std::vector<std::int32_t> last;
-          if (!news.tokens.empty()) last.push_back(news.tokens.back());
           // Usage rides on the last chunk (as llama-server sends it) unless the client asked for
           // OpenAI's separate usage chunk.
-          out += sse_event(chunk_json(a->header, "", last, news.finished,
+          out += sse_event(chunk_json(a->header, last_text, last_ids, reason,
                                       a->include_usage ? std::nullopt : std::optional<Usage>(a->usage)));
           if (a->include_usage) out += sse_event(usage_chunk_json(a->header, a->usage));
           out += kSseDone;

@@ -7,9 +7,12 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <variant>
+#include <vector>
 
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/request_broker.h"
+#include "engine/serving/http/text_support.h"
 
 namespace httplib {
 struct Request;
@@ -20,7 +23,8 @@ namespace sy::http {
 
 class CompletionHandler {
  public:
-  CompletionHandler(RequestBroker& broker, ModelLimits limits, std::uint64_t seed_base);
+  // `text` must outlive the handler.
+  CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base);
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
 
  private:
@@ -28,9 +32,12 @@ class CompletionHandler {
                     std::int32_t prompt_tokens);
   void answer_stream(httplib::Response& res, const CompletionRequest& r, std::shared_ptr<RequestChannel> channel,
                      std::int32_t prompt_tokens);
+  // The prompt's token ids: as given, or the text or chat messages encoded.
+  std::variant<std::vector<std::int32_t>, ApiError> prompt_ids(CompletionRequest& r) const;
 
   RequestBroker& broker_;
   const ModelLimits limits_;
+  const TextSupport& text_;
   const std::uint64_t seed_base_;
   std::atomic<std::uint64_t> answers_{0};
 };

@@ -17,6 +17,7 @@
 #include "engine/cpu/cpu_deployment.h"
 #include "engine/serving/http/api_server.h"
 #include "engine/serving/http/request_broker.h"
+#include "engine/serving/http/text_support.h"
 #include "engine/serving/control_commands.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/telemetry_hub.h"
@@ -40,7 +41,8 @@ inline httplib::Result post_streaming(httplib::Client& c, const std::string& bod
 // A deployment serving on a thread of its own, the broker and the server in front of it.
 class LiveServer {
  public:
-  LiveServer(std::shared_ptr<const ModelWeights> weights, CoordinatorOptions co, ApiServerOptions o = {}) {
+  LiveServer(std::shared_ptr<const ModelWeights> weights, CoordinatorOptions co, ApiServerOptions o = {},
+             const TextSupport* text = nullptr) {
     DeploymentOptions d;
     d.clock = Clock::Wall;
     d.coordinator = co;
@@ -61,6 +63,8 @@ class LiveServer {
     o.model = {"tiny", weights->config().max_position_embeddings, weights->config().vocab_size,
                weights->config().eos_token_id};
     o.registry = &registry_;
+    o.text = text;
+    if (text && text->eos_token_id()) o.model.eos_token_id = text->eos_token_id();
     registry_.counter("switchyard_test_total", "A counter only this test has").get().inc(3);
     auto server = ApiServer::start(o, *broker_);
     if (!server.ok()) throw std::runtime_error(server.status().message());

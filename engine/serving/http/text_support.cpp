@@ -1,0 +1,50 @@
+#include "engine/serving/http/text_support.h"
+
+namespace sy::http {
+
+StatusOr<TextSupport> TextSupport::load(const std::filesystem::path& model_dir) {
+  TextSupport t;
+  std::error_code ec;
+  if (!std::filesystem::exists(model_dir / "tokenizer.json", ec)) return t;
+  auto tokenizer = text::Tokenizer::load(model_dir);
+  if (!tokenizer.ok()) return tokenizer.status();
+  t.tokenizer_.emplace(std::move(tokenizer).value());
+  auto chat = text::ChatTemplate::load(model_dir);
+  if (chat.ok()) {
+    t.chat_template_.emplace(std::move(chat).value());
+    t.no_chat_reason_.clear();
+  } else {
+    t.no_chat_reason_ = "the model's chat template cannot be used: " + chat.status().message();
+  }
+  return t;
+}
+
+std::optional<std::int32_t> TextSupport::eos_token_id() const {
+  return tokenizer_ ? tokenizer_->eos_token_id() : std::nullopt;
+}
+
+std::string TextSupport::describe() const {
+  if (!tokenizer_) return "token ids only (" + no_chat_reason_ + ")";
+  if (!chat_template_) return "text through the model's tokenizer; no chat (" + no_chat_reason_ + ")";
+  return "text through the model's tokenizer and chat template";
+}
+
+TextSupport::Ids TextSupport::encode_prompt(const std::string& text) const {
+  if (!tokenizer_)
+    return ApiError::bad_field("prompt", "this model has no tokenizer.json: send the prompt as a list of token ids");
+  return tokenizer_->encode(text, /*add_special_tokens=*/true);
+}
+
+TextSupport::Ids TextSupport::encode_chat(const nlohmann::json& messages) const {
+  if (!chat_template_) return ApiError::bad_field("messages", "chat is not available: " + no_chat_reason_);
+  const nlohmann::json context = {{"messages", messages},
+                                  {"add_generation_prompt", true},
+                                  {"bos_token", tokenizer_->bos_token()},
+                                  {"eos_token", tokenizer_->eos_token()}};
+  auto prompt = chat_template_->render(context);
+  // The template's own checks (roles that must alternate, …) speak through raise_exception.
+  if (!prompt.ok()) return ApiError::bad_field("messages", "the chat template refused the messages: " + prompt.status().message());
+  return tokenizer_->encode(*prompt, /*add_special_tokens=*/false);
+}
+
+}  // namespace sy::http

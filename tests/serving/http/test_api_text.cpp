@@ -1,0 +1,151 @@
+// The HTTP API with text: a model made with its family's tokenizer and chat template answers
+// string prompts and chat messages with the tokens of the reference path and their text,
+// streams the same text it answers whole, and ends at a stop string (freeing the request).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/random_model.h"
+#include "engine/reference/reference_session.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/model_tokenizer.h"
+#include "engine/text/tokenizer.h"
+#include "tests/serving/http/live_server.h"
+
+namespace sy::http {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class ApiTextTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("sy_test_http_text_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32);
+    auto files = text::model_tokenizer_files(c);
+    ASSERT_TRUE(files.ok()) << files.status().message();
+    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
+    weights_ = *ModelWeights::load(dir_);
+    auto t = TextSupport::load(dir_);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    text_ = new TextSupport(std::move(t).value());
+    ASSERT_TRUE(text_->tokenizer());
+  }
+  static void TearDownTestSuite() {
+    delete text_;
+    fs::remove_all(dir_);
+  }
+
+  static std::vector<std::int32_t> reference(const std::vector<std::int32_t>& prompt, std::int32_t n) {
+    ReferenceSession session(weights_, static_cast<std::int32_t>(prompt.size()) + n);
+    GenerateOptions g;
+    g.max_new_tokens = n;
+    g.eos_token_id = text_->eos_token_id();
+    return *generate(session, prompt, g);
+  }
+  static json post(httplib::Client& c, const std::string& path, const json& body) {
+    auto res = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, 200) << res->body;
+    return json::parse(res->body);
+  }
+  // The text of a streamed answer, and its finish reason.
+  static std::pair<std::string, std::string> streamed(httplib::Client& c, const std::string& path, json body) {
+    body["stream"] = true;
+    auto res = c.Post(path, body.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200);
+    if (!res) return {};
+    std::string text, reason;
+    for (std::size_t at = 0; at < res->body.size();) {
+      const std::size_t end = res->body.find("\n\n", at);
+      const std::string event = res->body.substr(at, end - at);
+      at = end + 2;
+      if (event.rfind("data: {", 0) != 0) continue;
+      const json chunk = json::parse(event.substr(6));
+      if (chunk["choices"].empty()) continue;
+      const json& choice = chunk["choices"][0];
+      if (choice.contains("text")) text += choice["text"].get<std::string>();
+      if (choice.contains("delta") && choice["delta"].contains("content"))
+        text += choice["delta"]["content"].get<std::string>();
+      if (!choice["finish_reason"].is_null()) reason = choice["finish_reason"];
+    }
+    return {text, reason};
+  }
+
+  static inline fs::path dir_;
+  static inline std::shared_ptr<const ModelWeights> weights_;
+  static inline TextSupport* text_ = nullptr;
+};
+
+TEST_F(ApiTextTest, TextPromptsAnswerTheReferenceTokensAndTheirText) {
+  LiveServer s(weights_, {}, {}, text_);
+  auto c = s.client();
+  const std::string prompt = "Hello, wörld! 😀";
+  const json body = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}};
+  const json r = post(c, "/v1/completions", body);
+  const auto ids = text_->tokenizer()->encode(prompt, true);
+  const auto expected = reference(ids, 12);
+  EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), expected);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], ids.size());
+  const std::string text = r["choices"][0]["text"];
+  EXPECT_EQ(text, text_->tokenizer()->decode(expected, /*skip_special_tokens=*/true));
+  const auto [streamed_text, reason] = streamed(c, "/v1/completions", body);
+  EXPECT_EQ(streamed_text, text);
+  EXPECT_EQ(reason, r["choices"][0]["finish_reason"]);
+}
+
+TEST_F(ApiTextTest, ChatGoesThroughTheTemplate) {
+  if (!text_->chat()) GTEST_SKIP() << text_->no_chat_reason();
+  LiveServer s(weights_, {}, {}, text_);
+  auto c = s.client();
+  const json messages = json::array({{{"role", "user"}, {"content", "Hi there"}}});
+  const json body = {{"messages", messages}, {"max_tokens", 10}, {"temperature", 0}};
+  const json r = post(c, "/v1/chat/completions", body);
+  auto tmpl = text::ChatTemplate::load(dir_);
+  ASSERT_TRUE(tmpl.ok());
+  const auto rendered = tmpl->render(json{{"messages", messages},
+                                          {"add_generation_prompt", true},
+                                          {"bos_token", text_->tokenizer()->bos_token()},
+                                          {"eos_token", text_->tokenizer()->eos_token()}});
+  ASSERT_TRUE(rendered.ok());
+  const auto expected = reference(text_->tokenizer()->encode(*rendered, false), 10);
+  EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), expected);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  const std::string content = r["choices"][0]["message"]["content"];
+  EXPECT_EQ(content, text_->tokenizer()->decode(expected, true));
+  EXPECT_EQ(streamed(c, "/v1/chat/completions", body).first, content);
+}
+
+TEST_F(ApiTextTest, AStopStringEndsTheAnswerBeforeItAndFreesTheRequest) {
+  LiveServer s(weights_, {}, {}, text_);
+  auto c = s.client();
+  json body = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+  const std::string full = post(c, "/v1/completions", body)["choices"][0]["text"];
+  ASSERT_GT(full.size(), 12u) << full;
+  // A stop string from the middle of the greedy answer, whole characters.
+  const auto boundary = [&](std::size_t i) {
+    while (i < full.size() && (static_cast<unsigned char>(full[i]) & 0xC0) == 0x80) ++i;
+    return i;
+  };
+  const std::size_t from = boundary(full.size() / 2);
+  const std::string stop = full.substr(from, boundary(from + 3) - from);
+  const std::string before = full.substr(0, full.find(stop));
+  body["stop"] = stop;
+  const json r = post(c, "/v1/completions", body);
+  EXPECT_EQ(r["choices"][0]["text"], before);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(r["usage"]["completion_tokens"].get<int>(), 40);
+  const auto [text, reason] = streamed(c, "/v1/completions", body);
+  EXPECT_EQ(text, before);
+  EXPECT_EQ(reason, "stop");
+  EXPECT_TRUE(s.kv_freed());
+}
+
+}  // namespace
+}  // namespace sy::http
