@@ -31,6 +31,14 @@ std::string object_type_repr(const Value& v) {
 class Interpreter final : public Callbacks {
  public:
   Interpreter(const Template& t, const RenderLimits& limits) : tmpl_(t), limits_(limits) {}
+  // A macro holds the scope it was defined in, and that scope holds the macro: the cycle is
+  // broken here, once nothing of the render can call a macro any more (found by
+  // fuzz_chat_template: every template with a macro leaked its scopes).
+  ~Interpreter() override {
+    for (const auto& scope : macro_scopes_) scope->vars.clear();
+  }
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   StatusOr<std::string> run(const Value& context) {
     if (!context.is_dict()) return Status::Error(tmpl_.origin + ": the render context must be a dict");
@@ -151,6 +159,7 @@ class Interpreter final : public Callbacks {
         auto def = std::make_shared<MacroDef>();
         def->node = &n;
         def->closure = scope;
+        macro_scopes_.push_back(scope);
         scope->vars[n.targets[0]] = Value::macro(std::move(def));
         return Status::Ok();
       }
@@ -757,6 +766,7 @@ class Interpreter final : public Callbacks {
   }
 
   const Template& tmpl_;
+  std::vector<std::shared_ptr<Scope>> macro_scopes_;  // scopes a macro closes over
   RenderLimits limits_;
   std::int64_t steps_ = 0;
   int depth_ = 0;
