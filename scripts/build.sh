@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev robin-map-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev
+  libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libzstd-dev liblz4-dev
   qt6-base-dev libqt6opengl6-dev libimgui-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri python3-zmq
   clang-14 libclang-rt-14-dev libomp-14-dev
