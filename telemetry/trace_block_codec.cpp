@@ -1,6 +1,7 @@
 #include "telemetry/trace_block_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <numeric>
 
@@ -149,10 +150,15 @@ EncodedBlock encode_span_block(std::int32_t device, std::span<const Span> record
   std::string raw;
   raw.reserve(records.size() * 16);
   // Column after column: each column's values are alike, which is what the compressor finds.
-  std::int64_t prev = start;
+  // A start is coded as the gap after the previous span of its lane ended: a compute lane is
+  // covered by executions and stalls end to end, so its gaps are almost all zero.
+  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].lane));
+  std::array<std::int64_t, 256> lane_end;
+  lane_end.fill(start);
   for (std::uint32_t i : order) {
-    put_varint(raw, zigzag(records[i].start_ns - prev));
-    prev = records[i].start_ns;
+    const auto lane = static_cast<std::uint8_t>(records[i].lane);
+    put_varint(raw, zigzag(records[i].start_ns - lane_end[lane]));
+    lane_end[lane] = records[i].end_ns;
   }
   for (std::uint32_t i : order) {
     put_varint(raw, zigzag(records[i].end_ns - records[i].start_ns));
@@ -163,7 +169,6 @@ EncodedBlock encode_span_block(std::int32_t device, std::span<const Span> record
   for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].index));
   for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].microbatch));
   for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].peer));
-  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].lane));
   for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].kind));
   for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].stall_reason));
   return finish(device, start, end, records.size(), raw, codec, level);
@@ -196,19 +201,25 @@ Status decode_span_block(std::int32_t device, std::int64_t start_ns, std::uint32
   const std::size_t base = out.size();
   out.resize(base + count);
   std::span<Span> s(out.data() + base, count);
-  std::int64_t t = start_ns;
+  for (Span& x : s) x.lane = static_cast<Lane>(r.byte());
   for (Span& x : s) {
-    t += r.sint();
-    x.start_ns = t;
+    x.start_ns = r.sint();  // the gap, until the ends are known
     x.device = device;
   }
-  for (Span& x : s) x.end_ns = x.start_ns + r.sint();
+  for (Span& x : s) x.end_ns = r.sint();  // the duration, likewise
+  std::array<std::int64_t, 256> lane_end;
+  lane_end.fill(start_ns);
+  for (Span& x : s) {
+    std::int64_t& end = lane_end[static_cast<std::uint8_t>(x.lane)];
+    x.start_ns += end;
+    x.end_ns += x.start_ns;
+    end = x.end_ns;
+  }
   for (Span& x : s) x.tokens = r.sint();
   for (Span& x : s) x.block = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.index = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.microbatch = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.peer = static_cast<std::int32_t>(r.sint());
-  for (Span& x : s) x.lane = static_cast<Lane>(r.byte());
   for (Span& x : s) x.kind = static_cast<SpanKind>(r.byte());
   for (Span& x : s) x.stall_reason = static_cast<StallReason>(r.byte());
   if (!r.ok() || !r.at_end()) {

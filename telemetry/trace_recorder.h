@@ -30,7 +30,7 @@ struct RecorderOptions {
   int codec_level = 3;  // zstd's level
   // A device's block is written when it holds this many records, or when its oldest record
   // waited `block_max_age`: what a kill -9 can lose is at most that much of the stream.
-  std::uint32_t block_records = 8192;
+  std::uint32_t block_records = 32768;
   std::chrono::milliseconds block_max_age{1000};
   // META rows: run metadata (model, layout, policy, clock, …); values are text, JSON for structures.
   std::map<std::string, std::string> metadata;
