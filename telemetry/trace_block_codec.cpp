@@ -4,6 +4,7 @@
 #include <array>
 #include <memory>
 #include <numeric>
+#include <unordered_map>
 
 #include <lz4.h>
 #include <zstd.h>
@@ -143,6 +144,12 @@ std::string_view block_codec_name(BlockCodec codec) {
   return "unknown";
 }
 
+// A span's duration is coded as the difference to the previous span of the same kind and
+// token count: the same work on the same rows takes about as long each time.
+std::uint64_t duration_context(const Span& s) {
+  return (static_cast<std::uint64_t>(s.kind) << 56) ^ static_cast<std::uint64_t>(s.tokens);
+}
+
 EncodedBlock encode_span_block(std::int32_t device, std::span<const Span> records, BlockCodec codec, int level) {
   const auto order = order_by(records, [](const Span& s) { return s.start_ns; });
   std::int64_t start = records.empty() ? 0 : records[order.front()].start_ns;
@@ -150,27 +157,31 @@ EncodedBlock encode_span_block(std::int32_t device, std::span<const Span> record
   std::string raw;
   raw.reserve(records.size() * 16);
   // Column after column: each column's values are alike, which is what the compressor finds.
+  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].lane));
+  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].kind));
+  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].stall_reason));
+  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].tokens));
+  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].block));
+  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].index));
+  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].microbatch));
+  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].peer));
   // A start is coded as the gap after the previous span of its lane ended: a compute lane is
   // covered by executions and stalls end to end, so its gaps are almost all zero.
-  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].lane));
   std::array<std::int64_t, 256> lane_end;
   lane_end.fill(start);
   for (std::uint32_t i : order) {
     const auto lane = static_cast<std::uint8_t>(records[i].lane);
     put_varint(raw, zigzag(records[i].start_ns - lane_end[lane]));
     lane_end[lane] = records[i].end_ns;
-  }
-  for (std::uint32_t i : order) {
-    put_varint(raw, zigzag(records[i].end_ns - records[i].start_ns));
     end = std::max(end, records[i].end_ns);
   }
-  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].tokens));
-  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].block));
-  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].index));
-  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].microbatch));
-  for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].peer));
-  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].kind));
-  for (std::uint32_t i : order) raw.push_back(static_cast<char>(records[i].stall_reason));
+  std::unordered_map<std::uint64_t, std::int64_t> last_duration;
+  for (std::uint32_t i : order) {
+    const std::int64_t d = records[i].end_ns - records[i].start_ns;
+    std::int64_t& last = last_duration[duration_context(records[i])];
+    put_varint(raw, zigzag(d - last));
+    last = d;
+  }
   return finish(device, start, end, records.size(), raw, codec, level);
 }
 
@@ -201,27 +212,32 @@ Status decode_span_block(std::int32_t device, std::int64_t start_ns, std::uint32
   const std::size_t base = out.size();
   out.resize(base + count);
   std::span<Span> s(out.data() + base, count);
-  for (Span& x : s) x.lane = static_cast<Lane>(r.byte());
   for (Span& x : s) {
-    x.start_ns = r.sint();  // the gap, until the ends are known
     x.device = device;
+    x.lane = static_cast<Lane>(r.byte());
   }
-  for (Span& x : s) x.end_ns = r.sint();  // the duration, likewise
-  std::array<std::int64_t, 256> lane_end;
-  lane_end.fill(start_ns);
-  for (Span& x : s) {
-    std::int64_t& end = lane_end[static_cast<std::uint8_t>(x.lane)];
-    x.start_ns += end;
-    x.end_ns += x.start_ns;
-    end = x.end_ns;
-  }
+  for (Span& x : s) x.kind = static_cast<SpanKind>(r.byte());
+  for (Span& x : s) x.stall_reason = static_cast<StallReason>(r.byte());
   for (Span& x : s) x.tokens = r.sint();
   for (Span& x : s) x.block = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.index = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.microbatch = static_cast<std::int32_t>(r.sint());
   for (Span& x : s) x.peer = static_cast<std::int32_t>(r.sint());
-  for (Span& x : s) x.kind = static_cast<SpanKind>(r.byte());
-  for (Span& x : s) x.stall_reason = static_cast<StallReason>(r.byte());
+  std::array<std::int64_t, 256> lane_end;
+  lane_end.fill(start_ns);
+  std::vector<std::int64_t> gaps(count);
+  for (std::int64_t& g : gaps) g = r.sint();
+  std::unordered_map<std::uint64_t, std::int64_t> last_duration;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    Span& x = s[i];
+    std::int64_t& last = last_duration[duration_context(x)];
+    const std::int64_t d = last + r.sint();
+    last = d;
+    std::int64_t& end = lane_end[static_cast<std::uint8_t>(x.lane)];
+    x.start_ns = end + gaps[i];
+    x.end_ns = x.start_ns + d;
+    end = x.end_ns;
+  }
   if (!r.ok() || !r.at_end()) {
     out.resize(base);
     return Status::Error("span block of " + std::to_string(count) + " records is corrupt");
