@@ -254,17 +254,7 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   // Header: legend and what is held.
   legend();
   {
-    const auto& spans = model.spans();
-    std::string held = format_count(static_cast<double>(spans.size())) + " spans";
-    if (model.bounded()) {
-      held += " over the last " + format_duration(spans.end_ns() - spans.begin_ns()) + " (live limits: " +
-              format_duration(model.retention().window_ns) + " or " +
-              format_count(static_cast<double>(model.retention().max_spans)) + " spans";
-      if (spans.evicted() > 0) held += "; " + format_count(static_cast<double>(spans.evicted())) + " dropped so far";
-      held += ")";
-    } else {
-      held += ", whole recording";
-    }
+    const std::string held = model.describe_held();
     ImGui::TextDisabled("%s", held.c_str());
     if (state.live) {
       ImGui::SameLine();
