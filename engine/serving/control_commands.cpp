@@ -266,6 +266,9 @@ void ControlCommands::record_start(const json& c, const Reply& reply) {
   succeed(c, reply, old_path ? json(old_path->string()) : json(nullptr), o.path.string(), {{"path", o.path.string()}});
 }
 
+// The most memory a flight recorder may hold, in MB (a minute of the demo takes about 60).
+constexpr double kMaxRingMegabytes = 4096;
+
 // A positive number field, or an error naming it.
 static StatusOr<std::optional<double>> positive(const char* key, const json& in) {
   if (!in.contains(key)) return std::optional<double>();
@@ -286,6 +289,9 @@ void ControlCommands::record_start_ring(const json& c, const Reply& reply) {
   auto megabytes = positive("megabytes", c);
   if (!megabytes.ok()) return fail(c, reply, megabytes.status().message());
   if (!*minutes && !*megabytes) return fail(c, reply, "a ring keeps the last 'minutes' or 'megabytes': give one or both");
+  // A control client sets the engine's memory here: bounded whatever it asks.
+  if (*megabytes && **megabytes > kMaxRingMegabytes)
+    return fail(c, reply, "'megabytes' must be at most " + std::to_string(static_cast<int>(kMaxRingMegabytes)));
   telemetry::RingTrigger trigger;
   if (c.contains("trigger")) {
     const json& t = c.at("trigger");
@@ -308,8 +314,9 @@ void ControlCommands::record_start_ring(const json& c, const Reply& reply) {
   if (!path.ok()) return fail(c, reply, path.status().message());
   telemetry::FlightRecorderOptions o;
   if (*minutes) o.keep_ns = static_cast<std::int64_t>(**minutes * 60e9);
-  // The ring's own memory; --record-max still caps what a dump may write.
-  if (*megabytes) o.max_bytes = static_cast<std::uint64_t>(**megabytes * 1e6);
+  // The ring's own memory (at most kMaxRingMegabytes even when only minutes are given);
+  // --record-max still caps what a dump may write.
+  o.max_bytes = static_cast<std::uint64_t>((*megabytes ? **megabytes : kMaxRingMegabytes) * 1e6);
   telemetry::RecorderOptions to;
   to.path = *path;
   to.overwrite = c.value("overwrite", false);

@@ -204,6 +204,7 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
       {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"minutes", 1}, {"trigger", {{"stall_fraction", 2}}}},
        "at most 1"},
       {{{"cmd", "record_start"}, {"path", "r.db"}, {"minutes", 1}}, "unknown field 'minutes'"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"megabytes", 1e6}}, "'megabytes' must be at most 4096"},
       {{{"cmd", "record_dump"}}, "no flight recorder is running"},
       {{{"cmd", "set_workload"}, {"rate", 10}}, "not generated live"},
       {{{"cmd", "pause"}, {"now", true}}, "unknown field 'now'"},
