@@ -101,6 +101,21 @@ TEST_F(ConsoleGui, ShowsOnlyWhatIsTrueBeforeConnecting) {
   EXPECT_TRUE(state->text().startsWith("not connected")) << state->text().toStdString();
 }
 
+// A window too short for every device row says how many are below instead of hiding them.
+TEST_F(ConsoleGui, DeviceRowsOutOfViewAreCounted) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  settle();
+  w.resize(w.width(), 360);
+  settle();
+  const auto& frame = w.timelineView().last_frame();
+  EXPECT_GT(frame.rows_below, 0) << "a short window hides device rows, and counts them";
+  EXPECT_EQ(frame.rows_above, 0);
+  EXPECT_LT(frame.rows_below, w.model().device_count()) << "the first row is in view";
+}
+
 TEST_F(ConsoleGui, TheScrubberSetsTheTimeTheViewsShow) {
   MainWindow w;
   w.show();
