@@ -55,7 +55,8 @@ std::string span_name(const Span& s) {
 
 }  // namespace
 
-Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
+Status write_chrome_trace(const TraceReader& trace, std::ostream& out, const ChromeExportOptions& options) {
+  auto selected = [&](std::int32_t d) { return !options.devices || options.devices->count(d) > 0; };
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":";
   nlohmann::json other = nlohmann::json::object();
   for (const auto& [k, v] : trace.metadata()) other[k] = v;
@@ -80,19 +81,33 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
       w.event(meta_event("thread_sort_index", device_pid(d), tid, "{\"sort_index\":" + std::to_string(tid) + "}"));
     }
   };
-  for (std::size_t d = 0; d < names.size(); ++d) name_device(static_cast<std::int32_t>(d));
+  for (std::size_t d = 0; d < names.size(); ++d)
+    if (selected(static_cast<std::int32_t>(d))) name_device(static_cast<std::int32_t>(d));
 
   // Spans in chunks of run time, so that a long trace never sits in memory whole; a span is
-  // written by the chunk its start falls in.
-  const std::int64_t t_begin = trace.start_ns();
-  const std::int64_t t_end = trace.end_ns();
+  // written by the chunk its start falls in (the first chunk also takes those that began
+  // before the range and reach into it).
+  const std::int64_t t_begin = std::max(trace.start_ns(), options.from_ns);
+  const std::int64_t t_end = std::min(trace.end_ns(), options.to_ns);
   const std::int64_t chunk = std::max<std::int64_t>((t_end - t_begin) / 64 + 1, 1'000'000'000);
   for (std::int64_t t0 = t_begin; t0 <= t_end; t0 += chunk) {
-    const std::int64_t t1 = t0 + chunk - 1;
+    const std::int64_t t1 = std::min(t0 + chunk - 1, t_end);
     auto spans = trace.spans(t0, t1);
     if (!spans.ok()) return spans.status();
     for (const Span& s : *spans) {
-      if (s.start_ns < t0 || s.start_ns > t1) continue;
+      if (s.start_ns > t1 || (s.start_ns < t0 && t0 != t_begin)) continue;
+      const bool to_peer = s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.peer >= 0 && selected(s.peer);
+      if (!selected(s.device)) {
+        if (to_peer) {
+          name_device(s.peer);
+          w.event("\"ph\":\"X\",\"name\":" + json_string(span_name(s)) + ",\"cat\":\"transfer\",\"pid\":" +
+                  std::to_string(device_pid(s.peer)) + ",\"tid\":" + std::to_string(static_cast<int>(Lane::Receive)) +
+                  ",\"ts\":" + micros(s.start_ns) + ",\"dur\":" + micros(std::max<std::int64_t>(s.end_ns - s.start_ns, 0)) +
+                  ",\"args\":{\"block\":" + std::to_string(s.block) + ",\"microbatch\":" + std::to_string(s.microbatch) +
+                  ",\"tokens\":" + std::to_string(s.tokens) + ",\"peer\":" + std::to_string(s.device) + "}");
+        }
+        continue;
+      }
       name_device(s.device);
       std::string body = "\"ph\":\"X\",\"name\":" + json_string(span_name(s)) + ",\"cat\":\"" +
                          std::string(span_kind_name(s.kind)) + "\",\"pid\":" + std::to_string(device_pid(s.device)) +
@@ -107,7 +122,7 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
       w.event(body + "}");
       // A transfer is recorded once, on its source's send lane; show it on the destination's
       // receive lane too.
-      if (s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.peer >= 0) {
+      if (to_peer) {
         name_device(s.peer);
         w.event("\"ph\":\"X\",\"name\":" + json_string(span_name(s)) + ",\"cat\":\"transfer\",\"pid\":" +
                 std::to_string(device_pid(s.peer)) + ",\"tid\":" + std::to_string(static_cast<int>(Lane::Receive)) +
@@ -118,16 +133,20 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
     }
   }
 
-  auto queues = trace.queue_samples();
-  if (!queues.ok()) return queues.status();
-  for (const QueueSample& q : *queues) {
-    name_device(q.device);
-    const std::string name = q.layer == LayerKind::Sampler
-                                 ? "queue sampler"
-                                 : "queue b" + std::to_string(q.block) + " " + std::string(layer_kind_name(q.layer)) +
-                                       " " + std::to_string(q.index);
-    w.event("\"ph\":\"C\",\"name\":" + json_string(name) + ",\"pid\":" + std::to_string(device_pid(q.device)) +
-            ",\"ts\":" + micros(q.t_ns) + ",\"args\":{\"tokens\":" + std::to_string(q.depth_tokens) + "}");
+  for (std::int64_t t0 = t_begin; t0 <= t_end; t0 += chunk) {
+    const std::int64_t t1 = std::min(t0 + chunk - 1, t_end);
+    auto queues = trace.queue_samples(t0, t1);
+    if (!queues.ok()) return queues.status();
+    for (const QueueSample& q : *queues) {
+      if (!selected(q.device)) continue;
+      name_device(q.device);
+      const std::string name = q.layer == LayerKind::Sampler
+                                   ? "queue sampler"
+                                   : "queue b" + std::to_string(q.block) + " " + std::string(layer_kind_name(q.layer)) +
+                                         " " + std::to_string(q.index);
+      w.event("\"ph\":\"C\",\"name\":" + json_string(name) + ",\"pid\":" + std::to_string(device_pid(q.device)) +
+              ",\"ts\":" + micros(q.t_ns) + ",\"args\":{\"tokens\":" + std::to_string(q.depth_tokens) + "}");
+    }
   }
 
   auto control = trace.control_events();
@@ -136,6 +155,7 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
     const auto doc = nlohmann::json::parse(text, nullptr, false);
     if (!doc.is_object()) continue;
     const std::int64_t t = doc.contains("t_ns") && doc["t_ns"].is_number() ? doc["t_ns"].get<std::int64_t>() : t_begin;
+    if (t < t_begin || t > t_end) continue;
     const std::string cmd = doc.contains("cmd") && doc["cmd"].is_string() ? doc["cmd"].get<std::string>() : "control";
     w.event("\"ph\":\"i\",\"s\":\"g\",\"name\":" + json_string(cmd) + ",\"cat\":\"control\",\"pid\":0,\"tid\":0,\"ts\":" +
             micros(t) + ",\"args\":" + doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -146,7 +166,9 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
   for (const std::string& text : *summaries) {
     const auto doc = nlohmann::json::parse(text, nullptr, false);
     if (!doc.is_object() || !doc.contains("t_end_ns") || !doc["t_end_ns"].is_number()) continue;
-    const std::string ts = micros(doc["t_end_ns"].get<std::int64_t>());
+    const std::int64_t t = doc["t_end_ns"].get<std::int64_t>();
+    if (t < t_begin || t > t_end) continue;
+    const std::string ts = micros(t);
     for (const char* key : {"tokens_per_s", "running", "waiting", "kv_usage"}) {
       if (!doc.contains(key) || !doc[key].is_number()) continue;
       w.event(std::string("\"ph\":\"C\",\"name\":\"") + key + "\",\"pid\":0,\"ts\":" + ts + ",\"args\":{\"value\":" +
@@ -158,12 +180,13 @@ Status write_chrome_trace(const TraceReader& trace, std::ostream& out) {
   return Status::Ok();
 }
 
-Status export_chrome_trace(const TraceReader& trace, const std::filesystem::path& path) {
+Status export_chrome_trace(const TraceReader& trace, const std::filesystem::path& path,
+                           const ChromeExportOptions& options) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::Error(path.string() + ": cannot create " + tmp.string());
-    if (Status s = write_chrome_trace(trace, out); !s.ok()) {
+    if (Status s = write_chrome_trace(trace, out, options); !s.ok()) {
       out.close();
       std::error_code ec;
       std::filesystem::remove(tmp, ec);

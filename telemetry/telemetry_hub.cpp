@@ -85,6 +85,10 @@ TelemetryHub::~TelemetryHub() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();  // the thread runs a last cycle before it ends
   {
+    std::lock_guard lock(dumper_mutex_);
+    if (dumper_.joinable()) dumper_.join();
+  }
+  {
     std::lock_guard lock(recorder_mutex_);
     if (recorder_) (void)recorder_->stop();
     recorder_.reset();
@@ -194,6 +198,93 @@ std::optional<RecorderStats> TelemetryHub::recording_stats() const {
   return recorder_->stats();
 }
 
+Status TelemetryHub::start_ring(FlightRecorderOptions options, RingTrigger trigger, RecorderOptions dump_to,
+                                std::function<void(const RingDumpEvent&)> on_trigger) {
+  auto ring = FlightRecorder::create(options);
+  if (!ring.ok()) return ring.status();
+  dump_to.metadata.try_emplace("run_id", std::to_string(run_id_));
+  std::lock_guard lock(recorder_mutex_);
+  if (ring_) return Status::Error("a flight recorder runs already; stop it first");
+  ring_ = std::move(ring).value();
+  ring_trigger_ = trigger;
+  ring_dump_to_ = std::move(dump_to);
+  ring_on_trigger_ = std::move(on_trigger);
+  return Status::Ok();
+}
+
+Status TelemetryHub::dump_ring(RecorderOptions options) {
+  flush();  // what the rings hold now belongs to the dump
+  FlightSnapshot snapshot;
+  {
+    std::lock_guard lock(recorder_mutex_);
+    if (!ring_) return Status::Error("no flight recorder is running (record_start with \"mode\":\"ring\")");
+    snapshot = ring_->snapshot();
+  }
+  options.metadata.try_emplace("run_id", std::to_string(run_id_));
+  return write_flight_snapshot(snapshot, std::move(options));
+}
+
+Status TelemetryHub::stop_ring() {
+  std::lock_guard lock(recorder_mutex_);
+  if (!ring_) return Status::Error("no flight recorder is running");
+  ring_.reset();
+  ring_trigger_ = {};
+  return Status::Ok();
+}
+
+std::optional<FlightRecorderStats> TelemetryHub::ring_stats() const {
+  std::lock_guard lock(recorder_mutex_);
+  if (!ring_) return std::nullopt;
+  return ring_->stats();
+}
+
+std::optional<std::filesystem::path> TelemetryHub::ring_path() const {
+  std::lock_guard lock(recorder_mutex_);
+  if (!ring_) return std::nullopt;
+  return ring_dump_to_.path;
+}
+
+// Publisher thread, recorder_mutex_ held.
+void TelemetryHub::check_trigger(const std::string& summary_json) {
+  if (!ring_ || !ring_trigger_.armed()) return;
+  const auto doc = nlohmann::json::parse(summary_json, nullptr, false);
+  if (!doc.is_object()) return;
+  std::string reason;
+  if (ring_trigger_.itl_p99_ms && doc.contains("itl_ms") && doc["itl_ms"].is_object() &&
+      doc["itl_ms"].contains("p99") && doc["itl_ms"]["p99"].is_number()) {
+    const double p99 = doc["itl_ms"]["p99"].get<double>();
+    if (p99 > *ring_trigger_.itl_p99_ms)
+      reason = "itl_p99_ms " + std::to_string(p99) + " > " + std::to_string(*ring_trigger_.itl_p99_ms);
+  }
+  if (reason.empty() && ring_trigger_.stall_fraction && doc.contains("devices") && doc["devices"].is_array()) {
+    for (const auto& d : doc["devices"]) {
+      if (!d.is_object() || !d.contains("stall") || !d["stall"].is_object()) continue;
+      double stalled = 0;
+      for (const auto& [k, v] : d["stall"].items())
+        if (v.is_number()) stalled += v.get<double>();
+      if (stalled > *ring_trigger_.stall_fraction) {
+        reason = "stall_fraction " + std::to_string(stalled) + " > " + std::to_string(*ring_trigger_.stall_fraction) +
+                 " on device " + (d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>() : "?");
+        break;
+      }
+    }
+  }
+  if (reason.empty()) return;
+  ring_trigger_ = {};  // fires once
+  // The summary closes its window: what the ring holds now is the time before the incident.
+  FlightSnapshot snapshot = ring_->snapshot();
+  RecorderOptions to = ring_dump_to_;
+  to.metadata["trigger"] = reason;
+  auto notify = ring_on_trigger_;
+  std::lock_guard lock(dumper_mutex_);
+  if (dumper_.joinable()) dumper_.join();
+  dumper_ = std::thread([snapshot = std::move(snapshot), to = std::move(to), notify, reason]() mutable {
+    RingDumpEvent event{reason, to.path, Status::Ok()};
+    event.status = write_flight_snapshot(snapshot, std::move(to));
+    if (notify) notify(event);
+  });
+}
+
 void TelemetryHub::run() {
   std::unique_lock lock(cycle_mutex_);
   while (true) {
@@ -240,6 +331,7 @@ void TelemetryHub::cycle() {
 
   std::lock_guard recorder_lock(recorder_mutex_);
   TraceRecorder* recorder = recorder_.get();
+  FlightRecorder* flight = ring_.get();
 
   auto publish = [&](Topic topic, const auto* records, std::uint32_t count) {
     const std::size_t i = topic_index(topic);
@@ -247,6 +339,7 @@ void TelemetryHub::cycle() {
     ++p.sequence[i];
     messages_[i]++;
     records_[i] += count;
+    if (flight) flight->add(std::span(records, count));
     if (recorder) recorder->add(std::span(records, count));
   };
   // Fills a batch from every producer's ring of one kind, sending each time it is full.
@@ -286,6 +379,12 @@ void TelemetryHub::cycle() {
       ++p.sequence[i];
       messages_[i]++;
       records_[i] += count;
+      if (flight && topic != Topic::Meta) {
+        for (std::size_t k = begin; k < end; ++k) flight->add_json(topic, objects[k]);
+      }
+      if (topic == Topic::Summary) {
+        for (std::size_t k = begin; k < end; ++k) check_trigger(objects[k]);
+      }
       if (recorder && topic != Topic::Meta) {
         for (std::size_t k = begin; k < end; ++k) recorder->add_json(topic, std::move(objects[k]));
       }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "telemetry/curve_server.h"
+#include "telemetry/flight_recorder.h"
 #include "telemetry/producer.h"
 #include "base/status.h"
 #include "telemetry/trace_recorder.h"
@@ -40,6 +42,22 @@ struct HubOptions {
   std::size_t max_pending_json = 1024;
   // 0: a random nonzero id.
   std::uint64_t run_id = 0;
+};
+
+// When the flight recorder writes itself out without being asked: on the first summary window
+// whose inter-token p99 exceeds itl_p99_ms, or in which a device stalled more than
+// stall_fraction of the window (all reasons together). Fires once; unset bounds never fire.
+struct RingTrigger {
+  std::optional<double> itl_p99_ms;
+  std::optional<double> stall_fraction;
+  bool armed() const { return itl_p99_ms.has_value() || stall_fraction.has_value(); }
+};
+
+// What a trigger did: the summary that fired it, and the dump's outcome.
+struct RingDumpEvent {
+  std::string reason;  // e.g. "itl_p99_ms 12.5 > 10"
+  std::filesystem::path path;
+  Status status;
 };
 
 struct TopicCounters {
@@ -85,6 +103,19 @@ class TelemetryHub {
   std::optional<std::filesystem::path> recording_path() const;
   std::optional<RecorderStats> recording_stats() const;
 
+  // Starts the flight recorder (at most one, beside or without a recording). `dump_to` is where
+  // a trigger writes (its path, metadata and device names); `on_trigger` is told, from the
+  // dumping thread, what a trigger did. Error if one runs already or the options are wrong.
+  Status start_ring(FlightRecorderOptions options, RingTrigger trigger, RecorderOptions dump_to,
+                    std::function<void(const RingDumpEvent&)> on_trigger = {});
+  // Writes what the ring holds now to `options.path` (a new trace); the ring goes on.
+  Status dump_ring(RecorderOptions options);
+  // Discards the ring. Error when none runs.
+  Status stop_ring();
+  std::optional<FlightRecorderStats> ring_stats() const;
+  // Where a trigger would write; nullopt without a ring.
+  std::optional<std::filesystem::path> ring_path() const;
+
  private:
   struct Publisher;
   TelemetryHub() = default;
@@ -106,6 +137,14 @@ class TelemetryHub {
   // Held by the publisher while it hands records over, so that stop_recording never races it.
   mutable std::mutex recorder_mutex_;
   std::unique_ptr<TraceRecorder> recorder_;
+  std::shared_ptr<FlightRecorder> ring_;
+  RingTrigger ring_trigger_;
+  RecorderOptions ring_dump_to_;
+  std::function<void(const RingDumpEvent&)> ring_on_trigger_;
+  // A triggered dump runs here, off the publisher thread; joined before the next and at exit.
+  std::mutex dumper_mutex_;
+  std::thread dumper_;
+  void check_trigger(const std::string& summary_json);
 
   std::atomic<std::uint64_t> messages_[std::size(kAllTopics)] = {};
   std::atomic<std::uint64_t> records_[std::size(kAllTopics)] = {};

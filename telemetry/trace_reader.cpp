@@ -1,9 +1,12 @@
 #include "telemetry/trace_reader.h"
 
+#include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include <sqlite3.h>
 
+#include "telemetry/trace_block_codec.h"
 #include "telemetry/trace_schema.h"
 
 namespace sy::telemetry {
@@ -29,6 +32,11 @@ class Query {
   std::int64_t i64(int col) const { return sqlite3_column_int64(stmt_, col); }
   std::int32_t i32(int col) const { return static_cast<std::int32_t>(sqlite3_column_int64(stmt_, col)); }
   bool null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string_view blob(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    return p == nullptr ? std::string_view() : std::string_view(static_cast<const char*>(p),
+                                                                static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
   std::string text(int col) const {
     const auto* p = sqlite3_column_text(stmt_, col);
     return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p),
@@ -101,6 +109,10 @@ class SqliteTraceReader final : public TraceReader {
   }
 
   StatusOr<std::vector<Span>> spans(std::int64_t t0, std::int64_t t1) const override {
+    if (blocks()) {
+      return from_blocks<Span>("SPAN_BLOCKS", t0, t1, decode_span_block,
+                               [](const Span& s) { return std::pair(s.start_ns, s.end_ns); });
+    }
     Query q(db_,
             "SELECT start, end, device, laneId, kindId, stallReasonId, block, idx, microbatch, peer, tokens "
             "FROM SPANS WHERE end >= ?1 AND start <= ?2 ORDER BY start, rowid");
@@ -122,6 +134,10 @@ class SqliteTraceReader final : public TraceReader {
   }
 
   StatusOr<std::vector<QueueSample>> queue_samples(std::int64_t t0, std::int64_t t1) const override {
+    if (blocks()) {
+      return from_blocks<QueueSample>("QUEUE_BLOCKS", t0, t1, decode_queue_block,
+                                      [](const QueueSample& q) { return std::pair(q.t_ns, q.t_ns); });
+    }
     Query q(db_,
             "SELECT timestamp, device, layerKindId, block, idx, depthTokens, oldestAgeNs FROM QUEUE_SAMPLES "
             "WHERE timestamp BETWEEN ?1 AND ?2 ORDER BY timestamp, rowid");
@@ -178,6 +194,39 @@ class SqliteTraceReader final : public TraceReader {
   }
 
  private:
+  bool blocks() const { return version_ >= 2; }
+
+  // The records of the blocks overlapping [t0, t1], those overlapping it themselves, ordered by
+  // time (then by block, as written).
+  template <class T, class Decode, class Bounds>
+  StatusOr<std::vector<T>> from_blocks(const char* table, std::int64_t t0, std::int64_t t1, Decode decode,
+                                       Bounds bounds) const {
+    const std::string sql = std::string("SELECT device, start, count, codec, rawBytes, data FROM ") + table +
+                            " WHERE end >= ?1 AND start <= ?2 ORDER BY start, id";
+    Query q(db_, sql.c_str());
+    if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
+    q.bind(1, t0);
+    q.bind(2, t1);
+    std::vector<T> out;
+    std::vector<T> block;
+    while (q.next()) {
+      block.clear();
+      const auto count = q.i64(2), raw = q.i64(4);
+      if (count < 0 || count > (std::int64_t{1} << 26) || raw < 0 || raw > (std::int64_t{1} << 32) - 1)
+        return Status::Error(name_ + ": " + table + " has a block with a bad size");
+      const Status s = decode(q.i32(0), q.i64(1), static_cast<std::uint32_t>(count),
+                              static_cast<BlockCodec>(q.i64(3)), q.blob(5), static_cast<std::uint32_t>(raw), block);
+      if (!s.ok()) return Status::Error(name_ + ": " + table + ": " + s.message());
+      for (const T& r : block) {
+        const auto [b, e] = bounds(r);
+        if (e >= t0 && b <= t1) out.push_back(r);
+      }
+    }
+    if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
+    std::stable_sort(out.begin(), out.end(), [&](const T& a, const T& b) { return bounds(a).first < bounds(b).first; });
+    return out;
+  }
+
   template <class T, class Fn>
   StatusOr<std::vector<T>> rows(Query& q, std::int64_t t0, std::int64_t t1, const char* table, Fn make) const {
     if (!q.ok()) return Status::Error(name_ + ": reading " + table + ": " + q.error());
@@ -199,9 +248,12 @@ class SqliteTraceReader final : public TraceReader {
 
   std::int64_t bound(const char* fn, const char* interval_column, const char* point_column) const {
     const std::string f = fn;
-    const std::string sql = "SELECT " + f + "(t) FROM (SELECT " + f + "(" + interval_column + ") AS t FROM SPANS " +
-                            "UNION ALL SELECT " + f + "(" + point_column + ") FROM QUEUE_SAMPLES " +
-                            "UNION ALL SELECT " + f + "(" + interval_column + ") FROM EXPERT_LOAD " +
+    // Blocks carry their records' bounds: start is the earliest start, end the latest end.
+    const std::string spans = blocks() ? "SELECT " + f + "(" + interval_column + ") AS t FROM SPAN_BLOCKS "
+                                       : "SELECT " + f + "(" + interval_column + ") AS t FROM SPANS ";
+    const std::string queues = blocks() ? "UNION ALL SELECT " + f + "(" + interval_column + ") FROM QUEUE_BLOCKS "
+                                        : "UNION ALL SELECT " + f + "(" + point_column + ") FROM QUEUE_SAMPLES ";
+    const std::string sql = "SELECT " + f + "(t) FROM (" + spans + queues + "UNION ALL SELECT " + f + "(" + interval_column + ") FROM EXPERT_LOAD " +
                             "UNION ALL SELECT " + f + "(" + point_column + ") FROM REQUEST_EVENTS " +
                             "UNION ALL SELECT " + f + "(" + point_column + ") FROM CONTROL_EVENTS " +
                             "UNION ALL SELECT " + f + "(" + interval_column + ") FROM SUMMARIES)";

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -66,9 +68,22 @@ std::int64_t unix_now_ns() {
   } while (0)
 
 struct TraceRecorder::State {
+  using Clock = std::chrono::steady_clock;
+  // One device's records waiting to fill a block (writer thread only).
+  template <class T>
+  struct Pending {
+    std::vector<T> records;
+    Clock::time_point since;
+  };
+
   RecorderOptions options;
   sqlite3* db = nullptr;
   Statement insert_string, insert_span, insert_queue, insert_load, insert_request, insert_control, insert_summary;
+  Statement insert_span_block, insert_queue_block;
+  std::map<std::int32_t, Pending<Span>> pending_spans;
+  std::map<std::int32_t, Pending<QueueSample>> pending_queues;
+  std::uint64_t uncommitted_records = 0;  // in the open transaction
+  std::uint64_t uncommitted_blocks = 0;
   std::unordered_map<std::string, std::int64_t> string_ids;
   std::int64_t lane_ids[3] = {}, kind_ids[kSpanKinds] = {}, reason_ids[5] = {}, layer_ids[3] = {}, phase_ids[5] = {};
 
@@ -79,6 +94,8 @@ struct TraceRecorder::State {
   std::size_t queued_records = 0;
   std::uint64_t enqueued_seq = 0;   // items accepted so far
   std::uint64_t committed_seq = 0;  // items written (or given up on) so far
+  std::uint64_t flush_requests = 0;  // flush() calls, each forcing the partial blocks out
+  std::uint64_t flushes_done = 0;
   bool stopping = false;
   bool stopped = false;
   Status error;
@@ -138,6 +155,9 @@ struct TraceRecorder::State {
     return id.ok() ? *id : 0;
   }
 
+  bool blocks() const { return options.format == TraceFormat::Blocks; }
+  int version() const { return blocks() ? trace_schema::kVersion : trace_schema::kVersionRows; }
+
   Status create(const std::map<std::string, std::string>& metadata, const std::vector<std::string>& devices) {
     // WAL: readers (the console, `trace summarize`) see committed batches while we write, and a
     // killed writer leaves a database that recovers on open. NORMAL syncs at checkpoints only:
@@ -146,10 +166,11 @@ struct TraceRecorder::State {
     SY_TRY(exec("PRAGMA journal_mode=WAL", "setting WAL mode"));
     SY_TRY(exec("PRAGMA synchronous=NORMAL", "setting synchronous=NORMAL"));
     const std::string pragmas = "PRAGMA application_id=" + std::to_string(trace_schema::kApplicationId) +
-                                ";PRAGMA user_version=" + std::to_string(trace_schema::kVersion);
+                                ";PRAGMA user_version=" + std::to_string(version());
     SY_TRY(exec("BEGIN", "starting the schema transaction"));
     SY_TRY(exec(pragmas.c_str(), "setting the schema version"));
-    SY_TRY(exec(trace_schema::kCreateTables, "creating tables"));
+    SY_TRY(exec(trace_schema::kCreateCommonTables, "creating tables"));
+    SY_TRY(exec(blocks() ? trace_schema::kCreateBlockTables : trace_schema::kCreateRowTables, "creating tables"));
     SY_TRY(prepare(insert_string, "INSERT INTO StringIds(id, value) VALUES(?,?)"));
     for (std::size_t i = 0; i < 3; ++i) SY_TRY_ASSIGN(lane_ids[i], intern(lane_name(static_cast<Lane>(i))));
     for (std::size_t i = 0; i < kSpanKinds; ++i) SY_TRY_ASSIGN(kind_ids[i], intern(span_kind_name(static_cast<SpanKind>(i))));
@@ -165,7 +186,8 @@ struct TraceRecorder::State {
     SY_TRY(prepare(meta, "INSERT OR REPLACE INTO META(key, value) VALUES(?,?)"));
     std::map<std::string, std::string> rows = metadata;
     rows["schema"] = "switchyard-trace";
-    rows["schema_version"] = std::to_string(trace_schema::kVersion);
+    rows["schema_version"] = std::to_string(version());
+    if (blocks()) rows["block_codec"] = std::string(block_codec_name(options.codec));
     rows["complete"] = "0";
     rows["started_unix_ns"] = std::to_string(unix_now_ns());
     for (const auto& [k, v] : rows) {
@@ -203,12 +225,19 @@ struct TraceRecorder::State {
     }
     SY_TRY(exec("COMMIT", "committing the schema"));
 
-    SY_TRY(prepare(insert_span,
-                   "INSERT INTO SPANS(start, end, device, laneId, kindId, stallReasonId, block, idx, microbatch, "
-                   "peer, tokens) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
-    SY_TRY(prepare(insert_queue,
-                   "INSERT INTO QUEUE_SAMPLES(timestamp, device, layerKindId, block, idx, depthTokens, oldestAgeNs) "
-                   "VALUES(?,?,?,?,?,?,?)"));
+    if (blocks()) {
+      SY_TRY(prepare(insert_span_block,
+                     "INSERT INTO SPAN_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
+      SY_TRY(prepare(insert_queue_block,
+                     "INSERT INTO QUEUE_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
+    } else {
+      SY_TRY(prepare(insert_span,
+                     "INSERT INTO SPANS(start, end, device, laneId, kindId, stallReasonId, block, idx, microbatch, "
+                     "peer, tokens) VALUES(?,?,?,?,?,?,?,?,?,?,?)"));
+      SY_TRY(prepare(insert_queue,
+                     "INSERT INTO QUEUE_SAMPLES(timestamp, device, layerKindId, block, idx, depthTokens, oldestAgeNs) "
+                     "VALUES(?,?,?,?,?,?,?)"));
+    }
     SY_TRY(prepare(insert_load,
                    "INSERT INTO EXPERT_LOAD(start, end, block, expert, device, tokens) VALUES(?,?,?,?,?,?)"));
     SY_TRY(prepare(insert_request,
@@ -219,7 +248,78 @@ struct TraceRecorder::State {
     return Status::Ok();
   }
 
+  bool write_block(Statement& st, const EncodedBlock& b) {
+    sqlite3_bind_int64(st.stmt, 1, b.device);
+    sqlite3_bind_int64(st.stmt, 2, b.start_ns);
+    sqlite3_bind_int64(st.stmt, 3, b.end_ns);
+    sqlite3_bind_int64(st.stmt, 4, b.count);
+    sqlite3_bind_int64(st.stmt, 5, static_cast<std::int64_t>(b.codec));
+    sqlite3_bind_int64(st.stmt, 6, b.raw_bytes);
+    sqlite3_bind_blob(st.stmt, 7, b.data.data(), static_cast<int>(b.data.size()), SQLITE_STATIC);
+    if (!step(st)) return false;
+    uncommitted_records += b.count;
+    ++uncommitted_blocks;
+    return true;
+  }
+
+  bool write_pending(std::int32_t device, Pending<Span>& p) {
+    const bool ok = write_block(insert_span_block, encode_span_block(device, p.records, options.codec, options.codec_level));
+    p.records.clear();
+    return ok;
+  }
+  bool write_pending(std::int32_t device, Pending<QueueSample>& p) {
+    const bool ok =
+        write_block(insert_queue_block, encode_queue_block(device, p.records, options.codec, options.codec_level));
+    p.records.clear();
+    return ok;
+  }
+
+  // Adds records to their device's pending block, writing each block that fills.
+  template <class T>
+  bool buffer(std::map<std::int32_t, Pending<T>>& pending, const std::vector<T>& v) {
+    const auto now = Clock::now();
+    const std::size_t limit = std::max<std::uint32_t>(options.block_records, 1);
+    for (const T& r : v) {
+      Pending<T>& p = pending[r.device];
+      if (p.records.empty()) p.since = now;
+      p.records.push_back(r);
+      if (p.records.size() >= limit && !write_pending(r.device, p)) return false;
+    }
+    return true;
+  }
+
+  // Writes the pending blocks whose oldest record waited long enough, or all of them.
+  bool write_due_blocks(bool all) {
+    const auto due = Clock::now() - options.block_max_age;
+    for (auto& [device, p] : pending_spans)
+      if (!p.records.empty() && (all || p.since <= due) && !write_pending(device, p)) return false;
+    for (auto& [device, p] : pending_queues)
+      if (!p.records.empty() && (all || p.since <= due) && !write_pending(device, p)) return false;
+    return true;
+  }
+
+  bool any_pending() const {
+    for (const auto& [device, p] : pending_spans)
+      if (!p.records.empty()) return true;
+    for (const auto& [device, p] : pending_queues)
+      if (!p.records.empty()) return true;
+    return false;
+  }
+
+  void drop_pending() {
+    for (auto& [device, p] : pending_spans) {
+      stats.records_dropped += p.records.size();
+      p.records.clear();
+    }
+    for (auto& [device, p] : pending_queues) {
+      stats.records_dropped += p.records.size();
+      p.records.clear();
+    }
+  }
+
   bool write(const std::vector<Span>& v) {
+    if (blocks()) return buffer(pending_spans, v);
+    uncommitted_records += v.size();
     for (const Span& s : v) {
       sqlite3_stmt* st = insert_span.stmt;
       sqlite3_bind_int64(st, 1, s.start_ns);
@@ -243,6 +343,8 @@ struct TraceRecorder::State {
   }
 
   bool write(const std::vector<QueueSample>& v) {
+    if (blocks()) return buffer(pending_queues, v);
+    uncommitted_records += v.size();
     for (const QueueSample& q : v) {
       sqlite3_stmt* st = insert_queue.stmt;
       sqlite3_bind_int64(st, 1, q.t_ns);
@@ -258,6 +360,7 @@ struct TraceRecorder::State {
   }
 
   bool write(const std::vector<ExpertLoad>& v) {
+    uncommitted_records += v.size();
     for (const ExpertLoad& l : v) {
       sqlite3_stmt* st = insert_load.stmt;
       sqlite3_bind_int64(st, 1, l.window_start_ns);
@@ -272,6 +375,7 @@ struct TraceRecorder::State {
   }
 
   bool write(const std::vector<RequestEvent>& v) {
+    uncommitted_records += v.size();
     for (const RequestEvent& r : v) {
       sqlite3_stmt* st = insert_request.stmt;
       sqlite3_bind_int64(st, 1, r.t_ns);
@@ -287,6 +391,7 @@ struct TraceRecorder::State {
 
   bool write(const JsonItem& item) {
     const auto& [topic, text] = item;
+    ++uncommitted_records;
     // The columns beside the JSON make the objects queryable; a key that is missing or of
     // another type leaves its column NULL rather than losing the object.
     const auto doc = nlohmann::json::parse(text, nullptr, false);
@@ -334,8 +439,12 @@ struct TraceRecorder::State {
     return static_cast<std::uint64_t>(pages * page_size);
   }
 
-  // Writes one batch of items in one transaction.
-  Status write_all(const std::vector<Item>& items) {
+  // Writes one batch of items, and the blocks that are due (all with `all_blocks`), in one
+  // transaction; false when there was nothing to write.
+  StatusOr<bool> write_all(const std::vector<Item>& items, bool all_blocks) {
+    uncommitted_records = 0;
+    uncommitted_blocks = 0;
+    if (items.empty() && !any_pending()) return false;
     if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return sql_error("BEGIN");
     for (const Item& item : items) {
       if (!std::visit([&](const auto& v) { return write(v); }, item)) {
@@ -344,40 +453,62 @@ struct TraceRecorder::State {
         return s;
       }
     }
+    if (!write_due_blocks(all_blocks)) {
+      const Status s = sql_error("writing blocks");
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return s;
+    }
+    if (items.empty() && uncommitted_blocks == 0) {  // only blocks that are not due yet
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return false;
+    }
     if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
       const Status s = sql_error("COMMIT");
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return s;
     }
-    return Status::Ok();
+    return true;
   }
 
   void run() {
     std::vector<Item> batch;
     std::unique_lock lock(mu);
+    const auto poll = std::max(options.block_max_age / 4, std::chrono::milliseconds(10));
     while (true) {
-      work.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;  // stopping and drained
+      auto ready = [&] { return stopping || !queue.empty() || flush_requests > flushes_done; };
+      // Partial blocks age while the stream is quiet: wake up to write them when due.
+      if (any_pending()) {
+        work.wait_for(lock, poll, ready);
+      } else {
+        work.wait(lock, ready);
+      }
+      const bool last = stopping && queue.empty();
+      const std::uint64_t flush_target = flush_requests;
+      const bool all_blocks = last || flush_target > flushes_done;
       batch.swap(queue);
       const std::size_t records = queued_records;
       queued_records = 0;
       const std::uint64_t seq = enqueued_seq;
       const bool failed = !error.ok() || stats.size_capped;
       lock.unlock();
-      const Status s = failed ? Status::Ok() : write_all(batch);
+      StatusOr<bool> s = failed ? StatusOr<bool>(false) : write_all(batch, all_blocks);
       batch.clear();
       lock.lock();
       if (failed || !s.ok()) {
-        if (error.ok()) error = s;
+        if (error.ok() && !s.ok()) error = s.status();
         stats.records_dropped += records;
-      } else {
-        stats.records_written += records;
+        drop_pending();
+      } else if (*s) {
+        stats.records_written += uncommitted_records;
+        stats.blocks_written += uncommitted_blocks;
         ++stats.transactions;
         // Past the cap the file is complete up to here; what follows is dropped and counted.
         if (options.max_bytes > 0 && database_bytes() >= options.max_bytes) stats.size_capped = true;
       }
       committed_seq = seq;
+      flushes_done = flush_target;
       committed.notify_all();
+      if (last) return;
     }
   }
 
@@ -460,7 +591,9 @@ Status TraceRecorder::flush() {
   State& s = *state_;
   std::unique_lock lock(s.mu);
   const std::uint64_t target = s.enqueued_seq;
-  s.committed.wait(lock, [&] { return s.committed_seq >= target || s.stopped; });
+  const std::uint64_t request = ++s.flush_requests;
+  s.work.notify_one();
+  s.committed.wait(lock, [&] { return (s.committed_seq >= target && s.flushes_done >= request) || s.stopped; });
   return s.error;
 }
 
@@ -477,7 +610,7 @@ Status TraceRecorder::stop() {
   Status result = s.error;
   const RecorderStats stats = this->stats();
   const std::string finish =
-      std::string(trace_schema::kCreateIndexes) + "INSERT OR REPLACE INTO META(key, value) VALUES" +
+      std::string(s.blocks() ? "" : trace_schema::kCreateRowIndexes) + trace_schema::kCreateCommonIndexes + "INSERT OR REPLACE INTO META(key, value) VALUES" +
       "('complete','1'),('stopped_unix_ns','" + std::to_string(unix_now_ns()) + "'),('records_written','" +
       std::to_string(stats.records_written) + "'),('records_dropped','" + std::to_string(stats.records_dropped) +
       "'),('size_capped','" + (stats.size_capped ? "1" : "0") + "');";
@@ -487,7 +620,7 @@ Status TraceRecorder::stop() {
   if (!fin.ok()) sqlite3_exec(s.db, "ROLLBACK", nullptr, nullptr, nullptr);
   if (result.ok()) result = fin;
   for (Statement* st : {&s.insert_string, &s.insert_span, &s.insert_queue, &s.insert_load, &s.insert_request,
-                        &s.insert_control, &s.insert_summary}) {
+                        &s.insert_control, &s.insert_summary, &s.insert_span_block, &s.insert_queue_block}) {
     sqlite3_finalize(st->stmt);
     st->stmt = nullptr;
   }

@@ -3,6 +3,7 @@
 // kill -9), indexes built when the recording stops.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -13,12 +14,24 @@
 
 #include "telemetry/events.h"
 #include "base/status.h"
+#include "telemetry/trace_block_codec.h"
 #include "telemetry/wire.h"
 
 namespace sy::telemetry {
 
+// Schema 2 (the default) stores spans and queue samples in compressed blocks; schema 1 a row
+// each (the plain tables `trace export-spans` writes for ad-hoc SQL).
+enum class TraceFormat { Blocks, Rows };
+
 struct RecorderOptions {
   std::filesystem::path path;
+  TraceFormat format = TraceFormat::Blocks;
+  BlockCodec codec = BlockCodec::Zstd;
+  int codec_level = 3;  // zstd's level
+  // A device's block is written when it holds this many records, or when its oldest record
+  // waited `block_max_age`: what a kill -9 can lose is at most that much of the stream.
+  std::uint32_t block_records = 32768;
+  std::chrono::milliseconds block_max_age{1000};
   // META rows: run metadata (model, layout, policy, clock, …); values are text, JSON for structures.
   std::map<std::string, std::string> metadata;
   // DEVICES rows: the name of device i.
@@ -34,9 +47,10 @@ struct RecorderOptions {
 };
 
 struct RecorderStats {
-  std::uint64_t records_written = 0;  // rows committed (events and JSON objects)
+  std::uint64_t records_written = 0;  // records committed (events and JSON objects)
   std::uint64_t records_dropped = 0;  // rows refused: queue full, or after a write error
   std::uint64_t transactions = 0;
+  std::uint64_t blocks_written = 0;
   bool size_capped = false;  // max_bytes was reached
 };
 
@@ -58,7 +72,8 @@ class TraceRecorder {
   // A JSON object of the control or summary topic (other topics are refused: false).
   bool add_json(Topic topic, std::string object_json);
 
-  // Waits until everything added before the call is committed; returns the writer's error, if any.
+  // Waits until everything added before the call is committed (partial blocks included);
+  // returns the writer's error, if any.
   Status flush();
   // Drains, builds the indexes, marks the trace complete, leaves WAL mode (a single file again)
   // and closes. Idempotent. The error is the first write error of the recording, if any.

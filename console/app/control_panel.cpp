@@ -203,7 +203,15 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
   setLive(false);
 }
 
-void ControlPanel::setLive(bool live) { live_widgets_->setEnabled(live); }
+void ControlPanel::setLive(bool live) {
+  live_ = live;
+  seen_meta_version_ = ~0ull;  // the next refresh shows the engine's values afresh
+  policy_edited_ = microbatches_edited_ = false;
+  live_widgets_->setVisible(false);
+  state_label_->setText(live ? tr("connected; waiting for the engine's run metadata")
+                             : tr("not connected: the controls act on a running engine (File > Connect)"));
+  if (live) refresh();
+}
 
 void ControlPanel::updatePolicyWidgets() {
   const QString p = policy_->currentText();
@@ -256,7 +264,7 @@ void ControlPanel::applyPlacement() {
 }
 
 void ControlPanel::refresh() {
-  if (model_ == nullptr) return;
+  if (model_ == nullptr || !live_) return;
   syncFromMeta();
   updatePreview();
 }
@@ -264,10 +272,12 @@ void ControlPanel::refresh() {
 void ControlPanel::syncFromMeta() {
   const auto& meta = model_->meta();
   if (!meta) {
-    state_label_->setText(tr("waiting for the engine's run metadata"));
+    live_widgets_->setVisible(false);
+    state_label_->setText(tr("connected; waiting for the engine's run metadata"));
     return;
   }
-  const bool new_run = meta->run_id != seen_run_;
+  live_widgets_->setVisible(true);
+  const bool new_run = meta->run_id != seen_run_ || seen_meta_version_ == ~0ull;
   seen_run_ = meta->run_id;
   if (model_->version() == seen_meta_version_ && !new_run) return;
   seen_meta_version_ = model_->version();

@@ -28,7 +28,8 @@ class ControlPanel : public QWidget {
   void setModel(const ConsoleModel* model) { model_ = model; }
   // Re-reads the run metadata and the last load window (the main window calls it on its timer).
   void refresh();
-  // Controls are enabled only while connected to a live engine.
+  // The controls show only while connected to a live engine whose run metadata has arrived:
+  // before that there are no engine values to show, and with a trace open nothing to control.
   void setLive(bool live);
 
  signals:
@@ -46,6 +47,7 @@ class ControlPanel : public QWidget {
   const ConsoleModel* model_ = nullptr;
   std::uint64_t seen_meta_version_ = ~0ull;
   std::uint64_t seen_run_ = 0;
+  bool live_ = false;
   bool policy_edited_ = false;
   bool microbatches_edited_ = false;
 

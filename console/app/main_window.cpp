@@ -7,12 +7,14 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QGuiApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
@@ -45,7 +47,14 @@ constexpr int kTickMs = 50;  // 20 Hz: live views stay fluid, and a 2-core machi
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent), live_(std::make_unique<LiveConnection>()) {
   setObjectName("mainWindow");
   setWindowTitle(tr("Switchyard console"));
-  resize(1280, 800);
+  // A tenth of the screen left around the window, at most the screen: every view has room.
+  if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+    const QSize avail = screen->availableGeometry().size();
+    resize(std::max(std::min(1024, avail.width()), avail.width() * 9 / 10),
+           std::max(std::min(700, avail.height()), avail.height() * 9 / 10));
+  } else {
+    resize(1280, 800);
+  }
   setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks | QMainWindow::AllowNestedDocks);
 
   auto* central = new QWidget;
@@ -337,17 +346,18 @@ void MainWindow::updateStatus() {
   QString dot, text;
   if (live_->running()) {
     const double age = live_->lastMessageAge();
+    const QString at = q(live_->settings().telemetry_endpoint);
     switch (live_->state()) {
-      case S::Connected: dot = "#40c060"; text = tr("connected"); break;
-      case S::Stale: dot = "#e0a020"; text = tr("stale: no message for %1 s").arg(age, 0, 'f', 0); break;
-      case S::Waiting: dot = "#e0a020"; text = tr("waiting for the engine"); break;
-      case S::Disconnected: dot = "#d04040"; text = tr("disconnected"); break;
+      case S::Connected: dot = "#40c060"; text = tr("connected to %1").arg(at); break;
+      case S::Stale: dot = "#e0a020"; text = tr("stale: no message from %1 for %2 s").arg(at).arg(age, 0, 'f', 0); break;
+      case S::Waiting: dot = "#e0a020"; text = tr("waiting for a first message from %1").arg(at); break;
+      case S::Disconnected: dot = "#d04040"; text = tr("disconnected from %1").arg(at); break;
     }
-    text += tr(" to %1").arg(q(live_->settings().telemetry_endpoint));
-    QString stream = tr("run %1, last message %2 ago, %3 lost messages")
-                         .arg(current_run_)
-                         .arg(age < 0 ? tr("never") : q(format_duration(age * 1e9)))
-                         .arg(live_->lostMessages());
+    QString stream = age < 0 ? tr("no message yet, %1 lost messages").arg(live_->lostMessages())
+                             : tr("run %1, last message %2 ago, %3 lost messages")
+                                   .arg(current_run_)
+                                   .arg(q(format_duration(age * 1e9)))
+                                   .arg(live_->lostMessages());
     if (live_->decodeErrors() > 0) stream += tr(", %1 undecodable").arg(live_->decodeErrors());
     if (live_->backlogDropped() > 0) stream += tr(", %1 batches dropped (console behind)").arg(live_->backlogDropped());
     if (model_.bad_messages() > 0) stream += tr(", %1 bad JSON (%2)").arg(model_.bad_messages()).arg(q(model_.last_error()));

@@ -52,6 +52,7 @@ class MainWindow : public QMainWindow {
 
   const ConsoleModel& model() const { return model_; }
   const ViewState& viewState() const { return view_state_; }
+  const TimelineView& timelineView() const { return timeline_view_; }
   LiveConnection& connection() { return *live_; }
   LogPanel* log() const { return log_; }
   // The central timeline widget's last frame time (ms of CPU to build it).

@@ -1,5 +1,7 @@
 #include "console/model/console_model.h"
 
+#include "console/model/time_format.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -172,6 +174,22 @@ std::int32_t ConsoleModel::device_count() const {
     for (const auto& d : meta_->devices) n = std::max(n, d.index + 1);
   }
   return n;
+}
+
+std::string ConsoleModel::describe_held() const {
+  const auto& s = spans();
+  std::string held = format_count(static_cast<double>(s.size())) + " spans";
+  if (!bounded_) return held + ", whole recording";
+  held += " over the last " + format_duration(s.end_ns() - s.begin_ns());
+  if (s.size() >= retention_.max_spans * 95 / 100) {
+    held += " (the " + format_count(static_cast<double>(retention_.max_spans)) + "-span limit, reached before " +
+            format_duration(retention_.window_ns);
+  } else {
+    held += " (kept up to " + format_duration(retention_.window_ns) + " or " +
+            format_count(static_cast<double>(retention_.max_spans)) + " spans";
+  }
+  if (s.evicted() > 0) held += "; " + format_count(static_cast<double>(s.evicted())) + " dropped so far";
+  return held + ")";
 }
 
 }  // namespace sy::console

@@ -52,6 +52,9 @@ class ConsoleModel {
   void apply_retention();
   void set_retention(const Retention& r) { retention_ = r; }
   const Retention& retention() const { return retention_; }
+  // What the timeline holds, in words: how many spans over how long, and for a live run which
+  // limit decides that (the time window, or the span count that cuts it shorter).
+  std::string describe_held() const;
   void clear();
 
   const SpanStore& spans() const { return spans_; }

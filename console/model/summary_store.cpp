@@ -1,6 +1,7 @@
 #include "console/model/summary_store.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,22 @@ const SummaryPoint* SummaryStore::at(std::int64_t t_ns) const {
   if (it != points_.end() && it->t_begin_ns <= t_ns) return &*it;
   if (it == points_.begin()) return nullptr;
   return &*(it - 1);
+}
+
+std::string describe_summary(const SummaryPoint& p) {
+  auto ms = [](const LatencySummary& l, double v, const char* format) {
+    if (l.count == 0) return std::string("-");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, format, v);
+    return std::string(buf);
+  };
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%.0f tok/s  %.1f req/s  ITL p50 %s p99 %s ms  TTFT p50 %s ms  running %lld  waiting %lld  KV %.0f%%%s",
+                p.tokens_per_s, p.requests_per_s, ms(p.itl_ms, p.itl_ms.p50, "%.2f").c_str(),
+                ms(p.itl_ms, p.itl_ms.p99, "%.2f").c_str(), ms(p.ttft_ms, p.ttft_ms.p50, "%.1f").c_str(),
+                static_cast<long long>(p.running), static_cast<long long>(p.waiting), p.kv_usage * 100,
+                p.dropped_events > 0 ? "  (events dropped!)" : "");
+  return buf;
 }
 
 }  // namespace sy::console

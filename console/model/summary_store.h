@@ -43,6 +43,10 @@ struct SummaryPoint {
 
 StatusOr<SummaryPoint> parse_summary(const std::string& json_object);
 
+// The charts' one-line reading of a window. A latency no request of the window measured reads
+// "-" rather than a 0.0 the run never had.
+std::string describe_summary(const SummaryPoint& p);
+
 class SummaryStore {
  public:
   explicit SummaryStore(std::size_t capacity = 7200) : points_(capacity) {}

@@ -79,10 +79,7 @@ void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
   }
   {
     if (const SummaryPoint* p = model.summaries().at(state.now(model))) {
-      ImGui::TextDisabled("%.0f tok/s  %.1f req/s  ITL p50 %.2f p99 %.2f ms  TTFT p50 %.1f ms  running %lld  waiting %lld  KV %.0f%%%s",
-                          p->tokens_per_s, p->requests_per_s, p->itl_ms.p50, p->itl_ms.p99, p->ttft_ms.p50,
-                          static_cast<long long>(p->running), static_cast<long long>(p->waiting), p->kv_usage * 100,
-                          p->dropped_events > 0 ? "  (events dropped!)" : "");
+      ImGui::TextDisabled("%s", describe_summary(*p).c_str());
     }
   }
   // Live: the chosen window up to the scrubber. A trace: the whole run, the scrubber marked.

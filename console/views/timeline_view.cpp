@@ -254,17 +254,7 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   // Header: legend and what is held.
   legend();
   {
-    const auto& spans = model.spans();
-    std::string held = format_count(static_cast<double>(spans.size())) + " spans";
-    if (model.bounded()) {
-      held += " over the last " + format_duration(spans.end_ns() - spans.begin_ns()) + " (live limits: " +
-              format_duration(model.retention().window_ns) + " or " +
-              format_count(static_cast<double>(model.retention().max_spans)) + " spans";
-      if (spans.evicted() > 0) held += "; " + format_count(static_cast<double>(spans.evicted())) + " dropped so far";
-      held += ")";
-    } else {
-      held += ", whole recording";
-    }
+    const std::string held = model.describe_held();
     ImGui::TextDisabled("%s", held.c_str());
     if (state.live) {
       ImGui::SameLine();
@@ -440,6 +430,28 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   if (hovered && !active) {
     // A hairline and the time under the pointer.
     dl->AddLine(ImVec2(io.MousePos.x, top), ImVec2(io.MousePos.x, bottom), IM_COL32(255, 255, 255, 40));
+  }
+  // Device rows scrolled out of view are named, so that none is missed.
+  {
+    int above = 0, below = 0;
+    for (std::int32_t d = 0; d < devices; ++d) {
+      const float row_y = origin.y + rh * static_cast<float>(d);
+      if (row_y < visible_top - 0.5f) ++above;
+      else if (row_y + rh > visible_bottom + 0.5f) ++below;
+    }
+    stats_.rows_above = above;
+    stats_.rows_below = below;
+    auto note = [&](const std::string& text, float y) {
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      const ImVec2 at(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x - size.x - 12, y);
+      dl->AddRectFilled(ImVec2(at.x - 4, at.y - 1), ImVec2(at.x + size.x + 4, at.y + size.y + 1), palette::kRowAlt);
+      dl->AddText(at, palette::kText, text.c_str());
+    };
+    if (above > 0) note(std::to_string(above) + (above == 1 ? " device row above" : " device rows above"), visible_top + 2);
+    if (below > 0)
+      note(std::to_string(below) + (below == 1 ? " device row below" : " device rows below") +
+               " (shift+wheel or drag scrolls)",
+           visible_bottom - ImGui::GetTextLineHeight() - 4);
   }
   ImGui::EndChild();
 }

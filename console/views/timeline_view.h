@@ -19,6 +19,7 @@ class TimelineView {
     std::size_t items = 0;          // rectangles drawn
     std::size_t folded_items = 0;
     std::size_t spans_in_view = 0;  // spans those items stand for
+    int rows_above = 0, rows_below = 0;  // device rows not wholly in view (the view says so)
   };
 
   // Draws into the current ImGui window, filling the remaining content region.

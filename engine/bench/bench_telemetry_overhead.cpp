@@ -1,7 +1,9 @@
 // What telemetry costs a serving run: the same workload served with telemetry off, with the
 // stream on (one subscriber draining it, as a console would), and with the stream plus a
-// SQLite recording, in interleaved repetitions of one run; prints wall-clock tokens/s and the
-// ratios against off. A benchmark, not a test.
+// SQLite recording in each trace format (schema 1 rows, schema 2 blocks with zstd or LZ4), in
+// interleaved repetitions of one run; prints wall-clock tokens/s and the ratios against off,
+// and for the recordings the file's bytes per span and the spans written per wall second.
+// A benchmark, not a test.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <sqlite3.h>
 
 #include "engine/cli/live_telemetry.h"
 #include "engine/model/random_model.h"
@@ -25,16 +28,41 @@ using namespace sy;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-enum class Mode { Off, StreamOnly, Stream, StreamAndRecord };
-constexpr Mode kModes[] = {Mode::Off, Mode::StreamOnly, Mode::Stream, Mode::StreamAndRecord};
+enum class Mode { Off, StreamOnly, Stream, RecordRows, RecordZstd, RecordLz4 };
+constexpr Mode kModes[] = {Mode::Off, Mode::StreamOnly, Mode::Stream, Mode::RecordRows, Mode::RecordZstd, Mode::RecordLz4};
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::Off: return "off";
     case Mode::StreamOnly: return "stream, no subscriber";
     case Mode::Stream: return "stream + 1 subscriber";
-    case Mode::StreamAndRecord: return "stream + subscriber + recording";
+    case Mode::RecordRows: return "+ recording, v1 rows";
+    case Mode::RecordZstd: return "+ recording, v2 blocks zstd";
+    case Mode::RecordLz4: return "+ recording, v2 blocks lz4";
   }
   return "?";
+}
+bool records(Mode m) { return m == Mode::RecordRows || m == Mode::RecordZstd || m == Mode::RecordLz4; }
+
+struct Outcome {
+  double tokens_per_s = 0;
+  double bytes_per_span = 0;   // the whole file over its spans
+  double spans_per_s = 0;      // spans in the file per wall second of the run
+  double file_mb = 0;
+};
+
+// Spans in a trace of either schema.
+std::int64_t count_spans(const fs::path& file, bool rows) {
+  sqlite3* db = nullptr;
+  std::int64_t n = 0;
+  if (sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    const char* sql = rows ? "SELECT COUNT(*) FROM SPANS" : "SELECT SUM(count) FROM SPAN_BLOCKS";
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return n;
 }
 
 struct Setup {
@@ -44,8 +72,8 @@ struct Setup {
   std::vector<RequestSpec> requests;
 };
 
-// Serves the setup's workload once in `mode`; returns generated tokens per wall second.
-double run_once(const Setup& s, Mode mode, const fs::path& scratch) {
+// Serves the setup's workload once in `mode`.
+Outcome run_once(const Setup& s, Mode mode, const fs::path& scratch) {
   std::unique_ptr<cli::LiveTelemetry> live;
   std::unique_ptr<telemetry::Subscriber> sub;
   std::atomic<bool> stop{false};
@@ -55,9 +83,11 @@ double run_once(const Setup& s, Mode mode, const fs::path& scratch) {
     cli::TelemetryFlags flags;
     flags.telemetry = "tcp://127.0.0.1:0";
     flags.control = "tcp://127.0.0.1:0";
-    if (mode == Mode::StreamAndRecord) {
+    if (records(mode)) {
       fs::remove(scratch);
       flags.record = scratch;
+      flags.record_format = mode == Mode::RecordRows ? telemetry::TraceFormat::Rows : telemetry::TraceFormat::Blocks;
+      flags.record_codec = mode == Mode::RecordLz4 ? telemetry::BlockCodec::Lz4 : telemetry::BlockCodec::Zstd;
     }
     live = cli::LiveTelemetry::start(flags);
     if (mode != Mode::StreamOnly) {
@@ -80,7 +110,17 @@ double run_once(const Setup& s, Mode mode, const fs::path& scratch) {
   live.reset();  // stops the recording (indexes), outside the timed part
   std::int64_t tokens = 0;
   for (const RequestRecord& r : d->coordinator().requests()) tokens += static_cast<std::int64_t>(r.output.size());
-  return static_cast<double>(tokens) / wall;
+  Outcome o;
+  o.tokens_per_s = static_cast<double>(tokens) / wall;
+  if (records(mode)) {
+    std::error_code ec;
+    const auto bytes = static_cast<double>(fs::file_size(scratch, ec));
+    const auto spans = static_cast<double>(count_spans(scratch, mode == Mode::RecordRows));
+    o.file_mb = bytes / 1e6;
+    o.bytes_per_span = spans > 0 ? bytes / spans : 0;
+    o.spans_per_s = spans / wall;
+  }
+  return o;
 }
 
 double median(std::vector<double> v) {
@@ -153,15 +193,26 @@ int main(int argc, char** argv) {
     setups.push_back(std::move(s));
   }
 
-  std::printf("%-52s %-32s %14s %8s\n", "setup", "telemetry", "tokens/wall s", "ratio");
+  std::printf("%-52s %-28s %14s %8s %10s %14s %9s\n", "setup", "telemetry", "tokens/wall s", "ratio", "bytes/span",
+              "spans/wall s", "file MB");
   for (const Setup& s : setups) {
-    std::vector<double> by_mode[std::size(kModes)];
+    std::vector<Outcome> by_mode[std::size(kModes)];
     for (int r = 0; r < repetitions; ++r)
       for (Mode m : kModes) by_mode[static_cast<int>(m)].push_back(run_once(s, m, scratch / "trace.db"));
-    const double off = median(by_mode[0]);
+    auto med = [&](Mode m, double Outcome::*field) {
+      std::vector<double> v;
+      for (const Outcome& o : by_mode[static_cast<int>(m)]) v.push_back(o.*field);
+      return median(v);
+    };
+    const double off = med(Mode::Off, &Outcome::tokens_per_s);
     for (Mode m : kModes) {
-      const double v = median(by_mode[static_cast<int>(m)]);
-      std::printf("%-52s %-32s %14.0f %7.3fx\n", s.name.c_str(), mode_name(m), v, v / off);
+      const double v = med(m, &Outcome::tokens_per_s);
+      std::printf("%-52s %-28s %14.0f %7.3fx", s.name.c_str(), mode_name(m), v, v / off);
+      if (records(m)) {
+        std::printf(" %10.2f %14.0f %9.1f", med(m, &Outcome::bytes_per_span), med(m, &Outcome::spans_per_s),
+                    med(m, &Outcome::file_mb));
+      }
+      std::printf("\n");
     }
   }
   fs::remove_all(scratch);

@@ -142,6 +142,8 @@ void LiveTelemetry::attach(Deployment& deployment, RunInfo info, ControlCommands
     telemetry::RecorderOptions r;
     r.path = flags_.record;
     r.max_bytes = flags_.record_max;
+    r.format = flags_.record_format;
+    r.codec = flags_.record_codec;
     r.metadata = bridge_->recording_metadata();
     r.device_names = deployment.cluster().topology().device_names;
     check(hub_->start_recording(r));

@@ -34,6 +34,9 @@ struct TelemetryFlags {
   std::filesystem::path record; // record the whole run to this SQLite trace (relative: under record_dir)
   std::filesystem::path record_dir;  // where control's record_start writes; empty: the default
   std::uint64_t record_max = 0;      // bytes a recording may grow to; 0: no cap
+  // How --record stores spans (benchmarks compare them; the CLI keeps the default).
+  telemetry::TraceFormat record_format = telemetry::TraceFormat::Blocks;
+  telemetry::BlockCodec record_codec = telemetry::BlockCodec::Zstd;
   bool off = false;             // demo: --no-telemetry
   bool on_by_default = false;   // demo: stream and control on the default endpoints
   bool prometheus = false;      // serve: keep the Prometheus registry (its own /metrics) even without --metrics

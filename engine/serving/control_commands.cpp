@@ -76,7 +76,7 @@ ControlCommands::~ControlCommands() {
 const std::vector<std::string>& ControlCommands::names() {
   static const std::vector<std::string> kNames = {
       "get_state",        "set_policy",    "set_microbatches", "move_expert", "replicate_expert", "set_placement",
-      "pause",            "resume",        "record_start",     "record_stop", "set_workload"};
+      "pause",            "resume",        "record_start",     "record_stop", "record_dump", "set_workload"};
   return kNames;
 }
 
@@ -112,6 +112,7 @@ void ControlCommands::handle(const json& c, Reply reply) {
   if (cmd == "resume") return set_admission(c, reply, false);
   if (cmd == "record_start") return record_start(c, reply);
   if (cmd == "record_stop") return record_stop(c, reply);
+  if (cmd == "record_dump") return record_dump(c, reply);
   if (cmd == "set_workload") return set_workload(c, reply);
   std::string known;
   for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
@@ -242,7 +243,12 @@ void ControlCommands::set_admission(const json& c, const Reply& reply, bool paus
 }
 
 void ControlCommands::record_start(const json& c, const Reply& reply) {
-  if (Status s = only_keys(c, {"path", "overwrite"}); !s.ok()) return fail(c, reply, s.message());
+  if (c.contains("mode")) {
+    if (!c.at("mode").is_string() || (c.at("mode") != "ring" && c.at("mode") != "file"))
+      return fail(c, reply, "'mode' must be \"file\" (the default) or \"ring\", got " + c.at("mode").dump());
+    if (c.at("mode") == "ring") return record_start_ring(c, reply);
+  }
+  if (Status s = only_keys(c, {"path", "overwrite", "mode"}); !s.ok()) return fail(c, reply, s.message());
   if (!c.contains("path") || !c.at("path").is_string() || c.at("path").get<std::string>().empty())
     return fail(c, reply, "'path' must be a non-empty string (the .db file to create in the recording directory)");
   if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
@@ -264,9 +270,127 @@ void ControlCommands::record_start(const json& c, const Reply& reply) {
   succeed(c, reply, old_path ? json(old_path->string()) : json(nullptr), o.path.string(), {{"path", o.path.string()}});
 }
 
+// The most memory a flight recorder may hold, in MB (a minute of the demo takes about 60).
+constexpr double kMaxRingMegabytes = 4096;
+
+// A positive number field, or an error naming it.
+static StatusOr<std::optional<double>> positive(const char* key, const json& in) {
+  if (!in.contains(key)) return std::optional<double>();
+  if (!in.at(key).is_number() || !(in.at(key).get<double>() > 0) || in.at(key).get<double>() > 1e9)
+    return Status::Error(std::string("'") + key + "' must be a positive number, got " + in.at(key).dump());
+  return std::optional<double>(in.at(key).get<double>());
+}
+
+void ControlCommands::record_start_ring(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"path", "overwrite", "mode", "minutes", "megabytes", "trigger"}); !s.ok())
+    return fail(c, reply, s.message());
+  if (!c.contains("path") || !c.at("path").is_string() || c.at("path").get<std::string>().empty())
+    return fail(c, reply, "'path' must be a non-empty string (the .db file a trigger or record_dump writes)");
+  if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
+    return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
+  auto minutes = positive("minutes", c);
+  if (!minutes.ok()) return fail(c, reply, minutes.status().message());
+  auto megabytes = positive("megabytes", c);
+  if (!megabytes.ok()) return fail(c, reply, megabytes.status().message());
+  if (!*minutes && !*megabytes) return fail(c, reply, "a ring keeps the last 'minutes' or 'megabytes': give one or both");
+  // A control client sets the engine's memory here: bounded whatever it asks.
+  if (*megabytes && **megabytes > kMaxRingMegabytes)
+    return fail(c, reply, "'megabytes' must be at most " + std::to_string(static_cast<int>(kMaxRingMegabytes)));
+  telemetry::RingTrigger trigger;
+  if (c.contains("trigger")) {
+    const json& t = c.at("trigger");
+    if (!t.is_object()) return fail(c, reply, "'trigger' must be an object such as {\"itl_p99_ms\": 50}");
+    for (const auto& [k, v] : t.items()) {
+      if (k != "itl_p99_ms" && k != "stall_fraction")
+        return fail(c, reply, "unknown trigger '" + k + "' (known: itl_p99_ms, stall_fraction)");
+    }
+    auto itl = positive("itl_p99_ms", t);
+    if (!itl.ok()) return fail(c, reply, "trigger: " + itl.status().message());
+    auto stall = positive("stall_fraction", t);
+    if (!stall.ok()) return fail(c, reply, "trigger: " + stall.status().message());
+    if (*stall && **stall > 1) return fail(c, reply, "trigger: 'stall_fraction' is a fraction of the window, at most 1");
+    trigger.itl_p99_ms = *itl;
+    trigger.stall_fraction = *stall;
+  }
+  if (!recordings_) return fail(c, reply, "this engine has no recording directory: recording over control is off");
+  // Only a file inside the recording directory chosen at start-up, never anything else.
+  auto path = recordings_->resolve(c.at("path").get<std::string>(), c.value("overwrite", false));
+  if (!path.ok()) return fail(c, reply, path.status().message());
+  telemetry::FlightRecorderOptions o;
+  if (*minutes) o.keep_ns = static_cast<std::int64_t>(**minutes * 60e9);
+  // The ring's own memory (at most kMaxRingMegabytes even when only minutes are given);
+  // --record-max still caps what a dump may write.
+  o.max_bytes = static_cast<std::uint64_t>((*megabytes ? **megabytes : kMaxRingMegabytes) * 1e6);
+  telemetry::RecorderOptions to;
+  to.path = *path;
+  to.overwrite = c.value("overwrite", false);
+  to.max_bytes = record_max_;
+  to.metadata = bridge_.recording_metadata();
+  to.device_names = d_.cluster().topology().device_names;
+  std::weak_ptr<bool> alive = alive_;
+  // A triggered dump reports itself on the control topic, as a record_dump with its trigger.
+  auto on_trigger = [this, alive](const telemetry::RingDumpEvent& e) {
+    if (alive.expired()) return;
+    json event = {{"t_ns", nullptr}, {"cmd", "record_dump"}, {"ok", e.status.ok()}, {"trigger", e.reason},
+                  {"path", e.path.string()}};
+    if (!e.status.ok()) event["error"] = "record_dump: " + e.status.message();
+    (void)hub_.publish_json(telemetry::Topic::Control, event.dump());
+  };
+  Status s = hub_.start_ring(o, trigger, to, on_trigger);
+  if (!s.ok()) return fail(c, reply, s.message());
+  json ring = {{"path", path->string()}};
+  if (*minutes) ring["minutes"] = **minutes;
+  if (*megabytes) ring["megabytes"] = **megabytes;
+  if (trigger.itl_p99_ms) ring["trigger"]["itl_p99_ms"] = *trigger.itl_p99_ms;
+  if (trigger.stall_fraction) ring["trigger"]["stall_fraction"] = *trigger.stall_fraction;
+  succeed(c, reply, nullptr, ring, {{"path", path->string()}, {"mode", "ring"}});
+}
+
+void ControlCommands::record_dump(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"path", "overwrite"}); !s.ok()) return fail(c, reply, s.message());
+  auto ring_path = hub_.ring_path();
+  if (!ring_path) return fail(c, reply, "no flight recorder is running (record_start with \"mode\":\"ring\")");
+  std::filesystem::path file = *ring_path;
+  if (c.contains("path")) {
+    if (!c.at("path").is_string() || c.at("path").get<std::string>().empty())
+      return fail(c, reply, "'path' must be a non-empty string");
+    if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
+      return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
+    if (!recordings_) return fail(c, reply, "this engine has no recording directory: recording over control is off");
+    auto resolved = recordings_->resolve(c.at("path").get<std::string>(), c.value("overwrite", false));
+    if (!resolved.ok()) return fail(c, reply, resolved.status().message());
+    file = *resolved;
+  }
+  if (stopper_.joinable()) stopper_.join();
+  telemetry::RecorderOptions to;
+  to.path = file;
+  to.overwrite = c.value("overwrite", false);
+  to.max_bytes = record_max_;
+  to.metadata = bridge_.recording_metadata();
+  to.device_names = d_.cluster().topology().device_names;
+  const std::int64_t t = d_.loop().now();
+  // Writing compresses and commits a minute of the stream: off the loop, like record_stop.
+  stopper_ = std::thread([this, c, reply, t, to = std::move(to)]() mutable {
+    const std::string file_name = to.path.string();
+    const Status s = hub_.dump_ring(std::move(to));
+    const std::string error = s.ok() ? "" : "record_dump: " + s.message();
+    if (s.ok()) {
+      reply({{"ok", true}, {"cmd", "record_dump"}, {"path", file_name}, {"old", nullptr}, {"new", file_name}});
+    } else {
+      reply({{"ok", false}, {"error", error}});
+    }
+    (void)hub_.publish_json(telemetry::Topic::Control, control_event(t, c, nullptr, file_name, error).dump());
+  });
+}
+
 void ControlCommands::record_stop(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {}); !s.ok()) return fail(c, reply, s.message());
   auto path = hub_.recording_path();
+  if (auto ring = hub_.ring_path(); !path && ring) {  // a ring is discarded: nothing to write
+    const Status s = hub_.stop_ring();
+    if (!s.ok()) return fail(c, reply, s.message());
+    return succeed(c, reply, ring->string(), nullptr, {{"mode", "ring"}, {"path", ring->string()}});
+  }
   if (!path) return fail(c, reply, "no recording is running");
   if (stopper_.joinable()) stopper_.join();
   // Stopping builds the trace's indexes, which takes a while on a big trace: not on the loop.

@@ -57,6 +57,8 @@ class ControlCommands {
   void set_admission(const nlohmann::json& c, const Reply& reply, bool paused);
   void record_start(const nlohmann::json& c, const Reply& reply);
   void record_stop(const nlohmann::json& c, const Reply& reply);
+  void record_start_ring(const nlohmann::json& c, const Reply& reply);
+  void record_dump(const nlohmann::json& c, const Reply& reply);
   void set_workload(const nlohmann::json& c, const Reply& reply);
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.

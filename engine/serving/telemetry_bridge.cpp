@@ -372,6 +372,13 @@ nlohmann::json TelemetryBridge::meta() const {
   const RuntimePolicy& p = co.target_policy();
   nlohmann::json recording = nullptr;
   if (auto path = hub_.recording_path()) recording = {{"path", path->string()}};
+  nlohmann::json ring = nullptr;
+  if (auto path = hub_.ring_path()) {
+    const auto st = hub_.ring_stats();
+    ring = {{"path", path->string()},
+            {"held_s", st ? static_cast<double>(st->newest_ns - st->oldest_ns) / 1e9 : 0.0},
+            {"megabytes", st ? static_cast<double>(st->bytes) / 1e6 : 0.0}};
+  }
   const ModelConfig& c = info_.model;
   return {{"schema_version", tm::kSchemaVersion},
           {"run_id", hub_.run_id()},
@@ -399,6 +406,7 @@ nlohmann::json TelemetryBridge::meta() const {
           {"switching", co.switching()},
           {"admission_paused", co.admission_paused()},
           {"recording", std::move(recording)},
+          {"ring", std::move(ring)},
           {"workload", info_.workload},
           {"row_bytes", info_.row_bytes}};
 }

@@ -5,6 +5,9 @@
 
 #include <QDockWidget>
 #include <QFile>
+#include <QGuiApplication>
+#include <QLabel>
+#include <QScreen>
 #include <QProcess>
 #include <QSlider>
 #include <QTest>
@@ -71,6 +74,46 @@ TEST_F(ConsoleGui, OpensARecordedTraceWithEveryView) {
   ASSERT_FALSE(shot.isNull());
   EXPECT_EQ(shot.size(), w.size() * w.devicePixelRatio());
   EXPECT_GT(luminance_stddev(shot), 10.0);
+}
+
+// Before connecting and with a trace open there are no engine values: the controls are
+// hidden, not shown greyed with made-up values; the window fits the screen.
+TEST_F(ConsoleGui, ShowsOnlyWhatIsTrueBeforeConnecting) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  const QRect screen = QGuiApplication::primaryScreen()->availableGeometry();
+  EXPECT_LE(w.frameGeometry().width(), screen.width());
+  EXPECT_LE(w.height(), screen.height());
+  EXPECT_GE(w.width(), screen.width() * 8 / 10);
+  for (const char* name : {"applyPolicyButton", "decaySpin", "applyMicrobatchesButton", "recordStartButton"}) {
+    auto* widget = w.findChild<QWidget*>(name);
+    ASSERT_NE(widget, nullptr) << name;
+    EXPECT_FALSE(widget->isVisible()) << name << " shows before any engine is connected";
+  }
+  auto* state = w.findChild<QLabel*>("stateLabel");
+  ASSERT_NE(state, nullptr);
+  EXPECT_TRUE(state->text().startsWith("not connected")) << state->text().toStdString();
+
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  settle();
+  EXPECT_FALSE(w.findChild<QWidget*>("applyPolicyButton")->isVisible()) << "a trace has nothing to control";
+  EXPECT_TRUE(state->text().startsWith("not connected")) << state->text().toStdString();
+}
+
+// A window too short for every device row says how many are below instead of hiding them.
+TEST_F(ConsoleGui, DeviceRowsOutOfViewAreCounted) {
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  settle();
+  w.resize(w.width(), 360);
+  settle();
+  const auto& frame = w.timelineView().last_frame();
+  EXPECT_GT(frame.rows_below, 0) << "a short window hides device rows, and counts them";
+  EXPECT_EQ(frame.rows_above, 0);
+  EXPECT_LT(frame.rows_below, w.model().device_count()) << "the first row is in view";
 }
 
 TEST_F(ConsoleGui, TheScrubberSetsTheTimeTheViewsShow) {

@@ -187,6 +187,8 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   auto* scheduler = w.findChild<QComboBox*>("schedulerCombo");
   auto* apply = w.findChild<QPushButton*>("applyPolicyButton");
   ASSERT_TRUE(policy && scheduler && apply);
+  // The controls appear once the panel has taken the engine's values (at its next refresh).
+  ASSERT_TRUE(wait_for([&] { return apply->isVisible(); }));
   ASSERT_TRUE(apply->isEnabled());
   scheduler->setFocus();
   QTest::keyClick(scheduler, Qt::Key_Down);  // defrag -> mtfs

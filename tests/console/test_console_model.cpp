@@ -143,6 +143,54 @@ TEST(ConsoleModel, RetentionBoundsALiveRunButNotATrace) {
   EXPECT_EQ(trace.spans().size(), 100u);
 }
 
+// The header says what the timeline holds and which limit decides it, not the limits alone.
+TEST(ConsoleModel, DescribesWhatItHoldsAndWhichLimitDecides) {
+  telemetry::Span s;
+  ConsoleModel by_time;
+  by_time.set_retention({1'000'000'000, 1'000'000});
+  for (int i = 0; i < 300; ++i) {
+    s.start_ns = std::int64_t{i} * 10'000'000;
+    s.end_ns = s.start_ns + 5'000'000;
+    by_time.add_span(s);
+  }
+  by_time.apply_retention();
+  const std::string t = by_time.describe_held();
+  EXPECT_NE(t.find(format_count(static_cast<double>(by_time.spans().size())) + " spans over the last "), std::string::npos) << t;
+  EXPECT_NE(t.find("kept up to " + format_duration(std::int64_t{1'000'000'000})), std::string::npos) << t;
+  EXPECT_NE(t.find("dropped so far"), std::string::npos) << t;
+
+  ConsoleModel by_count;
+  by_count.set_retention({120'000'000'000, 100});
+  for (int i = 0; i < 300; ++i) {
+    s.start_ns = std::int64_t{i} * 10'000'000;
+    s.end_ns = s.start_ns + 5'000'000;
+    by_count.add_span(s);
+  }
+  by_count.apply_retention();
+  const std::string c = by_count.describe_held();
+  EXPECT_NE(c.find("the 100-span limit, reached before " + format_duration(std::int64_t{120'000'000'000})),
+            std::string::npos) << c;
+
+  ConsoleModel trace;
+  trace.set_bounded(false);
+  trace.add_span(s);
+  EXPECT_EQ(trace.describe_held(), "1 spans, whole recording");
+}
+
+TEST(SummaryLine, ALatencyNoRequestMeasuredReadsAsUnknownNotZero) {
+  SummaryPoint p;
+  p.tokens_per_s = 1200;
+  p.itl_ms.count = 40;
+  p.itl_ms.p50 = 1.5;
+  p.itl_ms.p99 = 3.25;
+  const std::string line = describe_summary(p);
+  EXPECT_NE(line.find("ITL p50 1.50 p99 3.25 ms"), std::string::npos) << line;
+  EXPECT_NE(line.find("TTFT p50 - ms"), std::string::npos) << line;
+  p.ttft_ms.count = 2;
+  p.ttft_ms.p50 = 12.0;
+  EXPECT_NE(describe_summary(p).find("TTFT p50 12.0 ms"), std::string::npos);
+}
+
 TEST(ConsoleModel, ClearForgetsTheRun) {
   ConsoleModel m;
   m.ingest(json_batch(Topic::Meta, std::string("[") + kMeta + "]"));

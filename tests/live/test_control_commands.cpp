@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <tuple>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/subscriber.h"
 #include "telemetry/telemetry_hub.h"
+#include "telemetry/trace_reader.h"
 
 namespace sy {
 namespace {
@@ -193,6 +195,17 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
       {{{"cmd", "record_start"}, {"path", "../x.db"}}, "'..' leaves the recording directory"},
       {{{"cmd", "record_start"}, {"path", "sub/x.db"}}, "does not exist"},
       {{{"cmd", "record_start"}, {"path", "x.txt"}}, "must end in .db"},
+      {{{"cmd", "record_start"}, {"mode", "tape"}, {"path", "r.db"}}, "'mode' must be \"file\""},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}}, "a ring keeps the last 'minutes' or 'megabytes'"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"minutes", -1}}, "'minutes' must be a positive"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "../r.db"}, {"minutes", 1}}, "'..' leaves the recording"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"minutes", 1}, {"trigger", {{"p99", 3}}}},
+       "unknown trigger 'p99'"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"minutes", 1}, {"trigger", {{"stall_fraction", 2}}}},
+       "at most 1"},
+      {{{"cmd", "record_start"}, {"path", "r.db"}, {"minutes", 1}}, "unknown field 'minutes'"},
+      {{{"cmd", "record_start"}, {"mode", "ring"}, {"path", "r.db"}, {"megabytes", 1e6}}, "'megabytes' must be at most 4096"},
+      {{{"cmd", "record_dump"}}, "no flight recorder is running"},
       {{{"cmd", "set_workload"}, {"rate", 10}}, "not generated live"},
       {{{"cmd", "pause"}, {"now", true}}, "unknown field 'now'"},
       {{{"cmd", "reboot"}}, "unknown command 'reboot'"},
@@ -209,6 +222,50 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
   for (const char* key : {"policy", "placement", "admission_paused", "recording", "switching"})
     EXPECT_EQ(state_before[key], state_after[key]) << key;
   run_and_check_every_token();
+}
+
+// The flight recorder over control: a trigger that the first window trips writes the ring by
+// itself; record_dump writes it on demand; record_stop discards it.
+TEST_F(ControlCommandsTest, AFlightRecorderDumpsOnATriggerAndOnDemand) {
+  const json started = now({{"cmd", "record_start"}, {"mode", "ring"}, {"path", "auto.db"}, {"minutes", 1},
+                            {"trigger", {{"stall_fraction", 0.0001}}}});
+  ASSERT_TRUE(started["ok"].get<bool>()) << started.dump();
+  EXPECT_EQ(started["new"]["minutes"], 1);
+  EXPECT_FALSE(now({{"cmd", "record_start"}, {"mode", "ring"}, {"path", "x.db"}, {"minutes", 1}})["ok"].get<bool>());
+  EXPECT_FALSE(now({{"cmd", "get_state"}})["state"]["ring"].is_null());
+  run_and_check_every_token();
+  bridge_->finish();
+
+  const fs::path automatic = fs::path(started["path"].get<std::string>());
+  bool dumped = false;
+  for (int i = 0; i < 500 && !dumped; ++i) {
+    auto r = telemetry::TraceReader::open(automatic);
+    dumped = r.ok() && (*r)->metadata().count("complete") && (*r)->metadata().at("complete") == "1";
+    if (!dumped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(dumped) << automatic;
+  auto trig = telemetry::TraceReader::open(automatic);
+  ASSERT_TRUE(trig.ok());
+  EXPECT_NE((*trig)->metadata().at("trigger").find("stall_fraction"), std::string::npos);
+  EXPECT_FALSE((*trig)->spans()->empty());
+
+  std::promise<json> reply;
+  commands_->handle({{"cmd", "record_dump"}, {"path", "asked.db"}}, [&](const json& r) { reply.set_value(r); });
+  const json dumped_reply = reply.get_future().get();
+  ASSERT_TRUE(dumped_reply["ok"].get<bool>()) << dumped_reply.dump();
+  auto asked = telemetry::TraceReader::open(dumped_reply["path"].get<std::string>());
+  ASSERT_TRUE(asked.ok()) << asked.status().message();
+  EXPECT_EQ((*asked)->metadata().at("flight_recorder"), "1");
+  EXPECT_EQ((*asked)->schema_version(), 2);
+  auto spans = (*asked)->spans();
+  ASSERT_TRUE(spans.ok());
+  EXPECT_GE(spans->size(), (*trig)->spans()->size()) << "the whole run, not only up to the trigger";
+
+  const json stopped = now({{"cmd", "record_stop"}});
+  EXPECT_TRUE(stopped["ok"].get<bool>()) << stopped.dump();
+  EXPECT_EQ(stopped["mode"], "ring");
+  EXPECT_TRUE(now({{"cmd", "get_state"}})["state"]["ring"].is_null());
+  EXPECT_FALSE(now({{"cmd", "record_dump"}})["ok"].get<bool>());
 }
 
 TEST_F(ControlCommandsTest, PauseHoldsNewRequestsUntilResume) {

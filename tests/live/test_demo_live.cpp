@@ -218,7 +218,8 @@ TEST(DemoLive, RecordingKilledWithSigkillOpens) {
   ASSERT_TRUE(spans.ok()) << spans.status().message();
   EXPECT_GE(spans->size(), seen);
   // And the sqlite3 shell, as an operator would open it.
-  const std::string cmd = "sqlite3 " + trace.string() + " 'PRAGMA integrity_check; SELECT count(*) > 0 FROM SPANS;' 2>&1";
+  const std::string cmd =
+      "sqlite3 " + trace.string() + " 'PRAGMA integrity_check; SELECT SUM(count) > 0 FROM SPAN_BLOCKS;' 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string out;

@@ -4,13 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "telemetry/curve_keys.h"
 #include "telemetry/curve_server.h"
+#include "telemetry/trace_reader.h"
 #include "telemetry/trace_recorder.h"
 #include "tests/telemetry/test_support.h"
 
@@ -108,6 +112,22 @@ TEST(TraceCommand, SummarizesAndExportsARecording) {
   ASSERT_TRUE(doc.is_object());
   EXPECT_TRUE(doc["traceEvents"].is_array());
 
+  // A plain row per span for ad-hoc SQL, read back by the same tools.
+  const auto rows = tmp / "rows.db";
+  r = run("trace export-spans " + options.path.string() + " " + rows.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto rows_reader = TraceReader::open(rows);
+  ASSERT_TRUE(rows_reader.ok()) << rows_reader.status().message();
+  EXPECT_EQ((*rows_reader)->schema_version(), 1);
+  auto rows_spans = (*rows_reader)->spans();
+  ASSERT_TRUE(rows_spans.ok());
+  ASSERT_EQ(rows_spans->size(), 2u);
+  EXPECT_EQ(std::memcmp(&rows_spans->at(1), &stall, sizeof(Span)), 0);
+  r = run("trace summarize " + rows.string());
+  EXPECT_NE(r.output.find("  a0             50.0%        50.0%"), std::string::npos) << r.output;
+  r = run("trace export-spans " + options.path.string() + " " + rows.string());
+  EXPECT_EQ(r.exit_code, 1) << "an existing file is never replaced: " << r.output;
+
   r = run("trace summarize " + (tmp / "missing.db").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("switchyard trace: error: " + (tmp / "missing.db").string() + ": no such file"),
@@ -115,6 +135,63 @@ TEST(TraceCommand, SummarizesAndExportsARecording) {
       << r.output;
   r = run("trace");
   EXPECT_NE(r.exit_code, 0);
+}
+
+// --from/--to/--devices: only the spans of those devices overlapping that range (a transfer
+// also on its destination's receive lane when that device is selected).
+TEST(TraceCommand, ExportsATimeRangeAndASetOfDevices) {
+  TempDir tmp;
+  RecorderOptions options;
+  options.path = tmp / "run.db";
+  options.device_names = {"a0", "e0", "e1"};
+  auto recorder = TraceRecorder::open(options);
+  ASSERT_TRUE(recorder.ok());
+  std::vector<Span> spans;
+  for (std::int32_t d = 0; d < 3; ++d) {
+    for (std::int64_t k = 0; k < 10; ++k) {  // one span a second on each device
+      Span s;
+      s.device = d;
+      s.start_ns = k * 1'000'000'000;
+      s.end_ns = s.start_ns + 600'000'000;
+      s.kind = SpanKind::Expert;
+      s.tokens = k;
+      spans.push_back(s);
+    }
+  }
+  Span transfer;  // a0 → e1 at 4.7 s
+  transfer.device = 0;
+  transfer.peer = 2;
+  transfer.lane = Lane::Send;
+  transfer.kind = SpanKind::Transfer;
+  transfer.start_ns = 4'700'000'000;
+  transfer.end_ns = 4'800'000'000;
+  spans.push_back(transfer);
+  (*recorder)->add(spans);
+  ASSERT_TRUE((*recorder)->stop().ok());
+
+  const auto out = tmp / "part.json";
+  Result r = run("trace export-chrome " + options.path.string() + " " + out.string() +
+                 " --from 2.5 --to 5.2 --devices 1,e1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(out);
+  const auto doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object());
+  std::multiset<std::pair<std::int64_t, std::string>> got;  // (pid, name@ts)
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    got.insert({e["pid"].get<std::int64_t>(), e["name"].get<std::string>() + "@" + std::to_string(std::llround(e["ts"].get<double>()))});
+  }
+  // Devices 1 and 2 (pids 2 and 3): spans starting at 2 s (reaching 2.6 s), 3, 4 and 5 s; the
+  // transfer on e1's receive lane; nothing of a0.
+  const std::multiset<std::pair<std::int64_t, std::string>> expected = {
+      {2, "expert@2000000"}, {2, "expert@3000000"}, {2, "expert@4000000"}, {2, "expert@5000000"},
+      {3, "expert@2000000"}, {3, "expert@3000000"}, {3, "expert@4000000"}, {3, "expert@5000000"},
+      {3, "transfer@4700000"}};
+  EXPECT_EQ(got, expected);
+
+  r = run("trace export-chrome " + options.path.string() + " " + out.string() + " --devices e9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--devices: 'e9' is neither a device index nor a device name"), std::string::npos) << r.output;
 }
 
 }  // namespace
