@@ -74,7 +74,7 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };
   s.set_read_timeout(o.read_timeout_s, 0);
   s.set_write_timeout(o.write_timeout_s, 0);
-  s.set_keep_alive_timeout(5);
+  s.set_keep_alive_timeout(o.keep_alive_timeout_s);
   s.set_keep_alive_max_count(1000);
   s.set_payload_max_length(16 * 1024 * 1024);
   // No SO_REUSEPORT (cpp-httplib's default): a second server on the port must fail to bind.

@@ -27,6 +27,9 @@ struct ApiServerOptions {
   int workers = 256;
   int read_timeout_s = 10;   // to send the request
   int write_timeout_s = 10;  // to take each piece of the answer
+  // A connection that sends no (next) request within this is closed: an idle client holds a
+  // worker at most this long.
+  int keep_alive_timeout_s = 5;
   ModelLimits model;
   // The model's tokenizer and chat template (must outlive the server); null: token ids only.
   const TextSupport* text = nullptr;

@@ -87,6 +87,7 @@ class LiveServer {
     bridge_.reset();
   }
 
+  int port() const { return server_->port(); }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", server_->port());
     c.set_read_timeout(30, 0);
