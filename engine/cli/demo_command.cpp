@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/cli/backend_options.h"
 #include "engine/cli/cli_support.h"
@@ -15,6 +16,7 @@
 #include "engine/cli/live_service.h"
 #include "engine/model/random_model.h"
 #include "engine/sim/skew_router.h"
+#include "engine/text/model_tokenizer.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -44,10 +46,12 @@ std::filesystem::path default_demo_model_dir() {
 
 std::string tiny_demo_model() {
   const std::filesystem::path dir = default_demo_model_dir();
-  if (!std::filesystem::exists(dir / "config.json")) {
+  // A model cached before the tokenizer existed is made again, so the demo can serve text.
+  if (!std::filesystem::exists(dir / "config.json") || !std::filesystem::exists(dir / "tokenizer.json")) {
     std::filesystem::create_directories(dir.parent_path());
-    const ModelConfig config = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);
-    check(write_random_model(config, /*seed=*/0, dir));
+    ModelConfig config = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);
+    const std::vector<ModelFile> tokenizer_files = take(text::model_tokenizer_files(config));
+    check(write_random_model(config, /*seed=*/0, dir, 2ull << 30, tokenizer_files));
     std::printf("created the tiny demo model in %s\n", dir.string().c_str());
   }
   return dir.string();
