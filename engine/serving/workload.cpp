@@ -113,6 +113,12 @@ StatusOr<std::vector<RequestSpec>> read_prompts_jsonl(const std::filesystem::pat
   if (vocab_size <= 0) return Status::Error(file + ": vocabulary size must be > 0, got " + std::to_string(vocab_size));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Error("cannot open prompts file " + file + ": " + std::strerror(errno));
+  return parse_prompts_jsonl(in, file, vocab_size);
+}
+
+StatusOr<std::vector<RequestSpec>> parse_prompts_jsonl(std::istream& in, const std::string& file,
+                                                       std::int32_t vocab_size) {
+  if (vocab_size <= 0) return Status::Error(file + ": vocabulary size must be > 0, got " + std::to_string(vocab_size));
   std::vector<RequestSpec> out;
   std::map<std::string, std::int64_t> first_line;  // external id -> line
   std::string line;

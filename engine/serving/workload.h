@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,9 @@ std::vector<RequestSpec> generate_workload(const WorkloadSpec& spec);
 // missing or mistyped field, an empty prompt, a token outside [0, vocab_size), a negative
 // max_new_tokens, a duplicate id.
 StatusOr<std::vector<RequestSpec>> read_prompts_jsonl(const std::filesystem::path& path, std::int32_t vocab_size);
+// The same from a stream; `file` names it in errors.
+StatusOr<std::vector<RequestSpec>> parse_prompts_jsonl(std::istream& in, const std::string& file,
+                                                       std::int32_t vocab_size);
 
 // Writes {"id": <id>, "output": [ids]} per line, ids taken from RequestSpec::external_id (JSON
 // text; anything that is not a JSON integer or string is written as a string). Written to a

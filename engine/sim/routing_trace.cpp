@@ -64,6 +64,10 @@ StatusOr<RoutingTrace> RoutingTrace::load(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::ifstream in(path);
   if (!in) return Status::Error("cannot open routing trace " + name + ": " + std::strerror(errno));
+  return parse(in, name);
+}
+
+StatusOr<RoutingTrace> RoutingTrace::parse(std::istream& in, const std::string& name) {
   std::string line;
   if (!std::getline(in, line) || line != kMagic)
     return Status::Error(name + ": not a routing trace (first line must be '" + kMagic + "')");
@@ -74,8 +78,10 @@ StatusOr<RoutingTrace> RoutingTrace::load(const std::filesystem::path& path) {
     std::istringstream hs(line);
     if (!(hs >> w1 >> shape.num_layers >> w2 >> shape.num_experts >> w3 >> shape.top_k) || w1 != "layers" ||
         w2 != "experts" || w3 != "top_k" || shape.num_layers <= 0 || shape.num_experts <= 0 || shape.top_k <= 0 ||
-        shape.top_k > shape.num_experts)
-      return Status::Error(name + ":2: expected 'layers L experts E top_k K' with 0 < K <= E, got '" + line + "'");
+        shape.top_k > shape.num_experts || shape.num_layers > kMaxLayers || shape.num_experts > kMaxExperts)
+      return Status::Error(name + ":2: expected 'layers L experts E top_k K' with 0 < L <= " +
+                           std::to_string(kMaxLayers) + " and 0 < K <= E <= " + std::to_string(kMaxExperts) + ", got '" +
+                           line + "'");
   }
   RoutingTrace trace(shape);
   std::vector<std::int32_t> ids(static_cast<std::size_t>(shape.top_k));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,11 @@ class RoutingTrace {
   // Text format, docs/routing-trace.md. write() replaces `path` atomically.
   Status write(const std::filesystem::path& path) const;
   static StatusOr<RoutingTrace> load(const std::filesystem::path& path);
+  // The same from a stream; `name` names it in errors.
+  static StatusOr<RoutingTrace> parse(std::istream& in, const std::string& name);
+  // Beyond any model we serve; bounds what a file can make us allocate (top_k ids per line).
+  static constexpr std::int32_t kMaxLayers = 1024;
+  static constexpr std::int32_t kMaxExperts = 65536;
 
  private:
   static std::uint64_t key(std::int32_t block, std::int64_t request, std::int32_t position);
