@@ -151,6 +151,7 @@ TEST_F(ApiHostileTest, BodiesBeyondTheLimitAndHostileJsonAreRefused) {
       R"({"prompt": [1], "stop": [[[]]]})",
       R"({"prompt": [1], "seed": 1e30})",
       "{\"prompt\": \"\xff\xfe\"}",
+      "{\"prompt\": [2], \"max_t\xe8kens\": 63}",  // an unknown field echoed in the error
   };
   for (const std::string& b : bodies) {
     for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
