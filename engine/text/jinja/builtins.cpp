@@ -57,27 +57,6 @@ StatusOr<std::int64_t> int_arg(const Value* v, std::int64_t def, const std::stri
   return v->as_int();
 }
 
-StatusOr<List> to_list(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined: return List{};
-    case Value::Kind::kList: return v.as_list();
-    case Value::Kind::kDict: {
-      List keys;
-      for (const auto& [k, x] : v.as_dict()) keys.push_back(k);
-      return keys;
-    }
-    case Value::Kind::kString: {
-      List out;
-      for (char32_t c : utf8_decode(v.as_string())) {
-        std::string s;
-        utf8_append(s, c);
-        out.push_back(Value::string(std::move(s)));
-      }
-      return out;
-    }
-    default: return Status::Error("'" + v.type_name() + "' object is not iterable");
-  }
-}
 
 StatusOr<std::int64_t> length(const Value& v) {
   switch (v.kind()) {
@@ -329,6 +308,28 @@ StatusOr<Value> indent(const Value& v, const Args& a) {
 }
 
 }  // namespace
+
+StatusOr<List> to_list(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined: return List{};
+    case Value::Kind::kList: return v.as_list();
+    case Value::Kind::kDict: {
+      List keys;
+      for (const auto& [k, x] : v.as_dict()) keys.push_back(k);
+      return keys;
+    }
+    case Value::Kind::kString: {
+      List out;
+      for (char32_t c : utf8_decode(v.as_string())) {
+        std::string s;
+        utf8_append(s, c);
+        out.push_back(Value::string(std::move(s)));
+      }
+      return out;
+    }
+    default: return Status::Error("'" + v.type_name() + "' object is not iterable");
+  }
+}
 
 bool is_known_filter(std::string_view name) { return kFilters.count(name) != 0; }
 bool is_known_test(std::string_view name) { return kTests.count(name) != 0; }

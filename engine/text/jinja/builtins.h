@@ -34,6 +34,9 @@ class Callbacks {
 
 StatusOr<Value> apply_filter(const std::string& name, const Value& operand, const Args& args, Callbacks& cb);
 StatusOr<bool> apply_test(const std::string& name, const Value& operand, const Args& args);
+// What a for loop, unpacking and the list filter walk over: list items, dict keys, string
+// characters; undefined is empty.
+StatusOr<List> to_list(const Value& v);
 // Global functions other than macros (namespace, range, dict, raise_exception, strftime_now).
 StatusOr<Value> call_global(const std::string& name, const Args& args);
 // obj.method(args) for str, dict and list methods; `found` false when there is no such method.

@@ -174,7 +174,7 @@ class Interpreter final : public Callbacks {
       scope.vars[targets[0]] = v;
       return Status::Ok();
     }
-    auto items = iterate(v);
+    auto items = to_list(v);
     if (!items.ok()) return locate(at, items.status());
     if (items->size() != targets.size())
       return fail(at, items->size() > targets.size()
@@ -188,7 +188,7 @@ class Interpreter final : public Callbacks {
   Status exec_for(const Node& n, const std::shared_ptr<Scope>& scope, std::string& out) {
     auto iterable = eval(*n.expr, scope);
     if (!iterable.ok()) return iterable.status();
-    auto all = iterate(*iterable);
+    auto all = to_list(*iterable);
     if (!all.ok()) return locate(*n.expr, all.status());
     List items;
     if (n.filter) {
@@ -251,29 +251,6 @@ class Interpreter final : public Callbacks {
       if (it != s->vars.end()) return &it->second;
     }
     return nullptr;
-  }
-
-  // What a for loop or an unpacking walks over: list items, dict keys, string characters.
-  static StatusOr<List> iterate(const Value& v) {
-    switch (v.kind()) {
-      case Value::Kind::kUndefined: return List{};
-      case Value::Kind::kList: return v.as_list();
-      case Value::Kind::kDict: {
-        List keys;
-        for (const auto& [k, x] : v.as_dict()) keys.push_back(k);
-        return keys;
-      }
-      case Value::Kind::kString: {
-        List chars;
-        for (char32_t c : utf8_decode(v.as_string())) {
-          std::string s;
-          utf8_append(s, c);
-          chars.push_back(Value::string(std::move(s)));
-        }
-        return chars;
-      }
-      default: return Status::Error("'" + v.type_name() + "' object is not iterable");
-    }
   }
 
   Status undefined_error(const Expr& at, const Value& v) const {
