@@ -2,6 +2,8 @@
 // default a paced sim cluster (8 simulated H100s, Mixtral-8x7B's shape, async/defrag); with
 // --backend cpu the tiny real model on virtual devices. Streams telemetry, answers control
 // commands, opens the console where there is a display, and prints a summary line per second.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,10 +51,20 @@ std::string tiny_demo_model() {
   // A model cached before the tokenizer existed is made again, so the demo can serve text.
   if (!std::filesystem::exists(dir / "config.json") || !std::filesystem::exists(dir / "tokenizer.json")) {
     std::filesystem::create_directories(dir.parent_path());
+    // Ranks of a launched demo on one node make it at the same time: each writes its own copy
+    // and renames it into place, and whoever comes second keeps the first one's.
+    const std::filesystem::path staging = dir.string() + ".tmp-" + std::to_string(::getpid());
     ModelConfig config = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);
     const std::vector<ModelFile> tokenizer_files = take(text::model_tokenizer_files(config));
-    check(write_random_model(config, /*seed=*/0, dir, 2ull << 30, tokenizer_files));
-    std::printf("created the tiny demo model in %s\n", dir.string().c_str());
+    check(write_random_model(config, /*seed=*/0, staging, 2ull << 30, tokenizer_files));
+    std::error_code ec;
+    if (!std::filesystem::exists(dir / "tokenizer.json", ec)) std::filesystem::remove_all(dir, ec);  // made before tokenizers
+    std::filesystem::rename(staging, dir, ec);
+    if (ec) {
+      std::filesystem::remove_all(staging, ec);
+    } else {
+      std::printf("created the tiny demo model in %s\n", dir.string().c_str());
+    }
   }
   return dir.string();
 }
@@ -62,7 +74,14 @@ void run(DemoArgs a) {
   if (a.serve.layout.empty())
     a.serve.layout = a.backend.backend == "sim" ? "disaggregated:4+4" : "disaggregated:2+4";
   if (a.rate <= 0) a.rate = a.backend.backend == "sim" ? 60 : 40;
-  LiveService service({a.model, a.serve, a.backend, a.live, a.console, a.skew, a.seed, a.pace});
+  const std::string identity = "demo workload=" + a.workload + " rate=" + std::to_string(a.rate) + " skew=" + a.skew +
+                               " seed=" + std::to_string(a.seed) + " duration=" + std::to_string(a.duration);
+  LiveService service({a.model, a.serve, a.backend, a.live, a.console, a.skew, a.seed, a.pace, identity});
+  if (service.worker_rank()) {  // rank 0 runs the workload
+    service.start({}, {}, {});
+    service.run(-1);
+    return;
+  }
   Deployment& d = service.deployment();
   Coordinator& co = d.coordinator();
   EventLoop& loop = d.loop();
@@ -137,6 +156,7 @@ void run(DemoArgs a) {
   };
   loop.post(0, [&feed] { feed(0); });
   service.run(end_ns);
+  if (!service.failure().empty()) throw CommandError{"the deployment stopped: " + service.failure()};
 }
 
 }  // namespace

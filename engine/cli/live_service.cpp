@@ -102,14 +102,33 @@ LiveService::LiveService(const Setup& setup) : setup_(setup), backend_(Backend::
   options_.clock = backend_.clock();
   options_.pace = setup_.pace;
   options_.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
-  deployment_ = backend_.deploy(Topology::from_layout(layout_, c), options_);
-  live_ = LiveTelemetry::start(setup_.live);
+  Topology topology = Topology::from_layout(layout_, c);
+  const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
+  if (env.distributed()) {
+    if (backend_.sim())
+      throw CommandError{"--backend sim runs in one process; ranks started by " + env.launcher + " serve --backend cpu"};
+    if (options_.clock != Clock::Wall)
+      throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
+    ranks_ = take(dist::DistributedRun::join(env, layout_, setup_.model, setup_.identity, topology));
+    ranks_->configure(options_, static_cast<std::int64_t>(c.hidden_size) * 4);
+    std::fprintf(stderr, "%s\n", ranks_->describe(topology).c_str());
+  }
+  deployment_ = backend_.deploy(std::move(topology), options_);
+  if (ranks_) ranks_->attach(*deployment_);
+  // Only rank 0 has endpoints: the other ranks' events reach its telemetry through the relay.
+  if (!worker_rank()) live_ = LiveTelemetry::start(setup_.live);
 }
 
 LiveService::~LiveService() = default;
 
 void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, const std::vector<std::string>& lines) {
   const ModelConfig& c = backend_.config();
+  if (worker_rank()) {
+    std::printf("rank %d of %d: serving the workers of its devices until rank 0 ends the run\n", ranks_->rank(),
+                ranks_->world());
+    std::fflush(stdout);
+    return;
+  }
   if (live_) {
     RunInfo info = backend_.run_info();
     info.workload = std::move(workload);
@@ -145,13 +164,49 @@ void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, c
   std::fflush(stdout);
 }
 
+bool LiveService::serve_as_worker() {
+  EventLoop& loop = deployment_->loop();
+  // mpirun and Kubernetes signal every rank at once: rank 0 ends the run and tells this one,
+  // so a signalled worker waits that long before it leaves on its own (then rank 0 sees it
+  // die and stops the deployment with the reason).
+  constexpr std::int64_t kGraceNs = 2 * kSecond;
+  std::int64_t signalled_at = -1;
+  std::function<void()> tick = [&] {
+    if (!ranks_->serving()) return;
+    if (g_interrupted.load() && signalled_at < 0) signalled_at = loop.now();
+    if (signalled_at >= 0 && loop.now() - signalled_at >= kGraceNs) {
+      std::fprintf(stderr, "rank %d: interrupted, and rank 0 did not end the run: leaving\n", ranks_->rank());
+      ranks_->leave();
+      return;
+    }
+    loop.post(loop.now() + kSecond / 10, tick);
+  };
+  loop.post_now(tick);
+  g_interrupted = false;
+  struct sigaction action {}, previous_int{}, previous_term{};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &previous_int);
+  ::sigaction(SIGTERM, &action, &previous_term);
+  ranks_->serve(*deployment_);
+  ::sigaction(SIGINT, &previous_int, nullptr);
+  ::sigaction(SIGTERM, &previous_term, nullptr);
+  backend_.finish();
+  if (!ranks_->failure().empty()) throw CommandError{ranks_->failure()};
+  return g_interrupted.load();
+}
+
 bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping) {
+  if (worker_rank()) return serve_as_worker();
   Deployment& d = *deployment_;
   EventLoop& loop = d.loop();
   const auto wall0 = std::chrono::steady_clock::now();
   const auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
   bool ending = false;
-  const auto over = [&] { return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns); };
+  // A dead rank ends the run too: its requests have failed with the reason already.
+  const auto over = [&] {
+    return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns) || (ranks_ && !ranks_->failure().empty());
+  };
   // A summary line each second; a tick each 100 ms keeps the loop alive and notices a signal soon.
   std::function<void(std::int64_t)> tick = [&](std::int64_t n) {
     if (n > 0 && n % 10 == 0) {
@@ -178,12 +233,13 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
   ::sigaction(SIGINT, &previous_int, nullptr);
   ::sigaction(SIGTERM, &previous_term, nullptr);
 
+  if (ranks_) ranks_->finish();  // the other ranks stop serving (unless one died: they already were told)
   if (live_) live_->detach();
   const std::int64_t from = std::max<std::int64_t>(0, loop.now() - kHistoryNs);
   const MetricsReport total = d.metrics().report(from, loop.now());
   const bool interrupted = g_interrupted.load();
   std::printf("\n%s: %.1f s of cluster time in %.1f s wall (%.3g× real time); the last %.0f s:\n%s",
-              interrupted ? "interrupted" : "done", static_cast<double>(loop.now()) * 1e-9, wall(),
+              interrupted ? "interrupted" : failure().empty() ? "done" : "stopped", static_cast<double>(loop.now()) * 1e-9, wall(),
               wall() > 0 ? static_cast<double>(loop.now()) * 1e-9 / wall() : 0.0,
               static_cast<double>(loop.now() - from) * 1e-9, format_table(total).c_str());
   std::fflush(stdout);

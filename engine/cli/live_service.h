@@ -14,6 +14,7 @@
 #include "engine/cli/backend_options.h"
 #include "engine/cli/live_telemetry.h"
 #include "engine/cli/serve_options.h"
+#include "engine/dist/distributed_run.h"
 #include "engine/runtime/layout.h"
 
 namespace sy::cli {
@@ -38,9 +39,13 @@ class LiveService {
     std::string skew;          // routing skew exp:λ; empty: the model's router
     std::uint64_t seed = 0;    // of the skewed routing
     double pace = 1.0;         // virtual clock (sim): cluster seconds per wall second
+    // Under a launcher: the command's options every rank must agree on (compared at the
+    // bootstrap), e.g. "demo workload=short rate=40".
+    std::string identity;
   };
   // Opens the backend and the layout and makes the deployment (finished requests are dropped:
-  // it runs for days). Raises CommandError.
+  // it runs for days). Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one
+  // rank of the deployment: it joins the others first. Raises CommandError.
   explicit LiveService(const Setup& setup);
   ~LiveService();
 
@@ -48,6 +53,11 @@ class LiveService {
   const Backend& backend() const { return backend_; }
   const Layout& layout() const { return layout_; }
   LiveTelemetry* telemetry() { return live_.get(); }
+  // A rank other than 0 of a launched deployment: it runs only its devices' workers (no
+  // requests, endpoints or console of its own); start() and run() serve until rank 0 ends.
+  bool worker_rank() const { return ranks_ && !ranks_->runs_coordinator(); }
+  // Why the deployment stopped before it was told to (a rank died); empty otherwise.
+  std::string failure() const { return ranks_ ? ranks_->failure() : std::string(); }
 
   // Streams telemetry and answers control (hooks: the command's own control commands), prints
   // what serves (`lines` after the model and layout), and opens the console where there is a
@@ -56,15 +66,20 @@ class LiveService {
   // Serves until Ctrl-C or SIGTERM (or `end_ns` of cluster time, when ≥ 0), a summary line a
   // second; then detaches telemetry and prints the summary of the last minute. `stopping` runs
   // on the loop's thread once the end is decided, before the loop is left (serve closes its
-  // door there). Returns true when interrupted.
+  // door there). Returns true when interrupted. A worker rank serves until rank 0 ends the run.
   bool run(std::int64_t end_ns, const std::function<void()>& stopping = {});
 
  private:
+  bool serve_as_worker();
+
   Setup setup_;
   Backend backend_;
   Layout layout_;
   DeploymentOptions options_;
   std::unique_ptr<Deployment> deployment_;
+  // Under a launcher. After deployment_: its receiver thread posts onto the deployment's loop,
+  // so it goes first.
+  std::unique_ptr<dist::DistributedRun> ranks_;
   std::unique_ptr<LiveTelemetry> live_;
   std::unique_ptr<ConsoleProcess> console_;
 };

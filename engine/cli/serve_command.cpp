@@ -35,7 +35,13 @@ void run(ServeArgs a) {
     if (const char* env = std::getenv("SWITCHYARD_API_KEY"); env && *env) a.api_key = env;
   if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
   a.live.prometheus = true;  // for GET /metrics on the API's own port
-  LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace});
+  LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace,
+                       "serve ignore_eos=" + std::to_string(a.ignore_eos)});
+  if (service.worker_rank()) {  // rank 0 runs the HTTP API
+    service.start({}, {}, {});
+    service.run(-1);
+    return;
+  }
   Deployment& d = service.deployment();
   const ModelConfig& c = service.backend().config();
 
@@ -67,6 +73,7 @@ void run(ServeArgs a) {
   // HTTP workers finish while the loop is still ours to leave.
   service.run(-1, [&broker] { broker.close(); });
   server.reset();
+  if (!service.failure().empty()) throw CommandError{"the deployment stopped: " + service.failure()};
 }
 
 }  // namespace

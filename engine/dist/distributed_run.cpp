@@ -132,6 +132,10 @@ void DistributedRun::serve(Deployment& deployment) {
   detach();
 }
 
+void DistributedRun::leave() {
+  if (group_ && group_->open()) group_->stop();
+}
+
 void DistributedRun::detach() {
   // The receiver thread posts onto the deployment's loop: it stops before the loop goes.
   if (links_) links_->stop();

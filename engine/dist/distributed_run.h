@@ -54,6 +54,11 @@ class DistributedRun {
   void attach(Deployment& deployment);
   // Ranks other than 0: runs this rank's workers until rank 0 ends the run.
   void serve(Deployment& deployment);
+  // Ranks other than 0, on the loop: stop serving without rank 0's word (this process was told
+  // to end); rank 0 then counts this rank as dead.
+  void leave();
+  // Ranks other than 0: whether rank 0 has not ended the run yet.
+  bool serving() const { return group_ && group_->open(); }
   // Rank 0, after its run: tells the other ranks to stop, then detach().
   void finish();
   // Stops receiving (nothing more is posted to the deployment's loop). Before the deployment

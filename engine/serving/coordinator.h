@@ -81,6 +81,8 @@ class Coordinator {
   // `why` (RejectReason::Failed), later arrivals too, and nothing is admitted or sampled again.
   void fail(const std::string& why);
   bool failed() const { return failure_.has_value(); }
+  // Why (set by fail()): e.g. which rank stopped answering.
+  const std::optional<std::string>& failure() const { return failure_; }
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
   bool admission_paused() const { return paused_; }

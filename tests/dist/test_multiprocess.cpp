@@ -345,6 +345,86 @@ TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
   }
 }
 
+// `serve` as three ranks started with RANK/WORLD_SIZE: rank 0 answers HTTP, the expert devices
+// are on ranks 1 and 2. `then` runs in the shell once rank 0 listens ($port, $p0..$p2 set);
+// each rank's output goes to serveN.log and the exit statuses to status.log.
+ShellRun serve_three_ranks(const fs::path& root, const std::string& bin, const std::string& then) {
+  const std::string serve = "serve --model " + (root / "model").string() + " --layout " + kLayout + " --no-console ";
+  std::string script = "cd " + root.string() + " && rm -f serve*.log status.log stream.txt && export WORLD_SIZE=3 MASTER_PORT=" +
+                       std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=20 OMP_WAIT_POLICY=PASSIVE; ";
+  for (int r = 1; r < 3; ++r)
+    script += "RANK=" + std::to_string(r) + " timeout -s KILL 60 " + bin + " " + serve + "> serve" + std::to_string(r) +
+              ".log 2>&1 & p" + std::to_string(r) + "=$!; ";
+  script += "RANK=0 timeout -s KILL 60 " + bin + " " + serve + "--no-telemetry --port 0 > serve0.log 2>&1 & p0=$!; "
+            "for i in $(seq 300); do grep -q 'OpenAI-compatible API at' serve0.log && break; sleep 0.1; done; "
+            "port=$(grep -o '127.0.0.1:[0-9]*' serve0.log | head -1 | cut -d: -f2); " + then +
+            "; wait $p0; echo rank0=$? >> status.log; wait $p1; echo rank1=$? >> status.log; "
+            "wait $p2; echo rank2=$? >> status.log";
+  return shell(script);
+}
+
+TEST_F(Bootstrap, ServeAcrossThreeRanksAnswersAsOneProcessAndEndsOnSigterm) {
+  if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
+  const ShellRun one = shell(bin_ + " generate --model " + (root_ / "model").string() +
+                             " --tokens 1,2,3 --max-new-tokens 8 --ignore-eos");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string expected = one.output.substr(one.output.rfind('['), one.output.rfind(']') - one.output.rfind('[') + 1);
+  const ShellRun r = serve_three_ranks(
+      root_, bin_,
+      "curl -s --max-time 30 localhost:$port/v1/completions -H 'content-type: application/json' -d "
+      "'{\"prompt\": [1, 2, 3], \"max_tokens\": 8, \"temperature\": 0, \"ignore_eos\": true}' > answer.json; "
+      "kill -TERM $p0");
+  const std::string status = read_file(root_ / "status.log"), answer = read_file(root_ / "answer.json"),
+                    log0 = read_file(root_ / "serve0.log"), log1 = read_file(root_ / "serve1.log");
+  EXPECT_TRUE(has(answer, "\"token_ids\":" + expected)) << answer << "\nexpected " << expected << "\n" << log0;
+  // SIGTERM to rank 0 ends every rank cleanly: rank 0 prints its summary and tells the others.
+  EXPECT_TRUE(has(status, "rank0=0") && has(status, "rank1=0") && has(status, "rank2=0")) << status << log0 << log1;
+  EXPECT_TRUE(has(log0, "interrupted:")) << log0;
+  EXPECT_TRUE(has(log1, "rank 1 of 3: serving the workers of its devices")) << log1;
+  EXPECT_LT(r.seconds, 50) << status;
+}
+
+TEST_F(Bootstrap, AKilledRankEndsServeWithTheReasonAtTheClient) {
+  if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
+  // Streaming requests one after another until rank 0 is gone, so one is mid-generation when
+  // rank 2 is killed.
+  const ShellRun r = serve_three_ranks(
+      root_, bin_,
+      "(for i in $(seq 100); do curl -sN --max-time 40 localhost:$port/v1/completions -H 'content-type: "
+      "application/json' -d '{\"prompt\": [1, 2], \"max_tokens\": 1900, \"temperature\": 0, \"ignore_eos\": "
+      "true, \"stream\": true}' >> stream.txt || break; done) & c=$!; sleep 1; "
+      "kill -9 $(grep -o 'rank 2 of 3 (env, pid [0-9]*' serve2.log | grep -o '[0-9]*$'); wait $c");
+  const std::string status = read_file(root_ / "status.log"), stream = read_file(root_ / "stream.txt"),
+                    log0 = read_file(root_ / "serve0.log");
+  EXPECT_LT(r.seconds, 50) << status << log0;
+  EXPECT_TRUE(has(status, "rank0=1")) << status << log0;
+  EXPECT_TRUE(has(status, "rank1=0")) << status;  // told to stop by rank 0
+  EXPECT_TRUE(has(stream, "\"code\":\"deployment_failed\"")) << stream.substr(stream.size() > 2000 ? stream.size() - 2000 : 0);
+  EXPECT_TRUE(has(stream, "rank 2 stopped answering")) << stream.substr(stream.size() > 2000 ? stream.size() - 2000 : 0);
+  EXPECT_TRUE(has(log0, "the deployment stopped: rank 2 stopped answering")) << log0;
+  const double silent = reported_silence_ms(log0, 2);
+  EXPECT_GT(silent, 0) << log0;
+  EXPECT_LT(silent, 1000) << log0;
+}
+
+TEST_F(MultiProcess, DemoOnTheCpuBackendRunsUnderMpirunWithEveryDeviceReported) {
+  const ShellRun r = shell(mpirun(3, free_port()) + bin_ + " demo --backend cpu --model " + (root_ / "model").string() +
+                           " --layout " + kLayout + " --no-console --no-telemetry --duration 3 --rate 20");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "done: ")) << r.output;
+  // Rank 0's summary table covers the devices of ranks 1 and 2 (relayed events).
+  for (const char* device : {"gpu2", "gpu5"}) {
+    const auto at = r.output.rfind(std::string("\n") + device + " ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    const std::string row = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+    std::istringstream fields(row);
+    std::string name, busy, queue_empty, barrier, transfer;
+    long executions = 0;
+    fields >> name >> busy >> queue_empty >> barrier >> transfer >> executions;
+    EXPECT_GT(executions, 0) << row << "\n" << r.output;
+  }
+}
+
 TEST_F(MultiProcess, AKilledRankUnderMpirunLeavesNoProcessBehind) {
   const fs::path log = root_ / "mpirun.log";
   const std::string gen = generate(kLayout, "", root_ / "m.jsonl");

@@ -86,8 +86,10 @@ void RequestBroker::on_request(const RequestUpdate& u) {
     case RequestPhase::Rejected:
       forget(u.id);
       if (u.reject_reason == RejectReason::Failed) {
-        channel->fail(ApiError::overloaded(503, "the deployment failed (a process of it died) and dropped the request",
-                                           "deployment_failed"));
+        const auto& why = deployment_.coordinator().failure();
+        channel->fail(ApiError::overloaded(
+            503, "the deployment failed and dropped the request: " + (why ? *why : std::string("a process of it died")),
+            "deployment_failed"));
       } else if (u.reject_reason == RejectReason::QueueFull) {
         channel->fail(ApiError::overloaded(
             429, "the admission queue is full (too many requests or prompt tokens waiting); retry later", "queue_full"));
