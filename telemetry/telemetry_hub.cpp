@@ -175,7 +175,7 @@ Status TelemetryHub::start_recording(RecorderOptions options) {
   return Status::Ok();
 }
 
-Status TelemetryHub::stop_recording() {
+Status TelemetryHub::stop_recording(const std::map<std::string, std::string>& final_metadata) {
   flush();
   std::unique_ptr<TraceRecorder> recorder;
   {
@@ -183,7 +183,7 @@ Status TelemetryHub::stop_recording() {
     recorder = std::move(recorder_);
   }
   if (!recorder) return Status::Error("no recording is running");
-  return recorder->stop();
+  return recorder->stop(final_metadata);
 }
 
 std::optional<std::filesystem::path> TelemetryHub::recording_path() const {
@@ -244,12 +244,18 @@ std::optional<std::filesystem::path> TelemetryHub::ring_path() const {
   return ring_dump_to_.path;
 }
 
-// Publisher thread, recorder_mutex_ held.
-void TelemetryHub::check_trigger(const std::string& summary_json) {
+// Publisher thread, recorder_mutex_ held. `json` is a summary or a control event.
+void TelemetryHub::check_trigger(Topic topic, const std::string& json) {
   if (!ring_ || !ring_trigger_.armed()) return;
-  const auto doc = nlohmann::json::parse(summary_json, nullptr, false);
+  if (topic == Topic::Control && !ring_trigger_.rank_lost) return;
+  const auto doc = nlohmann::json::parse(json, nullptr, false);
   if (!doc.is_object()) return;
   std::string reason;
+  if (topic == Topic::Control) {
+    if (doc.value("cmd", "") != "rank_lost") return;
+    const auto& why = doc.contains("reason") && doc["reason"].is_string() ? doc["reason"].get<std::string>() : "";
+    reason = "rank_lost: " + why;
+  }
   if (ring_trigger_.itl_p99_ms && doc.contains("itl_ms") && doc["itl_ms"].is_object() &&
       doc["itl_ms"].contains("p99") && doc["itl_ms"]["p99"].is_number()) {
     const double p99 = doc["itl_ms"]["p99"].get<double>();
@@ -382,8 +388,8 @@ void TelemetryHub::cycle() {
       if (flight && topic != Topic::Meta) {
         for (std::size_t k = begin; k < end; ++k) flight->add_json(topic, objects[k]);
       }
-      if (topic == Topic::Summary) {
-        for (std::size_t k = begin; k < end; ++k) check_trigger(objects[k]);
+      if (topic == Topic::Summary || topic == Topic::Control) {
+        for (std::size_t k = begin; k < end; ++k) check_trigger(topic, objects[k]);
       }
       if (recorder && topic != Topic::Meta) {
         for (std::size_t k = begin; k < end; ++k) recorder->add_json(topic, std::move(objects[k]));

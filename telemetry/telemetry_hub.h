@@ -50,7 +50,8 @@ struct HubOptions {
 struct RingTrigger {
   std::optional<double> itl_p99_ms;
   std::optional<double> stall_fraction;
-  bool armed() const { return itl_p99_ms.has_value() || stall_fraction.has_value(); }
+  bool rank_lost = false;  // a process of the deployment died (control event `rank_lost`)
+  bool armed() const { return itl_p99_ms.has_value() || stall_fraction.has_value() || rank_lost; }
 };
 
 // What a trigger did: the summary that fired it, and the dump's outcome.
@@ -98,7 +99,7 @@ class TelemetryHub {
   Status start_recording(RecorderOptions options);
   // Publishes what is pending into the trace, then stops it (indexes, close). The error is the
   // recording's first write error, or "no recording" when none runs.
-  Status stop_recording();
+  Status stop_recording(const std::map<std::string, std::string>& final_metadata = {});
   // The running recording's file, if any.
   std::optional<std::filesystem::path> recording_path() const;
   std::optional<RecorderStats> recording_stats() const;
@@ -144,7 +145,7 @@ class TelemetryHub {
   // A triggered dump runs here, off the publisher thread; joined before the next and at exit.
   std::mutex dumper_mutex_;
   std::thread dumper_;
-  void check_trigger(const std::string& summary_json);
+  void check_trigger(Topic topic, const std::string& json);
 
   std::atomic<std::uint64_t> messages_[std::size(kAllTopics)] = {};
   std::atomic<std::uint64_t> records_[std::size(kAllTopics)] = {};

@@ -597,7 +597,7 @@ Status TraceRecorder::flush() {
   return s.error;
 }
 
-Status TraceRecorder::stop() {
+Status TraceRecorder::stop(const std::map<std::string, std::string>& final_metadata) {
   State& s = *state_;
   {
     std::lock_guard lock(s.mu);
@@ -613,7 +613,17 @@ Status TraceRecorder::stop() {
       std::string(s.blocks() ? "" : trace_schema::kCreateRowIndexes) + trace_schema::kCreateCommonIndexes + "INSERT OR REPLACE INTO META(key, value) VALUES" +
       "('complete','1'),('stopped_unix_ns','" + std::to_string(unix_now_ns()) + "'),('records_written','" +
       std::to_string(stats.records_written) + "'),('records_dropped','" + std::to_string(stats.records_dropped) +
-      "'),('size_capped','" + (stats.size_capped ? "1" : "0") + "');";
+      "'),('size_capped','" + (stats.size_capped ? "1" : "0") + "')" + [&] {
+        // SQL string literals: a quote is doubled.
+        const auto literal = [](const std::string& v) {
+          std::string out = "'";
+          for (char ch : v) out += ch == '\'' ? std::string("''") : std::string(1, ch);
+          return out + "'";
+        };
+        std::string rows;
+        for (const auto& [key, value] : final_metadata) rows += ",(" + literal(key) + "," + literal(value) + ")";
+        return rows;
+      }() + ";";
   // Indexes and the completion mark in one transaction; then back to a single self-contained
   // file (no -wal/-shm), which opens anywhere, also read-only media.
   Status fin = s.exec(("BEGIN;" + finish + "COMMIT;").c_str(), "building indexes");

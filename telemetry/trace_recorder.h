@@ -77,7 +77,9 @@ class TraceRecorder {
   Status flush();
   // Drains, builds the indexes, marks the trace complete, leaves WAL mode (a single file again)
   // and closes. Idempotent. The error is the first write error of the recording, if any.
-  Status stop();
+  // `final_metadata` rows are written (over any of the same key) with the completion mark:
+  // what is only known by the end, such as the clock offsets measured over the run.
+  Status stop(const std::map<std::string, std::string>& final_metadata = {});
 
   RecorderStats stats() const;
   const std::filesystem::path& path() const;

@@ -188,6 +188,27 @@ std::string format_trace_summary(const TraceSummary& s) {
       model.is_object() && model.contains("name") && model["name"].is_string()) {
     out += fmt("model: %s\n", model["name"].get<std::string>().c_str());
   }
+  // Across processes: each rank's devices, state and the clock offset its events were moved by.
+  if (auto processes = nlohmann::json::parse(meta_text(s.metadata, "processes"), nullptr, false);
+      processes.is_array() && !processes.empty()) {
+    out += fmt("processes: %zu\n", processes.size());
+    for (const auto& p : processes) {
+      if (!p.is_object()) continue;
+      const bool dead = p.value("state", "") == "dead";
+      std::string line = fmt("  rank %d: %zu device(s), %s", p.value("rank", -1),
+                             p.contains("devices") && p["devices"].is_array() ? p["devices"].size() : std::size_t{0},
+                             dead ? "dead" : "alive");
+      if (dead && p.contains("reason") && p["reason"].is_string()) line += " (" + p["reason"].get<std::string>() + ")";
+      if (p.contains("clock_offset_us") && p["clock_offset_us"].is_number() && p.contains("clock_error_us") &&
+          p["clock_error_us"].is_number()) {
+        line += fmt(", clock offset to rank 0 %+.1f us, residual error under %.1f us",
+                    p["clock_offset_us"].get<double>(), p["clock_error_us"].get<double>());
+      } else {
+        line += ", clock offset not measured";
+      }
+      out += line + "\n";
+    }
+  }
   const std::string complete = meta_text(s.metadata, "complete");
   out += complete == "1" ? "recording: complete\n"
                          : "recording: incomplete (still being written, or its writer was killed)\n";

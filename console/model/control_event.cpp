@@ -28,6 +28,7 @@ std::string brief(const std::string& text) {
 }  // namespace
 
 std::string ControlEvent::label() const {
+  if (cmd == "rank_lost") return "process lost: " + (reason.empty() ? brief(new_json) : reason);
   if (!ok) return cmd + " failed: " + error;
   const std::string from = brief(old_json);
   const std::string to = brief(new_json);
@@ -49,6 +50,7 @@ StatusOr<ControlEvent> parse_control_event(const std::string& json_object) {
   if (auto it = j.find("new"); it != j.end()) e.new_json = it->dump();
   if (auto it = j.find("ok"); it != j.end() && it->is_boolean()) e.ok = it->get<bool>();
   if (auto it = j.find("error"); it != j.end() && it->is_string()) e.error = it->get<std::string>();
+  if (auto it = j.find("reason"); it != j.end() && it->is_string()) e.reason = it->get<std::string>();
   return e;
 }
 

@@ -17,6 +17,7 @@ struct ControlEvent {
   std::string new_json;
   bool ok = false;
   std::string error;
+  std::string reason;  // rank_lost: why the process counts as dead
 
   // A one-line label: "set_policy: async/defrag -> pingpong" or "move_expert failed: ...".
   std::string label() const;

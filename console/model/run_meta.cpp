@@ -50,6 +50,14 @@ const DeviceInfo* RunMeta::device(std::int32_t index) const {
   return nullptr;
 }
 
+const ProcessInfo* RunMeta::process_of(std::int32_t device_index) const {
+  const DeviceInfo* d = device(device_index);
+  if (d == nullptr) return nullptr;
+  for (const ProcessInfo& p : processes)
+    if (p.rank == d->process) return &p;
+  return nullptr;
+}
+
 StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
   json j;
   try {
@@ -84,6 +92,7 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
         read(d, "name", info.name);
         read(d, "rank", info.rank);
         read(d, "node", info.node);
+        read(d, "process", info.process);
         m.devices.push_back(std::move(info));
       }
     }
@@ -110,6 +119,20 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
       m.workload = w;
     }
     read(j, "row_bytes", m.row_bytes);
+    if (auto it = j.find("processes"); it != j.end() && it->is_array()) {
+      for (const json& p : *it) {
+        if (!p.is_object()) throw std::runtime_error("an entry of \"processes\" is not an object");
+        ProcessInfo info;
+        read(p, "rank", info.rank);
+        std::string state;
+        read(p, "state", state);
+        info.dead = state == "dead";
+        read(p, "reason", info.reason);
+        if (auto o = p.find("clock_offset_us"); o != p.end() && o->is_number()) info.clock_offset_us = o->get<double>();
+        if (auto e = p.find("clock_error_us"); e != p.end() && e->is_number()) info.clock_error_us = e->get<double>();
+        m.processes.push_back(std::move(info));
+      }
+    }
   } catch (const std::exception& e) {
     return Status::Error(std::string("meta: ") + e.what());
   }

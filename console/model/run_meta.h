@@ -19,6 +19,16 @@ struct DeviceInfo {
   std::string name;
   std::int32_t rank = -1;  // attention DP rank; -1 for an expert-only device
   std::int32_t node = 0;
+  std::int32_t process = 0;  // the rank of the process that runs it (0 in one process)
+};
+
+// One process of a deployment spread over several (meta.processes).
+struct ProcessInfo {
+  std::int32_t rank = 0;
+  bool dead = false;
+  std::string reason;  // why it was found dead
+  std::optional<double> clock_offset_us;  // its clock minus rank 0's, once measured
+  std::optional<double> clock_error_us;   // bound on the residual error of that offset
 };
 
 struct PolicyInfo {
@@ -61,11 +71,14 @@ struct RunMeta {
   std::int64_t recording_since_ns = 0;
   std::optional<WorkloadInfo> workload;
   std::int64_t row_bytes = 0;
+  std::vector<ProcessInfo> processes;  // empty in one process
   std::string json;  // the object as received
 
   // Device name by index ("dev N" when the metadata does not name it).
   std::string device_name(std::int32_t index) const;
   const DeviceInfo* device(std::int32_t index) const;
+  // The process running a device, when the run spans several; null otherwise.
+  const ProcessInfo* process_of(std::int32_t device_index) const;
 };
 
 // Parses one meta object (JSON text). Missing optional keys keep their defaults; a key of the

@@ -323,10 +323,28 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
     if (d % 2 == 1) dl->AddRectFilled(ImVec2(origin.x, row_y), ImVec2(x_start + width, row_y + rh), palette::kRowAlt);
     // Gutter: device name and role.
     const std::string name = meta != nullptr ? meta->device_name(d) : "dev " + std::to_string(d);
-    dl->AddText(ImVec2(origin.x + 4, row_y + 3), palette::kText, name.c_str());
+    // Across processes each row says which one runs the device, and a dead one in red.
+    const ProcessInfo* process = meta != nullptr && meta->processes.size() > 1 ? meta->process_of(d) : nullptr;
+    const bool dead = process != nullptr && process->dead;
+    dl->AddText(ImVec2(origin.x + 4, row_y + 3), dead ? palette::kControlError : palette::kText, name.c_str());
     if (const DeviceInfo* info = meta != nullptr ? meta->device(d) : nullptr) {
-      std::snprintf(label, sizeof label, info->rank >= 0 ? "attn r%d" : "experts", info->rank);
-      dl->AddText(ImVec2(origin.x + 4, row_y + 3 + ImGui::GetTextLineHeight()), palette::kTextDim, label);
+      const int n = std::snprintf(label, sizeof label, info->rank >= 0 ? "attn r%d" : "experts", info->rank);
+      if (process != nullptr && n > 0 && static_cast<std::size_t>(n) < sizeof label)
+        std::snprintf(label + n, sizeof label - static_cast<std::size_t>(n), dead ? " · proc %d DEAD" : " · proc %d",
+                      process->rank);
+      dl->AddText(ImVec2(origin.x + 4, row_y + 3 + ImGui::GetTextLineHeight()),
+                  dead ? palette::kControlError : palette::kTextDim, label);
+    }
+    if (process != nullptr &&
+        ImGui::IsMouseHoveringRect(ImVec2(origin.x, row_y), ImVec2(x_start, row_y + rh)) && ImGui::IsWindowHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::Text("%s runs in process %d (rank %d of %zu)", name.c_str(), process->rank, process->rank,
+                  meta->processes.size());
+      if (dead) ImGui::TextColored(ImVec4(1, 0.4f, 0.4f, 1), "dead: %s", process->reason.c_str());
+      if (process->clock_offset_us && process->clock_error_us)
+        ImGui::Text("clock offset to rank 0: %+.1f us (residual error under %.1f us)", *process->clock_offset_us,
+                    *process->clock_error_us);
+      ImGui::EndTooltip();
     }
 
     float lane_y = row_y + kRowGap / 2;

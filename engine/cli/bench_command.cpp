@@ -80,7 +80,15 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
     return {};
   }
   deployment->submit(requests);
-  if (live) live->attach(*deployment, backend.run_info(), {});
+  if (live) {
+    RunInfo info = backend.run_info();
+    if (ranks) info.processes = [ranks] { return ranks->processes(); };
+    live->attach(*deployment, std::move(info), {});
+    if (ranks)
+      ranks->on_rank_lost([bridge = live->bridge()](std::int32_t rank, const std::string& why) {
+        bridge->rank_lost(rank, why);
+      });
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::int64_t end = deployment->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

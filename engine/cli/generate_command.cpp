@@ -143,7 +143,12 @@ void run_many(const GenerateArgs& a) {
     info.model_name = a.model.filename().string();
     info.model = c;
     info.row_bytes = static_cast<std::int64_t>(c.hidden_size) * 4;
+    if (ranks) info.processes = [run = ranks.get()] { return run->processes(); };
     live->attach(deployment, std::move(info), {});
+    if (ranks)
+      ranks->on_rank_lost([bridge = live->bridge()](std::int32_t rank, const std::string& why) {
+        bridge->rank_lost(rank, why);
+      });
   }
   deployment.run();
   if (ranks) ranks->finish();

@@ -132,7 +132,10 @@ void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, c
   if (live_) {
     RunInfo info = backend_.run_info();
     info.workload = std::move(workload);
+    if (ranks_) info.processes = [this] { return ranks_->processes(); };
     live_->attach(*deployment_, std::move(info), std::move(hooks));
+    if (ranks_)
+      ranks_->on_rank_lost([this](std::int32_t rank, const std::string& why) { live_->bridge()->rank_lost(rank, why); });
   }
   std::printf("model %s (%s, %d blocks, %d experts, top-%d), layout %s\n%s, policy %s\n", backend_.model_name().c_str(),
               arch_name(c.arch).c_str(), c.num_layers, c.num_experts, c.top_k, layout_.name.c_str(),

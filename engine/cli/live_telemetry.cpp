@@ -117,7 +117,7 @@ LiveTelemetry::~LiveTelemetry() {
   // The control server goes first so that no command arrives for what is being torn down.
   control_.reset();
   detach();
-  if (hub_ && hub_->recording_path()) (void)hub_->stop_recording();
+  if (hub_ && hub_->recording_path()) (void)hub_->stop_recording(final_metadata_);
 }
 
 void LiveTelemetry::handle(nlohmann::json command, telemetry::ControlServer::Reply reply) {
@@ -160,7 +160,13 @@ void LiveTelemetry::detach() {
     loop_ = nullptr;
     target_ = nullptr;
   }
-  if (bridge_) bridge_->finish();
+  if (bridge_) {
+    bridge_->finish();
+    // What the recording's META keeps from the end of the run (the processes' measured clock
+    // offsets and states): the recording is closed after the deployment is gone.
+    if (const nlohmann::json processes = bridge_->meta()["processes"]; !processes.is_null())
+      final_metadata_["processes"] = processes.dump();
+  }
   commands_.reset();
   bridge_.reset();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,6 +75,7 @@ class LiveTelemetry {
   void handle(nlohmann::json command, telemetry::ControlServer::Reply reply);
 
   TelemetryFlags flags_;
+  std::map<std::string, std::string> final_metadata_;  // written into META when the recording stops
   std::unique_ptr<telemetry::TelemetryHub> hub_;
   std::unique_ptr<telemetry::PrometheusRegistry> registry_;
   std::unique_ptr<telemetry::ServingMetrics> serving_metrics_;

@@ -41,7 +41,10 @@ RunIdentity run_identity(const std::filesystem::path& model_dir, const Layout& l
 
 DistributedRun::DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks,
                                std::unique_ptr<ProcessLinks> links)
-    : env_(std::move(env)), device_ranks_(std::move(device_ranks)), links_(std::move(links)) {}
+    : env_(std::move(env)),
+      device_ranks_(std::move(device_ranks)),
+      links_(std::move(links)),
+      dead_(static_cast<std::size_t>(env_.world)) {}
 
 DistributedRun::~DistributedRun() {
   // The receiver thread posts onto the deployment's loop: it stops before either goes.
@@ -111,12 +114,14 @@ void DistributedRun::attach(Deployment& deployment) {
 void DistributedRun::lost(std::int32_t rank, const std::string& why) {
   if (!failure_.empty()) return;
   failure_ = why;
+  dead_[static_cast<std::size_t>(rank)] = why;
   std::fprintf(stderr, "switchyard: rank %d: %s\n", env_.rank, why.c_str());
   links_->forget(rank);
   if (runs_coordinator()) {
     // Its requests fail with the reason; the survivors are told to stop.
     deployment_->coordinator().fail(why);
     group_->shutdown();
+    if (on_lost_) on_lost_(rank, why);
   } else {
     group_->stop();
   }
@@ -130,6 +135,32 @@ void DistributedRun::serve(Deployment& deployment) {
     std::fprintf(stderr, "rank %d: clock offset to rank 0 %+.1f us, residual error under %.1f us\n", env_.rank,
                  static_cast<double>(offset.offset_ns) / 1e3, static_cast<double>(offset.error_ns) / 1e3);
   detach();
+}
+
+nlohmann::json DistributedRun::processes() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::int32_t r = 0; r < env_.world; ++r) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (std::size_t d = 0; d < device_ranks_.size(); ++d)
+      if (device_ranks_[d] == r) devices.push_back(static_cast<std::int32_t>(d));
+    const std::string& why = dead_[static_cast<std::size_t>(r)];
+    nlohmann::json p = {{"rank", r},
+                        {"state", why.empty() ? "alive" : "dead"},
+                        {"reason", why.empty() ? nlohmann::json(nullptr) : nlohmann::json(why)},
+                        {"devices", std::move(devices)},
+                        {"clock_offset_us", nullptr},
+                        {"clock_error_us", nullptr}};
+    ProcessLinks::Offset offset;
+    if (r == env_.rank) {
+      p["clock_offset_us"] = 0.0;
+      p["clock_error_us"] = 0.0;
+    } else if (links_->clock_offset(r, offset)) {
+      p["clock_offset_us"] = static_cast<double>(offset.offset_ns) / 1e3;
+      p["clock_error_us"] = static_cast<double>(offset.error_ns) / 1e3;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 void DistributedRun::leave() {

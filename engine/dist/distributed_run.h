@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "engine/dist/bootstrap.h"
@@ -66,6 +69,13 @@ class DistributedRun {
   void detach();
   // Why the run could not complete (a rank died); empty when it could.
   const std::string& failure() const { return failure_; }
+  // Rank 0, on the loop: every rank's state, devices and clock offset to rank 0 (the telemetry
+  // meta's `processes`): [{"rank", "state": "alive"|"dead", "reason", "devices",
+  // "clock_offset_us", "clock_error_us"}], offsets null until measured.
+  nlohmann::json processes() const;
+  // Rank 0: told on the loop when a rank is found dead, after its requests have failed (the
+  // telemetry publishes it; a flight recorder may dump on it).
+  void on_rank_lost(std::function<void(std::int32_t rank, const std::string& why)> fn) { on_lost_ = std::move(fn); }
 
  private:
   DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks, std::unique_ptr<ProcessLinks> links);
@@ -80,6 +90,8 @@ class DistributedRun {
   std::uint32_t runs_ = 0;             // deployments attached so far
   Deployment* deployment_ = nullptr;
   std::string failure_;
+  std::vector<std::string> dead_;  // [rank]: why it was found dead; empty while alive
+  std::function<void(std::int32_t, const std::string&)> on_lost_;
 };
 
 }  // namespace sy::dist

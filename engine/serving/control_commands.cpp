@@ -301,9 +301,12 @@ void ControlCommands::record_start_ring(const json& c, const Reply& reply) {
     const json& t = c.at("trigger");
     if (!t.is_object()) return fail(c, reply, "'trigger' must be an object such as {\"itl_p99_ms\": 50}");
     for (const auto& [k, v] : t.items()) {
-      if (k != "itl_p99_ms" && k != "stall_fraction")
-        return fail(c, reply, "unknown trigger '" + k + "' (known: itl_p99_ms, stall_fraction)");
+      if (k != "itl_p99_ms" && k != "stall_fraction" && k != "rank_lost")
+        return fail(c, reply, "unknown trigger '" + k + "' (known: itl_p99_ms, stall_fraction, rank_lost)");
     }
+    if (t.contains("rank_lost") && !t.at("rank_lost").is_boolean())
+      return fail(c, reply, "trigger: 'rank_lost' must be true or false, got " + t.at("rank_lost").dump());
+    trigger.rank_lost = t.value("rank_lost", false);
     auto itl = positive("itl_p99_ms", t);
     if (!itl.ok()) return fail(c, reply, "trigger: " + itl.status().message());
     auto stall = positive("stall_fraction", t);
@@ -343,6 +346,7 @@ void ControlCommands::record_start_ring(const json& c, const Reply& reply) {
   if (*megabytes) ring["megabytes"] = **megabytes;
   if (trigger.itl_p99_ms) ring["trigger"]["itl_p99_ms"] = *trigger.itl_p99_ms;
   if (trigger.stall_fraction) ring["trigger"]["stall_fraction"] = *trigger.stall_fraction;
+  if (trigger.rank_lost) ring["trigger"]["rank_lost"] = true;
   succeed(c, reply, nullptr, ring, {{"path", path->string()}, {"mode", "ring"}});
 }
 
@@ -396,8 +400,11 @@ void ControlCommands::record_stop(const json& c, const Reply& reply) {
   // Stopping builds the trace's indexes, which takes a while on a big trace: not on the loop.
   const std::int64_t t = d_.loop().now();
   std::weak_ptr<bool> alive = alive_;
-  stopper_ = std::thread([this, alive, c, reply, t, file = path->string()] {
-    const Status s = hub_.stop_recording();
+  // The processes' clock offsets, measured over the run, go into the trace as they are now.
+  std::map<std::string, std::string> final_metadata;
+  if (const json processes = bridge_.meta()["processes"]; !processes.is_null()) final_metadata["processes"] = processes.dump();
+  stopper_ = std::thread([this, alive, c, reply, t, file = path->string(), final_metadata = std::move(final_metadata)] {
+    const Status s = hub_.stop_recording(final_metadata);
     const std::string error = s.ok() ? "" : "record_stop: " + s.message();
     if (s.ok()) {
       reply({{"ok", true}, {"cmd", "record_stop"}, {"path", file}, {"old", file}, {"new", nullptr}});

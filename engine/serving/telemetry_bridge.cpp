@@ -367,6 +367,7 @@ nlohmann::json TelemetryBridge::meta() const {
                        {"name", topo.device_names[dev]},
                        {"rank", topo.device_rank[dev]},
                        {"node", info_.devices_per_node > 0 ? dev / info_.devices_per_node : 0},
+                       {"process", topo.process_of(dev)},
                        {"experts", topo.device_expert_ids[dev]}});
   }
   const RuntimePolicy& p = co.target_policy();
@@ -408,7 +409,8 @@ nlohmann::json TelemetryBridge::meta() const {
           {"recording", std::move(recording)},
           {"ring", std::move(ring)},
           {"workload", info_.workload},
-          {"row_bytes", info_.row_bytes}};
+          {"row_bytes", info_.row_bytes},
+          {"processes", info_.processes ? info_.processes() : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json TelemetryBridge::load() const {
@@ -434,6 +436,18 @@ nlohmann::json TelemetryBridge::load() const {
 void TelemetryBridge::publish_meta() { (void)hub_.publish_json(tm::Topic::Meta, meta().dump()); }
 
 void TelemetryBridge::publish_control(nlohmann::json event) { (void)hub_.publish_json(tm::Topic::Control, event.dump()); }
+
+void TelemetryBridge::rank_lost(std::int32_t rank, const std::string& why) {
+  publish_control({{"t_ns", d_.loop().now()},
+                   {"cmd", "rank_lost"},
+                   {"request", nullptr},
+                   {"old", {{"rank", rank}, {"state", "alive"}}},
+                   {"new", {{"rank", rank}, {"state", "dead"}}},
+                   {"ok", true},
+                   {"rank", rank},
+                   {"reason", why}});
+  publish_meta();
+}
 
 std::map<std::string, std::string> TelemetryBridge::recording_metadata() const {
   const nlohmann::json m = meta();

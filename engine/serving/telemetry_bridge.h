@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -31,6 +32,9 @@ struct RunInfo {
   std::int32_t devices_per_node = 0;   // 0: one node
   std::int64_t row_bytes = 0;          // bytes of one token row on a link
   nlohmann::json workload;             // null, or {"rate", "skew", "length_class"} (demo)
+  // Across processes: each rank's state and clock offset (meta.processes), on the loop's
+  // thread; unset in one process.
+  std::function<nlohmann::json()> processes;
 };
 
 class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
@@ -58,6 +62,9 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   void publish_meta();
   // One control event: {"t_ns", "cmd", "request", "old", "new", "ok", "error"}.
   void publish_control(nlohmann::json event);
+  // A process of the deployment was found dead: the control event `rank_lost` (which a flight
+  // recorder may trigger on) and the meta that shows it.
+  void rank_lost(std::int32_t rank, const std::string& why);
   // The run's description for a recording's META table.
   std::map<std::string, std::string> recording_metadata() const;
   void set_workload(nlohmann::json workload) { info_.workload = std::move(workload); }

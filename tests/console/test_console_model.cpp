@@ -102,6 +102,38 @@ TEST(ConsoleModel, IngestsEveryTopic) {
   EXPECT_EQ(m.end_ns(), 2'000'000'000);
 }
 
+// A deployment across processes: which process runs each device, a dead one with its reason,
+// and the clock offsets; the `rank_lost` control event reads as what happened.
+TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, R"json([{"schema_version":1,"run_id":7,"clock":"wall","backend":"cpu",
+      "devices":[{"index":0,"name":"a0","rank":0,"node":0,"process":0},{"index":1,"name":"e0","rank":-1,"node":0,"process":1},
+                 {"index":2,"name":"e1","rank":-1,"node":0,"process":2}],
+      "processes":[{"rank":0,"state":"alive","reason":null,"devices":[0],"clock_offset_us":0.0,"clock_error_us":0.0},
+                   {"rank":1,"state":"alive","reason":null,"devices":[1],"clock_offset_us":838.4,"clock_error_us":59.7},
+                   {"rank":2,"state":"dead","reason":"rank 2 stopped answering (no heartbeat for 610 ms)","devices":[2],
+                    "clock_offset_us":null,"clock_error_us":null}]}])json"));
+  ASSERT_TRUE(m.meta()) << m.last_error();
+  const RunMeta& meta = *m.meta();
+  ASSERT_EQ(meta.processes.size(), 3u);
+  ASSERT_NE(meta.process_of(1), nullptr);
+  EXPECT_EQ(meta.process_of(1)->rank, 1);
+  EXPECT_FALSE(meta.process_of(1)->dead);
+  EXPECT_DOUBLE_EQ(*meta.process_of(1)->clock_offset_us, 838.4);
+  EXPECT_DOUBLE_EQ(*meta.process_of(1)->clock_error_us, 59.7);
+  ASSERT_NE(meta.process_of(2), nullptr);
+  EXPECT_TRUE(meta.process_of(2)->dead);
+  EXPECT_EQ(meta.process_of(2)->reason, "rank 2 stopped answering (no heartbeat for 610 ms)");
+  EXPECT_FALSE(meta.process_of(2)->clock_offset_us.has_value());
+  EXPECT_EQ(meta.process_of(7), nullptr);
+
+  m.ingest(json_batch(Topic::Control, R"json([{"t_ns":900,"cmd":"rank_lost","request":null,"old":{"rank":2,"state":"alive"},
+      "new":{"rank":2,"state":"dead"},"ok":true,"rank":2,"reason":"rank 2 stopped answering (no heartbeat for 610 ms)"}])json"));
+  ASSERT_EQ(m.control_events().size(), 1u);
+  EXPECT_EQ(m.control_events()[0].label(), "process lost: rank 2 stopped answering (no heartbeat for 610 ms)");
+  EXPECT_EQ(m.bad_messages(), 0u);
+}
+
 TEST(ConsoleModel, BadJsonIsCountedAndNamedNotFatal) {
   ConsoleModel m;
   m.ingest(json_batch(Topic::Meta, "not json"));

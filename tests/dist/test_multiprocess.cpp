@@ -425,6 +425,37 @@ TEST_F(MultiProcess, DemoOnTheCpuBackendRunsUnderMpirunWithEveryDeviceReported) 
   }
 }
 
+// A recording made by rank 0 holds every rank's devices and, in META, each rank's measured
+// clock offset with its residual error (trace summarize prints them).
+TEST_F(MultiProcess, ARecordingAcrossRanksHoldsEveryDeviceAndEachRanksClockOffset) {
+  const fs::path trace = root_ / "ranks.db";
+  fs::remove(trace);
+  const ShellRun r = shell(mpirun(3, free_port()) + bin_ + " bench --model " + (root_ / "model").string() +
+                           " --layout " + kLayout + " --workload short --rate 20 --duration 1 --record " +
+                           trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const ShellRun summary = shell(bin_ + " trace summarize " + trace.string());
+  ASSERT_EQ(summary.exit_code, 0) << summary.output;
+  EXPECT_TRUE(has(summary.output, "processes: 3")) << summary.output;
+  for (const char* rank : {"rank 1: 2 device(s), alive, clock offset to rank 0 ",
+                           "rank 2: 2 device(s), alive, clock offset to rank 0 "})
+    EXPECT_TRUE(has(summary.output, rank)) << summary.output;
+  // The residual error is half the best round trip on this host: well under 10 ms.
+  for (std::size_t at = summary.output.find("residual error under "); at != std::string::npos;
+       at = summary.output.find("residual error under ", at + 1))
+    EXPECT_LT(std::atof(summary.output.c_str() + at + 21), 10'000) << summary.output;
+  // Devices of ranks 1 and 2 have their executions in the trace.
+  for (const char* device : {"gpu2", "gpu5"}) {
+    const auto at = summary.output.find(std::string("  ") + device + " ");
+    ASSERT_NE(at, std::string::npos) << summary.output;
+    std::istringstream row(summary.output.substr(at, summary.output.find('\n', at) - at));
+    std::string name, busy, queue_empty, barrier, transfer, weights;
+    long executions = 0;
+    row >> name >> busy >> queue_empty >> barrier >> transfer >> weights >> executions;
+    EXPECT_GT(executions, 0) << summary.output;
+  }
+}
+
 TEST_F(MultiProcess, AKilledRankUnderMpirunLeavesNoProcessBehind) {
   const fs::path log = root_ / "mpirun.log";
   const std::string gen = generate(kLayout, "", root_ / "m.jsonl");

@@ -193,5 +193,59 @@ TEST(FlightRecorder, ATriggerDumpsTheMinuteBeforeIt) {
   EXPECT_FALSE((*hub)->dump_ring(again).ok());
 }
 
+// A rank of a multi-process deployment found dead (the control event `rank_lost`) fires a
+// ring armed for it; other control events and ordinary summaries do not.
+TEST(FlightRecorder, ALostRankFiresARingArmedForIt) {
+  TempDir dir;
+  HubOptions ho;
+  ho.drain_interval = std::chrono::milliseconds(2);
+  auto hub = TelemetryHub::start(ho);
+  ASSERT_TRUE(hub.ok()) << hub.status().message();
+  Producer& worker = (*hub)->add_producer("w");
+  FlightRecorderOptions o;
+  o.keep_ns = 60 * kSecond;
+  RingTrigger trigger;
+  trigger.rank_lost = true;
+  ASSERT_TRUE(trigger.armed());
+  RecorderOptions to;
+  to.path = dir / "lost.db";
+  to.device_names = {"a0", "e0"};
+  std::mutex mu;
+  std::vector<RingDumpEvent> events;
+  ASSERT_TRUE((*hub)->start_ring(o, trigger, to, [&](const RingDumpEvent& e) {
+    std::lock_guard lock(mu);
+    events.push_back(e);
+  }).ok());
+  for (const Span& s : steady_spans(0, 5, 2))
+    while (!worker.span(s)) (*hub)->flush();
+  const nlohmann::json summary = {{"t_begin_ns", 4 * kSecond}, {"t_end_ns", 5 * kSecond}, {"itl_ms", {{"p99", 1e6}}}};
+  ASSERT_TRUE((*hub)->publish_json(Topic::Summary, summary.dump()).ok());
+  const nlohmann::json other = {{"t_ns", 5 * kSecond}, {"cmd", "set_policy"}, {"ok", true}};
+  ASSERT_TRUE((*hub)->publish_json(Topic::Control, other.dump()).ok());
+  (*hub)->flush();
+  {
+    std::lock_guard lock(mu);
+    EXPECT_TRUE(events.empty()) << "fired by " << events[0].reason;
+  }
+  const nlohmann::json lost = {{"t_ns", 5 * kSecond}, {"cmd", "rank_lost"}, {"ok", true}, {"rank", 2},
+                               {"reason", "rank 2 stopped answering (no heartbeat for 610 ms)"}};
+  ASSERT_TRUE((*hub)->publish_json(Topic::Control, lost.dump()).ok());
+  (*hub)->flush();
+  ASSERT_TRUE(testing::eventually([&] {
+    std::lock_guard lock(mu);
+    return !events.empty();
+  }));
+  std::lock_guard lock(mu);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].status.ok()) << events[0].status.message();
+  EXPECT_EQ(events[0].reason, "rank_lost: rank 2 stopped answering (no heartbeat for 610 ms)");
+  auto reader = reopen(to.path);
+  ASSERT_TRUE(reader);
+  EXPECT_EQ(reader->metadata().at("trigger"), events[0].reason);
+  auto got = reader->spans();
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), steady_spans(0, 5, 2).size());
+}
+
 }  // namespace
 }  // namespace sy::telemetry
