@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "console/model/time_format.h"
 #include "console/views/palette.h"
@@ -37,7 +38,7 @@ Chart begin_chart(const char* id, const char* title, ImVec2 size, std::int64_t t
   c.t1 = std::max(t1, t0 + 1);
   c.y_max = nice_ceiling(y_max > 0 ? y_max * 1.05 : 1.0);
 
-  dl->AddText(ImVec2(origin.x + 4, origin.y), palette::kText, title);
+  elided_text(dl, ImVec2(origin.x + 4, origin.y), size.x - 8, palette::kText, title);
   dl->AddRectFilled(c.min, c.max, palette::kBackground);
   // y grid: 4 divisions.
   char buf[32];
@@ -71,13 +72,49 @@ void cursor_line(const Chart& c, std::int64_t t, ImU32 colour) {
   ImGui::GetWindowDrawList()->AddLine(ImVec2(x, c.min.y), ImVec2(x, c.max.y), colour);
 }
 
+bool elided_text(ImDrawList* dl, ImVec2 at, float max_width, ImU32 colour, const char* text) {
+  const ImVec2 full = ImGui::CalcTextSize(text);
+  if (full.x <= max_width) {
+    dl->AddText(at, colour, text);
+    return false;
+  }
+  // The longest prefix that fits beside the dots (binary search over bytes, kept on a UTF-8
+  // character boundary).
+  const std::string s = text;
+  const float dots = ImGui::CalcTextSize("...").x;
+  std::size_t lo = 0, hi = s.size();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi + 1) / 2;
+    if (ImGui::CalcTextSize(s.c_str(), s.c_str() + mid).x + dots <= max_width) lo = mid;
+    else hi = mid - 1;
+  }
+  while (lo > 0 && (static_cast<unsigned char>(s[lo]) & 0xC0) == 0x80) --lo;
+  const std::string cut = s.substr(0, lo) + "...";
+  dl->AddText(at, colour, cut.c_str());
+  if (ImGui::IsMouseHoveringRect(at, ImVec2(at.x + max_width, at.y + full.y))) ImGui::SetTooltip("%s", text);
+  return true;
+}
+
 void legend_item(ImU32 colour, const char* label) {
-  const ImVec2 p = ImGui::GetCursorScreenPos();
   const float h = ImGui::GetTextLineHeight();
+  const float swatch = h - 4 + ImGui::GetStyle().ItemSpacing.x;
+  const float text = ImGui::CalcTextSize(label).x;
+  // Called after the previous entry's SameLine: wrap when this one does not fit what is left.
+  const float line = ImGui::GetWindowContentRegionMax().x - ImGui::GetWindowContentRegionMin().x;
+  if (ImGui::GetCursorPosX() > ImGui::GetWindowContentRegionMin().x + 1 && swatch + text > ImGui::GetContentRegionAvail().x)
+    ImGui::NewLine();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
   ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 3), ImVec2(p.x + h - 6, p.y + h - 3), colour);
   ImGui::Dummy(ImVec2(h - 4, h));
   ImGui::SameLine();
-  ImGui::TextUnformatted(label);
+  const float room = std::max(h, line - swatch);
+  if (text <= room) {
+    ImGui::TextUnformatted(label);
+  } else {
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    ImGui::Dummy(ImVec2(room, h));
+    elided_text(ImGui::GetWindowDrawList(), at, room, palette::kText, label);
+  }
   ImGui::SameLine(0, 14);
 }
 

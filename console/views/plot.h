@@ -60,7 +60,12 @@ void line(const Chart& c, std::size_t n, PointFn point, ImU32 colour, float thic
   dl->PopClipRect();
 }
 
-// A legend entry: a colour swatch and its label on the current line.
+// A legend entry: a colour swatch and its label on the current line, or on the next when the
+// line is full; a label wider than the whole line is cut with "..." and shown whole on hover.
 void legend_item(ImU32 colour, const char* label);
+
+// Draws `text` at `at`, cut with "..." to fit `max_width` pixels; the whole text shows as a
+// tooltip while the pointer is over a cut one. Returns whether it was cut.
+bool elided_text(ImDrawList* dl, ImVec2 at, float max_width, ImU32 colour, const char* text);
 
 }  // namespace sy::console::plot

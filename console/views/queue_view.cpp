@@ -92,9 +92,12 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     for (const QueueKey& k : rows[r].members) model.queues().accumulate_bins(k, t0, t1, state.queue_bin_mode, grid_[r]);
     for (double v : grid_[r]) max_v = std::max(max_v, v);
   }
-  ImGui::TextDisabled("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)", rows.size(),
-                      format_time(t0, 1'000'000).c_str(), format_time(t1, 1'000'000).c_str(),
-                      format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak");
+  // Wrapped rather than cut off in a narrow dock.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)", rows.size(),
+                     format_time(t0, 1'000'000).c_str(), format_time(t1, 1'000'000).c_str(),
+                     format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak");
+  ImGui::PopStyleColor();
 
   const float map_h = std::max(60.0f, ImGui::GetContentRegionAvail().y - plot_h - 6);
   ImGui::BeginChild("heatmap", ImVec2(0, map_h), false);

@@ -327,13 +327,14 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
     const ProcessInfo* process = meta != nullptr && meta->processes.size() > 1 ? meta->process_of(d) : nullptr;
     const bool dead = process != nullptr && process->dead;
     dl->AddText(ImVec2(origin.x + 4, row_y + 3), dead ? palette::kControlError : palette::kText, name.c_str());
-    if (const DeviceInfo* info = meta != nullptr ? meta->device(d) : nullptr) {
-      const int n = std::snprintf(label, sizeof label, info->rank >= 0 ? "attn r%d" : "experts", info->rank);
-      if (process != nullptr && n > 0 && static_cast<std::size_t>(n) < sizeof label)
-        std::snprintf(label + n, sizeof label - static_cast<std::size_t>(n), dead ? " · proc %d DEAD" : " · proc %d",
-                      process->rank);
-      dl->AddText(ImVec2(origin.x + 4, row_y + 3 + ImGui::GetTextLineHeight()),
+    if (process != nullptr) {  // on the name's line: the lines below hold the send/recv lane labels
+      std::snprintf(label, sizeof label, dead ? "proc %d DEAD" : "proc %d", process->rank);
+      dl->AddText(ImVec2(origin.x + 10 + ImGui::CalcTextSize(name.c_str()).x, row_y + 3),
                   dead ? palette::kControlError : palette::kTextDim, label);
+    }
+    if (const DeviceInfo* info = meta != nullptr ? meta->device(d) : nullptr) {
+      std::snprintf(label, sizeof label, info->rank >= 0 ? "attn r%d" : "experts", info->rank);
+      dl->AddText(ImVec2(origin.x + 4, row_y + 3 + ImGui::GetTextLineHeight()), palette::kTextDim, label);
     }
     if (process != nullptr &&
         ImGui::IsMouseHoveringRect(ImVec2(origin.x, row_y), ImVec2(x_start, row_y + rh)) && ImGui::IsWindowHovered()) {
