@@ -1,5 +1,9 @@
 #include "gui_environment.h"
 
+#include <QScrollArea>
+#include <QTest>
+#include <QWidget>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -55,6 +59,23 @@ QApplication* gui_application() {
   QApplication::setOrganizationName("switchyard-test");
   QApplication::setApplicationName("console-test");
   return g_app.get();
+}
+
+bool click_when_settled(QWidget* widget) {
+  if (widget == nullptr) return false;
+  for (int i = 0; i < 400; ++i) {
+    // A user scrolls a panel to a button below its fold first.
+    for (QWidget* p = widget->parentWidget(); p != nullptr; p = p->parentWidget())
+      if (auto* area = qobject_cast<QScrollArea*>(p)) area->ensureWidgetVisible(widget);
+    QWidget* window = widget->window();
+    QWidget* at = window->childAt(widget->mapTo(window, widget->rect().center()));
+    if (widget->isVisible() && widget->isEnabled() && (at == widget || widget->isAncestorOf(at))) {
+      QTest::mouseClick(widget, Qt::LeftButton);
+      return true;
+    }
+    QTest::qWait(50);
+  }
+  return false;
 }
 
 double luminance_stddev(const QImage& image) {

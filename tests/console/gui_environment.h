@@ -16,6 +16,13 @@ QApplication* gui_application();
 // A scratch folder for this test process.
 std::string scratch_dir();
 
+// Clicks `widget` as a user would: scrolled into view, once a click at its centre lands on it.
+// Qt 6 routes a test
+// click by window position, and a panel whose widgets just appeared has its layout pending
+// (the button is not yet where it will be drawn): waits (running the event loop, up to 20 s)
+// for the layout to settle. False, with nothing clicked, when it never does.
+bool click_when_settled(QWidget* widget);
+
 // Not blank: the image has real contrast (luminance standard deviation), not one flat colour.
 double luminance_stddev(const QImage& image);
 // Pixels that are clearly blue (attention spans) and clearly green (expert spans).

@@ -126,7 +126,7 @@ TEST_F(ConsoleEndToEnd, WatchSteerRecordAndReopen) {
   const QString target = meta.policy.scheduler == "mtfs" ? "defrag" : "mtfs";
   choose(scheduler, target);
   ASSERT_TRUE(apply->isEnabled());
-  QTest::mouseClick(apply, Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(apply));
   ASSERT_TRUE(wait_for([&] { return w.log()->toPlainText().contains("set policy async/" + target + ": "); }))
       << w.log()->toPlainText().toStdString();
   EXPECT_FALSE(w.log()->toPlainText().contains("refused")) << w.log()->toPlainText().toStdString();
@@ -159,11 +159,11 @@ TEST_F(ConsoleEndToEnd, WatchSteerRecordAndReopen) {
   const std::string db = testing::scratch_dir() + "/e2e-run.db";
   std::filesystem::remove(db);
   w.findChild<QLineEdit*>("recordPathEdit")->setText("e2e-run.db");  // in the engine's --record-dir
-  QTest::mouseClick(w.findChild<QPushButton*>("recordStartButton"), Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("recordStartButton")));
   ASSERT_TRUE(wait_for([&] { return w.model().meta()->recording_path.has_value(); }))
       << w.log()->toPlainText().toStdString();
   QTest::qWait(1500);
-  QTest::mouseClick(w.findChild<QPushButton*>("recordStopButton"), Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("recordStopButton")));
   ASSERT_TRUE(wait_for([&] { return !w.model().meta()->recording_path.has_value(); }));
   ASSERT_TRUE(std::filesystem::exists(db));
 

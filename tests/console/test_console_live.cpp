@@ -193,7 +193,7 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   scheduler->setFocus();
   QTest::keyClick(scheduler, Qt::Key_Down);  // defrag -> mtfs
   ASSERT_EQ(scheduler->currentText(), "mtfs");
-  QTest::mouseClick(apply, Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(apply));
   ASSERT_TRUE(wait_for([&] { return commands().size() >= 2; }));
   const json sent = commands().back();
   EXPECT_EQ(sent["cmd"], "set_policy");
@@ -204,7 +204,7 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
 
   // An error reply is shown in the log (red) and the status bar, with the engine's message.
   const int errors = w.log()->errorCount();
-  QTest::mouseClick(w.findChild<QPushButton*>("applyMicrobatchesButton"), Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("applyMicrobatchesButton")));
   ASSERT_TRUE(wait_for([&] { return w.log()->errorCount() > errors; }));
   EXPECT_TRUE(w.log()->toPlainText().contains("needs a grouped policy"));
   EXPECT_TRUE(w.findChild<QLabel*>("replyLabel")->text().contains("refused"));
@@ -214,7 +214,7 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   w.findChild<QSpinBox*>("placementExpertSpin")->setValue(2);
   w.findChild<QComboBox*>("placementFromCombo")->setCurrentIndex(2);  // e1
   w.findChild<QComboBox*>("placementToCombo")->setCurrentIndex(1);    // e0
-  QTest::mouseClick(w.findChild<QPushButton*>("applyPlacementButton"), Qt::LeftButton);
+  ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("applyPlacementButton")));
   ASSERT_TRUE(wait_for([&] { return commands().back()["cmd"] == "move_expert"; }));
   EXPECT_EQ(commands().back(), json::parse(R"({"cmd":"move_expert","block":1,"expert":2,"from":2,"to":1})"));
 }
