@@ -28,40 +28,81 @@ StatusOr<std::unique_ptr<FlightRecorder>> FlightRecorder::create(FlightRecorderO
   return std::unique_ptr<FlightRecorder>(new FlightRecorder(options));
 }
 
+FlightRecorder::FlightRecorder(FlightRecorderOptions options) : options_(options) {
+  compressor_ = std::thread([this] { compress_loop(); });
+}
+
+FlightRecorder::~FlightRecorder() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (compressor_.joinable()) compressor_.join();
+}
+
+void FlightRecorder::queue(RawBlock raw, std::unique_lock<std::mutex>& lock) {
+  done_.wait(lock, [&] { return waiting_.size() < kMaxWaiting; });
+  waiting_.push_back(std::move(raw));
+  work_.notify_one();
+}
+
+void FlightRecorder::compress_loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    work_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+    if (waiting_.empty()) return;  // stopping, and everything compressed
+    RawBlock raw = std::move(waiting_.front());
+    waiting_.pop_front();
+    compressing_ = true;
+    lock.unlock();
+    const bool spans = !raw.spans.empty();
+    FlightSnapshot::Block b{spans, spans ? encode_span_block(raw.device, raw.spans, options_.codec, options_.codec_level)
+                                         : encode_queue_block(raw.device, raw.queues, options_.codec, options_.codec_level)};
+    lock.lock();
+    block_bytes_ += b.block.data.size();
+    block_records_ += b.block.count;
+    blocks_.push_back(std::move(b));
+    compressing_ = false;
+    evict();
+    done_.notify_all();
+  }
+}
+
+void FlightRecorder::wait_compressed(std::unique_lock<std::mutex>& lock) const {
+  done_.wait(lock, [&] { return waiting_.empty() && !compressing_; });
+}
+
 void FlightRecorder::seen(std::int64_t t) {
   newest_ns_ = any_ ? std::max(newest_ns_, t) : t;
   any_ = true;
 }
 
 void FlightRecorder::add(std::span<const Span> records) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const Span& s : records) {
     seen(s.end_ns);
     auto& p = pending_spans_[s.device];
     p.push_back(s);
     if (p.size() >= options_.block_records) {
-      FlightSnapshot::Block b{true, encode_span_block(s.device, p, options_.codec, options_.codec_level)};
-      block_bytes_ += b.block.data.size();
-      block_records_ += b.block.count;
-      blocks_.push_back(std::move(b));
-      p.clear();
+      RawBlock raw{s.device, std::move(p), {}};
+      p = {};
+      queue(std::move(raw), lock);
     }
   }
   evict();
 }
 
 void FlightRecorder::add(std::span<const QueueSample> records) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const QueueSample& q : records) {
     seen(q.t_ns);
     auto& p = pending_queues_[q.device];
     p.push_back(q);
     if (p.size() >= options_.block_records) {
-      FlightSnapshot::Block b{false, encode_queue_block(q.device, p, options_.codec, options_.codec_level)};
-      block_bytes_ += b.block.data.size();
-      block_records_ += b.block.count;
-      blocks_.push_back(std::move(b));
-      p.clear();
+      RawBlock raw{q.device, {}, std::move(p)};
+      p = {};
+      queue(std::move(raw), lock);
     }
   }
   evict();
@@ -126,7 +167,8 @@ void FlightRecorder::evict() {
 }
 
 FlightSnapshot FlightRecorder::snapshot() const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  wait_compressed(lock);
   FlightSnapshot s;
   s.blocks.assign(blocks_.begin(), blocks_.end());
   for (const auto& [device, p] : pending_spans_) s.spans.insert(s.spans.end(), p.begin(), p.end());
@@ -139,7 +181,8 @@ FlightSnapshot FlightRecorder::snapshot() const {
 }
 
 FlightRecorderStats FlightRecorder::stats() const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  wait_compressed(lock);
   FlightRecorderStats st;
   st.bytes = block_bytes_;
   st.records = block_records_ + loads_.size() + requests_.size() + json_.size();

@@ -1,8 +1,10 @@
 // The flight recorder: keeps the last N minutes (or N megabytes) of the telemetry stream in
 // memory, spans and queue samples as compressed blocks, and writes them out as a trace on
-// demand (`record_dump`) or when a trigger fires — the minute before an incident.
+// demand (`record_dump`) or when a trigger fires — the minute before an incident. Blocks are
+// compressed on a thread of its own, not on the publisher's that feeds it.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -57,6 +60,10 @@ class FlightRecorder {
  public:
   // Errors: neither bound set, or a negative one.
   static StatusOr<std::unique_ptr<FlightRecorder>> create(FlightRecorderOptions options);
+  // Compresses what is left, then stops the compressing thread.
+  ~FlightRecorder();
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
 
   // Any thread.
   void add(std::span<const Span> records);
@@ -65,17 +72,36 @@ class FlightRecorder {
   void add(std::span<const RequestEvent> records);
   void add_json(Topic topic, const std::string& object_json);  // control and summary only
 
+  // Both see every record added before them, its block compressed (they wait for the
+  // compressing thread to catch up).
   FlightSnapshot snapshot() const;
   FlightRecorderStats stats() const;
   const FlightRecorderOptions& options() const { return options_; }
 
  private:
-  explicit FlightRecorder(FlightRecorderOptions options) : options_(options) {}
+  // A full block of one device's records, waiting to be compressed.
+  struct RawBlock {
+    std::int32_t device = 0;
+    std::vector<Span> spans;          // either these
+    std::vector<QueueSample> queues;  // or these
+  };
+  // Full blocks waiting at most; beyond it the publisher waits (the stream is not dropped).
+  static constexpr std::size_t kMaxWaiting = 64;
+
+  explicit FlightRecorder(FlightRecorderOptions options);
   void seen(std::int64_t t);
   void evict();
+  void queue(RawBlock raw, std::unique_lock<std::mutex>& lock);
+  void compress_loop();
+  void wait_compressed(std::unique_lock<std::mutex>& lock) const;
 
   FlightRecorderOptions options_;
   mutable std::mutex mu_;
+  mutable std::condition_variable work_;  // to the compressing thread: a block waits, or stop
+  mutable std::condition_variable done_;  // from it: a block was compressed
+  std::deque<RawBlock> waiting_;
+  bool compressing_ = false;  // a block is out of waiting_ and not yet in blocks_
+  bool stopping_ = false;
   std::deque<FlightSnapshot::Block> blocks_;
   std::map<std::int32_t, std::vector<Span>> pending_spans_;
   std::map<std::int32_t, std::vector<QueueSample>> pending_queues_;
@@ -87,6 +113,7 @@ class FlightRecorder {
   std::uint64_t evicted_ = 0;
   std::int64_t newest_ns_ = 0;
   bool any_ = false;
+  std::thread compressor_;  // last: started once everything above exists
 };
 
 // Writes a snapshot's records inside its window as a new trace (schema 2) at `options.path`
