@@ -127,7 +127,7 @@ class Coordinator {
   void on_unrecorded_arrival(RequestSpec spec);
   bool queue_full(std::int64_t prompt_tokens) const;
   std::string queue_full_message(const std::string& external_id) const;
-  void on_sampled(std::int64_t idx, std::int32_t token);
+  void on_sampled(std::int64_t idx, std::int32_t token, const kernels::TokenLogprobs* logprobs);
   void on_group_sampled(std::int32_t rank, std::int32_t group);
   bool admit_one(std::int32_t slot);
   void admit_async();
@@ -147,10 +147,12 @@ class Coordinator {
 
   EventLoop& loop_;
   CoordinatorOptions options_;
-  void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None,
+              const kernels::TokenLogprobs* logprobs = nullptr);
   // The request's stop tokens say it is done after `token`.
   bool stops_at(const RequestRecord& r, std::int32_t token) const;
-  void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None,
+              const kernels::TokenLogprobs* logprobs = nullptr);
   void reject(std::int64_t idx, RejectReason reason, std::string why);
   // Leaves the waiting queue (admitted or rejected).
   void pop_waiting();
