@@ -239,14 +239,14 @@ class Reproduction {
     if (g_stop_signal) throw Interrupted{};
   }
   void add(Row r) {
+    progress_.set_total(std::max(progress_.done() + 1, expected_rows(a_)));
+    progress_.add();
     if (!a_.json) {
       char line[512];
       std::snprintf(line, sizeof line, "  %s: %s = %.2f", r.figure.c_str(), r.what.c_str(), r.ours);
       progress_.note(line);
     }
     rows_.push_back(std::move(r));
-    progress_.set_total(std::max(progress_.done() + 1, expected_rows(a_)));
-    progress_.add();
   }
 
   const ReproduceArgs& a_;

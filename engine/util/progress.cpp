@@ -105,12 +105,15 @@ void Progress::show(bool final) {
   std::fflush(options_.out);
 }
 
-void Progress::note(const std::string& line) {
-  if (!options_.out) return;
-  const bool bar = terminal_ && last_shown_ns_ >= 0 && !finished_;
-  std::fprintf(options_.out, "%s%s\n", bar ? "\r\x1b[K" : "", line.c_str());
+void Progress::note(const std::string& line, std::FILE* to) {
+  if (!to) to = options_.out;
+  if (!to) return;
+  const bool bar = options_.out && terminal_ && last_shown_ns_ >= 0 && !finished_;
+  if (bar) std::fputs("\r\x1b[K", options_.out);
+  if (bar && to != options_.out) std::fflush(options_.out);
+  std::fprintf(to, "%s\n", line.c_str());
+  std::fflush(to);
   if (bar) show(false);
-  std::fflush(options_.out);
 }
 
 void Progress::finish() {

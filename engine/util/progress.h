@@ -36,8 +36,9 @@ class Progress {
   void set_total(std::int64_t total) { total_ = total; }  // once it is known
   // The last state, then a newline, when anything was shown (a line saying how long it took).
   void finish();
-  // Writes `line` (and a newline) to the output with the bar kept below it.
-  void note(const std::string& line);
+  // Writes `line` (and a newline) to `to` (null: the progress's own output, e.g. stdout for a
+  // table printed as the work goes) with the bar kept below it.
+  void note(const std::string& line, std::FILE* to = nullptr);
   // The text of the current state, without control characters: "label  45% 9/20 rows 3.1 rows/s ETA 4s".
   std::string describe() const;
 
