@@ -478,6 +478,7 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
   releasing_ = false;
   const bool newer = seq != change_seq_;  // another change was asked for while this one was applied
   if (pending_policy_) ++switches_;
+  if (pending_placement_) ++placement_changes_;
   policy_ = policy;
   if (!newer) {
     pending_placement_.reset();

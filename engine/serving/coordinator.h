@@ -103,6 +103,7 @@ class Coordinator {
   const std::deque<RequestRecord>& requests() const { return requests_; }
   std::int64_t first_request() const { return first_request_; }
   std::int64_t policy_switches() const { return switches_; }
+  std::int64_t placement_changes() const { return placement_changes_; }  // applied since the start
   std::int64_t waiting_requests() const { return static_cast<std::int64_t>(waiting_.size()); }
   // KV pages reserved by running requests and in all, over every attention rank.
   std::int64_t kv_pages_used() const;
@@ -193,6 +194,7 @@ class Coordinator {
   std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
+  std::int64_t placement_changes_ = 0;
 };
 
 }  // namespace sy
