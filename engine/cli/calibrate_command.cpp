@@ -13,6 +13,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/sim/calibration.h"
+#include "engine/util/progress.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/gemm.h"
 
@@ -42,6 +43,7 @@ void run(const CalibrateArgs& a) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<GemmSample> samples;
   std::printf("%8s %8s %6s %12s %10s\n", "N", "K", "rows", "median us", "GFLOP/s");
+  Progress progress("calibrate", static_cast<std::int64_t>(shapes.size() * rows.size()), "GEMM shapes");
   for (const Shape& s : shapes) {
     std::vector<std::uint16_t> w(static_cast<std::size_t>(s.n * s.k));
     for (auto& x : w) x = kernels::f32_to_bf16(u(rng));
@@ -59,10 +61,15 @@ void run(const CalibrateArgs& a) {
       }
       const double ns = median_ns(times);
       samples.push_back({static_cast<double>(s.n * s.k), 2.0, static_cast<double>(m), ns});
-      std::printf("%8lld %8lld %6lld %12.1f %10.1f\n", static_cast<long long>(s.n), static_cast<long long>(s.k),
-                  static_cast<long long>(m), ns / 1e3, 2.0 * static_cast<double>(s.n * s.k * m) / ns);
+      char line[128];
+      std::snprintf(line, sizeof line, "%8lld %8lld %6lld %12.1f %10.1f", static_cast<long long>(s.n),
+                    static_cast<long long>(s.k), static_cast<long long>(m), ns / 1e3,
+                    2.0 * static_cast<double>(s.n * s.k * m) / ns);
+      progress.add();
+      progress.note(line, stdout);
     }
   }
+  progress.finish();
   const CalibrationFit fit = fit_gemm_samples(samples);
   HardwareProfile base;
   base.name = a.name;

@@ -2,6 +2,9 @@
 
 #include <charconv>
 
+#include "engine/util/assets.h"
+#include "engine/util/progress.h"
+
 namespace sy::cli {
 
 void check(const Status& status) {
@@ -35,7 +38,22 @@ WeightCheck& weight_check() {
 }
 
 std::shared_ptr<const ModelWeights> load_model(const std::filesystem::path& dir) {
-  return take(ModelWeights::load(dir, weight_check()));
+  // A named shape (assets/models) has a config but no weights: say what it is for, rather than
+  // "directory does not exist".
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec) && !dir.has_parent_path() &&
+      std::filesystem::is_regular_file(assets_dir() / "models" / dir / "config.json", ec)) {
+    throw CommandError{"'" + dir.string() +
+                       "' is a named model shape (no weights): named shapes run only on the simulator, "
+                       "with --backend sim (bench, demo, serve). To run real weights give a model directory: "
+                       "a Hugging Face checkpoint, or one made by `switchyard make-model --arch mixtral --preset "
+                       "small --out DIR`"};
+  }
+  Progress progress("loading weights", 0, "B");
+  return take(ModelWeights::load(dir, weight_check(), [&](std::uint64_t done, std::uint64_t total) {
+    progress.set_total(static_cast<std::int64_t>(total));
+    progress.update(static_cast<std::int64_t>(done));
+  }));
 }
 
 }  // namespace sy::cli

@@ -75,7 +75,50 @@ bool have_display() {
   return (x && *x) || (wayland && *wayland);
 }
 
-void print_window(Deployment& d, const MetricsReport& r, double elapsed_wall) {
+// The policy in a few words: "async/defrag", "pingpong m=3", "sync".
+std::string policy_label(const RuntimePolicy& p) {
+  std::string s = policy_name(p.kind);
+  if (p.kind == PolicyKind::Async) s += "/" + p.scheduler.name;
+  if (p.kind == PolicyKind::PingPong) s += " m=" + std::to_string(p.microbatches);
+  return s;
+}
+
+// What changed since the last summary line: the policy ("policy async/defrag→sync", with the
+// count when it switched more than once) and the placement (numbered from v1 at the start;
+// "v4 (3 changes)" when it changed several times in the second).
+class ChangeWatch {
+ public:
+  explicit ChangeWatch(Deployment& d)
+      : policy_(policy_label(d.coordinator().policy())), switches_(d.coordinator().policy_switches()),
+        placements_(d.coordinator().placement_changes()) {}
+
+  std::string changes(Deployment& d) {
+    std::string out;
+    const Coordinator& co = d.coordinator();
+    const std::int64_t switches = co.policy_switches();
+    if (switches != switches_) {
+      const std::string now = policy_label(co.policy());
+      out += "  policy " + policy_ + "\u2192" + now;
+      if (switches - switches_ > 1) out += " (" + std::to_string(switches - switches_) + " switches)";
+      policy_ = now;
+      switches_ = switches;
+    }
+    const std::int64_t placements = co.placement_changes();
+    if (placements != placements_) {
+      out += "  placement v" + std::to_string(placements + 1);
+      if (placements - placements_ > 1) out += " (" + std::to_string(placements - placements_) + " changes)";
+      placements_ = placements;
+    }
+    return out;
+  }
+
+ private:
+  std::string policy_;
+  std::int64_t switches_;
+  std::int64_t placements_;
+};
+
+void print_window(Deployment& d, const MetricsReport& r, double elapsed_wall, const std::string& changes) {
   Coordinator& co = d.coordinator();
   std::int32_t running = 0;
   for (std::int32_t rank = 0; rank < d.cluster().topology().num_ranks(); ++rank) running += co.running(rank);
@@ -83,7 +126,7 @@ void print_window(Deployment& d, const MetricsReport& r, double elapsed_wall) {
               static_cast<double>(r.t_end_ns) * 1e-9, r.tokens_per_s, r.itl.p50_ms, r.itl.p99_ms, r.ttft.p50_ms,
               running, co.waiting());
   for (const DeviceUsage& u : r.devices) std::printf(" %s %3.0f%%", u.name.c_str(), 100 * u.busy);
-  std::printf("  [%.1f s wall]\n", elapsed_wall);
+  std::printf("  [%.1f s wall]%s\n", elapsed_wall, changes.c_str());
   std::fflush(stdout);
 }
 
@@ -210,11 +253,12 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
   const auto over = [&] {
     return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns) || (ranks_ && !ranks_->failure().empty());
   };
+  ChangeWatch watch(d);
   // A summary line each second; a tick each 100 ms keeps the loop alive and notices a signal soon.
   std::function<void(std::int64_t)> tick = [&](std::int64_t n) {
     if (n > 0 && n % 10 == 0) {
       const std::int64_t second = n / 10;
-      print_window(d, d.metrics().report((second - 1) * kSecond, second * kSecond), wall());
+      print_window(d, d.metrics().report((second - 1) * kSecond, second * kSecond), wall(), watch.changes(d));
       d.metrics().forget_before(second * kSecond - kHistoryNs);
     }
     if (over() && !ending) {

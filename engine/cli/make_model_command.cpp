@@ -7,6 +7,7 @@
 #include "engine/cli/commands.h"
 #include "engine/model/random_model.h"
 #include "engine/text/model_tokenizer.h"
+#include "engine/util/progress.h"
 
 namespace sy::cli {
 namespace {
@@ -26,7 +27,13 @@ void run(const MakeModelArgs& a) {
   ModelConfig config = preset_config(arch, preset, dtype);
   // The family's small tokenizer, with the config's bos/eos ids made to agree with it.
   const std::vector<ModelFile> tokenizer_files = take(text::model_tokenizer_files(config));
-  check(write_random_model(config, a.seed, a.out, 2ull << 30, tokenizer_files));
+  Progress progress("make-model: writing weights", 0, "B");
+  check(write_random_model(config, a.seed, a.out, 2ull << 30, tokenizer_files,
+                           [&](std::uint64_t done, std::uint64_t total) {
+                             progress.set_total(static_cast<std::int64_t>(total));
+                             progress.update(static_cast<std::int64_t>(done));
+                           }));
+  progress.finish();
   const double params = static_cast<double>(config.parameter_count());
   std::printf("wrote %s %s model (%.1f M parameters, %s, seed %llu) to %s\n", a.arch.c_str(),
               a.preset.c_str(), params / 1e6, a.dtype.c_str(), static_cast<unsigned long long>(a.seed),

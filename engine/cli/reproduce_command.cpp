@@ -1,5 +1,10 @@
 // `switchyard reproduce amoe|megascale`: the papers' experiments on the sim backend, printed
-// next to the papers' figures (AMoE Figs. 9-11, MegaScale-Infer Fig. 12).
+// next to the papers' figures (AMoE Figs. 9-11, MegaScale-Infer Fig. 12). Ctrl-C or SIGTERM
+// ends the run after the simulation under way, with the rows it has.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +17,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/sim/sim_experiment.h"
+#include "engine/util/progress.h"
 
 namespace sy::cli {
 namespace {
@@ -25,6 +31,13 @@ struct ReproduceArgs {
   bool quick = false;
   bool verbose = false;
 };
+
+// The signal that asked the run to stop (0: none). A second one ends the process at once.
+std::atomic<int> g_stop_signal{0};
+void on_stop_signal(int signo) { g_stop_signal = signo; }
+
+// Thrown between two simulations once a stop was asked for.
+struct Interrupted {};
 
 struct Row {
   std::string figure;
@@ -48,7 +61,17 @@ RuntimePolicy policy(const std::string& kind, const std::string& scheduler = "de
 
 class Reproduction {
  public:
-  explicit Reproduction(const ReproduceArgs& a) : a_(a) {}
+  explicit Reproduction(const ReproduceArgs& a)
+      : a_(a), progress_("reproduce " + a.paper, expected_rows(a), "rows") {}
+
+  // The rows amoe() and megascale() add (the progress bar's total; keep in step with them).
+  static std::int64_t expected_rows(const ReproduceArgs& a) {
+    if (a.paper == "amoe") return (a.quick ? 2 : 6) + 3 + 2 * 4;
+    if (a.paper == "megascale") return (a.quick ? 1 : 3) * 2;
+    return 0;
+  }
+  std::size_t rows() const { return rows_.size(); }
+  void end_progress() { progress_.finish(); }
 
   void amoe() {
     // §5 setup: Mixtral-8x7B with multi-query attention (one KV head), decode-heavy workloads,
@@ -212,9 +235,17 @@ class Reproduction {
     ++runs_;
     simulated_s_ += p.simulated_s;
     wall_s_ += p.wall_s;
+    progress_.update(progress_.done());  // the rate and ETA move between rows too
+    if (g_stop_signal) throw Interrupted{};
   }
   void add(Row r) {
-    if (!a_.json) std::fprintf(stderr, "  %s: %s = %.2f\n", r.figure.c_str(), r.what.c_str(), r.ours);
+    progress_.set_total(std::max(progress_.done() + 1, expected_rows(a_)));
+    progress_.add();
+    if (!a_.json) {
+      char line[512];
+      std::snprintf(line, sizeof line, "  %s: %s = %.2f", r.figure.c_str(), r.what.c_str(), r.ours);
+      progress_.note(line);
+    }
     rows_.push_back(std::move(r));
   }
 
@@ -222,13 +253,37 @@ class Reproduction {
   std::vector<Row> rows_;
   int runs_ = 0;
   double simulated_s_ = 0, wall_s_ = 0;
+  Progress progress_;
 };
 
 void run(const ReproduceArgs& a) {
   Reproduction r(a);
-  if (a.paper == "amoe") r.amoe();
-  if (a.paper == "megascale") r.megascale();
+  g_stop_signal = 0;
+  struct sigaction action {}, previous_int{}, previous_term{};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESETHAND;  // a second Ctrl-C is not caught: it ends the process
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, &previous_int);
+  ::sigaction(SIGTERM, &action, &previous_term);
+  bool interrupted = false;
+  try {
+    if (a.paper == "amoe") r.amoe();
+    if (a.paper == "megascale") r.megascale();
+  } catch (const Interrupted&) {
+    interrupted = true;
+  }
+  ::sigaction(SIGINT, &previous_int, nullptr);
+  ::sigaction(SIGTERM, &previous_term, nullptr);
+  r.end_progress();
   r.print();
+  if (interrupted) {
+    std::fflush(stdout);
+    const int signo = g_stop_signal.load();
+    throw CommandError{std::string("interrupted by ") + (signo == SIGTERM ? "SIGTERM" : "SIGINT") + " after " +
+                           std::to_string(r.rows()) + " of " + std::to_string(Reproduction::expected_rows(a)) +
+                           " rows (printed above)",
+                       128 + signo};
+  }
 }
 
 }  // namespace

@@ -39,8 +39,9 @@ void CpuExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& pe
 }
 
 void CpuExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                         Completion done) {
-  stream_->submit([this, &batch, sequences, &next] { return run_sample(batch, sequences, next); }, std::move(done));
+                         std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
+  stream_->submit([this, &batch, sequences, &next, &logprobs] { return run_sample(batch, sequences, next, logprobs); },
+                  std::move(done));
 }
 
 void CpuExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
@@ -122,7 +123,7 @@ std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<Toke
 }
 
 std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,
-                                    std::vector<std::int32_t>& next) {
+                                    std::vector<std::int32_t>& next, std::vector<kernels::TokenLogprobs>& logprobs) {
   const std::int64_t t0 = wall_ns();
   const ModelConfig& c = ops_.config();
   // Only the last row of each request needs logits.
@@ -134,12 +135,18 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
   logits_.resize(last_rows.size() * static_cast<std::size_t>(c.vocab_size));
   ops_.logits(HostActivationOps::data(batch.hidden), last_rows, logits_.data(), ws_);
   next.resize(last_rows.size());
+  logprobs.clear();
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     // Drawn from (seed, position) alone, as the reference path does.
     const SamplingSpec& s = sequences[i].sampling;
     const std::int32_t position = batch.position[static_cast<std::size_t>(last_rows[i])];
     kernels::Sampler sampler({s.temperature, s.top_p, s.top_k}, kernels::position_seed(s.seed, position));
-    next[i] = sampler.sample(logits_.data() + i * static_cast<std::size_t>(c.vocab_size), c.vocab_size);
+    const float* logits = logits_.data() + i * static_cast<std::size_t>(c.vocab_size);
+    next[i] = sampler.sample(logits, c.vocab_size);
+    if (s.logprobs >= 0) {
+      logprobs.resize(last_rows.size());  // entries of requests that did not ask keep token -1
+      kernels::token_logprobs(logits, c.vocab_size, next[i], s.logprobs, logprobs[i]);
+    }
   }
   return options_.cost_model ? options_.cost_model->sample_ns(static_cast<std::int64_t>(last_rows.size()))
                              : elapsed_since(t0);

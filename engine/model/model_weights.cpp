@@ -67,7 +67,8 @@ class Resolver {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path& dir, WeightCheck check) {
+StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(
+    const fs::path& dir, WeightCheck check, const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::Error("model directory " + dir.string() + " does not exist");
   auto config = ModelConfig::from_file(dir / "config.json");
@@ -79,7 +80,13 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(const fs::path&
   }
   auto ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return ckpt.status();
-  for (const auto& [name, tensor] : (*ckpt)->tensors()) SY_RETURN_IF_ERROR(check_finite(*tensor, check));
+  std::uint64_t total = 0, checked = 0;
+  for (const auto& [name, tensor] : (*ckpt)->tensors()) total += tensor->nbytes;
+  for (const auto& [name, tensor] : (*ckpt)->tensors()) {
+    SY_RETURN_IF_ERROR(check_finite(*tensor, check));
+    checked += tensor->nbytes;
+    if (progress) progress(checked, total);
+  }
 
   std::shared_ptr<ModelWeights> w(new ModelWeights());
   w->dir_ = dir;

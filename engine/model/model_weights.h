@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,9 +53,11 @@ class ModelWeights {
   // missing/truncated file, bad header, unknown dtype, missing tensor (named), shape that does
   // not match the config (both shapes named), unsupported model_type.
   // `check`: how the tensors are searched for NaN and ±inf (a corrupt checkpoint is an error
-  // naming the tensor, not NaN logits later).
-  static StatusOr<std::shared_ptr<const ModelWeights>> load(const std::filesystem::path& dir,
-                                                            WeightCheck check = WeightCheck::Sampled);
+  // naming the tensor, not NaN logits later). `progress` (may be empty) hears the checkpoint
+  // bytes checked so far and in all after each tensor (the check is what reads the file).
+  static StatusOr<std::shared_ptr<const ModelWeights>> load(
+      const std::filesystem::path& dir, WeightCheck check = WeightCheck::Sampled,
+      const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});
 
   const ModelConfig& config() const { return config_; }
   const kernels::WeightView& embed_tokens() const { return embed_tokens_; }  // [V, H]

@@ -264,7 +264,7 @@ Status write_text(const fs::path& path, const std::string& text) {
 }
 
 Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir, std::uint64_t shard_bytes,
-                  const std::vector<ModelFile>& extra_files) {
+                  const std::vector<ModelFile>& extra_files, const ByteProgress& progress) {
   SY_RETURN_IF_ERROR(write_text(dir / "config.json", c.to_json()));
   for (const ModelFile& f : extra_files) SY_RETURN_IF_ERROR(write_text(dir / f.name, f.content));
   const std::vector<PlannedTensor> plan = plan_tensors(c);
@@ -285,6 +285,7 @@ Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir,
   }
 
   nlohmann::json weight_map = nlohmann::json::object();
+  std::uint64_t written = 0;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     std::string file = "model.safetensors";
     if (shards.size() > 1) {
@@ -298,8 +299,10 @@ Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir,
       weight_map[plan[i].name] = file;
     }
     const auto& ids = shards[s];
-    SY_RETURN_IF_ERROR(write_safetensors_streamed(dir / file, tensors, [&](std::size_t k, void* dst, std::size_t) {
+    SY_RETURN_IF_ERROR(write_safetensors_streamed(dir / file, tensors, [&](std::size_t k, void* dst, std::size_t nbytes) {
       fill_tensor(plan[ids[k]], seed, c.dtype, dst);
+      written += nbytes;
+      if (progress) progress(written, total);
       return Status::Ok();
     }));
   }
@@ -313,7 +316,8 @@ Status write_into(const ModelConfig& c, std::uint64_t seed, const fs::path& dir,
 }  // namespace
 
 Status write_random_model(const ModelConfig& config, std::uint64_t seed, const fs::path& dir,
-                          std::uint64_t shard_bytes, const std::vector<ModelFile>& extra_files) {
+                          std::uint64_t shard_bytes, const std::vector<ModelFile>& extra_files,
+                          const ByteProgress& progress) {
   if (config.shapes_only())
     return Status::Error(arch_name(config.arch) + ": shapes only (simulator); writing weights is not supported");
   if (config.sparse_layers.size() != static_cast<std::size_t>(config.num_layers))
@@ -347,7 +351,7 @@ Status write_random_model(const ModelConfig& config, std::uint64_t seed, const f
   if (!fs::create_directory(tmp, ec) || ec)
     return Status::Error("cannot create " + tmp.string() + ": " + (ec ? ec.message() : "already exists"));
 
-  Status s = write_into(config, seed, tmp, shard_bytes, extra_files);
+  Status s = write_into(config, seed, tmp, shard_bytes, extra_files, progress);
   if (s.ok()) {
     // rename(2) replaces an empty directory; a non-empty one (created meanwhile) is an error.
     fs::rename(tmp, target, ec);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,12 @@ struct ModelFile {
 
 // Writes DIR/config.json and DIR/model.safetensors (sharded with an index when larger than
 // shard_bytes) with weights drawn from a seeded normal distribution, norms around 1, and
-// `extra_files` beside them.
+// `extra_files` beside them. `progress` (may be empty) hears the weight bytes written so far
+// and in all after each tensor.
+using ByteProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 Status write_random_model(const ModelConfig& config, std::uint64_t seed,
                           const std::filesystem::path& dir,
                           std::uint64_t shard_bytes = 2ull << 30,
-                          const std::vector<ModelFile>& extra_files = {});
+                          const std::vector<ModelFile>& extra_files = {}, const ByteProgress& progress = {});
 
 }  // namespace sy

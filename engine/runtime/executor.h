@@ -13,6 +13,7 @@
 #include "engine/runtime/sequence.h"
 #include "engine/runtime/token_batch.h"
 #include "engine/runtime/token_pool.h"
+#include "kernels/cpu/logprobs.h"
 
 namespace sy {
 
@@ -40,9 +41,12 @@ class Executor {
   // experts in one call form one grouped execution.
   virtual void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) = 0;
   // Final norm, lm_head and sampling of the last row of each request in `batch` (sampling as
-  // its sequence says); next gets one token per request, in batch order.
+  // its sequence says); next gets one token per request, in batch order. When a sequence asks
+  // for log-probabilities (SamplingSpec::logprobs ≥ 0) logprobs gets one entry per request, in
+  // batch order (token -1 for those that did not ask); otherwise it is left empty. A backend
+  // without logits (sim) always leaves it empty.
   virtual void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                      Completion done) = 0;
+                      std::vector<kernels::TokenLogprobs>& logprobs, Completion done) = 0;
   // The token pool's merge, as one execution for every request whose expert outputs are all
   // back: hidden += Σ_k slot outputs + shared, summed in slot order so that arrival order does
   // not matter. Only called for requests that carry activations.

@@ -12,6 +12,9 @@ struct SamplingSpec {
   float top_p = 1.0f;
   std::int32_t top_k = 0;    // 0: no top-k cut
   std::uint64_t seed = 0;    // the token at position p is drawn with a generator seeded from (seed, p)
+  // -1: no log-probabilities (the default costs nothing); k ≥ 0: the sampled token's and the k
+  // most likely tokens' (kernels::token_logprobs).
+  std::int32_t logprobs = -1;
 
   bool operator==(const SamplingSpec&) const = default;
 };

@@ -302,7 +302,7 @@ void Worker::execute() {
       collect_sequences();
       if (job_.kind == LayerKind::Attention)
         return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, done);
-      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, done);
+      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, job_.next_logprobs, done);
     }
   }
   // A grouped policy's empty micro-batch: nothing for the device, but the barrier still moves.
@@ -502,7 +502,10 @@ void Worker::dispatch_experts() {
 void Worker::dispatch_sampler() {
   std::size_t i = 0;
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
-    hooks_.on_sampled(job_.batch.request[static_cast<std::size_t>(first)], job_.next_tokens[i++]);
+    const kernels::TokenLogprobs* lp =
+        i < job_.next_logprobs.size() && job_.next_logprobs[i].token >= 0 ? &job_.next_logprobs[i] : nullptr;
+    hooks_.on_sampled(job_.batch.request[static_cast<std::size_t>(first)], job_.next_tokens[i], lp);
+    ++i;
   });
   if (policy_.grouped()) hooks_.on_group_sampled(rank_, job_.group);
 }

@@ -31,7 +31,8 @@ class Worker {
  public:
   // Calls into the coordinator when the sampler of this device's attention rank has run.
   struct Hooks {
-    std::function<void(std::int64_t request, std::int32_t token)> on_sampled;
+    // logprobs: null unless the request asked for them (SamplingSpec::logprobs).
+    std::function<void(std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs)> on_sampled;
     // Grouped policies: this rank finished sampling micro-batch `group`.
     std::function<void(std::int32_t rank, std::int32_t group)> on_group_sampled;
   };
@@ -85,6 +86,7 @@ class Worker {
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
     std::vector<TokenPool::Completed> merges;     // merge executions
     std::vector<std::int32_t> next_tokens;
+    std::vector<kernels::TokenLogprobs> next_logprobs;  // empty unless a request asked
     std::int64_t tokens = 0;
     std::int64_t start = 0;
   };

@@ -28,11 +28,13 @@ const char* finish_reason_name(FinishReason reason) {
   return "?";
 }
 
-void Coordinator::notify(std::int64_t idx, RequestPhase phase, RejectReason reason) {
-  notify(record(idx), phase, reason);
+void Coordinator::notify(std::int64_t idx, RequestPhase phase, RejectReason reason,
+                         const kernels::TokenLogprobs* logprobs) {
+  notify(record(idx), phase, reason, logprobs);
 }
 
-void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReason reason) {
+void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReason reason,
+                         const kernels::TokenLogprobs* logprobs) {
   if (!observer_) return;
   RequestUpdate u;
   u.id = r.spec.id;
@@ -43,6 +45,7 @@ void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReaso
   u.tokens_out = static_cast<std::int32_t>(r.output.size());
   u.reject_reason = reason;
   if (phase == RequestPhase::Token) u.token = r.output.back();
+  u.logprobs = logprobs;
   if (phase == RequestPhase::Finished) u.finish_reason = r.finish_reason;
   observer_->on_request(u);
 }
@@ -90,7 +93,9 @@ std::int64_t Coordinator::kv_pages_total() const {
 
 Worker::Hooks Coordinator::hooks() {
   Worker::Hooks h;
-  h.on_sampled = [this](std::int64_t request, std::int32_t token) { on_sampled(request, token); };
+  h.on_sampled = [this](std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
+    on_sampled(request, token, logprobs);
+  };
   h.on_group_sampled = [this](std::int32_t rank, std::int32_t group) { on_group_sampled(rank, group); };
   return h;
 }
@@ -314,7 +319,7 @@ void Coordinator::start_slot(std::int32_t s) {
   for (std::int32_t rank = 0; rank < ranks; ++rank) cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
 }
 
-void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
+void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
   if (failure_) return;  // its request has failed already
   RequestRecord& r = record(idx);
   FinishReason reason = FinishReason::None;
@@ -322,7 +327,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token) {
     reason = FinishReason::Cancelled;  // nobody wants the token any more
   } else {
     r.output.push_back(token);
-    notify(idx, RequestPhase::Token);
+    notify(idx, RequestPhase::Token, RejectReason::None, logprobs);
     if (stops_at(r, token)) {
       reason = FinishReason::Stop;
     } else if (static_cast<std::int32_t>(r.output.size()) >= r.spec.max_new_tokens) {
@@ -473,6 +478,7 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
   releasing_ = false;
   const bool newer = seq != change_seq_;  // another change was asked for while this one was applied
   if (pending_policy_) ++switches_;
+  if (pending_placement_) ++placement_changes_;
   policy_ = policy;
   if (!newer) {
     pending_placement_.reset();

@@ -103,6 +103,7 @@ class Coordinator {
   const std::deque<RequestRecord>& requests() const { return requests_; }
   std::int64_t first_request() const { return first_request_; }
   std::int64_t policy_switches() const { return switches_; }
+  std::int64_t placement_changes() const { return placement_changes_; }  // applied since the start
   std::int64_t waiting_requests() const { return static_cast<std::int64_t>(waiting_.size()); }
   // KV pages reserved by running requests and in all, over every attention rank.
   std::int64_t kv_pages_used() const;
@@ -127,7 +128,7 @@ class Coordinator {
   void on_unrecorded_arrival(RequestSpec spec);
   bool queue_full(std::int64_t prompt_tokens) const;
   std::string queue_full_message(const std::string& external_id) const;
-  void on_sampled(std::int64_t idx, std::int32_t token);
+  void on_sampled(std::int64_t idx, std::int32_t token, const kernels::TokenLogprobs* logprobs);
   void on_group_sampled(std::int32_t rank, std::int32_t group);
   bool admit_one(std::int32_t slot);
   void admit_async();
@@ -147,10 +148,12 @@ class Coordinator {
 
   EventLoop& loop_;
   CoordinatorOptions options_;
-  void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void notify(std::int64_t idx, RequestPhase phase, RejectReason reason = RejectReason::None,
+              const kernels::TokenLogprobs* logprobs = nullptr);
   // The request's stop tokens say it is done after `token`.
   bool stops_at(const RequestRecord& r, std::int32_t token) const;
-  void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None);
+  void notify(const RequestRecord& r, RequestPhase phase, RejectReason reason = RejectReason::None,
+              const kernels::TokenLogprobs* logprobs = nullptr);
   void reject(std::int64_t idx, RejectReason reason, std::string why);
   // Leaves the waiting queue (admitted or rejected).
   void pop_waiting();
@@ -191,6 +194,7 @@ class Coordinator {
   std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
+  std::int64_t placement_changes_ = 0;
 };
 
 }  // namespace sy

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/logprobs.h"
+
 namespace sy {
 
 enum class RequestPhase : std::uint8_t { Arrival, Admitted, Token, Finished, Rejected };
@@ -27,6 +29,8 @@ struct RequestUpdate {
   std::int32_t tokens_out = 0;   // tokens produced so far (Token: including this one)
   RejectReason reject_reason = RejectReason::None;  // Rejected only
   std::int32_t token = -1;                          // Token only: the token sampled
+  // Token only, when the request asked (SamplingSpec::logprobs): valid during the call.
+  const kernels::TokenLogprobs* logprobs = nullptr;
   FinishReason finish_reason = FinishReason::None;  // Finished only
 };
 

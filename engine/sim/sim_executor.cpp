@@ -68,10 +68,11 @@ void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& pe
 }
 
 void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, std::vector<std::int32_t>& next,
-                         Completion done) {
+                         std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
   // No logits: a token id derived from the position keeps outputs deterministic; the sim has
   // no EOS, requests end at their max_new_tokens.
   next.clear();
+  logprobs.clear();
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
   });

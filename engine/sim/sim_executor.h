@@ -30,7 +30,7 @@ class SimExecutor final : public Executor {
                  Completion done) override;
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-              Completion done) override;
+              std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   bool reads_sequences() const override { return false; }
 

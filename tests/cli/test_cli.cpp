@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -291,6 +292,45 @@ TEST_F(Cli, GlobalOptionsAfterTheSubcommandAndAllMissingOptionsAtOnce) {
   r = switchyard("serve --model " + (root_ / "good").string() + " --host 0.0.0.0 --no-telemetry --no-console");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("--api-key"), std::string::npos) << r.output;
+}
+
+// Issue 18: a named shape without the simulator says what it is and how to get a real model.
+TEST_F(Cli, NamedShapeWithoutTheSimulatorSaysItNeedsIt) {
+  for (const char* args : {"generate --model mixtral-8x7b --tokens 1,2",
+                           "bench --model mixtral-8x7b --layout colocated:1 --duration 0.1"}) {
+    expect_error(args, {"'mixtral-8x7b' is a named model shape", "--backend sim", "make-model"});
+  }
+  expect_error("generate --model no-such-dir --tokens 1", {"model directory no-such-dir does not exist"});
+}
+
+// Issue 18: an interrupted reproduce prints the rows it has and exits non-zero; off a terminal
+// its progress is a plain line every few seconds.
+TEST_F(Cli, InterruptedReproducePrintsItsRows) {
+  const fs::path out = root_ / "reproduce.out", err = root_ / "reproduce.err";
+  // SIGTERM once the first row and a progress line (after 5 s) are out; several rows are still
+  // to come then (each takes seconds), so the run is cut short.
+  const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 3 >" +
+                             out.string() + " 2>" + err.string() + " & p=$!; i=0; " +
+                             "until grep -q 'reproduce megascale .*rows' " + err.string() +
+                             " || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; kill -TERM $p; wait $p; echo rc=$?";
+  const fs::path script_file = root_ / "interrupt.sh";
+  std::ofstream(script_file) << script << "\n";
+  CliRun r;
+  {
+    FILE* pipe = popen(("sh " + script_file.string()).c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::array<char, 256> buf;
+    while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) r.output.append(buf.data(), n);
+    pclose(pipe);
+  }
+  std::ifstream o(out), e(err);
+  const std::string table((std::istreambuf_iterator<char>(o)), {}), log((std::istreambuf_iterator<char>(e)), {});
+  EXPECT_NE(r.output.find("rc=143"), std::string::npos) << r.output << log;
+  EXPECT_NE(log.find("interrupted by SIGTERM after "), std::string::npos) << log;
+  EXPECT_EQ(log.find('\r'), std::string::npos) << "no bar off a terminal";
+  EXPECT_NE(table.find("figure "), std::string::npos) << table;
+  EXPECT_NE(table.find("MegaScale-Infer Fig. 12  mixtral-8x22b: throughput m=2 / m=1"), std::string::npos) << table;
+  EXPECT_EQ(table.find("scaled-moe"), std::string::npos) << "the last rows were not reached\n" << table;
 }
 
 }  // namespace

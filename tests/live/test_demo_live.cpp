@@ -185,6 +185,9 @@ TEST_P(DemoCommands, EveryCommandWorksLiveAndShowsInStreamAndRecording) {
   auto spans = (*reader)->spans();
   ASSERT_TRUE(spans.ok());
   EXPECT_GT(spans->size(), 0u);
+  // The per-second lines said that the policy and the placement changed.
+  EXPECT_FALSE(demo.wait_for("policy [a-z/ =0-9]+\u2192[a-z/ =0-9]+").empty()) << demo.output();
+  EXPECT_FALSE(demo.wait_for("placement v[2-9]").empty()) << demo.output();
   demo.stop(SIGINT);
   fs::remove_all(cache);
   fs::remove_all(record_dir);

@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include "engine/serving/http/answer_text.h"
+#include "engine/serving/http/logprobs_json.h"
 #include "engine/serving/http/openai_shapes.h"
 
 namespace sy::http {
@@ -19,8 +20,12 @@ std::int64_t unix_seconds() {
 
 // What a streamed or whole answer keeps between the provider's calls.
 struct Answer {
-  Answer(const text::Tokenizer* tokenizer, std::vector<std::string> stops) : text(tokenizer, std::move(stops)) {}
+  Answer(const text::Tokenizer* tokenizer, const CompletionRequest& r)
+      : text(tokenizer, r.stop), want_logprobs(r.logprobs >= 0), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
   AnswerText text;
+  bool want_logprobs;
+  LogprobsJson logprobs_json;
+  std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
   std::string whole;  // the text so far (whole answers)
   std::shared_ptr<RequestChannel> channel;
   AnswerHeader header;
@@ -85,7 +90,8 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   spec.prompt = std::move(prompt);
   spec.max_new_tokens = *r.max_tokens;
   // Without a seed each request draws its own; with one, the same request gives the same answer.
-  spec.sampling = SamplingSpec{r.temperature, r.top_p, r.top_k, r.seed ? *r.seed : seed_base_ ^ (n * 0x9E3779B97F4A7C15ull)};
+  spec.sampling = SamplingSpec{r.temperature, r.top_p, r.top_k, r.seed ? *r.seed : seed_base_ ^ (n * 0x9E3779B97F4A7C15ull),
+                               r.logprobs};
   spec.stop_token_ids = r.stop_token_ids;
   if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
   std::shared_ptr<RequestChannel> channel = broker_.submit(std::move(spec));
@@ -100,7 +106,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
 
 void CompletionHandler::answer_whole(httplib::Response& res, const CompletionRequest& r,
                                      std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>(text_.tokenizer(), r.stop);
+  auto a = std::make_shared<Answer>(text_.tokenizer(), r);
   a->channel = std::move(channel);
   a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
@@ -111,9 +117,10 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
         RequestChannel::News news = a->channel->take(kKeepAlive);
-        for (std::int32_t t : news.tokens) {
-          a->ids.push_back(t);
-          a->whole += a->text.push(t);
+        for (std::size_t i = 0; i < news.tokens.size(); ++i) {
+          a->ids.push_back(news.tokens[i]);
+          if (i < news.logprobs.size()) a->logprobs.push_back(std::move(news.logprobs[i]));
+          a->whole += a->text.push(news.tokens[i]);
           if (a->text.stopped()) break;
         }
         std::string out;
@@ -125,7 +132,8 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
           // A stop string ends the answer before the engine does: free the request now.
           if (news.finished == FinishReason::None) broker_.cancel(a->channel->id());
           a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          out = json_text(completion_json(a->header, a->whole, a->ids, reason, a->usage));
+          out = json_text(completion_json(a->header, a->whole, a->ids, reason, a->usage,
+                                          a->want_logprobs ? a->logprobs_json.make(a->logprobs) : nullptr));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
           return sink.write(" ", 1);
@@ -145,7 +153,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
 
 void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRequest& r,
                                       std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>(text_.tokenizer(), r.stop);
+  auto a = std::make_shared<Answer>(text_.tokenizer(), r);
   a->channel = std::move(channel);
   a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
@@ -166,6 +174,12 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
         // back (a character not complete yet, a possible stop string) goes out with a later one.
         std::string last_text;
         std::vector<std::int32_t> last_ids;
+        nlohmann::json last_logprobs;
+        // The token's logprobs object, null when not asked for (or the backend has no logits).
+        const auto logprobs_of = [&](std::size_t i) -> nlohmann::json {
+          if (!a->want_logprobs || i >= news.logprobs.size()) return nullptr;
+          return a->logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
+        };
         for (std::size_t i = 0; i < news.tokens.size(); ++i) {
           const std::int32_t t = news.tokens[i];
           a->ids.push_back(t);
@@ -173,9 +187,10 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
           if (a->text.stopped() || (finished && i + 1 == news.tokens.size())) {
             last_text = std::move(piece);
             last_ids = {t};
+            last_logprobs = logprobs_of(i);
             break;
           }
-          out += sse_event(chunk_json(a->header, piece, {t}, std::nullopt, std::nullopt));
+          out += sse_event(chunk_json(a->header, piece, {t}, std::nullopt, std::nullopt, logprobs_of(i)));
         }
         if (news.error) {
           out += sse_event(news.error->body());
@@ -190,7 +205,8 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
           // Usage rides on the last chunk (as llama-server sends it) unless the client asked for
           // OpenAI's separate usage chunk.
           out += sse_event(chunk_json(a->header, last_text, last_ids, reason,
-                                      a->include_usage ? std::nullopt : std::optional<Usage>(a->usage)));
+                                      a->include_usage ? std::nullopt : std::optional<Usage>(a->usage),
+                                      std::move(last_logprobs)));
           if (a->include_usage) out += sse_event(usage_chunk_json(a->header, a->usage));
           out += kSseDone;
           a->complete = true;

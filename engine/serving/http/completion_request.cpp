@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/json_parse.h"
+#include "kernels/cpu/logprobs.h"
 
 namespace sy::http {
 namespace {
@@ -247,10 +248,20 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   const auto is_zero = [](const json& v) { return v.is_number() && v.get<double>() == 0; };
   const auto is_empty = [](const json& v) { return (v.is_object() || v.is_array()) && v.empty(); };
   const auto is_one = [](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() == 1; };
-  // Log-probabilities need the sampler to report them; refused by name until it does.
-  c.neutral("logprobs", chat ? std::function<bool(const json&)>(is_false) : [](const json&) { return false; },
-            "logprobs is not supported yet");
-  c.neutral("top_logprobs", is_zero, "logprobs is not supported yet (top_logprobs)");
+  // Completions: logprobs is the number of alternatives (0 gives the chosen token's alone).
+  // Chat: logprobs says whether, top_logprobs how many. At most kMaxTopLogprobs, as vLLM.
+  std::optional<std::int64_t> logprobs, top_logprobs;
+  if (chat) {
+    bool want = false;
+    c.boolean("logprobs", want);
+    c.integer("top_logprobs", top_logprobs, 0, kernels::kMaxTopLogprobs);
+    if (top_logprobs && *top_logprobs > 0 && !want)
+      c.fail("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+    if (want) out.logprobs = top_logprobs ? static_cast<std::int32_t>(*top_logprobs) : 0;
+  } else {
+    c.integer("logprobs", logprobs, 0, kernels::kMaxTopLogprobs);
+    if (logprobs) out.logprobs = static_cast<std::int32_t>(*logprobs);
+  }
   c.neutral("echo", is_false, "'echo' is not supported");
   c.neutral("best_of", is_one, "'best_of' must be 1");
   c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },

@@ -43,6 +43,9 @@ struct CompletionRequest {
   bool ignore_eos = false;                     // vLLM's extension
   bool stream = false;
   bool include_usage = false;                  // stream_options.include_usage
+  // -1: no log-probabilities; k ≥ 0: the chosen token's and k alternatives' (completions'
+  // logprobs: k; chat's logprobs: true with top_logprobs: k).
+  std::int32_t logprobs = -1;
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

@@ -29,9 +29,9 @@ json reason_json(std::optional<FinishReason> finish) {
 }  // namespace
 
 json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                     FinishReason reason, const Usage& usage) {
+                     FinishReason reason, const Usage& usage, json logprobs) {
   json out = header_json(h, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", openai_finish_reason(reason)}};
+  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", openai_finish_reason(reason)}};
   if (h.endpoint == Endpoint::ChatCompletions) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
@@ -44,9 +44,9 @@ json completion_json(const AnswerHeader& h, const std::string& text, const std::
 }
 
 json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                std::optional<FinishReason> finish, const std::optional<Usage>& usage) {
+                std::optional<FinishReason> finish, const std::optional<Usage>& usage, json logprobs) {
   json out = header_json(h, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason_json(finish)}};
+  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", reason_json(finish)}};
   if (h.endpoint == Endpoint::ChatCompletions) {
     choice["delta"] = finish && text.empty() ? json::object() : json{{"content", text}};
   } else {

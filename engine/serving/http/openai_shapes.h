@@ -32,13 +32,14 @@ struct Usage {
 const char* openai_finish_reason(FinishReason reason);
 
 nlohmann::json usage_json(const Usage& usage);
-// The whole answer.
+// The whole answer; `logprobs` is the choice's (LogprobsJson), null when not asked for.
 nlohmann::json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                               FinishReason reason, const Usage& usage);
+                               FinishReason reason, const Usage& usage, nlohmann::json logprobs = nullptr);
 // A stream chunk with new text (and its ids); finish_reason and usage on the last one. Chat's
 // first chunk carries the role (role_chunk).
 nlohmann::json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                          std::optional<FinishReason> finish, const std::optional<Usage>& usage);
+                          std::optional<FinishReason> finish, const std::optional<Usage>& usage,
+                          nlohmann::json logprobs = nullptr);
 nlohmann::json role_chunk_json(const AnswerHeader& h);
 // OpenAI's separate usage chunk (stream_options.include_usage): no choices.
 nlohmann::json usage_chunk_json(const AnswerHeader& h, const Usage& usage);

@@ -78,7 +78,7 @@ void RequestBroker::on_request(const RequestUpdate& u) {
   const std::shared_ptr<RequestChannel> channel = find(u.id);
   if (!channel) return;
   switch (u.phase) {
-    case RequestPhase::Token: channel->push_token(u.token); break;
+    case RequestPhase::Token: channel->push_token(u.token, u.logprobs); break;
     case RequestPhase::Finished:
       forget(u.id);
       channel->finish(u.finish_reason);

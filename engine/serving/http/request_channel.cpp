@@ -11,11 +11,12 @@ void RequestChannel::accept() {
   cv_.notify_all();
 }
 
-void RequestChannel::push_token(std::int32_t token) {
+void RequestChannel::push_token(std::int32_t token, const kernels::TokenLogprobs* logprobs) {
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
     tokens_.push_back(token);
+    if (logprobs) logprobs_.push_back(*logprobs);
     // A reader already woken and not yet back needs no second wake-up (tokens pile up
     // while it writes): one futex call per batch, not per token.
     wake = !news_;
@@ -49,6 +50,7 @@ RequestChannel::News RequestChannel::take(std::chrono::milliseconds timeout) {
   News n;
   n.accepted = accepted_;
   n.tokens.swap(tokens_);
+  n.logprobs.swap(logprobs_);
   n.finished = finished_;
   n.error = error_;
   return n;

@@ -22,7 +22,8 @@ class RequestChannel {
 
   // Loop thread.
   void accept();  // the admission queue took the request
-  void push_token(std::int32_t token);
+  // logprobs: the token's, when the request asked for them (else null).
+  void push_token(std::int32_t token, const kernels::TokenLogprobs* logprobs = nullptr);
   void finish(FinishReason reason);
   void fail(ApiError error);  // refused (queue full, paused, shutting down, never fits)
 
@@ -30,6 +31,8 @@ class RequestChannel {
   struct News {
     bool accepted = false;
     std::vector<std::int32_t> tokens;  // new since the last take
+    // One per token when the request asked for log-probabilities (the backend has logits), else empty.
+    std::vector<kernels::TokenLogprobs> logprobs;
     FinishReason finished = FinishReason::None;
     std::optional<ApiError> error;
     bool done() const { return finished != FinishReason::None || error.has_value(); }
@@ -45,6 +48,7 @@ class RequestChannel {
   bool accepted_ = false;
   bool news_ = false;
   std::vector<std::int32_t> tokens_;
+  std::vector<kernels::TokenLogprobs> logprobs_;
   FinishReason finished_ = FinishReason::None;
   std::optional<ApiError> error_;
 };

@@ -53,6 +53,69 @@ def start_server(model):
     raise SystemExit("the server did not say where it listens")
 
 
+def check_logprobs(client, name, prompt):
+    """Log-probabilities: shapes, values ≤ 0, the greedy token is the top alternative, the
+    alternatives' probabilities sum to at most 1; chat and streaming too; out of range: 400."""
+    import math
+    r = client.completions.create(model=name, prompt=prompt, max_tokens=6, temperature=0, logprobs=5)
+    lp = r.choices[0].logprobs
+    n = len(r.choices[0].model_extra["token_ids"])
+    check(lp is not None and len(lp.tokens) == n and len(lp.token_logprobs) == n and len(lp.top_logprobs) == n
+          and len(lp.text_offset) == n, "completions logprobs: one entry per token in each list")
+    check(all(v <= 0 for v in lp.token_logprobs), "completions logprobs are <= 0")
+    check(all(top[tok] == max(top.values()) and top[tok] == v
+              for tok, v, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs)),
+          "completions: the greedy token is the top alternative")
+    check(all(len(top) <= 6 and sum(math.exp(x) for x in top.values()) <= 1 + 1e-5 for top in lp.top_logprobs),
+          "completions: at most logprobs+1 alternatives, probabilities summing to <= 1")
+    check(lp.text_offset == sorted(lp.text_offset), "text offsets grow")
+    plain = client.completions.create(model=name, prompt=prompt, max_tokens=6, temperature=0)
+    check(plain.choices[0].logprobs is None, "no logprobs unless asked for")
+    streamed = []
+    for chunk in client.completions.create(model=name, prompt=prompt, max_tokens=6, temperature=0, logprobs=2,
+                                           stream=True):
+        for choice in chunk.choices:
+            if choice.logprobs is not None:
+                streamed += choice.logprobs.token_logprobs
+    check(len(streamed) == n and all(abs(a - b) < 1e-6 for a, b in zip(streamed, lp.token_logprobs)),
+          "streamed completion logprobs equal the whole answer's")
+
+    messages = [{"role": "user", "content": "Hello!"}]
+    try:
+        c = client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0, logprobs=True,
+                                           top_logprobs=4)
+    except openai.BadRequestError as e:
+        check("tokenizer" in str(e), "chat logprobs without a tokenizer: 400 that says so")
+        return
+    content = c.choices[0].logprobs.content
+    check(len(content) == c.usage.completion_tokens, "chat logprobs: one entry per token")
+    check(all(t.logprob <= 0 and len(t.top_logprobs) == 4 for t in content), "chat logprobs <= 0, 4 alternatives each")
+    check(all(t.top_logprobs[0].logprob == t.logprob and t.top_logprobs[0].token == t.token for t in content),
+          "chat: the greedy token is the top-1 alternative")
+    check(all(sum(math.exp(a.logprob) for a in t.top_logprobs) <= 1 + 1e-5 for t in content),
+          "chat: sum(exp(top_logprobs)) <= 1")
+    check(all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in content), "chat: bytes spell the token")
+    streamed = []
+    for chunk in client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0,
+                                                logprobs=True, top_logprobs=1, stream=True):
+        for choice in chunk.choices:
+            if choice.logprobs is not None:
+                streamed += [t.logprob for t in choice.logprobs.content]
+    check(len(streamed) == len(content) and all(abs(a - t.logprob) < 1e-6 for a, t in zip(streamed, content)),
+          "streamed chat logprobs equal the whole answer's")
+    for bad in ({"logprobs": True, "top_logprobs": 21}, {"top_logprobs": 3}):
+        try:
+            client.chat.completions.create(model=name, messages=messages, max_tokens=2, **bad)
+            check(False, f"{bad} is refused")
+        except openai.BadRequestError as e:
+            check(e.body.get("param") == "top_logprobs", f"{bad}: 400 naming top_logprobs")
+    try:
+        client.completions.create(model=name, prompt=prompt, max_tokens=2, logprobs=21)
+        check(False, "logprobs=21 is refused")
+    except openai.BadRequestError as e:
+        check(e.body.get("param") == "logprobs", "logprobs=21: 400 naming logprobs")
+
+
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
@@ -93,6 +156,8 @@ def main():
         b = client.completions.create(model=name, prompt=prompt, max_tokens=8, temperature=1.0, seed=7)
         check(a.choices[0].model_extra["token_ids"] == b.choices[0].model_extra["token_ids"],
               "the same seed samples the same tokens")
+
+        check_logprobs(client, name, prompt)
 
         try:
             client.completions.create(model=name, prompt=prompt, max_tokens=100000)

@@ -143,8 +143,7 @@ TEST_F(ApiServerTest, BadRequestsAre400sNamingTheField) {
   std::vector<std::int32_t> too_long(static_cast<std::size_t>(weights_->config().max_position_embeddings), 1);
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", too_long}}, 400)["error"]["param"], "prompt");
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"model", "gpt-4"}}, 404)["error"]["code"], "model_not_found");
-  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"logprobs", 1}}, 400)["error"]["message"],
-            "logprobs is not supported yet");
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"logprobs", 21}}, 400)["error"]["param"], "logprobs");
   // The server is still serving.
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 2}}, 200)["usage"]["completion_tokens"], 2);
 }

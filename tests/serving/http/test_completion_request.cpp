@@ -72,7 +72,9 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"stop_token_ids":[500]})", "stop_token_ids", "not a token id"},
       {R"({"prompt":[1],"stream":"yes"})", "stream", "a boolean"},
       {R"({"prompt":[1],"stream_options":{"include_usage":true}})", "stream_options", "only allowed"},
-      {R"({"prompt":[1],"logprobs":2})", "logprobs", "logprobs is not supported yet"},
+      {R"({"prompt":[1],"logprobs":21})", "logprobs", "[0, 20]"},
+      {R"({"prompt":[1],"logprobs":-1})", "logprobs", "[0, 20]"},
+      {R"({"prompt":[1],"logprobs":true})", "logprobs", "an integer"},
       {R"({"prompt":[1],"echo":true})", "echo", "not supported"},
       {R"({"prompt":[1],"frequency_penalty":0.5})", "frequency_penalty", "not supported"},
   };
@@ -83,6 +85,15 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
   }
   EXPECT_EQ(error_of(R"({"model":"other","prompt":[1]})").status, 404);
+  const auto logprobs_of = [](const std::string& body, Endpoint endpoint) { return parsed(body, endpoint).logprobs; };
+  EXPECT_EQ(logprobs_of(R"({"prompt":[1]})", Endpoint::Completions), -1);
+  EXPECT_EQ(logprobs_of(R"({"prompt":[1],"logprobs":0})", Endpoint::Completions), 0);
+  EXPECT_EQ(logprobs_of(R"({"prompt":[1],"logprobs":20})", Endpoint::Completions), 20);
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(logprobs_of(chat + "}", Endpoint::ChatCompletions), -1);
+  EXPECT_EQ(logprobs_of(chat + R"(,"logprobs":false,"top_logprobs":0})", Endpoint::ChatCompletions), -1);
+  EXPECT_EQ(logprobs_of(chat + R"(,"logprobs":true})", Endpoint::ChatCompletions), 0);
+  EXPECT_EQ(logprobs_of(chat + R"(,"logprobs":true,"top_logprobs":5})", Endpoint::ChatCompletions), 5);
   std::string long_prompt = R"({"prompt":[)";
   for (int i = 0; i < 64; ++i) long_prompt += (i ? ",1" : "1");
   const ApiError e = error_of(long_prompt + "]}");
@@ -93,8 +104,14 @@ TEST(CompletionRequest, ErrorsNameTheField) {
   EXPECT_EQ(m.param, "messages[0].role");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":7}]})", Endpoint::ChatCompletions).param,
             "messages[0].content");
-  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", Endpoint::ChatCompletions).param,
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::ChatCompletions).param,
             "logprobs");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})",
+                     Endpoint::ChatCompletions)
+                .param,
+            "top_logprobs");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::ChatCompletions).param,
+            "top_logprobs");
 }
 
 }  // namespace
