@@ -188,6 +188,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
     const std::int64_t rows = b.rows();
     q.tokens -= rows;
     queued_tokens_ -= rows;
+    if (observer_) observer_->on_queue_wait(device_, b.layer, rows, loop_.now() - b.oldest_ns, loop_.now());
     if (out.empty()) {
       out.layer = b.layer;
       out.group = b.group;

@@ -194,6 +194,8 @@ void MetricsCollector::forget_before(std::int64_t t) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
     std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    std::erase_if(d.transfers.points, [t](const Execution& e) { return e.end < t; });
+    std::erase_if(d.queue_waits.points, [t](const Execution& e) { return e.end < t; });
   }
 }
 
@@ -232,6 +234,33 @@ void MetricsCollector::on_merge(std::int32_t dev, std::int32_t /*block*/, std::i
 
 void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
   on_device_stall(dev, reason, start_ns, end_ns);
+}
+
+template <class Fn>
+void MetricsCollector::PointLog::for_window(std::int64_t t_begin, std::int64_t t_end, Fn&& fn) const {
+  auto it = ordered ? std::upper_bound(points.begin(), points.end(), t_begin,
+                                       [](std::int64_t t, const Execution& e) { return t < e.end; })
+                    : points.begin();
+  for (; it != points.end(); ++it) {
+    if (it->end > t_end) {
+      if (ordered) break;
+      continue;
+    }
+    if (it->end <= t_begin) continue;
+    fn(it->tokens);
+  }
+}
+
+void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t tokens, std::int64_t,
+                                   std::int64_t start_ns, std::int64_t) {
+  std::lock_guard lock(mutex_);
+  device(src).transfers.add(start_ns, tokens);
+}
+
+void MetricsCollector::on_queue_wait(std::int32_t dev, const LayerId&, std::int64_t, std::int64_t waited_ns,
+                                     std::int64_t at_ns) {
+  std::lock_guard lock(mutex_);
+  device(dev).queue_waits.add(at_ns, waited_ns);
 }
 
 MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end) const {
@@ -295,6 +324,23 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
         rows += it->tokens;
       }
       if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
+      if (out.window_s > 0) u.executions_per_s = static_cast<double>(u.executions) / out.window_s;
+      std::int64_t carried = 0;
+      devices_[d].transfers.for_window(t_begin, t_end, [&](std::int64_t tokens) {
+        ++u.transfers;
+        carried += tokens;
+      });
+      if (u.transfers > 0) u.rows_per_transfer = static_cast<double>(carried) / static_cast<double>(u.transfers);
+      std::int64_t waited = 0, longest = 0;
+      devices_[d].queue_waits.for_window(t_begin, t_end, [&](std::int64_t ns) {
+        ++u.queue_waits;
+        waited += ns;
+        longest = std::max(longest, ns);
+      });
+      if (u.queue_waits > 0) {
+        u.queue_wait_mean_ms = static_cast<double>(waited) / static_cast<double>(u.queue_waits) / 1e6;
+        u.queue_wait_max_ms = static_cast<double>(longest) / 1e6;
+      }
     }
     out.devices.push_back(std::move(u));
   }
@@ -324,7 +370,13 @@ nlohmann::json to_json(const MetricsReport& r) {
                        {"busy", d.busy},
                        {"stall", std::move(stall)},
                        {"executions", d.executions},
-                       {"rows_per_execution", d.rows_per_execution}});
+                       {"rows_per_execution", d.rows_per_execution},
+                       {"executions_per_s", d.executions_per_s},
+                       {"transfers", d.transfers},
+                       {"rows_per_transfer", d.rows_per_transfer},
+                       {"queue_wait_ms", {{"count", d.queue_waits},
+                                          {"mean", d.queue_wait_mean_ms},
+                                          {"max", d.queue_wait_max_ms}}}});
   }
   return {{"window", {{"begin_ns", r.t_begin_ns}, {"end_ns", r.t_end_ns}, {"seconds", r.window_s}}},
           {"tokens_generated", r.tokens_generated},
@@ -354,12 +406,20 @@ std::string format_table(const MetricsReport& r) {
     for (StallReason s : kStallReasons) header.push_back("stall:" + std::string(stall_reason_name(s)));
     header.push_back("executions");
     header.push_back("rows/exec");
+    header.push_back("exec/s");
+    header.push_back("wait ms");
+    header.push_back("transfers");
+    header.push_back("rows/xfer");
     rows.push_back(std::move(header));
     for (const DeviceUsage& d : r.devices) {
       std::vector<std::string> row = {d.name, percent(d.busy)};
       for (double s : d.stall) row.push_back(percent(s));
       row.push_back(std::to_string(d.executions));
       row.push_back(fixed(d.rows_per_execution, 1));
+      row.push_back(fixed(d.executions_per_s, 0));
+      row.push_back(fixed(d.queue_wait_mean_ms, 2));
+      row.push_back(std::to_string(d.transfers));
+      row.push_back(fixed(d.rows_per_transfer, 1));
       rows.push_back(std::move(row));
     }
     out += "\n" + render(rows);

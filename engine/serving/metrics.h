@@ -35,6 +35,14 @@ struct DeviceUsage {
   std::array<double, kStallReasons.size()> stall{};  // fraction stalled, per kStallReasons entry
   std::int64_t executions = 0;  // executions that ended in the window
   double rows_per_execution = 0;  // their mean token rows: how well the device batches
+  double executions_per_s = 0;    // executions / the window
+  std::int64_t transfers = 0;     // shipments this device sent to another one (started in the window)
+  double rows_per_transfer = 0;   // their mean token rows
+  // Head-of-line queueing delay: for each batch an execution took from a μ-queue in the
+  // window, how long its oldest row had waited there (ms).
+  std::int64_t queue_waits = 0;
+  double queue_wait_mean_ms = 0;
+  double queue_wait_max_ms = 0;
 };
 
 struct MetricsReport {
@@ -92,6 +100,10 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                  std::int64_t at_ns) override;
+  void on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t bytes, std::int64_t start_ns,
+                   std::int64_t end_ns) override;
+  void on_queue_wait(std::int32_t device, const LayerId& queue, std::int64_t tokens, std::int64_t waited_ns,
+                     std::int64_t at_ns) override;
   // Token rows routed to each expert since the start: [block][expert] (blocks without routing
   // stay empty).
   std::vector<std::vector<std::int64_t>> expert_load() const;
@@ -133,11 +145,26 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     std::int64_t end;
     std::int64_t tokens;
   };
+  // Point events of one device with a value (executions: rows; transfers: rows; queue waits:
+  // ns), in time order as a device reports them, so a window is found by binary search.
+  struct PointLog {
+    std::vector<Execution> points;  // (time, value)
+    bool ordered = true;
+    void add(std::int64_t t, std::int64_t value) {
+      if (!points.empty() && t < points.back().end) ordered = false;
+      points.push_back({t, value});
+    }
+    // Calls fn(value) for each point with t_begin < t <= t_end.
+    template <class Fn>
+    void for_window(std::int64_t t_begin, std::int64_t t_end, Fn&& fn) const;
+  };
   struct Device {
     IntervalLog busy;
     std::vector<Execution> executions;
     bool executions_ordered = true;  // by end, as a device that runs one at a time reports them
     std::array<IntervalLog, kStallReasons.size()> stall;
+    PointLog transfers;    // at the send's start: rows
+    PointLog queue_waits;  // at the take: ns waited
   };
 
   Device& device(std::int32_t index);
