@@ -84,10 +84,21 @@ std::size_t Worker::queue_index(const LayerId& id) const {
 
 TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
   Queue& q = queues_[qi];
+  // Drained batches stay, empty, for their storage: the group's own, or any empty one (grouped
+  // policies tag each iteration's micro-batch anew, so their tags never come back).
+  TokenBatch* spare = nullptr;
   for (TokenBatch& b : q.batches) {
-    if (b.group != group) continue;
-    if (b.empty()) b.oldest_ns = loop_.now();  // drained earlier, kept for its storage
-    return b;
+    if (b.group == group) {
+      if (b.empty()) b.oldest_ns = loop_.now();
+      return b;
+    }
+    if (!spare && b.empty()) spare = &b;
+  }
+  if (spare) {
+    spare->layer = layer;
+    spare->group = group;
+    spare->oldest_ns = loop_.now();
+    return *spare;
   }
   q.batches.push_back(recycler_.take());
   TokenBatch& b = q.batches.back();
