@@ -194,8 +194,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
     std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
-    std::erase_if(d.transfers.points, [t](const Execution& e) { return e.end < t; });
-    std::erase_if(d.queue_waits.points, [t](const Execution& e) { return e.end < t; });
+    std::erase_if(d.traffic.buckets, [t](const Bucket& b) { return (b.index + 1) * kBucketNs <= t; });
   }
 }
 
@@ -236,31 +235,27 @@ void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64
   on_device_stall(dev, reason, start_ns, end_ns);
 }
 
-template <class Fn>
-void MetricsCollector::PointLog::for_window(std::int64_t t_begin, std::int64_t t_end, Fn&& fn) const {
-  auto it = ordered ? std::upper_bound(points.begin(), points.end(), t_begin,
-                                       [](std::int64_t t, const Execution& e) { return t < e.end; })
-                    : points.begin();
-  for (; it != points.end(); ++it) {
-    if (it->end > t_end) {
-      if (ordered) break;
-      continue;
-    }
-    if (it->end <= t_begin) continue;
-    fn(it->tokens);
-  }
+MetricsCollector::Bucket& MetricsCollector::BucketLog::at(std::int64_t t) {
+  const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
+  if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+  return buckets.back();
 }
 
 void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t tokens, std::int64_t,
                                    std::int64_t start_ns, std::int64_t) {
   std::lock_guard lock(mutex_);
-  device(src).transfers.add(start_ns, tokens);
+  Bucket& b = device(src).traffic.at(start_ns);
+  ++b.transfers;
+  b.transfer_rows += tokens;
 }
 
 void MetricsCollector::on_queue_wait(std::int32_t dev, const LayerId&, std::int64_t, std::int64_t waited_ns,
                                      std::int64_t at_ns) {
   std::lock_guard lock(mutex_);
-  device(dev).queue_waits.add(at_ns, waited_ns);
+  Bucket& b = device(dev).traffic.at(at_ns);
+  ++b.waits;
+  b.waited_ns += waited_ns;
+  b.longest_wait_ns = std::max(b.longest_wait_ns, waited_ns);
 }
 
 MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end) const {
@@ -325,18 +320,19 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
       }
       if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
       if (out.window_s > 0) u.executions_per_s = static_cast<double>(u.executions) / out.window_s;
-      std::int64_t carried = 0;
-      devices_[d].transfers.for_window(t_begin, t_end, [&](std::int64_t tokens) {
-        ++u.transfers;
-        carried += tokens;
-      });
+      std::int64_t carried = 0, waited = 0, longest = 0;
+      const auto& buckets = devices_[d].traffic.buckets;
+      // Buckets whose start lies in [t_begin, t_end).
+      for (auto b = std::lower_bound(buckets.begin(), buckets.end(), t_begin,
+                                     [](const Bucket& x, std::int64_t t) { return x.index * kBucketNs < t; });
+           b != buckets.end() && b->index * kBucketNs < t_end; ++b) {
+        u.transfers += b->transfers;
+        carried += b->transfer_rows;
+        u.queue_waits += b->waits;
+        waited += b->waited_ns;
+        longest = std::max(longest, b->longest_wait_ns);
+      }
       if (u.transfers > 0) u.rows_per_transfer = static_cast<double>(carried) / static_cast<double>(u.transfers);
-      std::int64_t waited = 0, longest = 0;
-      devices_[d].queue_waits.for_window(t_begin, t_end, [&](std::int64_t ns) {
-        ++u.queue_waits;
-        waited += ns;
-        longest = std::max(longest, ns);
-      });
       if (u.queue_waits > 0) {
         u.queue_wait_mean_ms = static_cast<double>(waited) / static_cast<double>(u.queue_waits) / 1e6;
         u.queue_wait_max_ms = static_cast<double>(longest) / 1e6;

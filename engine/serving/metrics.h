@@ -145,26 +145,26 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     std::int64_t end;
     std::int64_t tokens;
   };
-  // Point events of one device with a value (executions: rows; transfers: rows; queue waits:
-  // ns), in time order as a device reports them, so a window is found by binary search.
-  struct PointLog {
-    std::vector<Execution> points;  // (time, value)
-    bool ordered = true;
-    void add(std::int64_t t, std::int64_t value) {
-      if (!points.empty() && t < points.back().end) ordered = false;
-      points.push_back({t, value});
-    }
-    // Calls fn(value) for each point with t_begin < t <= t_end.
-    template <class Fn>
-    void for_window(std::int64_t t_begin, std::int64_t t_end, Fn&& fn) const;
+  // A device's transfers and queue waits, summed per 10 ms of time: a cluster sends hundreds
+  // of thousands of shipments a second, too many to log one by one (a log cost the simulator
+  // more memory than everything else it keeps). A window counts the buckets that start in it.
+  static constexpr std::int64_t kBucketNs = 10'000'000;
+  struct Bucket {
+    std::int64_t index = 0;  // start / kBucketNs
+    std::int64_t transfers = 0, transfer_rows = 0;
+    std::int64_t waits = 0, waited_ns = 0, longest_wait_ns = 0;
+  };
+  struct BucketLog {
+    std::vector<Bucket> buckets;  // ascending index
+    // The bucket of time t (a late report joins the newest bucket).
+    Bucket& at(std::int64_t t);
   };
   struct Device {
     IntervalLog busy;
     std::vector<Execution> executions;
     bool executions_ordered = true;  // by end, as a device that runs one at a time reports them
     std::array<IntervalLog, kStallReasons.size()> stall;
-    PointLog transfers;    // at the send's start: rows
-    PointLog queue_waits;  // at the take: ns waited
+    BucketLog traffic;  // transfers by their start, queue waits by the take
   };
 
   Device& device(std::int32_t index);

@@ -238,7 +238,7 @@ TEST(Metrics, TransfersAndQueueWaitsPerDeviceInTheWindow) {
   // Device 1 takes from its queues twice in the window: oldest rows waited 1 and 3 ms.
   m.on_queue_wait(1, LayerId::expert(0, 3), 4, 1 * ms, 30 * ms);
   m.on_queue_wait(1, LayerId::expert(1, 3), 8, 3 * ms, 60 * ms);
-  m.on_queue_wait(1, LayerId::expert(2, 3), 8, 9 * ms, 0);  // at the window's start: not in it
+  m.on_queue_wait(1, LayerId::expert(2, 3), 8, 9 * ms, 100 * ms);  // the next window's first bucket
   const MetricsReport r = m.report(0, 100 * ms);
   ASSERT_EQ(r.devices.size(), 2u);
   EXPECT_EQ(r.devices[0].transfers, 2);
@@ -252,6 +252,7 @@ TEST(Metrics, TransfersAndQueueWaitsPerDeviceInTheWindow) {
   EXPECT_EQ(j["devices"][0]["transfers"], 2);
   EXPECT_EQ(j["devices"][1]["queue_wait_ms"]["count"], 2);
   EXPECT_EQ(j["devices"][1]["queue_wait_ms"]["max"], 3.0);
+  EXPECT_EQ(m.report(100 * ms, 200 * ms).devices[1].queue_waits, 1);
   // Forgetting the past drops them: a later window starts empty.
   m.forget_before(100 * ms);
   EXPECT_EQ(m.report(100 * ms, 200 * ms).devices[0].transfers, 1);
