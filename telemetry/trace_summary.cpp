@@ -44,8 +44,14 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
   }
   auto spans = trace.spans();
   if (!spans.ok()) return spans.status();
-  std::map<std::int32_t, std::int64_t> rows;
+  std::map<std::int32_t, std::int64_t> rows, carried;
   for (const Span& s : *spans) {
+    if (s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.start_ns >= out.start_ns && s.start_ns < out.end_ns) {
+      DeviceSummary& d = devices[s.device];
+      d.device = s.device;
+      ++d.transfers;
+      carried[s.device] += s.tokens;
+    }
     if (s.lane != Lane::Compute) continue;
     DeviceSummary& d = devices[s.device];
     d.device = s.device;
@@ -65,7 +71,30 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
     d.busy /= window_ns;
     for (double& x : d.stall) x /= window_ns;
     d.rows_per_execution = d.executions > 0 ? static_cast<double>(rows[index]) / static_cast<double>(d.executions) : 0;
+    d.executions_per_s = static_cast<double>(d.executions) / (window_ns / 1e9);
+    d.rows_per_transfer = d.transfers > 0 ? static_cast<double>(carried[index]) / static_cast<double>(d.transfers) : 0;
     out.devices.push_back(d);
+  }
+
+  // μ-queues: the samples that found a queue non-empty, per device and layer kind.
+  auto samples = trace.queue_samples();
+  if (!samples.ok()) return samples.status();
+  std::map<std::pair<std::int32_t, int>, QueueSummary> queues;
+  for (const QueueSample& q : *samples) {
+    if (q.depth_tokens <= 0) continue;
+    QueueSummary& s = queues[{q.device, static_cast<int>(q.layer)}];
+    s.device = q.device;
+    s.layer = q.layer;
+    ++s.samples;
+    s.mean_depth_tokens += static_cast<double>(q.depth_tokens);
+    const double age_ms = static_cast<double>(q.oldest_age_ns) / 1e6;
+    s.mean_oldest_age_ms += age_ms;
+    s.max_oldest_age_ms = std::max(s.max_oldest_age_ms, age_ms);
+  }
+  for (auto& [key, s] : queues) {
+    s.mean_depth_tokens /= static_cast<double>(s.samples);
+    s.mean_oldest_age_ms /= static_cast<double>(s.samples);
+    out.queues.push_back(s);
   }
 
   // Requests: lifecycle times per request id.
@@ -216,12 +245,25 @@ std::string format_trace_summary(const TraceSummary& s) {
   if (!dropped.empty() && dropped != "0") out += "recording dropped " + dropped + " records (writer behind)\n";
 
   out += "\ndevices (fraction of the window)\n";
-  out += fmt("  %-12s %7s %12s %8s %9s %8s %11s %10s\n", "device", "busy", "queue_empty", "barrier", "transfer",
-             "weights", "executions", "rows/exec");
+  out += fmt("  %-12s %7s %12s %8s %9s %8s %11s %10s %9s %10s %10s\n", "device", "busy", "queue_empty", "barrier",
+             "transfer", "weights", "executions", "rows/exec", "exec/s", "transfers", "rows/xfer");
   for (const DeviceSummary& d : s.devices) {
-    out += fmt("  %-12s %6.1f%% %11.1f%% %7.1f%% %8.1f%% %7.1f%% %11lld %10.1f\n", d.name.c_str(), 100 * d.busy,
-               100 * d.stall[1], 100 * d.stall[2], 100 * d.stall[3], 100 * d.stall[4],
-               static_cast<long long>(d.executions), d.rows_per_execution);
+    out += fmt("  %-12s %6.1f%% %11.1f%% %7.1f%% %8.1f%% %7.1f%% %11lld %10.1f %9.0f %10lld %10.1f\n", d.name.c_str(),
+               100 * d.busy, 100 * d.stall[1], 100 * d.stall[2], 100 * d.stall[3], 100 * d.stall[4],
+               static_cast<long long>(d.executions), d.rows_per_execution, d.executions_per_s,
+               static_cast<long long>(d.transfers), d.rows_per_transfer);
+  }
+  if (!s.queues.empty()) {
+    out += "\nμ-queues (sampled; only samples that found rows waiting)\n";
+    out += fmt("  %-12s %-9s %8s %11s %15s %15s\n", "device", "layer", "samples", "mean depth", "mean wait ms",
+               "max wait ms");
+    for (const QueueSummary& q : s.queues) {
+      std::string name = "device" + std::to_string(q.device);
+      for (const DeviceSummary& d : s.devices)
+        if (d.device == q.device) name = d.name;
+      out += fmt("  %-12s %-9s %8lld %11.1f %15.3f %15.3f\n", name.c_str(), std::string(layer_kind_name(q.layer)).c_str(),
+                 static_cast<long long>(q.samples), q.mean_depth_tokens, q.mean_oldest_age_ms, q.max_oldest_age_ms);
+    }
   }
 
   out += fmt("\nrequests: %lld arrived, %lld finished, %lld rejected; %lld tokens generated\n",

@@ -29,6 +29,20 @@ struct DeviceSummary {
   std::array<double, 5> stall{};  // by StallReason (index 0, None, stays 0)
   std::int64_t executions = 0;    // non-stall compute spans
   double rows_per_execution = 0;  // their mean tokens
+  double executions_per_s = 0;    // executions / the window
+  std::int64_t transfers = 0;     // Transfer spans on its Send lane: shipments to other devices
+  double rows_per_transfer = 0;   // their mean tokens
+};
+
+// The sampled μ-queues of one device and layer kind: how deep they were and how long their
+// oldest row had waited, over the samples that found them non-empty (queueing delay).
+struct QueueSummary {
+  std::int32_t device = 0;
+  LayerKind layer = LayerKind::Attention;
+  std::int64_t samples = 0;
+  double mean_depth_tokens = 0;
+  double mean_oldest_age_ms = 0;
+  double max_oldest_age_ms = 0;
 };
 
 struct ExpertSkew {
@@ -43,6 +57,7 @@ struct TraceSummary {
   std::int64_t start_ns = 0, end_ns = 0;
   std::map<std::string, std::string> metadata;
   std::vector<DeviceSummary> devices;
+  std::vector<QueueSummary> queues;  // by device, then layer kind
   std::int64_t requests_arrived = 0, requests_finished = 0, requests_rejected = 0;
   std::int64_t tokens_generated = 0;  // per request the most tokens_out seen, summed
   double tokens_per_s = 0, requests_per_s = 0;

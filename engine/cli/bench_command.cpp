@@ -3,6 +3,7 @@
 // on the wall clock (devices concurrent) next to virtual time (measured durations summed).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -32,6 +33,7 @@ struct BenchArgs {
   std::uint64_t seed = 0;
   bool json = false;
   std::string compare;
+  std::string sweep;
   TelemetryFlags live;
 };
 
@@ -41,6 +43,41 @@ std::vector<std::string> split(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// --sweep: "R1,R2,…" (arrivals per second) or "auto:N" (N loads evenly spaced up to --rate:
+// rate·1/N, rate·2/N, …, rate).
+std::vector<double> parse_sweep(const std::string& text, double top_rate) {
+  const auto bad = [&](const std::string& why) {
+    return CommandError{"bad --sweep '" + text + "': " + why +
+                        " (expected rates like 10,20,40 or auto:N for N loads up to --rate)"};
+  };
+  std::vector<double> rates;
+  if (text.rfind("auto:", 0) == 0) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(text.substr(5), &used);
+    } catch (const std::exception&) {
+      throw bad("N is not a number");
+    }
+    if (used != text.size() - 5 || n < 1 || n > 1000) throw bad("N must be an integer in [1, 1000]");
+    for (int i = 1; i <= n; ++i) rates.push_back(top_rate * i / n);
+    return rates;
+  }
+  for (const std::string& item : split(text)) {
+    std::size_t used = 0;
+    double r = 0;
+    try {
+      r = std::stod(item, &used);
+    } catch (const std::exception&) {
+      throw bad("'" + item + "' is not a number");
+    }
+    if (used != item.size() || !(r > 0) || !std::isfinite(r)) throw bad("'" + item + "' is not a positive rate");
+    rates.push_back(r);
+  }
+  if (rates.empty()) throw bad("no rate");
+  return rates;
 }
 
 struct BenchRun {
@@ -101,6 +138,79 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
           deployment->events_run()};
 }
 
+// --sweep: every policy at every load, one table (and one JSON array) side by side.
+void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
+               const std::vector<std::string>& policies) {
+  if (!backend.sim()) throw CommandError{"--sweep runs on --backend sim (a cpu sweep would take minutes per load)"};
+  if (!a.live.record.empty()) throw CommandError{"--record with --sweep would put every run's events on one time base"};
+  const std::vector<double> rates = parse_sweep(a.sweep, a.rate);
+  const ModelConfig& c = backend.config();
+  std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
+  if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
+  std::vector<std::vector<BenchRun>> runs;  // [rate][policy]
+  for (double rate : rates) {
+    WorkloadSpec spec;
+    spec.length_class = take(parse_length_class(a.workload));
+    spec.rate_per_s = rate;
+    spec.duration_s = a.duration;
+    spec.seed = a.seed;
+    spec.vocab_size = c.vocab_size;
+    const std::vector<RequestSpec> requests = generate_workload(spec);
+    runs.emplace_back();
+    for (const auto& p : policies)
+      runs.back().push_back(run_one(a, backend, layout, p, Clock::Virtual, requests, live.get(), nullptr));
+    if (!a.json) std::fprintf(stderr, "rate %g req/s: %zu policies done\n", rate, policies.size());
+  }
+  backend.finish();
+
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < rates.size(); ++i) {
+      nlohmann::json load;
+      load["rate_per_s"] = rates[i];
+      load["runs"] = nlohmann::json::array();
+      for (const BenchRun& r : runs[i]) {
+        nlohmann::json j = to_json(r.report);
+        j["policy"] = r.label;
+        j["throughput_ratio"] = r.report.tokens_per_s / runs[i][0].report.tokens_per_s;
+        j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
+        load["runs"].push_back(std::move(j));
+      }
+      out.push_back(std::move(load));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("workload %s for %.1f s at each rate, seed %llu%s\nmodel %s, layout %s\n%s\n\n", a.workload.c_str(),
+              a.duration, static_cast<unsigned long long>(a.seed), a.skew.empty() ? "" : (", skew " + a.skew).c_str(),
+              backend.model_name().c_str(), layout.name.c_str(),
+              backend.describe(static_cast<std::int32_t>(layout.devices.size()), Clock::Virtual).c_str());
+  // One row per load; per policy its throughput and ITL p50/p99; the best throughput marked.
+  constexpr int kColumn = 28;
+  std::printf("%8s", "");
+  for (const BenchRun& r : runs[0]) {
+    std::string name = r.label.substr(0, r.label.find(' '));
+    if (static_cast<int>(name.size()) > kColumn - 2) name.resize(kColumn - 2);
+    std::printf(" | %-*s", kColumn, name.c_str());
+  }
+  std::printf("\n%8s", "req/s");
+  for (std::size_t p = 0; p < runs[0].size(); ++p) std::printf(" | %9s %8s %9s", "tok/s", "ITL p50", "p99 (ms)");
+  std::printf("\n");
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    std::size_t best = 0;
+    for (std::size_t p = 1; p < runs[i].size(); ++p)
+      if (runs[i][p].report.tokens_per_s > runs[i][best].report.tokens_per_s) best = p;
+    std::printf("%8.4g", rates[i]);
+    for (std::size_t p = 0; p < runs[i].size(); ++p) {
+      const MetricsReport& m = runs[i][p].report;
+      std::printf(" | %8.0f%s %8.2f %9.2f", m.tokens_per_s, p == best && runs[i].size() > 1 ? "*" : " ", m.itl.p50_ms,
+                  m.itl.p99_ms);
+    }
+    std::printf("\n");
+  }
+  if (runs[0].size() > 1) std::printf("\n* the highest throughput at that load\n");
+}
+
 void run(const BenchArgs& a) {
   const Backend backend = Backend::open(a.backend, a.model);
   const ModelConfig& c = backend.config();
@@ -117,6 +227,7 @@ void run(const BenchArgs& a) {
   if (policies.empty()) policies.push_back(a.serve.policy);
   for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
 
+  if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
   if (!a.live.record.empty() && policies.size() > 1)
     throw CommandError{"--record with --compare would put every run's events on one time base: record one policy at a time"};
   // Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one rank of each run's
@@ -221,6 +332,9 @@ void register_bench(CLI::App& app) {
   sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
   sub->add_flag("--json", args->json, "Print the metrics as JSON");
   sub->add_option("--compare", args->compare, "Policies to run side by side on the same workload, e.g. sync,pingpong,async");
+  sub->add_option("--sweep", args->sweep,
+                  "sim: run at each of these loads, e.g. 10,20,40 (req/s) or auto:N (N loads up to --rate), "
+                  "and print throughput and ITL per policy side by side");
   args->live.add_to(*sub, /*default_on=*/false);
   sub->callback([args] { run(*args); });
 }

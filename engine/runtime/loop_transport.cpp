@@ -56,12 +56,15 @@ void LoopTransport::send(Shipment&& shipment) {
     free_.pop_back();
   }
   parked_[slot] = std::move(shipment);
-  loop_.post(arrival, [this, dst, slot] {
-    --in_flight_[dst];
-    Shipment s = std::move(parked_[slot]);
-    free_.push_back(slot);
-    receivers_[dst].on_payload(std::move(s));
-  });
+  loop_.post_call(arrival, &LoopTransport::deliver, this, slot);
+}
+
+void LoopTransport::deliver(void* transport, std::uint64_t slot) {
+  auto& self = *static_cast<LoopTransport*>(transport);
+  Shipment s = std::move(self.parked_[slot]);
+  self.free_.push_back(static_cast<std::uint32_t>(slot));
+  --self.in_flight_[s.dst];
+  self.receivers_[s.dst].on_payload(std::move(s));
 }
 
 }  // namespace sy

@@ -43,6 +43,9 @@ class LoopTransport final : public Transport {
   std::int32_t in_flight_to(std::int32_t device) const override { return in_flight_[device]; }
 
  private:
+  // The arrival event of parked shipment `slot`: phase 2.
+  static void deliver(void* transport, std::uint64_t slot);
+
   EventLoop& loop_;
   std::int64_t bytes_per_row_;
   LinkModel link_;

@@ -32,6 +32,10 @@ class RuntimeObserver {
   // free) and have all arrived at end_ns.
   virtual void on_transfer(std::int32_t /*src*/, std::int32_t /*dst*/, std::int64_t /*tokens*/,
                            std::int64_t /*bytes*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
+  // An execution took `tokens` rows from a μ-queue of `device` at at_ns; the oldest of them
+  // had waited `waited_ns` there (head-of-line queueing delay: where async loses time).
+  virtual void on_queue_wait(std::int32_t /*device*/, const LayerId& /*queue*/, std::int64_t /*tokens*/,
+                             std::int64_t /*waited_ns*/, std::int64_t /*at_ns*/) {}
 };
 
 }  // namespace sy

@@ -1,6 +1,7 @@
 #include "engine/runtime/token_batch.h"
 
 #include <cassert>
+#include <utility>
 
 #include "engine/runtime/activation_ops.h"
 
@@ -14,6 +15,16 @@ void TokenBatch::clear() {
   slot.clear();
   weight.clear();
   hidden.reset();
+}
+
+void TokenBatch::swap_rows(TokenBatch& other) noexcept {
+  request.swap(other.request);
+  position.swap(other.position);
+  rank.swap(other.rank);
+  token.swap(other.token);
+  slot.swap(other.slot);
+  weight.swap(other.weight);
+  std::swap(hidden, other.hidden);
 }
 
 void TokenBatch::append_row(const TokenBatch& src, std::int64_t r) {

@@ -37,6 +37,9 @@ struct TokenBatch {
   // Appends every row of `src`, activations included (by their backend); when this batch is
   // empty it takes src's storage instead.
   void append(TokenBatch&& src);
+  // Exchanges the rows (metadata columns and activations) with `other`, keeping each batch's
+  // identity (layer, group, oldest): how a μ-queue hands its rows over and keeps its storage.
+  void swap_rows(TokenBatch& other) noexcept;
   // Calls fn(first_row, rows) for each run of rows that belong to one request.
   template <class Fn>
   void for_each_request(Fn&& fn) const {

@@ -6,18 +6,41 @@
 
 namespace sy {
 
-void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {
+void VirtualEventLoop::post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.push_back(std::move(fn));
+    slots_.push_back(Call{fn, ctx, arg});
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
-    slots_[slot] = std::move(fn);
+    slots_[slot] = Call{fn, ctx, arg};
   }
   events_.push_back(Event{std::max(at, now_), seq_++, slot});
   std::push_heap(events_.begin(), events_.end(), Later{});
+}
+
+void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {
+  std::uint32_t slot;
+  if (free_functions_.empty()) {
+    slot = static_cast<std::uint32_t>(functions_.size());
+    functions_.push_back(std::move(fn));
+  } else {
+    slot = free_functions_.back();
+    free_functions_.pop_back();
+    functions_[slot] = std::move(fn);
+  }
+  post_call(at, &VirtualEventLoop::run_function, this, slot);
+}
+
+void VirtualEventLoop::run_function(void* loop, std::uint64_t slot) {
+  auto& self = *static_cast<VirtualEventLoop*>(loop);
+  const auto i = static_cast<std::size_t>(slot);
+  // The handler may post more events (and reuse slots): move it out first.
+  std::function<void()> fn = std::move(self.functions_[i]);
+  self.functions_[i] = nullptr;
+  self.free_functions_.push_back(static_cast<std::uint32_t>(slot));
+  fn();
 }
 
 void VirtualEventLoop::run_next() {
@@ -26,11 +49,9 @@ void VirtualEventLoop::run_next() {
   events_.pop_back();
   assert(e.at >= now_);
   now_ = e.at;
-  // The handler may post more events (and reuse slots): move it out first.
-  std::function<void()> fn = std::move(slots_[e.slot]);
-  slots_[e.slot] = nullptr;
+  const Call call = slots_[e.slot];
   free_slots_.push_back(e.slot);
-  fn();
+  call.fn(call.ctx, call.arg);
   ++events_run_;
 }
 

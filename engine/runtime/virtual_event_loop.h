@@ -18,6 +18,7 @@ class VirtualEventLoop final : public EventLoop {
  public:
   std::int64_t now() const override { return now_; }
   void post(std::int64_t at, std::function<void()> fn) override;
+  void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
   // In a paced run an external post runs at the virtual time the wall clock says (never past
   // the next scheduled event); a paced wait is cut short.
   void post_external(std::function<void()> fn) override;
@@ -37,13 +38,20 @@ class VirtualEventLoop final : public EventLoop {
   std::size_t pending() const { return events_.size(); }
 
  private:
-  // The heap orders small records; the callbacks stay put in a slab (moving a std::function
-  // on every sift costs more than the comparison).
+  // The heap orders small records; the calls stay put in a slab (moving them on every sift
+  // costs more than the comparison). A std::function posted by post() waits in a slab of its
+  // own, its call a trampoline to it.
   struct Event {
     std::int64_t at;
     std::uint64_t seq;
     std::uint32_t slot;
   };
+  struct Call {
+    Callback fn;
+    void* ctx;
+    std::uint64_t arg;
+  };
+  static void run_function(void* loop, std::uint64_t slot);
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
@@ -63,8 +71,10 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t pace_virtual_origin_ = 0;
   std::int64_t pace_wall_origin_ = 0;
   std::vector<Event> events_;  // binary heap under Later
-  std::vector<std::function<void()>> slots_;
+  std::vector<Call> slots_;
   std::vector<std::uint32_t> free_slots_;
+  std::vector<std::function<void()>> functions_;
+  std::vector<std::uint32_t> free_functions_;
   std::mutex external_mutex_;
   std::condition_variable external_cv_;
   std::vector<std::function<void()>> external_;

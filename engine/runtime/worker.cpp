@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 
 namespace sy {
 namespace {
@@ -83,8 +84,22 @@ std::size_t Worker::queue_index(const LayerId& id) const {
 
 TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
   Queue& q = queues_[qi];
-  for (TokenBatch& b : q.batches)
-    if (b.group == group) return b;
+  // Drained batches stay, empty, for their storage: the group's own, or any empty one (grouped
+  // policies tag each iteration's micro-batch anew, so their tags never come back).
+  TokenBatch* spare = nullptr;
+  for (TokenBatch& b : q.batches) {
+    if (b.group == group) {
+      if (b.empty()) b.oldest_ns = loop_.now();
+      return b;
+    }
+    if (!spare && b.empty()) spare = &b;
+  }
+  if (spare) {
+    spare->layer = layer;
+    spare->group = group;
+    spare->oldest_ns = loop_.now();
+    return *spare;
+  }
   q.batches.push_back(recycler_.take());
   TokenBatch& b = q.batches.back();
   b.layer = layer;
@@ -107,13 +122,7 @@ void Worker::enqueue(TokenBatch&& batch) {
   TokenBatch& tail = queue_tail(qi, batch.layer, batch.group);
   if (tail.empty()) {
     // Take the arriving rows' storage and give the tail's (empty) storage back.
-    std::swap(tail.request, batch.request);
-    std::swap(tail.position, batch.position);
-    std::swap(tail.rank, batch.rank);
-    std::swap(tail.token, batch.token);
-    std::swap(tail.slot, batch.slot);
-    std::swap(tail.weight, batch.weight);
-    std::swap(tail.hidden, batch.hidden);
+    tail.swap_rows(batch);
   } else {
     tail.append(std::move(batch));
   }
@@ -183,22 +192,25 @@ void Worker::enqueue_merged(TokenPool::Completed& c) {
 
 void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
   Queue& q = queues_[qi];
-  for (auto it = q.batches.begin(); it != q.batches.end();) {
-    if (group >= 0 && it->group != group) {
-      ++it;
-      continue;
-    }
-    const std::int64_t rows = it->rows();
+  // A drained batch stays in its queue, empty, for the next rows of its group: its storage
+  // is reused in place rather than cycled through the recycler.
+  for (TokenBatch& b : q.batches) {
+    if ((group >= 0 && b.group != group) || b.empty()) continue;
+    const std::int64_t rows = b.rows();
     q.tokens -= rows;
     queued_tokens_ -= rows;
+    if (observer_) observer_->on_queue_wait(device_, b.layer, rows, loop_.now() - b.oldest_ns, loop_.now());
     if (out.empty()) {
-      std::swap(out, *it);
+      out.layer = b.layer;
+      out.group = b.group;
+      out.oldest_ns = b.oldest_ns;
+      out.swap_rows(b);
+      b.clear();
     } else {
-      out.oldest_ns = std::min(out.oldest_ns, it->oldest_ns);
-      out.append(std::move(*it));
+      out.oldest_ns = std::min(out.oldest_ns, b.oldest_ns);
+      out.append(std::move(b));
+      b.clear();
     }
-    recycler_.give(std::move(*it));
-    it = q.batches.erase(it);
   }
   grid_.set(qi, q.tokens);
 }
@@ -540,8 +552,9 @@ std::vector<Worker::QueueDepth> Worker::queue_depths() const {
       const std::int32_t e = column_expert_.empty() ? -1 : column_expert_[c];
       const LayerId id = e >= 0 ? LayerId::expert(b, e)
                                 : (b == topo_.num_blocks ? LayerId::sampler(b, rank_) : LayerId::attention(b, rank_));
-      std::int64_t oldest = q.batches.front().oldest_ns;
-      for (const TokenBatch& batch : q.batches) oldest = std::min(oldest, batch.oldest_ns);
+      std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
+      for (const TokenBatch& batch : q.batches)
+        if (!batch.empty()) oldest = std::min(oldest, batch.oldest_ns);
       out.push_back({id, q.tokens, oldest});
     }
   }

@@ -15,7 +15,9 @@ std::int64_t covered(std::vector<std::pair<std::int64_t, std::int64_t>> interval
     s = std::max(s, lo);
     e = std::min(e, hi);
   }
-  std::sort(intervals.begin(), intervals.end());
+  // A device's busy and stall logs come in time order: sorting them again for every report
+  // cost the live summary more than the rest of its work.
+  if (!std::is_sorted(intervals.begin(), intervals.end())) std::sort(intervals.begin(), intervals.end());
   std::int64_t total = 0;
   std::int64_t reach = lo;  // everything before `reach` is already counted
   for (const auto& [s, e] : intervals) {
@@ -192,6 +194,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
     std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    std::erase_if(d.traffic.buckets, [t](const Bucket& b) { return (b.index + 1) * kBucketNs <= t; });
   }
 }
 
@@ -216,9 +219,9 @@ void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
                                     std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t tokens,
                                     std::int64_t start_ns, std::int64_t end_ns) {
-  on_device_busy(dev, start_ns, end_ns);
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(mutex_);  // one lock for both logs: the simulator reports ~100 000 executions a second
   Device& d = device(dev);
+  if (end_ns > start_ns) d.busy.add({start_ns, end_ns});
   if (!d.executions.empty() && end_ns < d.executions.back().end) d.executions_ordered = false;
   d.executions.push_back({end_ns, tokens});
 }
@@ -230,6 +233,29 @@ void MetricsCollector::on_merge(std::int32_t dev, std::int32_t /*block*/, std::i
 
 void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
   on_device_stall(dev, reason, start_ns, end_ns);
+}
+
+MetricsCollector::Bucket& MetricsCollector::BucketLog::at(std::int64_t t) {
+  const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
+  if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+  return buckets.back();
+}
+
+void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t tokens, std::int64_t,
+                                   std::int64_t start_ns, std::int64_t) {
+  std::lock_guard lock(mutex_);
+  Bucket& b = device(src).traffic.at(start_ns);
+  ++b.transfers;
+  b.transfer_rows += tokens;
+}
+
+void MetricsCollector::on_queue_wait(std::int32_t dev, const LayerId&, std::int64_t, std::int64_t waited_ns,
+                                     std::int64_t at_ns) {
+  std::lock_guard lock(mutex_);
+  Bucket& b = device(dev).traffic.at(at_ns);
+  ++b.waits;
+  b.waited_ns += waited_ns;
+  b.longest_wait_ns = std::max(b.longest_wait_ns, waited_ns);
 }
 
 MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end) const {
@@ -293,6 +319,24 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
         rows += it->tokens;
       }
       if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
+      if (out.window_s > 0) u.executions_per_s = static_cast<double>(u.executions) / out.window_s;
+      std::int64_t carried = 0, waited = 0, longest = 0;
+      const auto& buckets = devices_[d].traffic.buckets;
+      // Buckets whose start lies in [t_begin, t_end).
+      for (auto b = std::lower_bound(buckets.begin(), buckets.end(), t_begin,
+                                     [](const Bucket& x, std::int64_t t) { return x.index * kBucketNs < t; });
+           b != buckets.end() && b->index * kBucketNs < t_end; ++b) {
+        u.transfers += b->transfers;
+        carried += b->transfer_rows;
+        u.queue_waits += b->waits;
+        waited += b->waited_ns;
+        longest = std::max(longest, b->longest_wait_ns);
+      }
+      if (u.transfers > 0) u.rows_per_transfer = static_cast<double>(carried) / static_cast<double>(u.transfers);
+      if (u.queue_waits > 0) {
+        u.queue_wait_mean_ms = static_cast<double>(waited) / static_cast<double>(u.queue_waits) / 1e6;
+        u.queue_wait_max_ms = static_cast<double>(longest) / 1e6;
+      }
     }
     out.devices.push_back(std::move(u));
   }
@@ -322,7 +366,13 @@ nlohmann::json to_json(const MetricsReport& r) {
                        {"busy", d.busy},
                        {"stall", std::move(stall)},
                        {"executions", d.executions},
-                       {"rows_per_execution", d.rows_per_execution}});
+                       {"rows_per_execution", d.rows_per_execution},
+                       {"executions_per_s", d.executions_per_s},
+                       {"transfers", d.transfers},
+                       {"rows_per_transfer", d.rows_per_transfer},
+                       {"queue_wait_ms", {{"count", d.queue_waits},
+                                          {"mean", d.queue_wait_mean_ms},
+                                          {"max", d.queue_wait_max_ms}}}});
   }
   return {{"window", {{"begin_ns", r.t_begin_ns}, {"end_ns", r.t_end_ns}, {"seconds", r.window_s}}},
           {"tokens_generated", r.tokens_generated},
@@ -352,12 +402,20 @@ std::string format_table(const MetricsReport& r) {
     for (StallReason s : kStallReasons) header.push_back("stall:" + std::string(stall_reason_name(s)));
     header.push_back("executions");
     header.push_back("rows/exec");
+    header.push_back("exec/s");
+    header.push_back("wait ms");
+    header.push_back("transfers");
+    header.push_back("rows/xfer");
     rows.push_back(std::move(header));
     for (const DeviceUsage& d : r.devices) {
       std::vector<std::string> row = {d.name, percent(d.busy)};
       for (double s : d.stall) row.push_back(percent(s));
       row.push_back(std::to_string(d.executions));
       row.push_back(fixed(d.rows_per_execution, 1));
+      row.push_back(fixed(d.executions_per_s, 0));
+      row.push_back(fixed(d.queue_wait_mean_ms, 2));
+      row.push_back(std::to_string(d.transfers));
+      row.push_back(fixed(d.rows_per_transfer, 1));
       rows.push_back(std::move(row));
     }
     out += "\n" + render(rows);

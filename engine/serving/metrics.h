@@ -35,6 +35,14 @@ struct DeviceUsage {
   std::array<double, kStallReasons.size()> stall{};  // fraction stalled, per kStallReasons entry
   std::int64_t executions = 0;  // executions that ended in the window
   double rows_per_execution = 0;  // their mean token rows: how well the device batches
+  double executions_per_s = 0;    // executions / the window
+  std::int64_t transfers = 0;     // shipments this device sent to another one (started in the window)
+  double rows_per_transfer = 0;   // their mean token rows
+  // Head-of-line queueing delay: for each batch an execution took from a μ-queue in the
+  // window, how long its oldest row had waited there (ms).
+  std::int64_t queue_waits = 0;
+  double queue_wait_mean_ms = 0;
+  double queue_wait_max_ms = 0;
 };
 
 struct MetricsReport {
@@ -92,6 +100,10 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                  std::int64_t at_ns) override;
+  void on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t bytes, std::int64_t start_ns,
+                   std::int64_t end_ns) override;
+  void on_queue_wait(std::int32_t device, const LayerId& queue, std::int64_t tokens, std::int64_t waited_ns,
+                     std::int64_t at_ns) override;
   // Token rows routed to each expert since the start: [block][expert] (blocks without routing
   // stay empty).
   std::vector<std::vector<std::int64_t>> expert_load() const;
@@ -133,11 +145,26 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     std::int64_t end;
     std::int64_t tokens;
   };
+  // A device's transfers and queue waits, summed per 10 ms of time: a cluster sends hundreds
+  // of thousands of shipments a second, too many to log one by one (a log cost the simulator
+  // more memory than everything else it keeps). A window counts the buckets that start in it.
+  static constexpr std::int64_t kBucketNs = 10'000'000;
+  struct Bucket {
+    std::int64_t index = 0;  // start / kBucketNs
+    std::int64_t transfers = 0, transfer_rows = 0;
+    std::int64_t waits = 0, waited_ns = 0, longest_wait_ns = 0;
+  };
+  struct BucketLog {
+    std::vector<Bucket> buckets;  // ascending index
+    // The bucket of time t (a late report joins the newest bucket).
+    Bucket& at(std::int64_t t);
+  };
   struct Device {
     IntervalLog busy;
     std::vector<Execution> executions;
     bool executions_ordered = true;  // by end, as a device that runs one at a time reports them
     std::array<IntervalLog, kStallReasons.size()> stall;
+    BucketLog traffic;  // transfers by their start, queue waits by the take
   };
 
   Device& device(std::int32_t index);

@@ -41,6 +41,10 @@ class ObserverFanout final : public RuntimeObserver, public RequestObserver {
                    std::int64_t end_ns) override {
     for (auto* o : runtime_) o->on_transfer(src, dst, tokens, bytes, start_ns, end_ns);
   }
+  void on_queue_wait(std::int32_t device, const LayerId& queue, std::int64_t tokens, std::int64_t waited_ns,
+                     std::int64_t at_ns) override {
+    for (auto* o : runtime_) o->on_queue_wait(device, queue, tokens, waited_ns, at_ns);
+  }
   void on_request(const RequestUpdate& update) override {
     for (auto* o : requests_) o->on_request(update);
   }

@@ -42,6 +42,7 @@ class SimExecutor final : public Executor {
   SimExecutorOptions options_;
   // Completes `done` after `duration` on virtual time (one event, as cheap as the sim needs).
   void complete_after(std::int64_t duration, Completion done);
+  static void complete(void* executor, std::uint64_t);
   EventLoop& loop_;
   Completion pending_;  // the execution in progress
   ExecutionTiming pending_timing_;

@@ -232,6 +232,35 @@ TEST_F(Cli, BenchComparesPoliciesOnOneWorkload) {
   EXPECT_DOUBLE_EQ(runs[1].at("throughput_ratio").get<double>(), 1.0);
 }
 
+TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
+  CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
+                        " --rate 40 --duration 0.2 --skew exp:0.5 --sweep auto:2 --compare sync,async --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto loads = nlohmann::json::parse(r.output);
+  ASSERT_TRUE(loads.is_array());
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_DOUBLE_EQ(loads[0].at("rate_per_s").get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(loads[1].at("rate_per_s").get<double>(), 40.0);
+  for (const auto& load : loads) {
+    ASSERT_EQ(load.at("runs").size(), 2u) << load.dump();
+    EXPECT_EQ(load.at("runs")[0].at("policy").get<std::string>().rfind("sync", 0), 0u) << load.dump();
+    EXPECT_EQ(load.at("runs")[1].at("policy").get<std::string>().rfind("async", 0), 0u) << load.dump();
+    for (const auto& run : load.at("runs")) EXPECT_GT(run.at("tokens_per_s").get<double>(), 0.0) << run.dump();
+  }
+  // Twice the arrivals on the same seed's lengths: more tokens served.
+  EXPECT_GT(loads[1].at("runs")[0].at("tokens_generated").get<double>(),
+            loads[0].at("runs")[0].at("tokens_generated").get<double>());
+  // The table names every policy.
+  CliRun table = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --rate 20"
+                            " --duration 0.1 --sweep 10,20 --compare sync,pingpong");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("pingpong"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("ITL p50"), std::string::npos) << table.output;
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:2 --sweep auto:0", {"--sweep", "auto:0"});
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:2 --sweep 10,x", {"--sweep", "'x'"});
+  expect_error("bench --model " + (root_ / "good").string() + " --layout colocated:2 --sweep 10", {"--sweep", "sim"});
+}
+
 TEST_F(Cli, LayoutThatDoesNotFitTheModel) {
   const fs::path layout = root_ / "bad-layout.toml";
   std::ofstream(layout) << "name = \"bad\"\n[[device]]\nname = \"gpu0\"\nattention = true\nexperts = [0, 999]\n";

@@ -203,9 +203,15 @@ TEST(Metrics, TableIsAligned) {
   std::getline(lines, header);
   std::getline(lines, row0);
   std::getline(lines, row1);
-  EXPECT_EQ(header, "device               busy  stall:queue_empty  stall:barrier  stall:transfer  executions  rows/exec");
-  EXPECT_EQ(row0, "gpu0                50.0%               0.0%           0.0%            0.0%           0        0.0");
-  EXPECT_EQ(row1, "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0        0.0");
+  EXPECT_EQ(header,
+            "device               busy  stall:queue_empty  stall:barrier  stall:transfer  executions  rows/exec  exec/s"
+            "  wait ms  transfers  rows/xfer");
+  EXPECT_EQ(row0,
+            "gpu0                50.0%               0.0%           0.0%            0.0%           0        0.0       0"
+            "     0.00          0        0.0");
+  EXPECT_EQ(row1,
+            "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0        0.0       0"
+            "     0.00          0        0.0");
   EXPECT_EQ(row0.size(), header.size());
 }
 
@@ -220,6 +226,37 @@ TEST(Metrics, ExecutionsAndRowsPerExecutionCountByEndTime) {
   EXPECT_DOUBLE_EQ(r.devices[0].rows_per_execution, 6.0);
   EXPECT_DOUBLE_EQ(r.devices[0].busy, 1.0);
   EXPECT_EQ(to_json(r)["devices"][0]["executions"], 2);
+  EXPECT_DOUBLE_EQ(r.devices[0].executions_per_s, 20.0);
+}
+
+TEST(Metrics, TransfersAndQueueWaitsPerDeviceInTheWindow) {
+  MetricsCollector m;
+  // Device 0 sends three shipments (6, 2, 10 rows), the last after the window.
+  m.on_transfer(0, 1, 6, 600, 10 * ms, 12 * ms);
+  m.on_transfer(0, 2, 2, 200, 20 * ms, 21 * ms);
+  m.on_transfer(0, 1, 10, 1000, 150 * ms, 160 * ms);
+  // Device 1 takes from its queues twice in the window: oldest rows waited 1 and 3 ms.
+  m.on_queue_wait(1, LayerId::expert(0, 3), 4, 1 * ms, 30 * ms);
+  m.on_queue_wait(1, LayerId::expert(1, 3), 8, 3 * ms, 60 * ms);
+  m.on_queue_wait(1, LayerId::expert(2, 3), 8, 9 * ms, 100 * ms);  // the next window's first bucket
+  const MetricsReport r = m.report(0, 100 * ms);
+  ASSERT_EQ(r.devices.size(), 2u);
+  EXPECT_EQ(r.devices[0].transfers, 2);
+  EXPECT_DOUBLE_EQ(r.devices[0].rows_per_transfer, 4.0);
+  EXPECT_EQ(r.devices[0].queue_waits, 0);
+  EXPECT_EQ(r.devices[1].transfers, 0);
+  EXPECT_EQ(r.devices[1].queue_waits, 2);
+  EXPECT_DOUBLE_EQ(r.devices[1].queue_wait_mean_ms, 2.0);
+  EXPECT_DOUBLE_EQ(r.devices[1].queue_wait_max_ms, 3.0);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["devices"][0]["transfers"], 2);
+  EXPECT_EQ(j["devices"][1]["queue_wait_ms"]["count"], 2);
+  EXPECT_EQ(j["devices"][1]["queue_wait_ms"]["max"], 3.0);
+  EXPECT_EQ(m.report(100 * ms, 200 * ms).devices[1].queue_waits, 1);
+  // Forgetting the past drops them: a later window starts empty.
+  m.forget_before(100 * ms);
+  EXPECT_EQ(m.report(100 * ms, 200 * ms).devices[0].transfers, 1);
+  EXPECT_EQ(m.report(0, 100 * ms).devices[1].queue_waits, 0);
 }
 
 }  // namespace

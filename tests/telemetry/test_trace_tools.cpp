@@ -133,6 +133,16 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_DOUBLE_EQ(e0.busy, 0.25);
   EXPECT_DOUBLE_EQ(e0.stall[static_cast<int>(StallReason::Transfer)], 0.5);
   EXPECT_EQ(e0.executions, 1);
+  // Where async loses: executions per second, transfers sent, the sampled μ-queues.
+  EXPECT_DOUBLE_EQ(a0.executions_per_s, 2);
+  EXPECT_EQ(a0.transfers, 0);
+  EXPECT_EQ(e0.transfers, 1);
+  EXPECT_DOUBLE_EQ(e0.rows_per_transfer, 8);
+  ASSERT_EQ(s.queues.size(), 1u);
+  EXPECT_EQ(s.queues[0].device, 1);
+  EXPECT_EQ(s.queues[0].layer, LayerKind::Expert);
+  EXPECT_EQ(s.queues[0].samples, 1);
+  EXPECT_DOUBLE_EQ(s.queues[0].mean_depth_tokens, 17);
 
   EXPECT_EQ(s.requests_arrived, 2);
   EXPECT_EQ(s.requests_finished, 1);
@@ -164,7 +174,8 @@ TEST(TraceSummary, NumbersOnKnownData) {
   const std::string text = format_trace_summary(s);
   EXPECT_NE(text.find("window: 1.000 s (0.000 to 1.000 s of run time, clock virtual)"), std::string::npos) << text;
   EXPECT_NE(text.find("model: tiny"), std::string::npos) << text;
-  EXPECT_NE(text.find("  a0             60.0%        30.0%    10.0%      0.0%     0.0%           2       20.0"),
+  EXPECT_NE(text.find("  a0             60.0%        30.0%    10.0%      0.0%     0.0%           2       20.0         2          0"
+                      "        0.0"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("throughput: 20.0 tokens/s, 1.00 requests/s"), std::string::npos) << text;
