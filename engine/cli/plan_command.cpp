@@ -75,10 +75,11 @@ void run(const PlanArgs& a) {
     return;
   }
 
+  char slo[64] = "";
+  if (in.slo_ms > 0) std::snprintf(slo, sizeof slo, ", SLO %g ms per token", in.slo_ms);
   std::printf("%s: attention on %s (price %.2f), experts on %s (price %.2f); s = %.0f, KV reserved %.0f positions%s\n",
               backend.model_name().c_str(), in.attention_hw.name.c_str(), in.attention_hw.price,
-              in.expert_hw.name.c_str(), in.expert_hw.price, in.seq_len, in.kv_len,
-              in.slo_ms > 0 ? (", SLO " + std::to_string(in.slo_ms).substr(0, 6) + " ms").c_str() : "");
+              in.expert_hw.name.c_str(), in.expert_hw.price, in.seq_len, in.kv_len, slo);
   std::printf("%lld shapes, %lld estimates; best %zu by tokens/s per price:\n\n",
               static_cast<long long>(result.shapes), static_cast<long long>(result.estimates), result.plans.size());
   std::printf("%3s %9s %9s %2s %5s %6s %5s %10s %9s %10s %9s %9s  %s\n", "#", "attn", "expert", "m", "b_a", "batch",
