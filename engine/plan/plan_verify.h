@@ -33,6 +33,7 @@ void set_plan_lengths(PlanInputs& in, LengthClass length_class);
 // use their own profiles through SplitCostModel. Deviation: the simulator has one network
 // bandwidth for every port, so it takes the slower side's (min(tp_a·W_a, tp_e·W_e)) where the
 // model gives each side its own; the two only differ for heterogeneous or tp_a ≠ tp_e plans.
+// Refused when the runtime cannot run the plan's policy (m above its micro-batch limit).
 StatusOr<PlanVerifyResult> verify_plan(const PlanInputs& in, const Plan& plan, const PlanVerifyOptions& options);
 
 }  // namespace sy
