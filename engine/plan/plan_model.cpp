@@ -79,6 +79,8 @@ PlanEstimate estimate_plan(const PlanInputs& in, const PlanShape& s) {
   // T_a: the paper's k1·b_a + k2 "from profiling and interpolation"; here the simulator's
   // roofline itself (QKV/output GEMMs of Table 2, the KV read of b_a·s positions, router,
   // shared expert), averaged over the blocks, so planner and simulator agree by construction.
+  // Deviation: the tensor-parallel synchronisation the paper counts in Ta, O(b_a·h·(tp_a−1)/tp_a),
+  // is left out because the roofline leaves it out; plans with tp > 1 are optimistic by that.
   double ta_ns = 0, te_ns = 0;
   std::int32_t sparse = 0;
   const auto b_a = static_cast<std::int64_t>(s.b_a);
