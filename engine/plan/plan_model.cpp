@@ -42,17 +42,17 @@ std::vector<std::string> shape_violations(const PlanInputs& in, const PlanShape&
   std::vector<std::string> v;
   const ModelConfig& c = in.config;
   if (s.tp_a < 1 || s.tp_a > in.devices_per_node || !power_of_two(s.tp_a))
-    v.push_back(fmt("tp_a=%.0f is not a power of two within a node of %.0f", s.tp_a, in.devices_per_node));
+    v.push_back(fmt("shape: tp_a=%.0f is not a power of two within a node of %.0f", s.tp_a, in.devices_per_node));
   if (s.tp_e < 1 || s.tp_e > in.devices_per_node || !power_of_two(s.tp_e))
-    v.push_back(fmt("tp_e=%.0f is not a power of two within a node of %.0f", s.tp_e, in.devices_per_node));
-  if (s.n_a < 1) v.push_back("n_a must be at least 1");
+    v.push_back(fmt("shape: tp_e=%.0f is not a power of two within a node of %.0f", s.tp_e, in.devices_per_node));
+  if (s.n_a < 1) v.push_back("shape: n_a must be at least 1");
   if (s.n_e < 1 || c.num_experts % s.n_e != 0)
-    v.push_back(fmt("n_e=%.0f does not divide the %.0f experts", s.n_e, c.num_experts));
+    v.push_back(fmt("shape: n_e=%.0f does not divide the %.0f experts", s.n_e, c.num_experts));
   if (s.m < 1 || s.m > in.max_microbatches)
-    v.push_back(fmt("m=%.0f is outside 1..%.0f", s.m, in.max_microbatches));
-  if (s.b_a < 1) v.push_back("b_a must be at least 1");
+    v.push_back(fmt("shape: m=%.0f is outside 1..%.0f", s.m, in.max_microbatches));
+  if (s.b_a < 1) v.push_back("shape: b_a must be at least 1");
   const std::int64_t devices = static_cast<std::int64_t>(s.tp_a) * s.n_a + static_cast<std::int64_t>(s.tp_e) * s.n_e;
-  if (devices > in.max_devices) v.push_back(fmt("%.0f GPUs > the limit of %.0f", static_cast<double>(devices), in.max_devices));
+  if (devices > in.max_devices) v.push_back(fmt("shape: %.0f GPUs > the limit of %.0f", static_cast<double>(devices), in.max_devices));
   if (!v.empty()) return v;
   // Algorithm 1 line 4: the weights alone must fit the tensor-parallel group.
   const double cap_a = in.attention_hw.memory_gib * kGiB * in.memory_fraction * s.tp_a;
@@ -60,9 +60,9 @@ std::vector<std::string> shape_violations(const PlanInputs& in, const PlanShape&
   const double w_a = attention_parameters(c) * kBytes;
   const double w_e = expert_parameters(c) * kBytes * (c.num_experts / s.n_e);
   if (w_a >= cap_a)
-    v.push_back(fmt("attention weights %.1f GiB do not fit %.1f GiB of tp_a GPUs", w_a / kGiB, cap_a / kGiB));
+    v.push_back(fmt("weights: attention weights %.1f GiB do not fit %.1f GiB of tp_a GPUs", w_a / kGiB, cap_a / kGiB));
   if (w_e >= cap_e)
-    v.push_back(fmt("expert weights %.1f GiB do not fit %.1f GiB of tp_e GPUs", w_e / kGiB, cap_e / kGiB));
+    v.push_back(fmt("weights: expert weights %.1f GiB do not fit %.1f GiB of tp_e GPUs", w_e / kGiB, cap_e / kGiB));
   return v;
 }
 

@@ -55,8 +55,8 @@ struct PlanEstimate {
   double attention_mem_gib = 0, expert_mem_gib = 0;  // per GPU: weights + KV (attention)
   double attention_cap_gib = 0, expert_cap_gib = 0;  // usable memory per GPU
   std::int32_t devices = 0;
-  // Constraints this shape breaks, each a short reason ("m=2 < minimum 3 (Tc/Tf=0.41)"); empty:
-  // feasible.
+  // Constraints this shape breaks, each "kind: reason" ("micro-batches: m=2 < minimum 3 (Tc/Tf
+  // 0.41)"); kinds: shape, weights, memory, communication, micro-batches, slo. Empty: feasible.
   std::vector<std::string> violations;
   bool feasible() const { return violations.empty(); }
 };

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "engine/plan/plan_model.h"
 #include "tests/plan/plan_fixture.h"
@@ -134,9 +135,12 @@ TEST(PlanModel, ShapesThatCannotExistAreRejected) {
   // two of them (tp_e = 2).
   PlanInputs small = in;
   small.expert_hw.memory_gib = 150000 / 1073741824.0;
-  EXPECT_FALSE(shape_violations(small, {.tp_a = 1, .n_a = 1, .tp_e = 1, .n_e = 2, .m = 3, .b_a = 1}).empty());
+  const auto v = shape_violations(small, {.tp_a = 1, .n_a = 1, .tp_e = 1, .n_e = 2, .m = 3, .b_a = 1});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v.front().rfind("weights: expert weights", 0), 0u) << v.front();
   EXPECT_TRUE(shape_violations(small, {.tp_a = 1, .n_a = 1, .tp_e = 2, .n_e = 2, .m = 3, .b_a = 1}).empty());
-  EXPECT_FALSE(shape_violations(in, {.tp_a = 1, .n_a = 1, .tp_e = 1, .n_e = 3, .m = 3, .b_a = 1}).empty());  // 3 ∤ 4
+  EXPECT_EQ(shape_violations(in, {.tp_a = 1, .n_a = 1, .tp_e = 1, .n_e = 3, .m = 3, .b_a = 1}),
+            std::vector<std::string>{"shape: n_e=3 does not divide the 4 experts"});
   EXPECT_FALSE(shape_violations(in, {.tp_a = 3, .n_a = 1, .tp_e = 1, .n_e = 2, .m = 3, .b_a = 1}).empty());
   EXPECT_FALSE(shape_violations(in, {.tp_a = 8, .n_a = 1, .tp_e = 1, .n_e = 2, .m = 3, .b_a = 1}).empty());  // node of 4
   EXPECT_FALSE(shape_violations(in, {.tp_a = 1, .n_a = 1, .tp_e = 1, .n_e = 2, .m = 5, .b_a = 1}).empty());  // N_m = 4
