@@ -1,4 +1,5 @@
 #include "console/app/main_window.h"
+#include "console/app/plans_panel.h"
 
 #include <QAction>
 #include <QApplication>
@@ -137,6 +138,18 @@ void MainWindow::buildDocks() {
   log_dock->setWidget(log_);
   addDockWidget(Qt::RightDockWidgetArea, log_dock);
   splitDockWidget(control_dock, log_dock, Qt::Vertical);
+
+  // Plans (MegaScale-Infer search on the engine): its own requests and replies, tabbed with the log.
+  auto* plans = new PlansPanel;
+  plans->setObjectName("plansPanel");
+  connect(plans, &PlansPanel::commandRequested, this, &MainWindow::sendCommand);
+  connect(live_.get(), &LiveConnection::controlReply, plans, &PlansPanel::onControlReply);
+  auto* plans_dock = new QDockWidget(tr("Plans"));
+  plans_dock->setObjectName("plansDock");
+  plans_dock->setWidget(plans);
+  addDockWidget(Qt::RightDockWidgetArea, plans_dock);
+  tabifyDockWidget(log_dock, plans_dock);
+  log_dock->raise();
 }
 
 void MainWindow::showEvent(QShowEvent* event) {

@@ -15,5 +15,6 @@ void register_reproduce(CLI::App& app);
 void register_calibrate(CLI::App& app);
 void register_trace(CLI::App& app);
 void register_keys(CLI::App& app);
+void register_plan(CLI::App& app);
 
 }  // namespace sy::cli

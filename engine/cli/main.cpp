@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   sy::cli::register_calibrate(app);
   sy::cli::register_trace(app);
   sy::cli::register_keys(app);
+  sy::cli::register_plan(app);
   required.gather(app);
 
   try {

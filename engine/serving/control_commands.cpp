@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/plan/live_plan.h"
+#include "engine/plan/plan_verify.h"
 #include "engine/runtime/runtime_policy.h"
 
 namespace sy {
@@ -76,7 +78,8 @@ ControlCommands::~ControlCommands() {
 const std::vector<std::string>& ControlCommands::names() {
   static const std::vector<std::string> kNames = {
       "get_state",        "set_policy",    "set_microbatches", "move_expert", "replicate_expert", "set_placement",
-      "pause",            "resume",        "record_start",     "record_stop", "record_dump", "set_workload"};
+      "pause",            "resume",        "record_start",     "record_stop", "record_dump", "set_workload",
+      "plan",             "apply_plan"};
   return kNames;
 }
 
@@ -114,6 +117,8 @@ void ControlCommands::handle(const json& c, Reply reply) {
   if (cmd == "record_stop") return record_stop(c, reply);
   if (cmd == "record_dump") return record_dump(c, reply);
   if (cmd == "set_workload") return set_workload(c, reply);
+  if (cmd == "plan") return plan(c, reply);
+  if (cmd == "apply_plan") return apply_plan(c, reply);
   std::string known;
   for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
   reply({{"ok", false}, {"error", "unknown command '" + cmd + "' (known: " + known + ")"}});
@@ -427,6 +432,74 @@ void ControlCommands::set_workload(const json& c, const Reply& reply) {
   json old_value = bridge_.workload();
   bridge_.set_workload(*workload);
   succeed(c, reply, std::move(old_value), *workload, {{"workload", *workload}});
+}
+
+void ControlCommands::plan(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"slo_ms", "top"}); !s.ok()) return fail(c, reply, s.message());
+  auto top = int_field(c, "top", 1, 100, 5);
+  if (!top.ok()) return fail(c, reply, top.status().message());
+  double slo_ms = 0;
+  if (c.contains("slo_ms")) {
+    const json& v = c.at("slo_ms");
+    if (!v.is_number() || v.get<double>() < 0) return fail(c, reply, "'slo_ms' must be a number >= 0, got " + v.dump());
+    slo_ms = v.get<double>();
+  }
+  const RunInfo& info = bridge_.info();
+  if (info.hardware.empty())
+    return fail(c, reply, "plans need a device profile; this deployment runs on the " + info.backend + " backend without one");
+  auto hw = find_hardware_profile(info.hardware);
+  if (!hw.ok()) return fail(c, reply, hw.status().message());
+  PlanInputs in;
+  in.config = info.model;
+  in.attention_hw = *hw;
+  in.expert_hw = *hw;
+  in.slo_ms = slo_ms;
+  if (info.devices_per_node > 0) in.devices_per_node = info.devices_per_node;
+  LengthClass lengths = LengthClass::Medium;
+  const json workload = bridge_.workload();
+  if (workload.is_object() && workload.contains("length_class") && workload.at("length_class").is_string())
+    if (auto l = parse_length_class(workload.at("length_class").get<std::string>()); l.ok()) lengths = *l;
+  set_plan_lengths(in, lengths);
+  const Coordinator& co = d_.coordinator();
+  const PolicySpec spec = policy_spec(co.target_policy());
+  const LiveDeployment live =
+      LiveDeployment::of(d_.cluster().topology(), spec.policy, spec.microbatches, co.max_batch_per_rank());
+  json inputs = plan_inputs_to_json(in);
+  inputs["lengths"] = length_class_name(lengths);
+  reply({{"ok", true}, {"cmd", "plan"}, {"model", info.model_name}, {"inputs", std::move(inputs)},
+         {"current", live.to_json()}, {"plans", live_plans(in, live, *top)}});
+}
+
+void ControlCommands::apply_plan(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"plan"}); !s.ok()) return fail(c, reply, s.message());
+  if (!c.contains("plan")) return fail(c, reply, "missing field 'plan'");
+  auto shape = plan_shape_from_json(c.at("plan"));
+  if (!shape.ok()) return fail(c, reply, shape.status().message());
+  Coordinator& co = d_.coordinator();
+  const PolicySpec current = policy_spec(co.target_policy());
+  const LiveDeployment live =
+      LiveDeployment::of(d_.cluster().topology(), current.policy, current.microbatches, co.max_batch_per_rank());
+  if (const std::string why = live_refusal(live, *shape); !why.empty())
+    return fail(c, reply, "cannot apply this plan live: " + why);
+  PolicySpec spec = current;
+  spec.policy = "pingpong";
+  spec.microbatches = shape->m;
+  auto policy = runtime_policy(spec);
+  if (!policy.ok()) return fail(c, reply, policy.status().message());
+  const std::int64_t batch = static_cast<std::int64_t>(shape->b_a) * shape->m;
+  if (batch > 1'000'000) return fail(c, reply, "plan: b_a·m = " + std::to_string(batch) + " sequences per rank is too many");
+  json old_value = {{"policy", current.to_json()}, {"max_batch_per_rank", co.max_batch_per_rank()}};
+  json new_value = {{"policy", spec.to_json()}, {"max_batch_per_rank", batch}};
+  std::weak_ptr<bool> alive = alive_;
+  const auto max_batch = static_cast<std::int32_t>(batch);
+  Status s = co.request_policy(*policy, [this, alive, c, reply, old_value, new_value, max_batch](std::int64_t t) {
+    if (alive.expired()) return;
+    // The batch limit only gates admission: it changes with the policy, at the safe point.
+    d_.coordinator().set_max_batch_per_rank(max_batch);
+    succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+  });
+  if (!s.ok()) return fail(c, reply, s.message());
+  bridge_.publish_meta();
 }
 
 }  // namespace sy

@@ -60,6 +60,9 @@ class ControlCommands {
   void record_start_ring(const nlohmann::json& c, const Reply& reply);
   void record_dump(const nlohmann::json& c, const Reply& reply);
   void set_workload(const nlohmann::json& c, const Reply& reply);
+  // MegaScale-Infer plans for this deployment's model and hardware (engine/plan/live_plan.h).
+  void plan(const nlohmann::json& c, const Reply& reply);
+  void apply_plan(const nlohmann::json& c, const Reply& reply);
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.
   void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);

@@ -86,6 +86,10 @@ class Coordinator {
   // Stops or resumes admitting new requests (running ones continue).
   void set_admission_paused(bool paused);
   bool admission_paused() const { return paused_; }
+  // Concurrent requests per attention rank from now on (a plan's b_a·m); running requests above a
+  // lowered limit finish, no new one is admitted until the rank is below it.
+  void set_max_batch_per_rank(std::int32_t n) { options_.max_batch_per_rank = n; }
+  std::int32_t max_batch_per_rank() const { return options_.max_batch_per_rank; }
 
   const RuntimePolicy& policy() const { return policy_; }
   // The policy that will hold once the pending switch (if any) is applied.

@@ -56,6 +56,8 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
 
   // The meta object (also get_state's "state", which adds "load").
   nlohmann::json meta() const;
+  // What the deployment runs: backend, hardware profile, model.
+  const RunInfo& info() const { return info_; }
   // Tokens routed per device and per (block, expert) over the last complete summary window.
   nlohmann::json load() const;
   // Publishes meta now (after a change) rather than at the next window.

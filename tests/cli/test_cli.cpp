@@ -362,5 +362,27 @@ TEST_F(Cli, InterruptedReproducePrintsItsRows) {
   EXPECT_EQ(table.find("scaled-moe"), std::string::npos) << "the last rows were not reached\n" << table;
 }
 
+
+TEST_F(Cli, PlanPrintsTheBestPlansPerPriceAndRefusesWhatCannotFit) {
+  CliRun r = switchyard("plan --model mixtral-8x7b --hardware h20 --expert-hardware l40s --top 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["inputs"]["attention_hardware"], "H20");
+  EXPECT_EQ(j["inputs"]["expert_hardware"], "L40S");
+  ASSERT_EQ(j["plans"].size(), 3u);
+  double previous = 1e300;
+  for (const auto& p : j["plans"]) {
+    // Prices from the profiles (H20 1.85, L40S 1.08 × L20), ranking by tokens/s per price.
+    const double price = p["tp_a"].get<int>() * p["n_a"].get<int>() * 1.85 + p["tp_e"].get<int>() * p["n_e"].get<int>() * 1.08;
+    EXPECT_NEAR(p["price"].get<double>(), price, 1e-9);
+    EXPECT_NEAR(p["tokens_per_s_per_price"].get<double>(), p["tokens_per_s"].get<double>() / price, 1e-6);
+    EXPECT_LE(p["tokens_per_s_per_price"].get<double>(), previous);
+    previous = p["tokens_per_s_per_price"].get<double>();
+    EXPECT_GE(p["m"].get<int>(), p["m_min"].get<int>());
+  }
+  // Qwen3-235B's experts cannot fit four T4s: no plan, and the reasons counted by kind.
+  expect_error("plan --model qwen3-235b-a22b --hardware t4 --max-devices 4", {"no feasible plan", "weights"});
+  expect_error("plan --model mixtral-8x7b --expert-hardware b300", {"b300", "l40s"});
+}
 }  // namespace
 }  // namespace sy
