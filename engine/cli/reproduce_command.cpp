@@ -163,7 +163,7 @@ class Reproduction {
     for (std::int64_t B : {std::int64_t{1}, std::int64_t{2}, std::int64_t{4}, std::int64_t{16}}) {
       const auto [lo, hi] = range(B == a_.findep_samples ? ratios : findep_table5(B, false, false));
       const auto [lo7, hi7] = range(B == a_.findep_samples ? fig7 : findep_table5(B, true, false));
-      const std::string at = "r1·m_a ≤ " + std::to_string(B);
+      const std::string at = "r1*m_a <= " + std::to_string(B);
       add({"FinDEP Table 5 range", at + ": lowest FinDEP / PPPipe, profiles' models", 1.02, lo, ""});
       add({"FinDEP Table 5 range", at + ": highest FinDEP / PPPipe, profiles' models", 1.61, hi, ""});
       add({"FinDEP Table 5 range", at + ": lowest, paper's testbed-A models", 1.09, lo7, "testbed A only"});
@@ -207,10 +207,10 @@ class Reproduction {
       bool across_nodes;  // D: four nodes; A2E crosses the NICs
     };
     const Testbed testbeds[] = {
-        {"A (8×A6000)", "a6000", 8, false},
-        {"B (8×A10)", "a10", 8, false},
-        {"C (8×H20)", "h20", 8, false},
-        {"D (32×H20)", "h20", 32, true},
+        {"A (8xA6000)", "a6000", 8, false},
+        {"B (8xA10)", "a10", 8, false},
+        {"C (8xH20)", "h20", 8, false},
+        {"D (32xH20)", "h20", 32, true},
     };
     struct Split {
       std::int64_t ag, eg;
