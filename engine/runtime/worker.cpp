@@ -477,7 +477,9 @@ void Worker::dispatch_attention() {
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
   if (activations) job_.routed.ffn_in.reset();
-  // The residual waits in the token pool until every expert output of every row is back.
+  // The residual waits in the token pool until every expert output of every row is back. Held
+  // after the sends (the chunks read the batch): no output can return before this, since an
+  // expert's output comes from an execution that completes on a later event of the loop.
   batch.layer = next_layer;
   batch.group = job_.group;
   pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out));
