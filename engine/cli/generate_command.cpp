@@ -220,9 +220,9 @@ void register_generate(CLI::App& app) {
                   "virtual clocks, deterministic)")
       ->check(CLI::IsMember({"wall", "virtual"}))->capture_default_str();
   sub->add_option("--switch-policy", args->switch_policy,
-                  "With --prompts: switch to this policy (async, pingpong or sync; the layout's other policy keys) "
+                  "With --prompts: switch to this policy (async, pingpong, sync or findep; the layout's other policy keys) "
                   "mid-run, at the next safe point after --switch-after tokens")
-      ->check(CLI::IsMember({"async", "pingpong", "sync"}));
+      ->check(CLI::IsMember({"async", "pingpong", "sync", "findep"}));
   sub->add_option("--switch-placement", args->switch_placement,
                   "With --prompts: switch to the expert placement of this layout file (same devices) mid-run, at the "
                   "next safe point after --switch-after tokens");

@@ -1,6 +1,6 @@
-// `switchyard reproduce amoe|megascale`: the papers' experiments on the sim backend, printed
-// next to the papers' figures (AMoE Figs. 9-11, MegaScale-Infer Fig. 12). Ctrl-C or SIGTERM
-// ends the run after the simulation under way, with the rows it has.
+// `switchyard reproduce amoe|megascale|findep`: the papers' experiments on the sim backend, printed
+// next to the papers' figures (AMoE Figs. 9-11, MegaScale-Infer Fig. 12, FinDEP Table 5). Ctrl-C
+// or SIGTERM ends the run after the simulation under way, with the rows it has.
 #include <signal.h>
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/sim/calibration.h"
+#include "engine/sim/findep_model.h"
 #include "engine/sim/sim_experiment.h"
 #include "engine/util/progress.h"
 
@@ -30,6 +33,7 @@ struct ReproduceArgs {
   double skew = 0.5;
   bool quick = false;
   bool verbose = false;
+  std::int64_t findep_samples = 2;  // FinDEP: bound on r1 · m_a per AG GPU
 };
 
 // The signal that asked the run to stop (0: none). A second one ends the process at once.
@@ -165,6 +169,131 @@ class Reproduction {
     }
   }
 
+  void findep() {
+    // FinDEP §5.4, Table 5: prefill of sequences of S tokens through a DEP deployment on four
+    // testbeds, FinDEP (the solver's m_a, r1, r2, order) against the best-configured PPPipe, both
+    // at the best (ag, eg) split of the testbed's GPUs. A schedule's time is findep_makespan_us
+    // (the constraints of Eq. 5, simulated task by task) over the α + β·x models that the
+    // profiles carry (derived from their roofline; `switchyard calibrate` fits them on a real
+    // machine). The sample bound r1 · m_a ≤ B is not in the paper and decides how deep PPPipe
+    // can pipeline: the rows use --findep-samples, the summary shows the range at other B.
+    const std::vector<double> ratios = findep_table5(a_.findep_samples, /*paper_models=*/false, /*emit=*/true);
+    const std::vector<double> fig7 = findep_table5(a_.findep_samples, /*paper_models=*/true, /*emit=*/true);
+    const auto range = [](const std::vector<double>& v) {
+      return std::pair{*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+    };
+    for (std::int64_t B : {std::int64_t{1}, std::int64_t{2}, std::int64_t{4}, std::int64_t{16}}) {
+      const auto [lo, hi] = range(B == a_.findep_samples ? ratios : findep_table5(B, false, false));
+      const auto [lo7, hi7] = range(B == a_.findep_samples ? fig7 : findep_table5(B, true, false));
+      const std::string at = "r1*m_a <= " + std::to_string(B);
+      add({"FinDEP Table 5 range", at + ": lowest FinDEP / PPPipe, profiles' models", 1.02, lo, ""});
+      add({"FinDEP Table 5 range", at + ": highest FinDEP / PPPipe, profiles' models", 1.61, hi, ""});
+      add({"FinDEP Table 5 range", at + ": lowest, paper's testbed-A models", 1.09, lo7, "testbed A only"});
+      add({"FinDEP Table 5 range", at + ": highest, paper's testbed-A models", 1.53, hi7, "testbed A only"});
+    }
+    add({"FinDEP §5.4", "solver time per (model, S, testbed, ag/eg split), ms", NAN,
+         solves_ > 0 ? solver_ms_ / static_cast<double>(solves_) : NAN,
+         "paper: under 1 s; " + std::to_string(evaluated_ / std::max<std::int64_t>(1, solves_)) +
+             " schedules evaluated per solve"});
+  }
+
+  // One pass over Table 5's cells with r1 · m_a ≤ B: FinDEP / best PPPipe per cell, rows added
+  // when `emit`. paper_models: testbed A only, with the models FinDEP fitted on its A6000s
+  // (Fig. 7: GEMM, attention, and A2E for the three (ag, eg) splits it measured) in place of
+  // the profile's.
+  std::vector<double> findep_table5(std::int64_t B, bool paper_models, bool emit) {
+    struct Backbone {
+      const char* name;
+      FindepModelDims dims;
+      double kv_elements_per_token;  // per layer: MLA's latent + rope key, or GQA's K and V
+      std::int64_t layers[4];        // testbeds A–D (§5.4: reduced-depth models)
+      std::vector<std::int64_t> seq_lens;
+      std::vector<std::vector<double>> paper;  // [S][testbed] speedups of Table 5
+    };
+    // DeepSeek-V2 (HF config): hidden 5120, moe_intermediate 1536, 160 routed + 2 shared
+    // experts, top-6, 128 heads, d_k = 128 + 64 (rope), d_v = 128, KV latent 512 + 64.
+    const FindepModelDims ds{5120, 1536, 128, 192, 128, 2, 160, 6, 0, 2};
+    // Qwen3-235B-A22B (assets/models/qwen3-235b-a22b): hidden 4096, moe_intermediate 1536, 128
+    // experts, top-8, no shared expert, 64 heads of 128, 4 KV heads.
+    const FindepModelDims qw{4096, 1536, 64, 128, 128, 0, 128, 8, 0, 2};
+    const std::vector<Backbone> backbones = {
+        {"DeepSeek-V2", ds, 576, {8, 4, 16, 16}, {1024, 2048, 4096},
+         {{1.10, 1.07, 1.02, 1.08}, {1.09, 1.06, 1.03, 1.12}, {1.16, 1.06, 1.10, 1.10}}},
+        {"Qwen3-MoE", qw, 2 * 4 * 128, {24, 12, 48, 48}, {1024, 2048, 4096, 8192},
+         {{1.13, 1.11, 1.03, 1.08}, {1.20, 1.08, 1.02, 1.08}, {1.13, 1.23, 1.07, 1.24}, {1.53, 1.61, 1.35, 1.22}}},
+    };
+    struct Testbed {
+      const char* name;
+      const char* profile;
+      std::int64_t gpus;
+      bool across_nodes;  // D: four nodes; A2E crosses the NICs
+    };
+    const Testbed testbeds[] = {
+        {"A (8xA6000)", "a6000", 8, false},
+        {"B (8xA10)", "a10", 8, false},
+        {"C (8xH20)", "h20", 8, false},
+        {"D (32xH20)", "h20", 32, true},
+    };
+    struct Split {
+      std::int64_t ag, eg;
+      LinearCost comm;
+    };
+    const Split fig7[] = {{1, 7, {100, 9.61e-4}}, {2, 6, {10, 1.28e-3}}, {4, 4, {370, 2.55e-3}}};  // ms → µs
+    std::vector<double> out;
+    for (const Backbone& bb : backbones) {
+      for (std::size_t si = 0; si < bb.seq_lens.size(); ++si) {
+        const std::int64_t S = bb.seq_lens[si];
+        if (a_.quick && si != 0) continue;
+        for (int tb = 0; tb < (paper_models ? 1 : 4); ++tb) {
+          const Testbed& t = testbeds[tb];
+          const HardwareProfile hw = take(find_hardware_profile(t.profile));
+          FindepModelDims d = bb.dims;
+          d.layers = bb.layers[tb];
+          std::vector<std::pair<Split, FindepPrimitives>> splits;
+          if (paper_models) {
+            for (const Split& s : fig7) splits.push_back({s, FindepPrimitives{{170, 8.59e-8}, {150, 1.54e-8}, s.comm}});
+          } else {
+            FindepPrimitives prim = hw.findep ? *hw.findep : findep_primitives_from_roofline(hw);
+            if (t.across_nodes) prim.comm = {hw.nic_latency_us, 1e-3 / hw.nic_gbps};
+            for (std::int64_t ag = 1; ag < t.gpus; ++ag) splits.push_back({Split{ag, t.gpus - ag, {}}, prim});
+          }
+          double best_fin = 0, best_pp = 0;
+          std::string fin_note, pp_note;
+          for (const auto& [split, prim] : splits) {
+            auto p = findep_problem(prim, d, hw, S, split.ag, split.eg, bb.kv_elements_per_token, B);
+            if (!p) continue;  // the weights do not fit this split
+            const auto t0 = std::chrono::steady_clock::now();
+            const FindepSolution fin = solve_findep(*p);
+            solver_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            ++solves_;
+            evaluated_ += fin.evaluated;
+            const FindepSolution pp = best_pppipe(*p);
+            const std::string split_name = "ag=" + std::to_string(split.ag) + " eg=" + std::to_string(split.eg);
+            if (fin.throughput > best_fin) {
+              best_fin = fin.throughput;
+              fin_note = "FinDEP " + split_name + " m_a=" + std::to_string(fin.config.ma) + " r1=" +
+                         std::to_string(fin.config.r1) + " r2=" + std::to_string(fin.config.r2) + " " +
+                         order_name(fin.config.order);
+            }
+            if (pp.throughput > best_pp) {
+              best_pp = pp.throughput;
+              pp_note = "PPPipe " + split_name + " m_a=" + std::to_string(pp.config.ma) + " r1=" +
+                        std::to_string(pp.config.r1);
+            }
+          }
+          if (best_pp <= 0) continue;
+          out.push_back(best_fin / best_pp);
+          if (emit)
+            add({paper_models ? "FinDEP Table 5, Fig. 7" : "FinDEP Table 5",
+                 std::string(bb.name) + " S=" + std::to_string(S) + " " + t.name +
+                     (paper_models ? ", paper's models" : "") + ": FinDEP / PPPipe",
+                 bb.paper[si][static_cast<std::size_t>(tb)], best_fin / best_pp, fin_note + "; " + pp_note});
+        }
+      }
+    }
+    return out;
+  }
+
   void print() const {
     if (a_.json) {
       for (const Row& r : rows_) {
@@ -189,11 +318,48 @@ class Reproduction {
       std::printf("%-24s %-62s %7s %7s %7s  %s\n", r.figure.c_str(), r.what.c_str(), paper, ours, ratio,
                   r.note.c_str());
     }
-    std::printf("\n%d simulations, %.0f s of cluster time in %.0f s of wall time (%.2g× real time)\n", runs_,
-                simulated_s_, wall_s_, wall_s_ > 0 ? simulated_s_ / wall_s_ : 0.0);
+    if (runs_ > 0)
+      std::printf("\n%d simulations, %.0f s of cluster time in %.0f s of wall time (%.2g× real time)\n", runs_,
+                  simulated_s_, wall_s_, wall_s_ > 0 ? simulated_s_ / wall_s_ : 0.0);
   }
 
  private:
+  // The schedule problem of one (ag, eg) split, or nothing when the weights do not fit it.
+  // Memory (getMaxR1): an AG GPU holds the attention and shared-expert weights of every layer
+  // and, per sample in flight, its KV cache and the layer's activations; an EG GPU holds its
+  // share of the experts. At most max_samples per AG GPU: the paper does not give its bound
+  // (its Tables 3–4 go up to m_a = 4 and r1 = 4).
+  static std::optional<FindepProblem> findep_problem(const FindepPrimitives& prim, const FindepModelDims& d,
+                                                     const HardwareProfile& hw, std::int64_t S, std::int64_t ag,
+                                                     std::int64_t eg, double kv_elements_per_token,
+                                                     std::int64_t max_samples) {
+    const double bytes = 2, memory = hw.memory_gib * 1073741824.0 * 0.9;
+    const double M = static_cast<double>(d.hidden), H = static_cast<double>(d.expert_hidden);
+    const double L = static_cast<double>(d.layers);
+    const double attention_params = 2 * M * static_cast<double>(d.heads * (d.head_dim_k + d.head_dim_v));
+    const double ag_weights = L * (attention_params + 3 * static_cast<double>(d.shared_experts) * M * H) * bytes;
+    const double eg_weights = L * static_cast<double>(d.experts) * 3 * M * H * bytes / static_cast<double>(eg);
+    if (eg_weights > memory || ag_weights > memory) return std::nullopt;
+    // Per token: its KV in every layer, the residual and the layer's input, the attention's
+    // projections (q, k, v, o) and the shared experts' intermediate.
+    const double per_token = L * kv_elements_per_token + 2 * M +
+                             2 * static_cast<double>(d.heads * (d.head_dim_k + d.head_dim_v)) +
+                             3 * static_cast<double>(d.shared_experts) * H;
+    const double per_sample = static_cast<double>(S) * per_token * bytes;
+    const auto samples = static_cast<std::int64_t>((memory - ag_weights) / per_sample);
+    if (samples < 1) return std::nullopt;
+    FindepProblem p;
+    p.costs = findep_task_costs(prim, d, S, eg);
+    p.ag = ag;
+    p.experts = d.experts;
+    p.top_k = d.top_k;
+    p.seq_len = S;
+    p.layers = d.layers;
+    p.max_samples = std::min(samples, max_samples);
+    p.max_r2 = kMaxExpertChunks;
+    return p;
+  }
+
   SimScenario base(ModelConfig c, const HardwareProfile& hw, std::int32_t top_k, const std::string& workload,
                    bool mqa = true) {
     c.top_k = top_k;
@@ -254,6 +420,8 @@ class Reproduction {
   int runs_ = 0;
   double simulated_s_ = 0, wall_s_ = 0;
   Progress progress_;
+  double solver_ms_ = 0;  // findep: Algorithm 1's time, solves and schedules evaluated
+  std::int64_t solves_ = 0, evaluated_ = 0;
 };
 
 void run(const ReproduceArgs& a) {
@@ -269,6 +437,7 @@ void run(const ReproduceArgs& a) {
   try {
     if (a.paper == "amoe") r.amoe();
     if (a.paper == "megascale") r.megascale();
+    if (a.paper == "findep") r.findep();
   } catch (const Interrupted&) {
     interrupted = true;
   }
@@ -291,7 +460,7 @@ void run(const ReproduceArgs& a) {
 void register_reproduce(CLI::App& app) {
   auto args = std::make_shared<ReproduceArgs>();
   CLI::App* sub = app.add_subcommand("reproduce", "Run a paper's experiments on the simulated cluster, side by side with its figures");
-  sub->add_option("paper", args->paper, "amoe or megascale")->required()->check(CLI::IsMember({"amoe", "megascale"}));
+  sub->add_option("paper", args->paper, "amoe, megascale or findep")->required()->check(CLI::IsMember({"amoe", "megascale", "findep"}));
   sub->add_flag("--json", args->json, "One JSON object per row: paper value, ours, ratio");
   sub->add_option("--duration", args->duration, "Cluster seconds simulated per point")->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -299,6 +468,9 @@ void register_reproduce(CLI::App& app) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--skew", args->skew, "λ of the exponential routing skew (AMoE's fit; the paper gives no value)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub->add_option("--findep-samples", args->findep_samples,
+                  "findep: most samples (r1 · m_a) per attention GPU, below what memory allows")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   sub->add_flag("--quick", args->quick, "One workload and one model per figure (a smoke run)");
   sub->add_flag("--verbose", args->verbose, "Print every simulated point's metrics table to stderr");
   sub->callback([args] { run(*args); });

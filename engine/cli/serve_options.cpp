@@ -12,10 +12,13 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
                              "Deployment layout: a TOML file (layouts/README.md), the name of a shipped one, colocated:N or disaggregated:A+E");
   if (layout_required) opt->required();
   app.add_option("--policy", policy, "Execution policy (default: the layout's)")
-      ->check(CLI::IsMember({"sync", "pingpong", "async"}));
+      ->check(CLI::IsMember({"sync", "pingpong", "async", "findep"}));
   app.add_option("--scheduler", scheduler, "Async scheduler (default: the layout's)")
       ->check(CLI::IsMember({"defrag", "mtfs", "flfs"}));
-  app.add_option("--microbatches", microbatches, "Pingpong micro-batches m (default: the layout's)")
+  app.add_option("--microbatches", microbatches, "Pingpong micro-batches m, findep's r1 (default: the layout's)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--expert-chunks", expert_chunks,
+                 "findep: chunks r2 of each micro-batch's expert step (default: the layout's)")
       ->check(CLI::Range(1, 64));
   app.add_option("--lookahead", lookahead, "Defrag lookahead depth K")->check(CLI::Range(0, 1024));
   app.add_option("--decay", decay, "Defrag decay δ in (0, 1]");
@@ -73,6 +76,7 @@ Layout ServeOptions::load(const ModelConfig& config) const {
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;
   if (microbatches > 0) l.policy.microbatches = microbatches;
+  if (expert_chunks > 0) l.policy.expert_chunks = expert_chunks;
   if (lookahead) l.policy.lookahead = *lookahead;
   if (decay) l.policy.decay = *decay;
   check(validate_policy(l.policy).with_context("policy flags"));

@@ -19,12 +19,13 @@ struct ServeOptions {
   std::string policy;        // empty: the layout's
   std::string scheduler;     // empty: the layout's
   std::int32_t microbatches = 0;  // 0: the layout's
+  std::int32_t expert_chunks = 0;  // 0: the layout's
   std::optional<std::int32_t> lookahead;
   std::optional<double> decay;
   std::int64_t max_waiting_requests = CoordinatorOptions{}.max_waiting_requests;
   std::int64_t max_waiting_tokens = CoordinatorOptions{}.max_waiting_tokens;
 
-  // Adds --layout, --policy, --scheduler, --microbatches, --lookahead, --decay and the
+  // Adds --layout, --policy, --scheduler, --microbatches, --expert-chunks, --lookahead, --decay and the
   // admission queue's bounds to a command.
   void add_to(CLI::App& app, bool layout_required);
   // The layout file (refused with the loader's message), with the policy flags applied.

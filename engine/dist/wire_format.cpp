@@ -8,17 +8,19 @@ void put_policy(ByteWriter& w, const RuntimePolicy& policy) {
   w.put_string(policy.scheduler.name);
   w.put<std::int32_t>(policy.scheduler.lookahead);
   w.put<double>(policy.scheduler.decay);
+  w.put<std::int32_t>(policy.expert_chunks);
 }
 
 Status get_policy(ByteReader& r, RuntimePolicy& policy) {
   std::uint8_t kind = 0;
   SY_RETURN_IF_ERROR(r.get(kind));
-  if (kind > static_cast<std::uint8_t>(PolicyKind::Sync)) return Status::Error("unknown policy kind " + std::to_string(kind));
+  if (kind > static_cast<std::uint8_t>(PolicyKind::FinDep)) return Status::Error("unknown policy kind " + std::to_string(kind));
   policy.kind = static_cast<PolicyKind>(kind);
   SY_RETURN_IF_ERROR(r.get(policy.microbatches));
   SY_RETURN_IF_ERROR(r.get_string(policy.scheduler.name));
   SY_RETURN_IF_ERROR(r.get(policy.scheduler.lookahead));
   SY_RETURN_IF_ERROR(r.get(policy.scheduler.decay));
+  SY_RETURN_IF_ERROR(r.get(policy.expert_chunks));
   return validate(policy);
 }
 

@@ -329,7 +329,7 @@ Status LayoutParser::parse_policy(const toml::table& root) {
   if (!node) return Status::Ok();
   const auto* t = node->as_table();
   if (!t) return error(node->source(), "'policy' must be a [policy] table, got " + type_name(*node));
-  SY_RETURN_IF_ERROR(check_keys(*t, {"name", "scheduler", "lookahead", "decay", "microbatches"}, "[policy]"));
+  SY_RETURN_IF_ERROR(check_keys(*t, {"name", "scheduler", "lookahead", "decay", "microbatches", "expert_chunks"}, "[policy]"));
   PolicySpec& p = layout_.policy;
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
   for (auto&& [key, value] : *t) {
@@ -347,6 +347,10 @@ Status LayoutParser::parse_policy(const toml::table& root) {
       auto v = read_int(value, what, 1, kMaxMicrobatches);
       if (!v.ok()) return v.status();
       p.microbatches = *v;
+    } else if (k == "expert_chunks") {
+      auto v = read_int(value, what, 1, kMaxExpertChunks);
+      if (!v.ok()) return v.status();
+      p.expert_chunks = *v;
     } else {  // decay: an integer (decay = 1) is a float here
       if (const auto* f = value.as_floating_point()) {
         p.decay = f->get();

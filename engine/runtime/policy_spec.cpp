@@ -10,14 +10,14 @@
 namespace sy {
 namespace {
 
-constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync"};
+constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync", "findep"};
 constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs"};
 
 }  // namespace
 
 Status validate_policy(const PolicySpec& p) {
   if (std::ranges::find(kPolicies, p.policy) == std::end(kPolicies))
-    return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync"}) + ")");
+    return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync", "findep"}) + ")");
   if (std::ranges::find(kSchedulers, p.scheduler) == std::end(kSchedulers))
     return Status::Error("unknown scheduler '" + p.scheduler + "' (expected " + one_of({"defrag", "mtfs", "flfs"}) +
                          ")");
@@ -27,6 +27,9 @@ Status validate_policy(const PolicySpec& p) {
   if (p.microbatches < 1 || p.microbatches > kMaxMicrobatches)
     return Status::Error("microbatches must be in [1, " + std::to_string(kMaxMicrobatches) + "], got " +
                          std::to_string(p.microbatches));
+  if (p.expert_chunks < 1 || p.expert_chunks > kMaxExpertChunks)
+    return Status::Error("expert_chunks must be in [1, " + std::to_string(kMaxExpertChunks) + "], got " +
+                         std::to_string(p.expert_chunks));
   return Status::Ok();
 }
 
@@ -46,16 +49,16 @@ StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes, const 
     if (key == "name" || key == "scheduler") {
       if (!value.is_string()) return Status::Error("policy: " + key + " must be a string, got " + value.dump());
       (key == "name" ? p.policy : p.scheduler) = value.get<std::string>();
-    } else if (key == "lookahead" || key == "microbatches") {
+    } else if (key == "lookahead" || key == "microbatches" || key == "expert_chunks") {
       auto v = read_int(value, key);
       if (!v.ok()) return v.status();
-      (key == "lookahead" ? p.lookahead : p.microbatches) = *v;
+      (key == "lookahead" ? p.lookahead : key == "microbatches" ? p.microbatches : p.expert_chunks) = *v;
     } else if (key == "decay") {
       if (!value.is_number()) return Status::Error("policy: decay must be a number, got " + value.dump());
       p.decay = value.get<double>();
     } else {
       const std::initializer_list<std::string_view> kKeys = {"name", "scheduler", "lookahead", "decay",
-                                                                 "microbatches"};
+                                                                 "microbatches", "expert_chunks"};
       return Status::Error("policy: unknown key '" + key + "' (expected " + one_of(kKeys) + ")" +
                            did_you_mean(key, kKeys));
     }
@@ -74,7 +77,8 @@ nlohmann::json PolicySpec::to_json() const {
           {"scheduler", scheduler},
           {"lookahead", lookahead},
           {"decay", decay},
-          {"microbatches", microbatches}};
+          {"microbatches", microbatches},
+          {"expert_chunks", expert_chunks}};
 }
 
 }  // namespace sy

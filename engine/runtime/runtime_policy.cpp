@@ -9,6 +9,7 @@ std::string policy_name(PolicyKind kind) {
     case PolicyKind::Async: return "async";
     case PolicyKind::PingPong: return "pingpong";
     case PolicyKind::Sync: return "sync";
+    case PolicyKind::FinDep: return "findep";
   }
   return "?";
 }
@@ -17,12 +18,18 @@ StatusOr<PolicyKind> parse_policy(const std::string& name) {
   if (name == "async") return PolicyKind::Async;
   if (name == "pingpong") return PolicyKind::PingPong;
   if (name == "sync") return PolicyKind::Sync;
-  return Status::Error("unknown policy '" + name + "' (expected async, pingpong or sync)");
+  if (name == "findep") return PolicyKind::FinDep;
+  return Status::Error("unknown policy '" + name + "' (expected async, pingpong, sync or findep)");
 }
 
 Status validate(const RuntimePolicy& policy) {
-  if (policy.kind == PolicyKind::PingPong && (policy.microbatches < 1 || policy.microbatches > 64))
-    return Status::Error("micro-batch count must be in [1, 64], got " + std::to_string(policy.microbatches));
+  if ((policy.kind == PolicyKind::PingPong || policy.kind == PolicyKind::FinDep) &&
+      (policy.microbatches < 1 || policy.microbatches > kMaxMicrobatches))
+    return Status::Error("micro-batch count must be in [1, " + std::to_string(kMaxMicrobatches) + "], got " +
+                         std::to_string(policy.microbatches));
+  if (policy.kind == PolicyKind::FinDep && (policy.expert_chunks < 1 || policy.expert_chunks > kMaxExpertChunks))
+    return Status::Error("expert chunk count must be in [1, " + std::to_string(kMaxExpertChunks) + "], got " +
+                         std::to_string(policy.expert_chunks));
   if (policy.kind == PolicyKind::Async) {
     auto s = make_scheduler(policy.scheduler);
     if (!s.ok()) return s.status();
@@ -38,6 +45,7 @@ StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec) {
   p.kind = *kind;
   p.scheduler = SchedulerParams{spec.scheduler, spec.lookahead, spec.decay};
   p.microbatches = spec.microbatches;
+  p.expert_chunks = spec.expert_chunks;
   SY_RETURN_IF_ERROR(validate(p));
   return p;
 }
@@ -49,6 +57,7 @@ PolicySpec policy_spec(const RuntimePolicy& policy) {
   spec.lookahead = policy.scheduler.lookahead;
   spec.decay = policy.scheduler.decay;
   spec.microbatches = policy.microbatches;
+  spec.expert_chunks = policy.expert_chunks;
   return spec;
 }
 
@@ -60,6 +69,7 @@ std::string RuntimePolicy::describe() const {
     if (scheduler.name == "defrag") out << " (lookahead " << scheduler.lookahead << ", decay " << scheduler.decay << ")";
   }
   if (kind == PolicyKind::PingPong) out << " (m=" << microbatches << ")";
+  if (kind == PolicyKind::FinDep) out << " (r1=" << microbatches << ", r2=" << expert_chunks << ")";
   return out.str();
 }
 

@@ -14,17 +14,21 @@ enum class PolicyKind : std::uint8_t {
   Async,     // AMoE: no barriers; the scheduler picks any non-empty queue
   PingPong,  // MegaScale-Infer: m micro-batches; a layer drains one complete micro-batch
   Sync,      // today's engines: one batch per iteration, every layer waits for all of it
+  FinDep,    // FinDEP: pingpong's r1 = m micro-batches, each expert step cut into r2 chunks
 };
 
 struct RuntimePolicy {
   PolicyKind kind = PolicyKind::Async;
   SchedulerParams scheduler;     // async
-  std::int32_t microbatches = 2;  // pingpong
+  std::int32_t microbatches = 2;  // pingpong, findep (r1)
+  std::int32_t expert_chunks = 2;  // findep: r2 chunks of each micro-batch's A2E, experts and E2A
 
-  // Micro-batches in flight per iteration: m for pingpong, 1 for sync, 0 (none) for async.
+  // Micro-batches in flight per iteration: m for pingpong and findep, 1 for sync, 0 (none) for async.
   std::int32_t groups() const {
-    return kind == PolicyKind::PingPong ? microbatches : kind == PolicyKind::Sync ? 1 : 0;
+    return kind == PolicyKind::PingPong || kind == PolicyKind::FinDep ? microbatches : kind == PolicyKind::Sync ? 1 : 0;
   }
+  // Chunks each micro-batch's expert step is cut into (findep's r2; 1 otherwise).
+  std::int32_t chunks() const { return kind == PolicyKind::FinDep ? expert_chunks : 1; }
   bool grouped() const { return kind != PolicyKind::Async; }
   std::string describe() const;
 };
@@ -35,7 +39,7 @@ StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec);
 PolicySpec policy_spec(const RuntimePolicy& policy);
 
 std::string policy_name(PolicyKind kind);
-// "async" | "pingpong" | "sync"; the message names an unknown policy.
+// "async" | "pingpong" | "sync" | "findep"; the message names an unknown policy.
 StatusOr<PolicyKind> parse_policy(const std::string& name);
 // Checks the scheduler and the micro-batch count; the message names the bad value.
 Status validate(const RuntimePolicy& policy);

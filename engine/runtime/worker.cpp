@@ -134,7 +134,9 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
   if (kind == LayerKind::Expert) return topo_.num_ranks();
   if (block == 0) return 1;  // injected by the coordinator
   const std::int32_t prev = block - 1;
-  return topo_.sparse[prev] ? static_cast<std::int32_t>(topo_.block_expert_devices[prev].size()) : 1;
+  // After a sparse block every expert device sends each of the micro-batch's chunks back.
+  return topo_.sparse[prev] ? static_cast<std::int32_t>(topo_.block_expert_devices[prev].size()) * policy_.chunks()
+                            : 1;
 }
 
 void Worker::announce(const ShipmentHeader&) { update_stall(); }
@@ -348,8 +350,10 @@ void Worker::run_next_or_stall(std::int64_t idle_since) {
 
 void Worker::finish(ExecutionTiming timing) {
   const std::int64_t end = loop_.now();
+  // An expert job's group is a chunk of a micro-batch (findep); telemetry names the micro-batch.
+  const std::int32_t group = job_.kind == LayerKind::Expert ? micro_batch_of(job_.group) : job_.group;
   if (observer_ && job_.tokens > 0)
-    observer_->on_execution(device_, job_.kind, job_.block, job_.index, job_.group, job_.tokens, timing.start_ns,
+    observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, job_.tokens, timing.start_ns,
                             timing.end_ns);
   switch (job_.kind) {
     case LayerKind::Attention: dispatch_attention(); break;
@@ -443,43 +447,54 @@ void Worker::dispatch_attention() {
   // The rows' activations follow in one gather per outgoing batch.
   expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
   const auto& replicas = topo_.placement.block_devices(b);
-  batch.for_each_request([&](std::int64_t first, std::int64_t n) {
-    for (std::int64_t r = 0; r < n; ++r) {
-      const auto row = static_cast<std::size_t>(first + r);
-      for (std::int32_t k = 0; k < K; ++k) {
-        const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
-        const std::int32_t e = routed.expert_ids[rk];
-        std::int32_t d;
-        std::size_t at;
-        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-          d = replicas[static_cast<std::size_t>(e)][0];
-          std::int32_t& cached = expert_batch_[static_cast<std::size_t>(e)];
-          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), job_.group));
-          at = static_cast<std::size_t>(cached);
-        } else {
-          d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
-          at = outgoing_index(d, LayerId::expert(b, e), job_.group);
+  // findep cuts the micro-batch's rows into r2 chunks, each shipped as a group of its own
+  // (group · r2 + chunk) so that an expert device can start on chunk 0 while chunk 1 is still
+  // on the wire; other policies ship one chunk whose group is the micro-batch's.
+  const std::int32_t chunks = policy_.chunks();
+  const std::int64_t total_rows = batch.rows();
+  for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::int64_t lo = total_rows * chunk / chunks;
+    const std::int64_t hi = total_rows * (chunk + 1) / chunks;
+    const std::int32_t sub_group = job_.group < 0 ? job_.group : job_.group * chunks + chunk;
+    batch.for_each_request([&](std::int64_t first, std::int64_t n) {
+      for (std::int64_t r = 0; r < n; ++r) {
+        if (first + r < lo || first + r >= hi) continue;
+        const auto row = static_cast<std::size_t>(first + r);
+        for (std::int32_t k = 0; k < K; ++k) {
+          const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
+          const std::int32_t e = routed.expert_ids[rk];
+          std::int32_t d;
+          std::size_t at;
+          if (replicas[static_cast<std::size_t>(e)].size() == 1) {
+            d = replicas[static_cast<std::size_t>(e)][0];
+            std::int32_t& cached = expert_batch_[static_cast<std::size_t>(e)];
+            if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
+            at = static_cast<std::size_t>(cached);
+          } else {
+            d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
+            at = outgoing_index(d, LayerId::expert(b, e), sub_group);
+          }
+          TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
+          out->request.push_back(batch.request[row]);
+          out->position.push_back(batch.position[row]);
+          out->rank.push_back(batch.rank[row]);
+          out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
+          out->weight.push_back(routed.expert_weights[rk]);
+          if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
         }
-        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
-        out->request.push_back(batch.request[row]);
-        out->position.push_back(batch.position[row]);
-        out->rank.push_back(batch.rank[row]);
-        out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
-        out->weight.push_back(routed.expert_weights[rk]);
-        if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
-    }
-  });
-  std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
-  if (activations) {
-    gather_outgoing(*activations);
-    job_.routed.ffn_in.reset();
+    });
+    std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
+    if (activations) gather_outgoing(*activations);
+    send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
-  // The residual waits in the token pool until every expert output of every row is back.
+  if (activations) job_.routed.ffn_in.reset();
+  // The residual waits in the token pool until every expert output of every row is back. Held
+  // after the sends (the chunks read the batch): no output can return before this, since an
+  // expert's output comes from an execution that completes on a later event of the loop.
   batch.layer = next_layer;
   batch.group = job_.group;
   pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out));
-  send_outgoing(LayerKind::Expert, b, job_.group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
 }
 
 void Worker::dispatch_experts() {
@@ -487,6 +502,7 @@ void Worker::dispatch_experts() {
   const std::int32_t b = job_.block;
   const std::int32_t last = topo_.num_blocks;
   const LayerKind next_kind = b + 1 == last ? LayerKind::Sampler : LayerKind::Attention;
+  const std::int32_t group = micro_batch_of(job_.group);  // the chunk's outputs rejoin their micro-batch
   // Permute by attention rank: each row goes back to the rank that holds its request's KV;
   // the outputs' activations follow in one gather per rank.
   rank_batch_.assign(static_cast<std::size_t>(topo_.num_ranks()), -1);
@@ -501,14 +517,14 @@ void Worker::dispatch_experts() {
       std::int32_t& cached = rank_batch_[static_cast<std::size_t>(rank)];
       if (cached < 0) {
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
-        cached = static_cast<std::int32_t>(outgoing_index(d, layer, job_.group));
+        cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
       }
       outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)].append_row(tb, r);
       if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
     }
   }
   if (activations) gather_outgoing(*activations);
-  send_outgoing(next_kind, b + 1, job_.group, policy_.grouped() ? topo_.rank_device : kNone);
+  send_outgoing(next_kind, b + 1, group, policy_.grouped() ? topo_.rank_device : kNone);
 }
 
 void Worker::dispatch_sampler() {

@@ -98,6 +98,9 @@ class Worker {
   void enqueue(TokenBatch&& batch);
   void absorb_expert_outputs(const TokenBatch& outputs);
   std::int32_t expected_shipments(LayerKind kind, std::int32_t block) const;
+  // The micro-batch an expert job's group belongs to: findep ships each micro-batch's expert
+  // work as r2 chunk groups (group · r2 + chunk); -1 (async) stays -1.
+  std::int32_t micro_batch_of(std::int32_t group) const { return group < 0 ? group : group / policy_.chunks(); }
   void try_run();
   bool take_async_job();
   bool take_grouped_job();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/sim/hardware_profile.h"
@@ -33,5 +34,21 @@ CalibrationFit fit_gemm_samples(const std::vector<GemmSample>& samples);
 
 // A profile of the fitted device: compute and memory from the fit, the rest from `base`.
 HardwareProfile apply_fit(const CalibrationFit& fit, HardwareProfile base);
+
+// FinDEP's α + β·x models (§4.1) fitted by ordinary least squares to measured (x, µs) points.
+struct LinearFit {
+  LinearCost cost;
+  double r_squared = 0;  // 1 − SS_res / SS_tot; 1 when every point is on the line
+};
+// Needs two distinct x; a negative intercept (noise at small x) is clamped to 0 and β refitted
+// through the origin, since a task never takes negative time.
+LinearFit fit_linear_cost(const std::vector<std::pair<double, double>>& x_us);
+
+// FinDEP's primitive models of a device as its roofline predicts them: GEMMs (the shapes of
+// an MoE layer, 16 to 64k rows) and the prefill attention core fitted as FinDEP's
+// micro-benchmarks are, and A2E/E2A over a link of `link_gbps` and `link_latency_us`.
+FindepPrimitives findep_primitives_from_roofline(const HardwareProfile& hw, double link_gbps, double link_latency_us);
+// The same over the device's scale-up link (NVLink, or PCIe where it has none).
+FindepPrimitives findep_primitives_from_roofline(const HardwareProfile& hw);
 
 }  // namespace sy

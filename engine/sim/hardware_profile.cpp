@@ -48,6 +48,22 @@ constexpr Field kFields[] = {
     {"kernel_overhead_us", &HardwareProfile::kernel_overhead_us, true, false},
 };
 
+// The [findep] table: α (µs) and β (µs per FLOP, per attention unit, per byte) of each model.
+struct FindepField {
+  const char* key;
+  LinearCost FindepPrimitives::*model;
+  double LinearCost::*member;
+};
+
+constexpr FindepField kFindepFields[] = {
+    {"gemm_alpha_us", &FindepPrimitives::gemm, &LinearCost::alpha_us},
+    {"gemm_beta_us", &FindepPrimitives::gemm, &LinearCost::beta_us},
+    {"attention_alpha_us", &FindepPrimitives::attention, &LinearCost::alpha_us},
+    {"attention_beta_us", &FindepPrimitives::attention, &LinearCost::beta_us},
+    {"comm_alpha_us", &FindepPrimitives::comm, &LinearCost::alpha_us},
+    {"comm_beta_us", &FindepPrimitives::comm, &LinearCost::beta_us},
+};
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
@@ -56,7 +72,7 @@ std::string lower(std::string s) {
 std::string known_keys() {
   std::string out = "name";
   for (const Field& f : kFields) out += std::string(", ") + f.key;
-  return out;
+  return out + ", [findep]";
 }
 
 // A double as TOML writes it back exactly: the shortest decimal form that reads back as the
@@ -76,7 +92,36 @@ std::string render(const HardwareProfile& p) {
   }
   out += "\n";
   for (const Field& f : kFields) out += std::string(f.key) + " = " + format_double(p.*(f.member)) + "\n";
+  if (p.findep) {
+    out += "\n[findep]\n";
+    for (const FindepField& f : kFindepFields)
+      out += std::string(f.key) + " = " + format_double((*p.findep).*(f.model).*(f.member)) + "\n";
+  }
   return out;
+}
+
+Status parse_findep_table(const toml::node& node, const std::string& source, FindepPrimitives& out) {
+  const std::string where = source + ":" + std::to_string(node.source().begin.line);
+  const toml::table* t = node.as_table();
+  if (!t) return Status::Error(where + ": 'findep' must be a [findep] table");
+  std::string known;
+  for (const FindepField& f : kFindepFields) known += (known.empty() ? "" : ", ") + std::string(f.key);
+  for (const auto& [key, value] : *t) {
+    const std::string k(key.str());
+    const std::string at = source + ":" + std::to_string(value.source().begin.line);
+    const FindepField* f = nullptr;
+    for (const FindepField& cand : kFindepFields)
+      if (k == cand.key) f = &cand;
+    if (!f) return Status::Error(at + ": unknown key 'findep." + k + "' (known keys: " + known + ")");
+    if (!value.is_integer() && !value.is_floating_point()) return Status::Error(at + ": 'findep." + k + "' must be a number");
+    const double v = *value.value<double>();
+    if (!std::isfinite(v) || v < 0)
+      return Status::Error(at + ": 'findep." + k + "' must be a finite number >= 0, got " + format_double(v));
+    out.*(f->model).*(f->member) = v;
+  }
+  for (const FindepField& f : kFindepFields)
+    if (!t->contains(f.key)) return Status::Error(where + ": missing 'findep." + std::string(f.key) + "'");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -98,6 +143,12 @@ StatusOr<HardwareProfile> parse_hardware_profile(std::string_view text, const st
       if (!v || v->empty()) return Status::Error(where + ": 'name' must be a non-empty string");
       p.name = *v;
       has_name = true;
+      continue;
+    }
+    if (k == "findep") {
+      FindepPrimitives f;
+      SY_RETURN_IF_ERROR(parse_findep_table(node, source, f));
+      p.findep = f;
       continue;
     }
     const Field* f = nullptr;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/status.h"
+#include "engine/sim/findep_model.h"
 #include "engine/util/assets.h"  // assets_dir(), where the profiles are
 
 namespace sy {
@@ -26,6 +28,9 @@ struct HardwareProfile {
   double gemm_half_tokens = 0;    // rows at which a GEMM reaches half that efficiency
   double hbm_efficiency = 0;      // achievable fraction of hbm_gbps, (0, 1]
   double kernel_overhead_us = 0;  // fixed cost per kernel
+  // FinDEP's α + β·x models of this device (optional [findep] table): fitted by `switchyard
+  // calibrate`, or for the papers' GPUs derived from the roofline above.
+  std::optional<FindepPrimitives> findep;
 
   bool operator==(const HardwareProfile&) const = default;
 };

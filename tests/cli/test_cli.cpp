@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -192,7 +193,8 @@ TEST_F(Cli, GenerateManyRequestsOverALayoutMatchesSingleRequests) {
       f << R"({"id":")" << id << R"(","tokens":[)" << tokens << R"(],"max_new_tokens":6})" << "\n";
   }
   const std::string layout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
-  for (const std::string policy : {"async --scheduler mtfs", "pingpong --microbatches 2", "sync"}) {
+  for (const std::string policy : {"async --scheduler mtfs", "pingpong --microbatches 2", "sync",
+                                    "findep --microbatches 2 --expert-chunks 3"}) {
     CliRun r = switchyard("generate --model " + (root_ / "good").string() + " --layout " + layout + " --policy " +
                           policy + " --prompts " + in.string() + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << policy << "\n" << r.output;
@@ -274,10 +276,37 @@ TEST_F(Cli, CalibrateWritesAProfileTheSimulatorRuns) {
   const fs::path profile = root_ / "host.toml";
   CliRun r = switchyard("calibrate --quick --out " + profile.string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // FinDEP's micro-benchmarks land in the profile's [findep] table.
+  EXPECT_NE(r.output.find("FinDEP models"), std::string::npos) << r.output;
+  {
+    std::ifstream f(profile);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    for (const char* key : {"[findep]", "gemm_beta_us", "attention_beta_us", "comm_beta_us"})
+      EXPECT_NE(text.find(key), std::string::npos) << key << " in\n" << text;
+  }
   CliRun sim = switchyard("bench --backend sim --hardware " + profile.string() + " --model " +
                           (root_ / "good").string() + " --layout colocated:2 --rate 20 --duration 0.2 --json");
   ASSERT_EQ(sim.exit_code, 0) << sim.output;
   EXPECT_GT(nlohmann::json::parse(sim.output).at("tokens_per_s").get<double>(), 0.0);
+}
+
+// FinDEP Table 5: every cell's FinDEP / PPPipe ratio is at least 1 (PPPipe's schedules are in
+// FinDEP's space, and the solver finds the optimum), next to the paper's number.
+TEST_F(Cli, ReproduceFindepPrintsTableFiveAgainstThePaper) {
+  CliRun r = switchyard("reproduce findep --json --quick");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  int cells = 0;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.at("figure") != "FinDEP Table 5") continue;
+    ++cells;
+    EXPECT_GE(j.at("ours").get<double>(), 1.0 - 1e-9) << line;
+    EXPECT_GE(j.at("paper").get<double>(), 1.02) << line;
+    EXPECT_NE(j.at("note").get<std::string>().find("r2="), std::string::npos) << line;
+  }
+  EXPECT_EQ(cells, 8);  // --quick: the shortest S of both backbones on testbeds A-D
+  expect_error("reproduce findep --findep-samples 0", {"--findep-samples"});
 }
 
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {

@@ -165,14 +165,15 @@ class MultiProcess : public ::testing::Test {
 const std::string kLayout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
 
 TEST_F(MultiProcess, ThreeRanksMatchOneProcessUnderEveryPolicy) {
-  for (const char* policy : {"async", "pingpong", "sync"}) {
+  for (const char* policy : {"async", "pingpong", "sync", "findep --expert-chunks 3"}) {
     SCOPED_TRACE(policy);
     expect_same_tokens(kLayout, std::string("--policy ") + policy, 3);
   }
 }
 
 TEST_F(MultiProcess, LivePolicySwitchMidRunAcrossThreeAndFourRanks) {
-  const std::pair<const char*, const char*> switches[] = {{"async", "pingpong"}, {"pingpong", "sync"}, {"sync", "async"}};
+  const std::pair<const char*, const char*> switches[] = {
+      {"async", "pingpong"}, {"pingpong", "findep"}, {"findep", "sync"}, {"sync", "async"}};
   for (int ranks : {3, 4}) {
     for (const auto& [from, to] : switches) {
       SCOPED_TRACE(std::string(from) + " -> " + to + ", " + std::to_string(ranks) + " ranks");

@@ -11,8 +11,10 @@ namespace {
 TEST(PolicySpecTest, ValidateNamesTheBadField) {
   EXPECT_TRUE(validate_policy(PolicySpec{}).ok());
   EXPECT_TRUE(validate_policy({"sync", "flfs", 0, 1.0, 64}).ok());
-  EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2}).message(),
-            "unknown policy 'findep' (expected async, pingpong or sync)");
+  EXPECT_TRUE(validate_policy({"findep", "defrag", 3, 0.5, 2, 4}).ok());
+  EXPECT_EQ(validate_policy({"turbo", "defrag", 3, 0.5, 2}).message(),
+            "unknown policy 'turbo' (expected async, pingpong, sync or findep)");
+  EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2, 0}).message(), "expert_chunks must be in [1, 64], got 0");
   EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
             "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
   EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be >= 0, got -2");
@@ -32,14 +34,19 @@ TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
 
   const auto refused = [](const nlohmann::json& j) { return PolicySpec::from_json(j).status().message(); };
   EXPECT_EQ(refused({{"lookahaed", 2}}),
-            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay or microbatches); did you mean "
-            "'lookahead'?");
+            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay, microbatches or "
+            "expert_chunks); did you mean 'lookahead'?");
   EXPECT_EQ(refused({{"microbatches", 2.5}}), "policy: microbatches must be an integer, got 2.5");
   EXPECT_EQ(refused({{"microbatches", 0}}), "policy: microbatches must be in [1, 64], got 0");
+  EXPECT_EQ(refused({{"expert_chunks", 65}}), "policy: expert_chunks must be in [1, 64], got 65");
+  auto f = PolicySpec::from_json(nlohmann::json{{"name", "findep"}, {"microbatches", 3}, {"expert_chunks", 4}}, base);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(*f, (PolicySpec{"findep", "mtfs", 2, 0.25, 3, 4}));
+  EXPECT_EQ(PolicySpec::from_json(f->to_json()).value(), *f);
   EXPECT_EQ(refused({{"lookahead", 5000000000LL}}), "policy: lookahead is out of range: 5000000000");
   EXPECT_EQ(refused({{"name", 3}}), "policy: name must be a string, got 3");
   EXPECT_EQ(refused({{"decay", "x"}}), "policy: decay must be a number, got \"x\"");
-  EXPECT_EQ(refused({{"name", "warp"}}), "policy: unknown policy 'warp' (expected async, pingpong or sync)");
+  EXPECT_EQ(refused({{"name", "warp"}}), "policy: unknown policy 'warp' (expected async, pingpong, sync or findep)");
   EXPECT_EQ(refused(nlohmann::json::array()), "policy: expected a JSON object, got []");
 }
 }  // namespace

@@ -54,6 +54,13 @@ RuntimePolicy pingpong(std::int32_t m) {
   p.microbatches = m;
   return p;
 }
+RuntimePolicy findep(std::int32_t r1, std::int32_t r2) {
+  RuntimePolicy p;
+  p.kind = PolicyKind::FinDep;
+  p.microbatches = r1;
+  p.expert_chunks = r2;
+  return p;
+}
 RuntimePolicy sync_policy() {
   RuntimePolicy p;
   p.kind = PolicyKind::Sync;
@@ -126,7 +133,8 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
   const std::vector<std::pair<std::string, RuntimePolicy>> policies = {
       {"async/defrag", async_policy("defrag")}, {"async/mtfs", async_policy("mtfs")},
       {"async/flfs", async_policy("flfs")},     {"pingpong-2", pingpong(2)},
-      {"pingpong-3", pingpong(3)},              {"sync", sync_policy()}};
+      {"pingpong-3", pingpong(3)},              {"sync", sync_policy()},
+      {"findep-2x3", findep(2, 3)}};
   std::uint64_t seed = 1;
   for (const auto& [pname, topology] : placements) {
     for (const auto& [policy_name, policy] : policies) {
@@ -147,11 +155,12 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
                                         std::pair{Clock::Wall, std::int64_t{100'000}}})
   for (const Topology& topology : {Topology::colocated(c, 4), Topology::disaggregated(c, 2, 4)}) {
     CpuDeployment d(weights_, topology, options(async_policy("defrag"), 99, clock));
-    // Switch while requests are mid-generation: async -> pingpong(3) -> sync -> pingpong(2) ->
-    // async/flfs. Each switch is requested `interval` (1 ms of virtual time, 0.1 ms of wall
+    // Switch while requests are mid-generation: async -> pingpong(3) -> findep(2, 3) -> sync ->
+    // findep(3, 2) -> pingpong(2) -> async/flfs. Each switch is requested `interval` (1 ms of virtual time, 0.1 ms of wall
     // time) after the previous one took effect (a request made while another is pending
     // replaces it), and only while requests are still being served.
-    const std::vector<RuntimePolicy> sequence = {pingpong(3), sync_policy(), pingpong(2), async_policy("flfs")};
+    const std::vector<RuntimePolicy> sequence = {pingpong(3), findep(2, 3), sync_policy(), findep(3, 2),
+                                                 pingpong(2), async_policy("flfs")};
     std::size_t requested = 0;
     std::function<void()> tick = [&] {
       Coordinator& co = d.coordinator();
@@ -164,7 +173,7 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
     };
     d.loop().post(interval, tick);
     expect_reference_outputs(d, 64, std::string("with switches, ") + std::string(clock_name(clock)) + " clock");
-    EXPECT_EQ(d.coordinator().policy_switches(), 4);
+    EXPECT_EQ(d.coordinator().policy_switches(), 6);
     EXPECT_EQ(d.coordinator().policy().kind, PolicyKind::Async);
   }
 }

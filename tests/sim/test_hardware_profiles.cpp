@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "engine/sim/calibration.h"
 #include "engine/sim/hardware_profile.h"
 #include "tests/model/model_test_util.h"
 
@@ -85,8 +86,8 @@ TEST(HardwareProfiles, AssetsDirDefaultsToTheSourceTreeAndFollowsTheEnvironment)
 
 TEST(HardwareProfiles, EveryShippedProfileParsesAndValidates) {
   const std::set<std::string> expected = {"a100-40g", "a100-80g", "h100", "h200", "h20",
-                                          "l40s",     "l20",      "t4",   "l4"};
-  const std::set<std::string> pcie_only = {"l40s", "l20", "t4", "l4"};
+                                          "l40s",     "l20",      "t4",   "l4",   "a6000", "a10"};
+  const std::set<std::string> pcie_only = {"l40s", "l20", "t4", "l4", "a6000", "a10"};
   std::set<std::string> found;
   for (const auto& e : fs::directory_iterator(assets_dir() / "hardware")) {
     if (e.path().extension() != ".toml") continue;
@@ -258,6 +259,50 @@ TEST(HardwareProfiles, LoadNamesTheFile) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->name, "X");
   EXPECT_TRUE(FailsWith(find_hardware_profile((dir / "nope.toml").string()), {"nope.toml", "does not exist"}));
+}
+
+// FinDEP's testbeds (A6000, A10, H20) carry α + β·x models derived from their roofline; the
+// shipped numbers are what findep_primitives_from_roofline gives (regenerate them with
+// `switchyard calibrate --findep-from-roofline NAME`).
+TEST(HardwareProfiles, FindepTestbedsCarryTheirRooflineModels) {
+  for (const char* name : {"a6000", "a10", "h20"}) {
+    auto p = find_hardware_profile(name);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    ASSERT_TRUE(p->findep.has_value()) << name;
+    HardwareProfile plain = *p;
+    plain.findep.reset();
+    const FindepPrimitives derived = findep_primitives_from_roofline(plain);
+    for (auto [got, want] : {std::pair{p->findep->gemm, derived.gemm}, std::pair{p->findep->attention, derived.attention},
+                             std::pair{p->findep->comm, derived.comm}}) {
+      EXPECT_NEAR(got.alpha_us, want.alpha_us, 1e-6 * std::max(1.0, want.alpha_us)) << name;
+      EXPECT_NEAR(got.beta_us, want.beta_us, 1e-6 * want.beta_us) << name;
+    }
+  }
+}
+
+TEST(HardwareProfiles, FindepTableIsCheckedAndWrittenBack) {
+  const std::string good = std::string(kGood) +
+                           "\n[findep]\ngemm_alpha_us = 5.0\ngemm_beta_us = 1e-11\nattention_alpha_us = 5\n"
+                           "attention_beta_us = 2e-11\ncomm_alpha_us = 3.0\ncomm_beta_us = 2e-6\n";
+  auto p = parse_hardware_profile(good, "f.toml");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_TRUE(p->findep.has_value());
+  EXPECT_EQ(p->findep->gemm.beta_us, 1e-11);
+  EXPECT_EQ(p->findep->attention.alpha_us, 5.0);
+  EXPECT_EQ(p->findep->comm.beta_us, 2e-6);
+  TempDir dir;
+  ASSERT_TRUE(write_hardware_profile(*p, dir / "w.toml").ok());
+  auto back = load_hardware_profile(dir / "w.toml");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *p);
+
+  std::string missing = good.substr(0, good.find("comm_beta_us"));
+  EXPECT_TRUE(FailsWith(parse_hardware_profile(missing, "f.toml"), {"f.toml", "missing 'findep.comm_beta_us'"}));
+  std::string negative = good;
+  negative.replace(negative.find("= 3.0"), 5, "= -3.0");
+  EXPECT_TRUE(FailsWith(parse_hardware_profile(negative, "f.toml"), {"f.toml:", "'findep.comm_alpha_us' must be"}));
+  EXPECT_TRUE(FailsWith(parse_hardware_profile(good + "gemm_gamma = 1\n", "f.toml"),
+                        {"f.toml:", "unknown key 'findep.gemm_gamma'"}));
 }
 
 TEST(HardwareProfiles, UnknownNameListsTheAvailableProfiles) {

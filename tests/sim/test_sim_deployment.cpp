@@ -82,7 +82,7 @@ TEST(SimDeployment, EveryPolicyServesEveryRequestToItsLength) {
   const std::vector<Case> cases = {
       {"disaggregated", make_policy("async", "defrag", 2)}, {"disaggregated", make_policy("async", "mtfs", 2)},
       {"disaggregated", make_policy("async", "flfs", 2)},   {"disaggregated", make_policy("pingpong", "defrag", 3)},
-      {"colocated", make_policy("sync", "defrag", 2)}};
+      {"colocated", make_policy("sync", "defrag", 2)},      {"disaggregated", make_policy("findep", "defrag", 2)}};
   for (const Case& k : cases) {
     const Layout layout = k.layout == "colocated" ? make_colocated_layout(8, c) : make_disaggregated_layout(4, 4, c);
     DeploymentOptions o;
