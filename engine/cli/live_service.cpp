@@ -45,6 +45,28 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_interrupt(int) { g_interrupted.store(true); }
 
+// Ctrl-C and SIGTERM set g_interrupted while the service serves; the previous handlers return after.
+class InterruptHandlers {
+ public:
+  InterruptHandlers() {
+    g_interrupted = false;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~InterruptHandlers() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  InterruptHandlers(const InterruptHandlers&) = delete;
+  InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_{};
+};
+
 // Metrics older than this are dropped: a service runs for days in bounded memory.
 constexpr std::int64_t kHistoryNs = 60'000'000'000;
 constexpr std::int64_t kSecond = 1'000'000'000;
@@ -228,15 +250,10 @@ bool LiveService::serve_as_worker() {
     loop.post(loop.now() + kSecond / 10, tick);
   };
   loop.post_now(tick);
-  g_interrupted = false;
-  struct sigaction action {}, previous_int{}, previous_term{};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, &previous_int);
-  ::sigaction(SIGTERM, &action, &previous_term);
-  ranks_->serve(*deployment_);
-  ::sigaction(SIGINT, &previous_int, nullptr);
-  ::sigaction(SIGTERM, &previous_term, nullptr);
+  {
+    const InterruptHandlers handlers;
+    ranks_->serve(*deployment_);
+  }
   backend_.finish();
   if (!ranks_->failure().empty()) throw CommandError{ranks_->failure()};
   return g_interrupted.load();
@@ -270,15 +287,10 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
   };
   loop.post(0, [&tick] { tick(0); });
 
-  g_interrupted = false;
-  struct sigaction action {}, previous_int{}, previous_term{};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, &previous_int);
-  ::sigaction(SIGTERM, &action, &previous_term);
-  loop.run([&] { return ending; });
-  ::sigaction(SIGINT, &previous_int, nullptr);
-  ::sigaction(SIGTERM, &previous_term, nullptr);
+  {
+    const InterruptHandlers handlers;
+    loop.run([&] { return ending; });
+  }
 
   if (ranks_) ranks_->finish();  // the other ranks stop serving (unless one died: they already were told)
   if (live_) live_->detach();
