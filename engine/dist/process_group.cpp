@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "kernels/cpu/logprobs.h"
+
 namespace sy::dist {
 namespace {
 
@@ -18,6 +20,53 @@ std::string message(MessageType type, const std::function<void(ByteWriter&)>& bo
 
 void complain(std::int32_t rank, const char* what, const Status& s) {
   std::fprintf(stderr, "switchyard: rank %d: bad %s message: %s\n", rank, what, s.message().c_str());
+}
+
+void put_sampling(ByteWriter& w, const SamplingSpec& s) {
+  w.put<float>(s.temperature);
+  w.put<float>(s.top_p);
+  w.put<std::int32_t>(s.top_k);
+  w.put<std::uint64_t>(s.seed);
+  w.put<std::int32_t>(s.logprobs);
+}
+
+Status get_sampling(ByteReader& r, SamplingSpec& s) {
+  SY_RETURN_IF_ERROR(r.get(s.temperature));
+  SY_RETURN_IF_ERROR(r.get(s.top_p));
+  SY_RETURN_IF_ERROR(r.get(s.top_k));
+  SY_RETURN_IF_ERROR(r.get(s.seed));
+  return r.get(s.logprobs);
+}
+
+void put_logprobs(ByteWriter& w, const kernels::TokenLogprobs* lp) {
+  w.put<std::uint8_t>(lp ? 1 : 0);
+  if (!lp) return;
+  w.put<std::int32_t>(lp->token);
+  w.put<float>(lp->logprob);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(lp->top.size()));
+  for (const auto& [token, logprob] : lp->top) {
+    w.put<std::int32_t>(token);
+    w.put<float>(logprob);
+  }
+}
+
+Status get_logprobs(ByteReader& r, std::optional<kernels::TokenLogprobs>& out) {
+  std::uint8_t has = 0;
+  SY_RETURN_IF_ERROR(r.get(has));
+  if (!has) return Status::Ok();
+  kernels::TokenLogprobs lp;
+  std::uint32_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(lp.token));
+  SY_RETURN_IF_ERROR(r.get(lp.logprob));
+  SY_RETURN_IF_ERROR(r.get(n));
+  if (n > static_cast<std::uint32_t>(kernels::kMaxTopLogprobs)) return Status::Error(std::to_string(n) + " top log-probabilities");
+  lp.top.resize(n);
+  for (auto& [token, logprob] : lp.top) {
+    SY_RETURN_IF_ERROR(r.get(token));
+    SY_RETURN_IF_ERROR(r.get(logprob));
+  }
+  out = std::move(lp);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -48,8 +97,35 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
       if (const Status s = r.get(epoch); !s.ok()) return complain(me, "applied", s);
       loop_.post_external([this, epoch] { on_applied(epoch); });
     });
+    // Tokens sampled on attention devices of other ranks go to the coordinator's hooks, in the
+    // order each rank sampled them.
+    links_.on(MessageType::Sampled, [this, me](ByteReader& r) {
+      std::int64_t request = 0;
+      std::int32_t token = 0;
+      std::optional<kernels::TokenLogprobs> logprobs;
+      Status s = r.get(request);
+      if (s.ok()) s = r.get(token);
+      if (s.ok()) s = get_logprobs(r, logprobs);
+      if (!s.ok()) return complain(me, "sampled", s);
+      loop_.post_external([this, request, token, logprobs = std::move(logprobs)] {
+        ++received_;
+        cluster_.hooks().on_sampled(request, token, logprobs ? &*logprobs : nullptr);
+      });
+    });
+    links_.on(MessageType::GroupSampled, [this, me](ByteReader& r) {
+      std::int32_t rank = 0, group = 0;
+      Status s = r.get(rank);
+      if (s.ok()) s = r.get(group);
+      if (s.ok() && (rank < 0 || rank >= cluster_.topology().num_ranks())) s = Status::Error("attention rank " + std::to_string(rank));
+      if (!s.ok()) return complain(me, "group sampled", s);
+      loop_.post_external([this, rank, group] {
+        ++received_;
+        cluster_.hooks().on_group_sampled(rank, group);
+      });
+    });
     return;
   }
+  serve_attention();
   links_.on(MessageType::Drain, [this, me](ByteReader& r) {
     std::uint64_t epoch = 0;
     if (const Status s = r.get(epoch); !s.ok()) return complain(me, "drain", s);
@@ -111,7 +187,7 @@ void ProcessGroup::on_drained(std::uint64_t epoch, std::int32_t rank, RankState 
     if (!round_[static_cast<std::size_t>(r)]) return;
   // Every rank answered: this process's own state completes the round.
   std::vector<RankState> states;
-  states.push_back({cluster_.quiescent(), transport_.sent_remote(), transport_.received_remote()});
+  states.push_back(own_state());
   std::uint64_t sent = 0, received = 0;
   bool quiescent = true;
   for (std::int32_t r = 1; r < links_.world(); ++r) states.push_back(*round_[static_cast<std::size_t>(r)]);
@@ -155,13 +231,13 @@ void ProcessGroup::on_applied(std::uint64_t epoch) {
 }
 
 void ProcessGroup::answer_drain(std::uint64_t epoch) {
-  const bool quiescent = cluster_.quiescent();
+  const RankState state = own_state();
   links_.send(0, message(MessageType::Drained, [&](ByteWriter& w) {
                 w.put<std::uint64_t>(epoch);
                 w.put<std::int32_t>(links_.rank());
-                w.put<std::uint8_t>(quiescent ? 1 : 0);
-                w.put<std::uint64_t>(transport_.sent_remote());
-                w.put<std::uint64_t>(transport_.received_remote());
+                w.put<std::uint8_t>(state.quiescent ? 1 : 0);
+                w.put<std::uint64_t>(state.sent);
+                w.put<std::uint64_t>(state.received);
               }));
 }
 
@@ -175,6 +251,90 @@ void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy
   if (placement) cluster_.set_placement(*placement);
   cluster_.set_policy(policy);
   links_.send(0, message(MessageType::Applied, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch); }));
+}
+
+ProcessGroup::RankState ProcessGroup::own_state() const {
+  return {cluster_.quiescent(), transport_.sent_remote() + sent_, transport_.received_remote() + received_};
+}
+
+void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {
+  ++sent_;
+  links_.send(rank, m);
+}
+
+void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) {
+  send_counted(process, message(MessageType::SequenceOpen, [&](ByteWriter& w) {
+                 w.put<std::int32_t>(rank);
+                 w.put<std::int64_t>(context.request);
+                 w.put_array(std::vector<std::int32_t>(context.block_table, context.block_table + context.pages));
+                 put_sampling(w, context.sampling);
+               }));
+}
+
+void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
+  send_counted(process, message(MessageType::SequenceClose, [&](ByteWriter& w) {
+                 w.put<std::int32_t>(rank);
+                 w.put<std::int64_t>(request);
+               }));
+}
+
+void ProcessGroup::serve_attention() {
+  const std::int32_t me = links_.rank();
+  // Rank 0's KV block managers allocate; the managers of this rank's attention devices mirror
+  // the block tables they handed out.
+  const auto attention_rank_here = [this](std::int32_t rank) {
+    return rank >= 0 && rank < cluster_.topology().num_ranks() && !cluster_.remote_rank(rank);
+  };
+  links_.on(MessageType::SequenceOpen, [this, me, attention_rank_here](ByteReader& r) {
+    std::int32_t rank = 0;
+    std::int64_t request = 0;
+    std::vector<std::int32_t> pages;
+    SamplingSpec sampling;
+    Status s = r.get(rank);
+    if (s.ok()) s = r.get(request);
+    if (s.ok()) s = r.get_array(pages);
+    if (s.ok()) s = get_sampling(r, sampling);
+    if (s.ok() && !attention_rank_here(rank)) s = Status::Error("attention rank " + std::to_string(rank) + " is not here");
+    if (s.ok()) {
+      const std::int32_t num_pages = cluster_.kv(rank).num_pages();
+      for (std::int32_t p : pages)
+        if (p < 0 || p >= num_pages) s = Status::Error("page " + std::to_string(p) + " of " + std::to_string(num_pages));
+    }
+    if (!s.ok()) return complain(me, "sequence open", s);
+    loop_.post_external([this, rank, request, pages = std::move(pages), sampling]() mutable {
+      ++received_;
+      KvBlockManager& kv = cluster_.kv(rank);
+      if (kv.holds(request)) kv.release(request);  // not expected: rank 0 closes before it reuses an index
+      kv.adopt(request, std::move(pages), sampling);
+    });
+  });
+  links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {
+    std::int32_t rank = 0;
+    std::int64_t request = 0;
+    Status s = r.get(rank);
+    if (s.ok()) s = r.get(request);
+    if (s.ok() && !attention_rank_here(rank)) s = Status::Error("attention rank " + std::to_string(rank) + " is not here");
+    if (!s.ok()) return complain(me, "sequence close", s);
+    loop_.post_external([this, rank, request] {
+      ++received_;
+      cluster_.kv(rank).release(request);
+    });
+  });
+  Worker::Hooks hooks;
+  hooks.on_sampled = [this](std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
+    send_counted(0, message(MessageType::Sampled, [&](ByteWriter& w) {
+                   w.put<std::int64_t>(request);
+                   w.put<std::int32_t>(token);
+                   put_logprobs(w, logprobs);
+                 }));
+  };
+  hooks.on_group_sampled = [this](std::int32_t rank, std::int32_t group) {
+    send_counted(0, message(MessageType::GroupSampled, [&](ByteWriter& w) {
+                   w.put<std::int32_t>(rank);
+                   w.put<std::int32_t>(group);
+                 }));
+  };
+  cluster_.set_hooks(std::move(hooks));
 }
 
 void ProcessGroup::shutdown() {
