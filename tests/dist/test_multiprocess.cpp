@@ -320,8 +320,8 @@ TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
 // after it started serving. Each rank's output goes to rankN.log, its exit status to
 // status.log ("rankN=CODE"); `timeout` kills any rank still there after 60 s, which the test
 // would see.
-ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim) {
-  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + kLayout + " --prompts " +
+ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim, const std::string& layout = kLayout) {
+  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + layout + " --prompts " +
                           (root / "long.jsonl").string() + " --ignore-eos --out ";
   const std::string v = std::to_string(victim);
   std::string script = "cd " + root.string() + " && rm -f rank*.log status.log && export WORLD_SIZE=3 MASTER_PORT=" +
@@ -360,6 +360,17 @@ TEST_F(Bootstrap, AKilledWorkerRankFailsTheRequestsWithTheReasonAndStopsTheOther
   EXPECT_TRUE(has(log0, "switchyard generate: rejected: rank 2 stopped answering")) << log0;
   EXPECT_TRUE(has(log0, "served 12 requests (12 rejected)")) << log0;
   EXPECT_TRUE(has(log0, "the deployment stopped: rank 2 stopped answering")) << log0;
+}
+
+// The rank that runs an attention device dies: its requests, and everyone else's, fail with
+// the reason; rank 0 stops the survivors.
+TEST_F(Bootstrap, AKilledAttentionRankFailsTheRequestsWithTheReason) {
+  const ShellRun r = kill_one_rank(root_, bin_, 1, (root_ / "remote-attention.toml").string());
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log");
+  EXPECT_LT(r.seconds, 50) << "a rank was left waiting\n" << status << log0;
+  EXPECT_TRUE(has(status, "rank0=1") && has(status, "rank1=137") && has(status, "rank2=0")) << status << log0;
+  EXPECT_TRUE(has(log0, "served 12 requests (12 rejected)")) << log0;
+  EXPECT_TRUE(has(log0, "the deployment stopped: rank 1 stopped answering")) << log0;
 }
 
 TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
