@@ -116,10 +116,11 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
       std::int32_t rank = 0, group = 0;
       Status s = r.get(rank);
       if (s.ok()) s = r.get(group);
-      if (s.ok() && (rank < 0 || rank >= cluster_.topology().num_ranks())) s = Status::Error("attention rank " + std::to_string(rank));
       if (!s.ok()) return complain(me, "group sampled", s);
-      loop_.post_external([this, rank, group] {
+      loop_.post_external([this, me, rank, group] {
         ++received_;
+        if (rank < 0 || rank >= cluster_.topology().num_ranks())
+          return complain(me, "group sampled", Status::Error("attention rank " + std::to_string(rank)));
         cluster_.hooks().on_group_sampled(rank, group);
       });
     });
@@ -281,7 +282,7 @@ void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::
 void ProcessGroup::serve_attention() {
   const std::int32_t me = links_.rank();
   // Rank 0's KV block managers allocate; the managers of this rank's attention devices mirror
-  // the block tables they handed out.
+  // the block tables they handed out. Checked on the loop, which owns the topology.
   const auto attention_rank_here = [this](std::int32_t rank) {
     return rank >= 0 && rank < cluster_.topology().num_ranks() && !cluster_.remote_rank(rank);
   };
@@ -294,16 +295,16 @@ void ProcessGroup::serve_attention() {
     if (s.ok()) s = r.get(request);
     if (s.ok()) s = r.get_array(pages);
     if (s.ok()) s = get_sampling(r, sampling);
-    if (s.ok() && !attention_rank_here(rank)) s = Status::Error("attention rank " + std::to_string(rank) + " is not here");
-    if (s.ok()) {
-      const std::int32_t num_pages = cluster_.kv(rank).num_pages();
-      for (std::int32_t p : pages)
-        if (p < 0 || p >= num_pages) s = Status::Error("page " + std::to_string(p) + " of " + std::to_string(num_pages));
-    }
     if (!s.ok()) return complain(me, "sequence open", s);
-    loop_.post_external([this, rank, request, pages = std::move(pages), sampling]() mutable {
+    loop_.post_external([this, me, attention_rank_here, rank, request, pages = std::move(pages), sampling]() mutable {
       ++received_;
+      if (!attention_rank_here(rank))
+        return complain(me, "sequence open", Status::Error("attention rank " + std::to_string(rank) + " is not here"));
       KvBlockManager& kv = cluster_.kv(rank);
+      for (std::int32_t p : pages)
+        if (p < 0 || p >= kv.num_pages())
+          return complain(me, "sequence open",
+                          Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
       if (kv.holds(request)) kv.release(request);  // not expected: rank 0 closes before it reuses an index
       kv.adopt(request, std::move(pages), sampling);
     });
@@ -313,10 +314,11 @@ void ProcessGroup::serve_attention() {
     std::int64_t request = 0;
     Status s = r.get(rank);
     if (s.ok()) s = r.get(request);
-    if (s.ok() && !attention_rank_here(rank)) s = Status::Error("attention rank " + std::to_string(rank) + " is not here");
     if (!s.ok()) return complain(me, "sequence close", s);
-    loop_.post_external([this, rank, request] {
+    loop_.post_external([this, me, attention_rank_here, rank, request] {
       ++received_;
+      if (!attention_rank_here(rank))
+        return complain(me, "sequence close", Status::Error("attention rank " + std::to_string(rank) + " is not here"));
       cluster_.kv(rank).release(request);
     });
   });
