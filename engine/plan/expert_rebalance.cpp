@@ -9,23 +9,36 @@ namespace {
 
 using Lists = std::vector<std::vector<std::int32_t>>;  // [expert] -> devices, one block
 
-// What a block's planner sees: its experts' costs, the devices, the slots.
+// What a block's planner sees: its experts' token loads, K, the devices, the slots, and how
+// loaded each device already is by the blocks planned before (for ties).
 struct BlockProblem {
-  std::vector<double> cost;              // [expert] max(load, K)
+  std::vector<double> load;  // [expert] tokens
+  double k;                  // the least a replica costs
   const std::vector<std::int32_t>* devices;
   std::int32_t num_devices;
   std::int32_t slots;
+  const std::vector<double>* carried;  // [device] cost of the blocks planned so far
 };
 
-// Tokens (or costs) per device of one block, replicas taking an even share.
-std::vector<double> device_share(const Lists& lists, const std::vector<double>& load, std::int32_t num_devices) {
+// What one replica of an expert with `load` tokens and `replicas` replicas costs: its even
+// share, at least K.
+double replica_cost(double load, std::size_t replicas, double k) {
+  return std::max(load / static_cast<double>(replicas), k);
+}
+
+// Cost per device of one block (tokens when k is 0), replicas taking an even share.
+std::vector<double> device_cost(const Lists& lists, const std::vector<double>& load, double k, std::int32_t num_devices) {
   std::vector<double> out(static_cast<std::size_t>(num_devices), 0.0);
   for (std::size_t e = 0; e < lists.size() && e < load.size(); ++e) {
     if (lists[e].empty()) continue;
-    const double share = load[e] / static_cast<double>(lists[e].size());
+    const double share = replica_cost(load[e], lists[e].size(), k);
     for (std::int32_t d : lists[e]) out[static_cast<std::size_t>(d)] += share;
   }
   return out;
+}
+
+std::vector<double> device_share(const Lists& lists, const std::vector<double>& load, std::int32_t num_devices) {
+  return device_cost(lists, load, 0.0, num_devices);
 }
 
 double max_over(const std::vector<double>& per_device, const std::vector<std::int32_t>& devices) {
@@ -34,17 +47,30 @@ double max_over(const std::vector<double>& per_device, const std::vector<std::in
   return m;
 }
 
+// Whether device a is a lighter choice than b: by this block's cost, equal costs by what the
+// earlier blocks put on them. Without the second rule every block would send its heaviest expert
+// to the lowest-numbered device, balancing each layer while piling the run's load on one device.
+bool lighter(std::int32_t a, std::int32_t b, const std::vector<double>& cost, const std::vector<double>& carried) {
+  const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+  if (cost[i] != cost[j]) return cost[i] < cost[j];
+  return carried[i] < carried[j];
+}
+
 // MegaScale-Infer §6: minimise max_j C_j with C_j = Σ_i x_ij·max(a_i, K), greedily. The paper
 // gives the objective and says "greedy approximation" without the steps; ours, from the current
 // placement: take the device with the highest C_j, give its expert with the highest per-replica
 // cost one more replica on the least-loaded device that has a free slot and lacks it, as long
 // as that lowers the maximum (or, on a tie, the number of devices at it); stop when no
-// replica helps or no slot is free. Deviation: the paper's x_ij are free fractions; the
-// dispatcher here splits an expert's tokens evenly over its replicas, so x_ij = 1/r_i.
+// replica helps or no slot is free. Deviations: the paper's x_ij are free fractions; the
+// dispatcher here splits an expert's tokens evenly over its replicas, so x_ij = 1/r_i. And K
+// floors each replica (max(a_i/r_i, K)), not the expert before the split: every replica runs
+// its own GEMM over its own copy of the weights, so a replica of a cold expert adds cost
+// rather than sharing it (the paper's form would make every replica free).
 Lists plan_greedy(const Lists& current, const BlockProblem& p) {
   Lists lists = current;
   const auto& devs = *p.devices;
-  std::vector<double> load = device_share(lists, p.cost, p.num_devices);
+  const auto& carried = *p.carried;
+  std::vector<double> load = device_cost(lists, p.load, p.k, p.num_devices);
   std::vector<std::int32_t> used(static_cast<std::size_t>(p.num_devices), 0);
   for (const auto& l : lists)
     for (std::int32_t d : l) ++used[static_cast<std::size_t>(d)];
@@ -54,13 +80,13 @@ Lists plan_greedy(const Lists& current, const BlockProblem& p) {
     const double eps = 1e-9 * top;
     std::int32_t hot = devs.front();
     for (std::int32_t d : devs)
-      if (load[static_cast<std::size_t>(d)] > load[static_cast<std::size_t>(hot)]) hot = d;
+      if (lighter(hot, d, load, carried)) hot = d;
     // Its experts, by cost per replica, highest first.
     std::vector<std::int32_t> experts;
     for (std::size_t e = 0; e < lists.size(); ++e)
       if (std::find(lists[e].begin(), lists[e].end(), hot) != lists[e].end()) experts.push_back(static_cast<std::int32_t>(e));
     const auto per_replica = [&](std::int32_t e) {
-      return p.cost[static_cast<std::size_t>(e)] / static_cast<double>(lists[static_cast<std::size_t>(e)].size());
+      return replica_cost(p.load[static_cast<std::size_t>(e)], lists[static_cast<std::size_t>(e)].size(), p.k);
     };
     std::stable_sort(experts.begin(), experts.end(), [&](std::int32_t a, std::int32_t b) { return per_replica(a) > per_replica(b); });
     bool improved = false;
@@ -70,14 +96,14 @@ Lists plan_greedy(const Lists& current, const BlockProblem& p) {
       for (std::int32_t d : devs) {
         if (used[static_cast<std::size_t>(d)] >= p.slots) continue;
         if (std::find(holders.begin(), holders.end(), d) != holders.end()) continue;
-        if (target < 0 || load[static_cast<std::size_t>(d)] < load[static_cast<std::size_t>(target)]) target = d;
+        if (target < 0 || lighter(d, target, load, carried)) target = d;
       }
       if (target < 0) continue;
-      const double c = p.cost[static_cast<std::size_t>(e)];
-      const double r = static_cast<double>(holders.size());
+      const double a = p.load[static_cast<std::size_t>(e)];
+      const double was = replica_cost(a, holders.size(), p.k), will = replica_cost(a, holders.size() + 1, p.k);
       std::vector<double> next = load;
-      for (std::int32_t h : holders) next[static_cast<std::size_t>(h)] += c / (r + 1) - c / r;
-      next[static_cast<std::size_t>(target)] += c / (r + 1);
+      for (std::int32_t h : holders) next[static_cast<std::size_t>(h)] += will - was;
+      next[static_cast<std::size_t>(target)] += will;
       const double next_top = max_over(next, devs);
       const bool lower = next_top < top - eps;
       const bool fewer_at_top = next_top <= top + eps && next[static_cast<std::size_t>(hot)] < top - eps;
@@ -98,21 +124,24 @@ Lists plan_greedy(const Lists& current, const BlockProblem& p) {
 // replicate_experts — every physical slot beyond one per expert goes, one at a time, to the
 // expert with the highest load per replica; balanced_packing — the replicas, heaviest first,
 // each to the lightest device that still has a free slot, every device the same number of
-// slots. Deviation: EPLB may put two replicas of one expert on one device; a placement here
+// slots. Deviations: EPLB may put two replicas of one expert on one device; a placement here
 // lists a device once per expert, so a replica skips devices that hold its expert, and an
 // expert never gets more replicas than there are devices. When the last replicas of an expert
-// find only devices that hold it, that replica is dropped (its share goes to the others).
+// find only devices that hold it, that replica is dropped (its share goes to the others). With
+// K > 0 an expert gets no replica whose share would fall below K (it would cost more than it
+// relieves), so slots may stay free. Equal devices are told apart by the earlier blocks' load.
 Lists plan_eplb(const BlockProblem& p) {
   const auto& devs = *p.devices;
-  const auto E = static_cast<std::int32_t>(p.cost.size());
+  const auto E = static_cast<std::int32_t>(p.load.size());
   const auto N = static_cast<std::int32_t>(devs.size());
   std::vector<std::int32_t> replicas(static_cast<std::size_t>(E), 1);
+  const auto per = [&](std::int32_t e) { return p.load[static_cast<std::size_t>(e)] / replicas[static_cast<std::size_t>(e)]; };
   for (std::int32_t extra = N * p.slots - E; extra > 0; --extra) {
     std::int32_t best = -1;
     for (std::int32_t e = 0; e < E; ++e) {
       if (replicas[static_cast<std::size_t>(e)] >= N) continue;
-      const double w = p.cost[static_cast<std::size_t>(e)] / replicas[static_cast<std::size_t>(e)];
-      if (best < 0 || w > p.cost[static_cast<std::size_t>(best)] / replicas[static_cast<std::size_t>(best)]) best = e;
+      if (p.k > 0 && p.load[static_cast<std::size_t>(e)] / (replicas[static_cast<std::size_t>(e)] + 1) < p.k) continue;
+      if (best < 0 || per(e) > per(best)) best = e;
     }
     if (best < 0) break;
     ++replicas[static_cast<std::size_t>(best)];
@@ -124,23 +153,23 @@ Lists plan_eplb(const BlockProblem& p) {
   std::vector<Item> items;
   for (std::int32_t e = 0; e < E; ++e)
     for (std::int32_t k = 0; k < replicas[static_cast<std::size_t>(e)]; ++k)
-      items.push_back({e, p.cost[static_cast<std::size_t>(e)] / replicas[static_cast<std::size_t>(e)]});
+      items.push_back({e, replica_cost(p.load[static_cast<std::size_t>(e)], static_cast<std::size_t>(replicas[static_cast<std::size_t>(e)]), p.k)});
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.weight > b.weight; });
-  std::vector<double> pack_load(static_cast<std::size_t>(N), 0.0);
-  std::vector<std::int32_t> pack_count(static_cast<std::size_t>(N), 0);
+  std::vector<double> pack_load(static_cast<std::size_t>(p.num_devices), 0.0);
+  std::vector<std::int32_t> pack_count(static_cast<std::size_t>(p.num_devices), 0);
   Lists lists(static_cast<std::size_t>(E));
   for (const Item& it : items) {
     auto& holders = lists[static_cast<std::size_t>(it.expert)];
     std::int32_t best = -1;
-    for (std::int32_t k = 0; k < N; ++k) {
-      if (pack_count[static_cast<std::size_t>(k)] >= p.slots) continue;
-      if (std::find(holders.begin(), holders.end(), devs[static_cast<std::size_t>(k)]) != holders.end()) continue;
-      if (best < 0 || pack_load[static_cast<std::size_t>(k)] < pack_load[static_cast<std::size_t>(best)]) best = k;
+    for (std::int32_t d : devs) {
+      if (pack_count[static_cast<std::size_t>(d)] >= p.slots) continue;
+      if (std::find(holders.begin(), holders.end(), d) != holders.end()) continue;
+      if (best < 0 || lighter(d, best, pack_load, *p.carried)) best = d;
     }
     if (best < 0) continue;  // dropped (see above); the expert keeps its other replicas
     pack_load[static_cast<std::size_t>(best)] += it.weight;
     ++pack_count[static_cast<std::size_t>(best)];
-    holders.push_back(devs[static_cast<std::size_t>(best)]);
+    holders.push_back(best);
   }
   for (auto& h : lists) std::sort(h.begin(), h.end());
   return lists;
@@ -245,20 +274,23 @@ StatusOr<RebalanceProposal> plan_rebalance(RebalanceAlgorithm algorithm, const R
   out.algorithm = algorithm;
   out.placement = in.current;
   const Placement& cur = in.current;
+  std::vector<double> carried(static_cast<std::size_t>(in.num_devices), 0.0);
   for (std::int32_t b = 0; b < cur.num_blocks() && b < static_cast<std::int32_t>(in.load.size()); ++b) {
     const auto& load = in.load[static_cast<std::size_t>(b)];
     if (!cur.is_sparse(b) || load.empty()) continue;
-    BlockProblem p{{}, &in.devices, in.num_devices, in.slots_per_device};
-    for (double v : load) p.cost.push_back(std::max(v, in.min_load));
+    const BlockProblem p{load, in.min_load, &in.devices, in.num_devices, in.slots_per_device, &carried};
     const Lists& current = cur.block_devices(b);
     Lists next = algorithm == RebalanceAlgorithm::Greedy ? plan_greedy(current, p) : plan_eplb(p);
     // Keep the block as it is unless the plan lowers its bottleneck by the planners' objective
-    // (max_j C_j: tokens, cold experts charged K).
-    const double before = max_over(device_share(current, p.cost, in.num_devices), in.devices);
-    const double after = max_over(device_share(next, p.cost, in.num_devices), in.devices);
-    if (!(after < before * (1 - 1e-9))) continue;
-    for (std::int32_t e = 0; e < cur.num_experts(); ++e)
-      if (Status s = out.placement.set(b, e, next[static_cast<std::size_t>(e)]); !s.ok()) return s;
+    // (max_j C_j: tokens, each replica charged at least K).
+    const double before = max_over(device_cost(current, load, in.min_load, in.num_devices), in.devices);
+    const double after = max_over(device_cost(next, load, in.min_load, in.num_devices), in.devices);
+    if (after < before * (1 - 1e-9)) {
+      for (std::int32_t e = 0; e < cur.num_experts(); ++e)
+        if (Status s = out.placement.set(b, e, next[static_cast<std::size_t>(e)]); !s.ok()) return s;
+    }
+    const auto kept = device_cost(out.placement.block_devices(b), load, in.min_load, in.num_devices);
+    for (std::size_t d = 0; d < carried.size(); ++d) carried[d] += kept[d];
   }
   const auto before = predicted_block_load(cur, in.load, in.num_devices);
   const auto after = predicted_block_load(out.placement, in.load, in.num_devices);

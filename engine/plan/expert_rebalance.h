@@ -40,8 +40,8 @@ struct RebalanceInputs {
   // Expert replicas one device may hold per block (its expert-weight memory). Must be at least
   // what each device holds now (Greedy) and cover every expert once (both).
   std::int32_t slots_per_device = 0;
-  // MegaScale-Infer's K: the cost of the coldest expert, in tokens per window. An expert is
-  // charged max(load, K): a resident expert costs a weight read even with few tokens.
+  // MegaScale-Infer's K: the least one replica costs, in tokens per window. A replica is
+  // charged max(load / replicas, K): it reads its weights however few tokens it gets.
   double min_load = 0;
 };
 
@@ -66,7 +66,7 @@ std::vector<std::vector<double>> predicted_block_load(const Placement& placement
                                                      std::int32_t num_devices);
 
 // Validates the inputs (the message names the field and the problem) and plans. A block whose
-// proposal would not lower its bottleneck cost (max over devices of Σ max(load, K)/replicas)
+// proposal would not lower its bottleneck cost (max over devices of Σ max(load/replicas, K))
 // keeps its current placement, so a proposal is never predicted worse than the current
 // placement by that measure; with min_load 0 that is the token load itself.
 StatusOr<RebalanceProposal> plan_rebalance(RebalanceAlgorithm algorithm, const RebalanceInputs& in);
