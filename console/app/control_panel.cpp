@@ -228,6 +228,9 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(rebalance_preview_);
     form->addRow(apply_rebalance_);
     form->addRow(tr("every / at"), periodic_row);
+    periodic_label_ = new QLabel(tr("periodic rebalancing off"));
+    periodic_label_->setObjectName("periodicRebalanceLabel");
+    form->addRow(periodic_label_);
     body->addWidget(group(tr("Expert rebalancing"), form));
     connect(propose_rebalance_, &QPushButton::clicked, this, [this] {
       const std::string algorithm = rebalance_algorithm_->currentText().toStdString();
@@ -437,6 +440,11 @@ void ControlPanel::syncFromMeta() {
     rate_->setValue(meta->workload->rate);
     skew_->setText(q(meta->workload->skew));
   }
+  periodic_label_->setText(meta->rebalance ? tr("periodic rebalancing: %1 every %2 s at max/mean \u2265 %3")
+                                                 .arg(q(meta->rebalance->algorithm))
+                                                 .arg(meta->rebalance->interval_s)
+                                                 .arg(meta->rebalance->threshold)
+                                           : tr("periodic rebalancing off"));
   // Placement editor ranges and device lists.
   {
     const QSignalBlocker b1(block_), b2(expert_), b3(from_), b4(to_);

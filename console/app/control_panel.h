@@ -100,6 +100,7 @@ class ControlPanel : public QWidget {
   QDoubleSpinBox* rebalance_interval_;
   QDoubleSpinBox* rebalance_threshold_;
   QPushButton* set_periodic_;
+  QLabel* periodic_label_;
   std::optional<RebalanceProposal> proposal_;
   QWidget* live_widgets_;
 };
