@@ -247,12 +247,13 @@ void ControlCommands::set_placement(const json& c, const Reply& reply) {
 }
 
 void ControlCommands::apply_placement(const json& c, const Reply& reply, Placement placement, json old_value,
-                                      json new_value) {
+                                      json new_value, json fields) {
   std::weak_ptr<bool> alive = alive_;
   Status s = d_.coordinator().request_placement(
-      std::move(placement), [this, alive, c, reply, old_value, new_value](std::int64_t t) {
+      std::move(placement), [this, alive, c, reply, old_value, new_value, fields](std::int64_t t) mutable {
         if (alive.expired()) return;
-        succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+        fields["applied_at_ns"] = t;
+        succeed(c, reply, old_value, new_value, fields);
       });
   if (!s.ok()) return fail(c, reply, s.message());
   bridge_.publish_meta();
@@ -625,15 +626,7 @@ void ControlCommands::apply_proposal(const json& c, const Reply& reply, const Re
   }
   fields["applied"] = true;
   // The one way a placement changes: set_placement's safe-point path.
-  std::weak_ptr<bool> alive = alive_;
-  Status s = d_.coordinator().request_placement(
-      proposal.placement, [this, alive, c, reply, old_value, new_value, fields](std::int64_t t) mutable {
-        if (alive.expired()) return;
-        fields["applied_at_ns"] = t;
-        succeed(c, reply, old_value, new_value, fields);
-      });
-  if (!s.ok()) return fail(c, reply, s.message());
-  bridge_.publish_meta();
+  apply_placement(c, reply, proposal.placement, std::move(old_value), std::move(new_value), std::move(fields));
 }
 
 void ControlCommands::rebalance(const json& c, const Reply& reply) {

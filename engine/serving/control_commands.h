@@ -89,8 +89,11 @@ class ControlCommands {
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.
   void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);
+  // Changes the placement at the next safe point (set_placement, move_expert, rebalance all
+  // come here); replies with `fields` and applied_at_ns, and echoes, once applied.
   void apply_placement(const nlohmann::json& c, const Reply& reply, Placement placement,
-                       nlohmann::json old_value, nlohmann::json new_value);
+                       nlohmann::json old_value, nlohmann::json new_value,
+                       nlohmann::json fields = nlohmann::json::object());
   // Answers ok with `fields` and echoes the change (old -> new).
   void succeed(const nlohmann::json& c, const Reply& reply, nlohmann::json old_value, nlohmann::json new_value,
                nlohmann::json fields = nlohmann::json::object());
