@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "kernels/cpu/logprobs.h"
+#include "engine/dist/attention_messages.h"
 
 namespace sy::dist {
 namespace {
@@ -20,53 +20,6 @@ std::string message(MessageType type, const std::function<void(ByteWriter&)>& bo
 
 void complain(std::int32_t rank, const char* what, const Status& s) {
   std::fprintf(stderr, "switchyard: rank %d: bad %s message: %s\n", rank, what, s.message().c_str());
-}
-
-void put_sampling(ByteWriter& w, const SamplingSpec& s) {
-  w.put<float>(s.temperature);
-  w.put<float>(s.top_p);
-  w.put<std::int32_t>(s.top_k);
-  w.put<std::uint64_t>(s.seed);
-  w.put<std::int32_t>(s.logprobs);
-}
-
-Status get_sampling(ByteReader& r, SamplingSpec& s) {
-  SY_RETURN_IF_ERROR(r.get(s.temperature));
-  SY_RETURN_IF_ERROR(r.get(s.top_p));
-  SY_RETURN_IF_ERROR(r.get(s.top_k));
-  SY_RETURN_IF_ERROR(r.get(s.seed));
-  return r.get(s.logprobs);
-}
-
-void put_logprobs(ByteWriter& w, const kernels::TokenLogprobs* lp) {
-  w.put<std::uint8_t>(lp ? 1 : 0);
-  if (!lp) return;
-  w.put<std::int32_t>(lp->token);
-  w.put<float>(lp->logprob);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(lp->top.size()));
-  for (const auto& [token, logprob] : lp->top) {
-    w.put<std::int32_t>(token);
-    w.put<float>(logprob);
-  }
-}
-
-Status get_logprobs(ByteReader& r, std::optional<kernels::TokenLogprobs>& out) {
-  std::uint8_t has = 0;
-  SY_RETURN_IF_ERROR(r.get(has));
-  if (!has) return Status::Ok();
-  kernels::TokenLogprobs lp;
-  std::uint32_t n = 0;
-  SY_RETURN_IF_ERROR(r.get(lp.token));
-  SY_RETURN_IF_ERROR(r.get(lp.logprob));
-  SY_RETURN_IF_ERROR(r.get(n));
-  if (n > static_cast<std::uint32_t>(kernels::kMaxTopLogprobs)) return Status::Error(std::to_string(n) + " top log-probabilities");
-  lp.top.resize(n);
-  for (auto& [token, logprob] : lp.top) {
-    SY_RETURN_IF_ERROR(r.get(token));
-    SY_RETURN_IF_ERROR(r.get(logprob));
-  }
-  out = std::move(lp);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -100,28 +53,21 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
     // Tokens sampled on attention devices of other ranks go to the coordinator's hooks, in the
     // order each rank sampled them.
     links_.on(MessageType::Sampled, [this, me](ByteReader& r) {
-      std::int64_t request = 0;
-      std::int32_t token = 0;
-      std::optional<kernels::TokenLogprobs> logprobs;
-      Status s = r.get(request);
-      if (s.ok()) s = r.get(token);
-      if (s.ok()) s = get_logprobs(r, logprobs);
-      if (!s.ok()) return complain(me, "sampled", s);
-      loop_.post_external([this, request, token, logprobs = std::move(logprobs)] {
+      Sampled m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "sampled", s);
+      loop_.post_external([this, m = std::move(m)] {
         ++received_;
-        cluster_.hooks().on_sampled(request, token, logprobs ? &*logprobs : nullptr);
+        cluster_.hooks().on_sampled(m.request, m.token, m.logprobs ? &*m.logprobs : nullptr);
       });
     });
     links_.on(MessageType::GroupSampled, [this, me](ByteReader& r) {
-      std::int32_t rank = 0, group = 0;
-      Status s = r.get(rank);
-      if (s.ok()) s = r.get(group);
-      if (!s.ok()) return complain(me, "group sampled", s);
-      loop_.post_external([this, me, rank, group] {
+      GroupSampled m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "group sampled", s);
+      loop_.post_external([this, me, m] {
         ++received_;
-        if (rank < 0 || rank >= cluster_.topology().num_ranks())
-          return complain(me, "group sampled", Status::Error("attention rank " + std::to_string(rank)));
-        cluster_.hooks().on_group_sampled(rank, group);
+        if (m.rank < 0 || m.rank >= cluster_.topology().num_ranks())
+          return complain(me, "group sampled", Status::Error("attention rank " + std::to_string(m.rank)));
+        cluster_.hooks().on_group_sampled(m.rank, m.group);
       });
     });
     return;
@@ -264,19 +210,13 @@ void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {
 }
 
 void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) {
-  send_counted(process, message(MessageType::SequenceOpen, [&](ByteWriter& w) {
-                 w.put<std::int32_t>(rank);
-                 w.put<std::int64_t>(context.request);
-                 w.put_array(std::vector<std::int32_t>(context.block_table, context.block_table + context.pages));
-                 put_sampling(w, context.sampling);
-               }));
+  send_counted(process, encode(SequenceOpen{rank, context.request,
+                                            std::vector<std::int32_t>(context.block_table, context.block_table + context.pages),
+                                            context.sampling}));
 }
 
 void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
-  send_counted(process, message(MessageType::SequenceClose, [&](ByteWriter& w) {
-                 w.put<std::int32_t>(rank);
-                 w.put<std::int64_t>(request);
-               }));
+  send_counted(process, encode(SequenceClose{rank, request}));
 }
 
 void ProcessGroup::serve_attention() {
@@ -287,54 +227,37 @@ void ProcessGroup::serve_attention() {
     return rank >= 0 && rank < cluster_.topology().num_ranks() && !cluster_.remote_rank(rank);
   };
   links_.on(MessageType::SequenceOpen, [this, me, attention_rank_here](ByteReader& r) {
-    std::int32_t rank = 0;
-    std::int64_t request = 0;
-    std::vector<std::int32_t> pages;
-    SamplingSpec sampling;
-    Status s = r.get(rank);
-    if (s.ok()) s = r.get(request);
-    if (s.ok()) s = r.get_array(pages);
-    if (s.ok()) s = get_sampling(r, sampling);
-    if (!s.ok()) return complain(me, "sequence open", s);
-    loop_.post_external([this, me, attention_rank_here, rank, request, pages = std::move(pages), sampling]() mutable {
+    SequenceOpen m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "sequence open", s);
+    loop_.post_external([this, me, attention_rank_here, m = std::move(m)]() mutable {
       ++received_;
-      if (!attention_rank_here(rank))
-        return complain(me, "sequence open", Status::Error("attention rank " + std::to_string(rank) + " is not here"));
-      KvBlockManager& kv = cluster_.kv(rank);
-      for (std::int32_t p : pages)
-        if (p < 0 || p >= kv.num_pages())
+      if (!attention_rank_here(m.rank))
+        return complain(me, "sequence open", Status::Error("attention rank " + std::to_string(m.rank) + " is not here"));
+      KvBlockManager& kv = cluster_.kv(m.rank);
+      for (std::int32_t p : m.pages)
+        if (p >= kv.num_pages())
           return complain(me, "sequence open",
                           Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
-      if (kv.holds(request)) kv.release(request);  // not expected: rank 0 closes before it reuses an index
-      kv.adopt(request, std::move(pages), sampling);
+      if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
+      kv.adopt(m.request, std::move(m.pages), m.sampling);
     });
   });
   links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {
-    std::int32_t rank = 0;
-    std::int64_t request = 0;
-    Status s = r.get(rank);
-    if (s.ok()) s = r.get(request);
-    if (!s.ok()) return complain(me, "sequence close", s);
-    loop_.post_external([this, me, attention_rank_here, rank, request] {
+    SequenceClose m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "sequence close", s);
+    loop_.post_external([this, me, attention_rank_here, m] {
       ++received_;
-      if (!attention_rank_here(rank))
-        return complain(me, "sequence close", Status::Error("attention rank " + std::to_string(rank) + " is not here"));
-      cluster_.kv(rank).release(request);
+      if (!attention_rank_here(m.rank))
+        return complain(me, "sequence close", Status::Error("attention rank " + std::to_string(m.rank) + " is not here"));
+      cluster_.kv(m.rank).release(m.request);
     });
   });
   Worker::Hooks hooks;
   hooks.on_sampled = [this](std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
-    send_counted(0, message(MessageType::Sampled, [&](ByteWriter& w) {
-                   w.put<std::int64_t>(request);
-                   w.put<std::int32_t>(token);
-                   put_logprobs(w, logprobs);
-                 }));
+    send_counted(0, encode(Sampled{request, token, logprobs ? std::optional(*logprobs) : std::nullopt}));
   };
   hooks.on_group_sampled = [this](std::int32_t rank, std::int32_t group) {
-    send_counted(0, message(MessageType::GroupSampled, [&](ByteWriter& w) {
-                   w.put<std::int32_t>(rank);
-                   w.put<std::int32_t>(group);
-                 }));
+    send_counted(0, encode(GroupSampled{rank, group}));
   };
   cluster_.set_hooks(std::move(hooks));
 }
