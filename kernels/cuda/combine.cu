@@ -1,4 +1,4 @@
-// combine_cuda (the token pool's merge) and gather_rows_cuda: elementwise over rows.
+// combine_cuda (the token pool's merge), gather_rows_cuda and copy_rows_cuda: over rows.
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 
@@ -33,7 +33,23 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const std::int
   }
 }
 
+// One block per row: rows are wide (hidden size), so each block copies a whole row coalesced.
+__global__ void copy_rows_kernel(const float* const* __restrict__ src_rows, float* const* __restrict__ dst_rows,
+                                 long long width) {
+  const float* src = src_rows[blockIdx.x];
+  float* dst = dst_rows[blockIdx.x];
+  for (long long i = threadIdx.x; i < width; i += kThreads) dst[i] = src[i];
+}
+
 }  // namespace
+
+Status copy_rows_cuda(const float* const* src_rows, float* const* dst_rows, std::int64_t n, std::int64_t width,
+                      cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(n >= 0 && n <= 0x7fffffffLL && width >= 0, "copy_rows_cuda: bad shape"));
+  if (n == 0 || width == 0) return Status::Ok();
+  copy_rows_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(src_rows, dst_rows, width);
+  return detail::check_launch("copy_rows_cuda");
+}
 
 Status combine_cuda(const float* slot_out, const float* shared, std::int64_t n, std::int32_t K, std::int64_t H,
                     float* hidden, cudaStream_t stream) {

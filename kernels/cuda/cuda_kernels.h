@@ -69,6 +69,17 @@ Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int6
 
 // ---- whole-model pieces (engine/cuda) ----
 
+// linear_bf16_cuda for weights and activations of `type` (bf16, f16 or f32; x converted by
+// convert_from_f32_cuda), float32 accumulation and output.
+Status linear_cuda(cublasHandle_t handle, const void* x, DType type, std::int64_t M, const void* w, std::int64_t N,
+                   std::int64_t K, const float* bias, float* y, bool accumulate, cudaStream_t stream);
+
+// Row copies between any float rows of this GPU: dst_rows[i][0..width) = src_rows[i][..]. Both
+// pointer arrays are device arrays; the activation operations (gather, append, scatter) of
+// a whole batch are one launch.
+Status copy_rows_cuda(const float* const* src_rows, float* const* dst_rows, std::int64_t n, std::int64_t width,
+                      cudaStream_t stream);
+
 // ModelOps::embed: out[n, cols] = table[tokens[i]] widened to float32; table is [rows, cols]
 // in `type`. Token ids outside [0, rows) produce zero rows (the engine checks ids first).
 Status embedding_cuda(const void* table, DType type, std::int64_t rows, std::int64_t cols,
@@ -156,7 +167,8 @@ class ExpertWorkspace {
   float* up_out = nullptr;    // [rows, I]
   void* h_low = nullptr;      // [rows, I] silu(gate)·up in the weight type
   void* segments = nullptr;   // per-problem row table for the gather/scale kernels
-  std::int64_t rows_capacity = 0, hidden = 0, intermediate = 0, problems_capacity = 0;
+  // Capacities in 4-byte words.
+  std::int64_t x_capacity = 0, gate_capacity = 0, up_capacity = 0, h_capacity = 0, segments_capacity = 0;
 };
 
 // All experts a worker drains in one execution: three grouped GEMMs (gate and up together,

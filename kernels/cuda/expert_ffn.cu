@@ -81,30 +81,26 @@ ExpertWorkspace::~ExpertWorkspace() {
 }
 
 Status ExpertWorkspace::reserve(std::int64_t rows, std::int64_t H, std::int64_t I, std::int64_t problems) {
-  if (rows <= rows_capacity && H == hidden && I == intermediate && problems <= problems_capacity) return Status::Ok();
-  // Grow geometrically; cudaFree waits for the device, so nothing queued still uses the old buffers.
-  const std::int64_t r = std::max(rows, rows_capacity + rows_capacity / 2);
-  const std::int64_t p = std::max(problems, problems_capacity * 2);
-  for (void* b : {x_low, static_cast<void*>(gate_out), static_cast<void*>(up_out), h_low, segments})
-    SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(b), "ExpertWorkspace: cudaFree"));
-  x_low = gate_out = up_out = nullptr;
-  h_low = segments = nullptr;
-  rows_capacity = problems_capacity = 0;
-  auto alloc = [](void** dst, std::int64_t bytes) {
-    return detail::check_cuda(cudaMalloc(dst, static_cast<std::size_t>(std::max<std::int64_t>(bytes, 4))),
-                              "ExpertWorkspace: cudaMalloc");
+  // Each buffer grows on its own (geometrically), so FFNs of different widths on one worker
+  // (routed, shared and dense ones) do not reallocate in turn. cudaFree waits for the device,
+  // so nothing queued still uses an old buffer. 4 bytes per element: room for any weight type.
+  auto grow = [](void** buffer, std::int64_t& capacity, std::int64_t need, const char* what) -> Status {
+    if (need <= capacity) return Status::Ok();
+    const std::int64_t n = std::max(need, capacity + capacity / 2);
+    SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(*buffer), what));
+    *buffer = nullptr;
+    capacity = 0;
+    SY_RETURN_IF_ERROR(detail::check_cuda(cudaMalloc(buffer, static_cast<std::size_t>(n) * 4), what));
+    capacity = n;
+    return Status::Ok();
   };
-  // 4 bytes per element: room for any weight type.
-  SY_RETURN_IF_ERROR(alloc(&x_low, r * H * 4));
-  SY_RETURN_IF_ERROR(alloc(reinterpret_cast<void**>(&gate_out), r * I * 4));
-  SY_RETURN_IF_ERROR(alloc(reinterpret_cast<void**>(&up_out), r * I * 4));
-  SY_RETURN_IF_ERROR(alloc(&h_low, r * I * 4));
-  SY_RETURN_IF_ERROR(alloc(&segments, p * static_cast<std::int64_t>(sizeof(Segment))));
-  rows_capacity = r;
-  problems_capacity = p;
-  hidden = H;
-  intermediate = I;
-  return gemm.reserve(2 * p);
+  SY_RETURN_IF_ERROR(grow(&x_low, x_capacity, rows * H, "ExpertWorkspace: activations"));
+  SY_RETURN_IF_ERROR(grow(reinterpret_cast<void**>(&gate_out), gate_capacity, rows * I, "ExpertWorkspace: gate"));
+  SY_RETURN_IF_ERROR(grow(reinterpret_cast<void**>(&up_out), up_capacity, rows * I, "ExpertWorkspace: up"));
+  SY_RETURN_IF_ERROR(grow(&h_low, h_capacity, rows * I, "ExpertWorkspace: silu"));
+  const auto segment_words = static_cast<std::int64_t>((sizeof(Segment) + 3) / 4);
+  SY_RETURN_IF_ERROR(grow(&segments, segments_capacity, problems * segment_words, "ExpertWorkspace: segments"));
+  return gemm.reserve(2 * problems);
 }
 
 Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems, std::int64_t count,
