@@ -39,7 +39,10 @@ fs::path resolve_model_config(const std::string& model) {
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
                                         DeploymentOptions options, int gpu) {
 #if SY_HAVE_CUDA
+  // The layout's `gpu` keys where given, --gpu elsewhere.
   std::vector<int> gpus(static_cast<std::size_t>(topology.num_devices), gpu);
+  for (std::size_t d = 0; d < gpus.size() && d < topology.device_gpu.size(); ++d)
+    if (topology.device_gpu[d] >= 0) gpus[d] = topology.device_gpu[d];
   return take(CudaDeployment::create(std::move(weights), std::move(topology), std::move(options), std::move(gpus)));
 #else
   (void)weights;
@@ -64,7 +67,7 @@ void BackendOptions::add_to(CLI::App& app, bool with_both) {
                  "cpu: real math on virtual devices; cuda: real math on a GPU, every device a worker with a CUDA "
                  "stream of its own; sim: a simulated cluster (no math)")
       ->check(CLI::IsMember({"cpu", "cuda", "sim"}))->capture_default_str();
-  app.add_option("--gpu", gpu, "cuda: the GPU every device of the layout runs on")
+  app.add_option("--gpu", gpu, "cuda: the GPU of the layout's devices that give no `gpu` key")
       ->check(CLI::Range(0, 1023))->capture_default_str();
   app.add_option("--hardware", hardware, "sim: device profile, a name from assets/hardware or a .toml file")
       ->capture_default_str();

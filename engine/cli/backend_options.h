@@ -20,7 +20,7 @@ namespace sy::cli {
 
 struct BackendOptions {
   std::string backend = "cpu";
-  int gpu = 0;  // cuda: the GPU every device runs on
+  int gpu = 0;  // cuda: the GPU of devices whose layout entry has no `gpu` key
   std::string hardware = "h100";
   std::int32_t devices_per_node = 8;
   std::filesystem::path record_routing;  // cpu: write the model's routing here

@@ -233,7 +233,7 @@ void register_generate(CLI::App& app) {
   sub->add_option("--backend", args->backend,
                   "With --prompts: cpu (devices on host threads) or cuda (every device a worker on one GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  sub->add_option("--gpu", args->gpu, "With --backend cuda: the GPU every device runs on")
+  sub->add_option("--gpu", args->gpu, "With --backend cuda: the GPU of the layout's devices that give no `gpu` key")
       ->check(CLI::Range(0, 1023))->capture_default_str();
   sub->add_option("--switch-policy", args->switch_policy,
                   "With --prompts: switch to this policy (async, pingpong, sync or findep; the layout's other policy keys) "

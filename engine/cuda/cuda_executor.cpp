@@ -133,7 +133,11 @@ void CudaExecutor::run_thread() {
     must(cudaEventElapsedTime(&end_ms, base_, end_), "cudaEventElapsedTime");
     ExecutionTiming timing;
     timing.start_ns = base_ns_ + static_cast<std::int64_t>(static_cast<double>(start_ms) * 1e6);
-    timing.end_ns = std::max(timing.start_ns + 1, base_ns_ + static_cast<std::int64_t>(static_cast<double>(end_ms) * 1e6));
+    timing.end_ns = base_ns_ + static_cast<std::int64_t>(static_cast<double>(end_ms) * 1e6);
+    // base_ns_ was read just after base_ completed, so event times run a few µs late: never
+    // report an end the loop has not reached yet.
+    timing.end_ns = std::min(timing.end_ns, loop_.now());
+    timing.start_ns = std::min(timing.start_ns, timing.end_ns - 1);
     loop_.post_external([loop = &loop_, done = item.second, timing] {
       loop->end_outside_work();
       done(timing);

@@ -565,6 +565,50 @@ TEST(CudaKernels, GatherRowsPicksRows) {
   EXPECT_EQ(ddst.host(), expected);
 }
 
+TEST(CudaKernels, CopyRowsFollowsThePointerTables) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(21);
+  const std::int64_t width = 513;
+  const std::vector<float> src = rng.uniform_vector(static_cast<std::size_t>(6 * width));
+  DeviceBuffer<float> dsrc(src), ddst(static_cast<std::size_t>(6 * width));
+  // Row i of the destination takes source row 5 - i.
+  std::vector<const float*> from;
+  std::vector<float*> to;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    from.push_back(dsrc.get() + (5 - i) * width);
+    to.push_back(ddst.get() + i * width);
+  }
+  DeviceBuffer<const float*> dfrom(from);
+  DeviceBuffer<float*> dto(to);
+  ASSERT_OK(kernels::copy_rows_cuda(dfrom.get(), dto.get(), 6, width, nullptr));
+  const std::vector<float> got = ddst.host();
+  for (std::int64_t i = 0; i < 6; ++i)
+    for (std::int64_t c = 0; c < width; ++c)
+      ASSERT_EQ(got[static_cast<std::size_t>(i * width + c)], src[static_cast<std::size_t>((5 - i) * width + c)]);
+}
+
+TEST(CudaKernels, LinearMatchesCpuInEveryWeightType) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const std::int64_t M = 9, N = 70, K = 96;
+  for (const DType t : {DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(22);
+    const TestWeight w = make_weight(rng, t, N, K);
+    const std::vector<float> x = rounded(rng.uniform_vector(static_cast<std::size_t>(M * K)), t);
+    const std::vector<float> bias = rng.uniform_vector(static_cast<std::size_t>(N));
+    std::vector<float> expected(static_cast<std::size_t>(M * N));
+    kernels::linear(x.data(), M, w.view(), bias.data(), expected.data());
+    DeviceBuffer<float> dx(x), dbias(bias), dy(expected.size());
+    DeviceBuffer<std::uint8_t> dlow(x.size() * kernels::dtype_size(t)), dw(w.bytes);
+    ASSERT_OK(kernels::convert_from_f32_cuda(dx.get(), dlow.get(), t, static_cast<std::int64_t>(x.size()), nullptr));
+    ASSERT_OK(kernels::linear_cuda(handle, dlow.get(), t, M, dw.get(), N, K, dbias.get(), dy.get(), false, nullptr));
+    EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-10);
+  }
+  cublasDestroy(handle);
+}
+
 // Rows of logits and per-row settings; returns the GPU's tokens.
 std::vector<std::int32_t> sample_on_gpu(const std::vector<float>& logits, std::int32_t vocab,
                                         const std::vector<kernels::DeviceSamplingParams>& params) {
