@@ -22,8 +22,10 @@ __global__ void __launch_bounds__(kWarps * 32)
     prefill_kernel(const float* __restrict__ q, int n_heads, const std::int32_t* __restrict__ token_seq,
                    const std::int32_t* __restrict__ positions, KvLayerView cache,
                    const std::int32_t* __restrict__ tables, int table_stride, float scale, float* __restrict__ out) {
-  const long long t = blockIdx.x;
-  const int h = blockIdx.y;
+  // Heads of one row are neighbouring blocks (x), so the query heads that share a KV head run
+  // together and its K/V rows are read from HBM about once, then from L2.
+  const int h = blockIdx.x;
+  const long long t = blockIdx.y;
   const int D = cache.head_dim;
   const int g = h / (n_heads / cache.n_kv_heads);  // grouped-query: this head's KV head
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -100,16 +102,22 @@ Status paged_attention_prefill_cuda(const float* q, std::int64_t n_tokens, std::
                                     std::int32_t table_stride, float scale, float* out, cudaStream_t stream) {
   SY_RETURN_IF_ERROR(detail::require(cache.head_dim > 0 && cache.head_dim <= kMaxDim,
                                      "paged_attention_prefill_cuda: head_dim must be 1..256"));
-  SY_RETURN_IF_ERROR(detail::require(cache.n_kv_heads > 0 && n_heads > 0 && n_heads <= 65535 &&
+  SY_RETURN_IF_ERROR(detail::require(cache.n_kv_heads > 0 && n_heads > 0 &&
                                          n_heads % cache.n_kv_heads == 0,
                                      "paged_attention_prefill_cuda: n_heads must be a multiple of n_kv_heads"));
   SY_RETURN_IF_ERROR(detail::require(cache.page_size > 0 && n_tokens >= 0 && n_tokens <= INT_MAX,
                                      "paged_attention_prefill_cuda: bad shape"));
-  if (n_tokens == 0) return Status::Ok();
-  const dim3 grid(static_cast<unsigned>(n_tokens), static_cast<unsigned>(n_heads));
-  prefill_kernel<<<grid, kWarps * 32, 0, stream>>>(q, n_heads, token_seq, positions, cache, block_tables,
-                                                   table_stride, scale, out);
-  return detail::check_launch("paged_attention_prefill_cuda");
+  // gridDim.y is at most 65535: longer batches go in slices of rows.
+  constexpr std::int64_t kMaxRows = 65535;
+  const std::int64_t width = static_cast<std::int64_t>(n_heads) * cache.head_dim;
+  for (std::int64_t t0 = 0; t0 < n_tokens; t0 += kMaxRows) {
+    const std::int64_t rows = n_tokens - t0 < kMaxRows ? n_tokens - t0 : kMaxRows;
+    const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows));
+    prefill_kernel<<<grid, kWarps * 32, 0, stream>>>(q + t0 * width, n_heads, token_seq + t0, positions + t0, cache,
+                                                     block_tables, table_stride, scale, out + t0 * width);
+    SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_prefill_cuda"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace sy::kernels
