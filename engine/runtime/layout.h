@@ -24,6 +24,9 @@ struct DeviceSpec {
   // The `rank` key: which process of a multi-process deployment (its launcher rank) hosts the
   // device; -1 when the file does not say (devices are then split evenly over the ranks).
   std::int32_t process = -1;
+  // The `gpu` key: which GPU of its machine runs the device on the cuda backend (several
+  // devices may share one); -1 when the file does not say.
+  std::int32_t gpu = -1;
 
   bool operator==(const DeviceSpec&) const = default;
 };

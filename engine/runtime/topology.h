@@ -25,6 +25,8 @@ struct Topology {
   Placement placement;                         // which devices hold each routed expert (replicas)
   // device -> the process (launcher rank) that runs its worker; empty or all 0 in one process.
   std::vector<std::int32_t> device_process;
+  // device -> the GPU its worker runs on (cuda backend; the layout's `gpu` keys), -1 where unset.
+  std::vector<std::int32_t> device_gpu;
   // Derived by finalize():
   std::vector<std::vector<std::int32_t>> block_expert_devices;  // [block] -> devices holding any of its experts
   std::vector<std::vector<std::int32_t>> device_expert_ids;     // [device] -> distinct expert ids it holds

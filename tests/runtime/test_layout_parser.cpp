@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/runtime/layout_parser.h"
+#include "engine/runtime/topology.h"
 #include "tests/runtime/layout_round_trip.h"
 #include "tests/runtime/test_configs.h"
 
@@ -235,6 +236,18 @@ TEST(LayoutFormat, IntegerDecayIsANumber) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->policy.decay, 1.0);
   EXPECT_EQ(l->policy.lookahead, 0);
+}
+
+TEST(LayoutFormat, GpuKeyPlacesDevicesOnGpus) {
+  auto l = parse("[[device]]\nname = \"a\"\nattention = true\ngpu = 1\n[[device]]\nname = \"e\"\nexperts = \"auto\"\n");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->devices[0].gpu, 1);
+  EXPECT_EQ(l->devices[1].gpu, -1);  // unset: the command's --gpu
+  const Topology t = Topology::from_layout(*l, mixtral_like());
+  EXPECT_EQ(t.device_gpu, (std::vector<std::int32_t>{1, -1}));
+  sy::testing::expect_round_trip(*l, mixtral_like());
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\ngpu = -1\n", {"device 'a': gpu must be in [0,"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\ngpu = \"0\"\n", {"device 'a': gpu must be an integer"});
 }
 
 // ---- refusals ----------------------------------------------------------------------------
