@@ -270,7 +270,11 @@ Status MainWindow::openTrace(const QString& path) {
   }
   disconnectFromEngine();
   QApplication::setOverrideCursor(Qt::WaitCursor);
-  const auto st = load_trace(**reader, model_);
+  // An hour of spans does not fit in memory as records: such a recording opens by its windows,
+  // and the timeline reads the spans of what it zooms into.
+  const bool overview = TraceDetail::wants_overview(**reader);
+  const auto st = overview ? TraceDetail::open_overview(**reader, model_) : load_trace(**reader, model_);
+  trace_detail_ = TraceDetail{};
   QApplication::restoreOverrideCursor();
   if (!st.ok()) {
     log_->append(LogPanel::Level::Error, tr("reading %1 failed: %2").arg(path, q(st.message())));
@@ -288,10 +292,11 @@ Status MainWindow::openTrace(const QString& path) {
   current_run_ = model_.meta() ? model_.meta()->run_id : 0;
   control_events_seen_ = model_.control_events().size();
   log_->append(LogPanel::Level::Info,
-               tr("opened %1: %2 spans, %3 .. %4")
+               tr("opened %1: %2 spans%5, %3 .. %4")
                    .arg(path)
-                   .arg(q(format_count(static_cast<double>(model_.spans().size()))))
-                   .arg(q(format_time(model_.begin_ns(), 1'000'000)), q(format_time(model_.end_ns(), 1'000'000))));
+                   .arg(q(format_count(static_cast<double>(overview ? model_.overview()->spans : model_.spans().size()))))
+                   .arg(q(format_time(model_.begin_ns(), 1'000'000)), q(format_time(model_.end_ns(), 1'000'000)))
+                   .arg(overview ? tr(" (overview; spans are read from the file on zoom)") : QString()));
   setWindowTitle(tr("Switchyard console - trace %1").arg(QFileInfo(path).fileName()));
   QSettings().setValue("traces/lastDir", QFileInfo(path).absolutePath());
   control_panel_->refresh();
@@ -332,6 +337,10 @@ void MainWindow::ingestLive() {
 void MainWindow::tick() {
   ++ticks_;
   if (live_->running()) ingestLive();
+  if (trace_ && model_.overview()) {
+    auto read = trace_detail_.ensure(*trace_, model_, view_state_.view_t0_ns, view_state_.view_t1_ns);
+    if (!read.ok()) log_->append(LogPanel::Level::Error, tr("reading spans: %1").arg(q(read.status().message())));
+  }
   if (ticks_ % 4 == 0) control_panel_->refresh();
   scrubber_->sync(model_.begin_ns(), model_.end_ns(), view_state_);
   repaintViews(false);
@@ -374,14 +383,19 @@ void MainWindow::updateStatus() {
     if (live_->decodeErrors() > 0) stream += tr(", %1 undecodable").arg(live_->decodeErrors());
     if (live_->backlogDropped() > 0) stream += tr(", %1 batches dropped (console behind)").arg(live_->backlogDropped());
     if (model_.bad_messages() > 0) stream += tr(", %1 bad JSON (%2)").arg(model_.bad_messages()).arg(q(model_.last_error()));
-    stream += tr("; timeline holds the last %1").arg(q(format_duration(model_.spans().end_ns() - model_.spans().begin_ns())));
+    stream += tr("; timeline holds the last %1 at full detail, the whole run (%2) in windows")
+                  .arg(q(format_duration(model_.spans().end_ns() - model_.spans().begin_ns())))
+                  .arg(q(format_duration(model_.end_ns() - model_.begin_ns())));
     stream_label_->setText(stream);
   } else if (trace_) {
     dot = "#5090e0";
     text = tr("trace %1").arg(QFileInfo(trace_path_).fileName());
-    stream_label_->setText(tr("%1 spans over %2; whole recording loaded")
-                               .arg(q(format_count(static_cast<double>(model_.spans().size()))))
-                               .arg(q(format_duration(model_.end_ns() - model_.begin_ns()))));
+    if (model_.overview())
+      stream_label_->setText(q(model_.describe_held()));
+    else
+      stream_label_->setText(tr("%1 spans over %2; whole recording loaded")
+                                 .arg(q(format_count(static_cast<double>(model_.spans().size()))))
+                                 .arg(q(format_duration(model_.end_ns() - model_.begin_ns()))));
   } else {
     dot = "#808080";
     text = tr("not connected (File > Connect, or File > Open trace)");

@@ -17,6 +17,7 @@
 #include "console/views/timeline_view.h"
 #include "console/views/view_state.h"
 #include "base/status.h"
+#include "console/model/trace_detail.h"
 #include "telemetry/trace_reader.h"
 
 class QDockWidget;
@@ -98,6 +99,8 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<LiveConnection> live_;
   std::unique_ptr<telemetry::TraceReader> trace_;
   QString trace_path_;
+  // A large recording is open by its overview: spans of the zoomed range come from the file.
+  TraceDetail trace_detail_;
   std::uint64_t current_run_ = 0;
   std::size_t control_events_seen_ = 0;
   ConnectionSettings last_settings_;
