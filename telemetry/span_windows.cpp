@@ -101,6 +101,9 @@ void SpanWindowAccumulator::close_before(std::int64_t t_ns, std::vector<SpanWind
 }
 
 void SpanWindowAccumulator::close_all(std::vector<SpanWindow>& out) {
+  // A depth holds until the newest time anything was seen.
+  for (auto& [device, q] : queues_)
+    if (q.started && q.last_t < latest_ns_) integrate_queue(device, latest_ns_);
   for (auto& [key, w] : open_) out.push_back(w);
   open_.clear();
 }

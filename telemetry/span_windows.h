@@ -1,6 +1,6 @@
 // Per-device, per-lane totals of spans over fixed windows of run time (time by span kind, stall
 // time by reason, spans, tokens, time-integrated queue depth): the reduced detail that a
-// recording's overview (trace schema 3's SPAN_WINDOWS), the console's whole-run history and
+// recording's overview (the trace's SPAN_WINDOWS table), the console's whole-run history and
 // `trace compare` are drawn from.
 #pragma once
 
@@ -53,6 +53,7 @@ class SpanWindowAccumulator {
   std::int64_t latest_ns() const { return latest_ns_; }
   // Moves the windows that end at or before `t_ns` to `out`, ordered by (start, device, lane).
   void close_before(std::int64_t t_ns, std::vector<SpanWindow>& out);
+  // Moves every window to `out`, queue depths integrated up to latest_ns().
   void close_all(std::vector<SpanWindow>& out);
   bool empty() const { return open_.empty(); }
 

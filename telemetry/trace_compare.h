@@ -30,12 +30,12 @@ struct DeviceProfile {
 struct RunProfile {
   std::string label;
   std::int64_t begin_ns = 0, end_ns = 0;
-  bool from_windows = true;  // false: computed from the spans (a schema 1-2 recording)
+  bool from_windows = true;  // false: computed from the spans (a recording made before the overview)
   std::vector<DeviceProfile> devices;
   double sampled_per_s() const;
 };
 
-// Profiles [t0, t1] of the trace (its whole span by default): schema 3's SPAN_WINDOWS when
+// Profiles [t0, t1] of the trace (its whole span by default): its SPAN_WINDOWS when
 // present, else the windows are computed from every span and queue sample (slower).
 StatusOr<RunProfile> profile_trace(const TraceReader& reader, std::string label, std::int64_t t0 = TraceReader::kMin,
                                    std::int64_t t1 = TraceReader::kMax);

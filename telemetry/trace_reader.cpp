@@ -73,10 +73,12 @@ class EnumIds {
 
 class SqliteTraceReader final : public TraceReader {
  public:
-  SqliteTraceReader(sqlite3* db, std::string name, int version, const std::unordered_map<std::string, std::int64_t>& ids)
+  SqliteTraceReader(sqlite3* db, std::string name, int version, bool windows,
+                    const std::unordered_map<std::string, std::int64_t>& ids)
       : db_(db),
         name_(std::move(name)),
         version_(version),
+        windows_(windows),
         lanes_(ids, 3, lane_name),
         kinds_(ids, kSpanKinds, span_kind_name),
         reasons_(ids, 5, stall_reason_name),
@@ -186,7 +188,7 @@ class SqliteTraceReader final : public TraceReader {
     });
   }
 
-  bool has_span_windows() const override { return version_ >= 3; }
+  bool has_span_windows() const override { return windows_; }
 
   StatusOr<std::vector<SpanWindow>> span_windows(std::int64_t t0, std::int64_t t1) const override {
     std::vector<SpanWindow> out;
@@ -310,6 +312,7 @@ class SqliteTraceReader final : public TraceReader {
   sqlite3* db_;
   std::string name_;
   int version_;
+  bool windows_;
   EnumIds<Lane> lanes_;
   EnumIds<SpanKind> kinds_;
   EnumIds<StallReason> reasons_;
@@ -362,7 +365,12 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::open(const std::filesystem::
     while (q.ok() && q.next()) ids[q.text(1)] = q.i64(0);
     if (!q.ok()) return fail("reading StringIds: " + q.error());
   }
-  return std::unique_ptr<TraceReader>(new SqliteTraceReader(db, name, static_cast<int>(version), ids));
+  bool windows = false;
+  {
+    Query q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'SPAN_WINDOWS'");
+    windows = q.ok() && q.next() && q.i64(0) > 0;
+  }
+  return std::unique_ptr<TraceReader>(new SqliteTraceReader(db, name, static_cast<int>(version), windows, ids));
 }
 
 }  // namespace sy::telemetry

@@ -40,9 +40,9 @@ class TraceReader {
   virtual StatusOr<std::vector<QueueSample>> queue_samples(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
   virtual StatusOr<std::vector<ExpertLoad>> expert_load(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
   virtual StatusOr<std::vector<RequestEvent>> requests(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
-  // Schema 3's per-window span aggregates overlapping [t0, t1], rows of one key summed, ordered
-  // by (start, device, lane). Older schemas have none: has_span_windows() is false and the
-  // result is empty (a caller computes them from spans() if it must).
+  // The per-window span aggregates (SPAN_WINDOWS) overlapping [t0, t1], rows of one key summed,
+  // ordered by (start, device, lane). Recordings made before the overview have none:
+  // has_span_windows() is false and the result is empty (a caller computes them from spans()).
   virtual bool has_span_windows() const { return false; }
   virtual StatusOr<std::vector<SpanWindow>> span_windows(std::int64_t = kMin, std::int64_t = kMax) const {
     return std::vector<SpanWindow>{};

@@ -81,7 +81,7 @@ struct TraceRecorder::State {
   sqlite3* db = nullptr;
   Statement insert_string, insert_span, insert_queue, insert_load, insert_request, insert_control, insert_summary;
   Statement insert_span_block, insert_queue_block, insert_window;
-  // Schema 3's SPAN_WINDOWS: what the spans of each second added up to (writer thread only).
+  // SPAN_WINDOWS: what the spans of each second added up to (writer thread only).
   SpanWindowAccumulator windows{1'000'000'000};
   std::vector<SpanWindow> closed_windows;
   std::uint64_t uncommitted_windows = 0;
@@ -161,6 +161,7 @@ struct TraceRecorder::State {
   }
 
   bool blocks() const { return options.format == TraceFormat::Blocks; }
+  bool windowed() const { return blocks() && options.span_windows; }
   int version() const { return blocks() ? trace_schema::kVersion : trace_schema::kVersionRows; }
 
   Status create(const std::map<std::string, std::string>& metadata, const std::vector<std::string>& devices) {
@@ -176,7 +177,7 @@ struct TraceRecorder::State {
     SY_TRY(exec(pragmas.c_str(), "setting the schema version"));
     SY_TRY(exec(trace_schema::kCreateCommonTables, "creating tables"));
     SY_TRY(exec(blocks() ? trace_schema::kCreateBlockTables : trace_schema::kCreateRowTables, "creating tables"));
-    if (blocks()) SY_TRY(exec(trace_schema::kCreateWindowTables, "creating tables"));
+    if (windowed()) SY_TRY(exec(trace_schema::kCreateWindowTables, "creating tables"));
     SY_TRY(prepare(insert_string, "INSERT INTO StringIds(id, value) VALUES(?,?)"));
     for (std::size_t i = 0; i < 3; ++i) SY_TRY_ASSIGN(lane_ids[i], intern(lane_name(static_cast<Lane>(i))));
     for (std::size_t i = 0; i < kSpanKinds; ++i) SY_TRY_ASSIGN(kind_ids[i], intern(span_kind_name(static_cast<SpanKind>(i))));
@@ -236,7 +237,8 @@ struct TraceRecorder::State {
                      "INSERT INTO SPAN_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
       SY_TRY(prepare(insert_queue_block,
                      "INSERT INTO QUEUE_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
-      SY_TRY(prepare(insert_window,
+      if (windowed())
+        SY_TRY(prepare(insert_window,
                      "INSERT INTO SPAN_WINDOWS(start, windowNs, device, laneId, spans, tokens, sampledTokens, "
                      "attentionNs, expertNs, sharedExpertNs, samplerNs, transferNs, weightFetchNs, stallNs, mergeNs, "
                      "stallQueueEmptyNs, stallBarrierNs, stallTransferNs, stallWeightsNs, queueTokenNs) "
@@ -357,7 +359,8 @@ struct TraceRecorder::State {
 
   bool write(const std::vector<Span>& v) {
     if (blocks()) {
-      for (const Span& s : v) windows.add(s);
+      if (windowed())
+        for (const Span& s : v) windows.add(s);
       return buffer(pending_spans, v);
     }
     uncommitted_records += v.size();
@@ -385,7 +388,8 @@ struct TraceRecorder::State {
 
   bool write(const std::vector<QueueSample>& v) {
     if (blocks()) {
-      for (const QueueSample& q : v) windows.add(q);
+      if (windowed())
+        for (const QueueSample& q : v) windows.add(q);
       return buffer(pending_queues, v);
     }
     uncommitted_records += v.size();
@@ -489,7 +493,7 @@ struct TraceRecorder::State {
     uncommitted_records = 0;
     uncommitted_blocks = 0;
     uncommitted_windows = 0;
-    const bool windows_due = blocks() && all_blocks && !windows.empty();
+    const bool windows_due = windowed() && all_blocks && !windows.empty();
     if (items.empty() && !any_pending() && !windows_due) return false;
     if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return sql_error("BEGIN");
     for (const Item& item : items) {
@@ -504,7 +508,7 @@ struct TraceRecorder::State {
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return s;
     }
-    if (blocks() && !write_windows(all_blocks)) {
+    if (windowed() && !write_windows(all_blocks)) {
       const Status s = sql_error("writing SPAN_WINDOWS");
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return s;

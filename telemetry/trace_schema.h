@@ -6,13 +6,12 @@
 
 namespace sy::telemetry::trace_schema {
 
-// PRAGMA user_version. 3: as 2, plus per-window aggregates of the spans (SPAN_WINDOWS), the
-// overview a reader shows without decoding every block; 2: spans and queue samples in
-// compressed blocks (SPAN_BLOCKS, QUEUE_BLOCKS), still read; 1: one row per span and sample
-// (SPANS, QUEUE_SAMPLES), still read and still written on request (`trace export-spans`, the
-// recorder's Rows format).
-inline constexpr int kVersion = 3;
-inline constexpr int kVersionBlocks = 2;
+// PRAGMA user_version. 2: spans and queue samples in compressed blocks (SPAN_BLOCKS,
+// QUEUE_BLOCKS), and since the overview was added the per-window aggregates of the spans
+// (SPAN_WINDOWS; an added table leaves the version as it is, docs/trace-schema.md#versioning:
+// readers look for it); 1: one row per span and sample (SPANS, QUEUE_SAMPLES), still read and
+// still written on request (`trace export-spans`, the recorder's Rows format).
+inline constexpr int kVersion = 2;
 inline constexpr int kVersionRows = 1;
 inline constexpr std::int32_t kApplicationId = 0x53595452;  // PRAGMA application_id, "SYTR"
 
@@ -47,7 +46,7 @@ CREATE INDEX SPAN_BLOCKS_device_start ON SPAN_BLOCKS(device, start);
 CREATE INDEX QUEUE_BLOCKS_start ON QUEUE_BLOCKS(start);
 )sql";
 
-// Version 3: a row per (window, device, lane) with what the spans of that window added up to
+// Version 2, recordings since the overview: a row per (window, device, lane) with what the spans of that window added up to
 // (telemetry/span_windows.h); windows of `windowNs` (the recorder writes 1 s). A window can have
 // more than one row (a late record reopens it): readers sum rows of the same key.
 inline constexpr const char* kCreateWindowTables = R"sql(

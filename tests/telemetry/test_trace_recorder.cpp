@@ -146,9 +146,9 @@ TEST_P(TraceFormats, RoundTripsEveryEventKind) {
 
   auto reader = open_reader(options.path);
   ASSERT_TRUE(reader);
-  EXPECT_EQ(reader->schema_version(), blocks ? 3 : 1);
+  EXPECT_EQ(reader->schema_version(), blocks ? 2 : 1);
   const auto meta = reader->metadata();
-  EXPECT_EQ(meta.at("schema_version"), blocks ? "3" : "1");
+  EXPECT_EQ(meta.at("schema_version"), blocks ? "2" : "1");
   if (blocks) {
     EXPECT_EQ(meta.at("block_codec"), "zstd");
   }
@@ -169,7 +169,7 @@ TEST_P(TraceFormats, RoundTripsEveryEventKind) {
   ASSERT_TRUE(window.ok());
   EXPECT_EQ(window->size(), 2u);
 
-  // Schema 3's overview: one window per device's lane, adding up the spans above.
+  // The overview: one window per device's lane, adding up the spans above.
   EXPECT_EQ(reader->has_span_windows(), blocks);
   if (blocks) {
     auto windows = reader->span_windows();
@@ -330,9 +330,9 @@ TEST(TraceReader, ErrorsNameTheFileAndTheProblem) {
   auto foreign = make_db("foreign.db", "CREATE TABLE t(x)");
   ASSERT_FALSE(foreign.ok());
   EXPECT_NE(foreign.status().message().find("not a Switchyard trace"), std::string::npos);
-  auto newer = make_db("newer.db", "PRAGMA application_id=1398363218; PRAGMA user_version=4; CREATE TABLE t(x)");
+  auto newer = make_db("newer.db", "PRAGMA application_id=1398363218; PRAGMA user_version=3; CREATE TABLE t(x)");
   ASSERT_FALSE(newer.ok());
-  EXPECT_NE(newer.status().message().find("trace schema version 4 is newer than this reader's (3)"),
+  EXPECT_NE(newer.status().message().find("trace schema version 3 is newer than this reader's (2)"),
             std::string::npos);
 }
 
