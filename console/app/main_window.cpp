@@ -542,11 +542,11 @@ void MainWindow::editRetention() {
   seconds->setSuffix(tr(" s of run time"));
   seconds->setValue(static_cast<double>(model_.retention().window_ns) / 1e9);
   auto* spans = new QSpinBox;
-  spans->setRange(100'000, 50'000'000);
-  spans->setSingleStep(1'000'000);
+  spans->setRange(100'000, 500'000'000);
+  spans->setSingleStep(10'000'000);
   spans->setValue(static_cast<int>(model_.retention().max_spans));
   form->addRow(tr("keep the last"), seconds);
-  form->addRow(tr("at most spans (48 bytes each)"), spans);
+  form->addRow(tr("at most spans (held compressed, about 4 bytes each on the demo)"), spans);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   form->addRow(buttons);
   connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);

@@ -1,5 +1,5 @@
-// Opening a large recording by its overview: the whole-run windows of trace schema 3
-// (SPAN_WINDOWS, no span decoded) first, then the spans of the range the timeline zooms into,
+// Opening a large recording by its overview: the whole-run windows of its SPAN_WINDOWS table
+// (no span decoded) first, then the spans of the range the timeline zooms into,
 // read from the file's blocks when that range holds few enough of them.
 #pragma once
 

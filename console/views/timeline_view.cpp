@@ -387,7 +387,9 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
           ++stats_.folded_items;
           // Darker than a single span; tinted towards the colour of the reason it stalled for,
           // by the share of stalled time sampled inside (idle reads grey, barriers red).
-          const ImU32 c = palette::mix(palette::scale(palette::span_kind(item.kind), 0.6f),
+          // Window totals keep the kind's own colour: they are a lane's time, not a pile of
+          // narrow spans.
+          const ImU32 c = palette::mix(palette::scale(palette::span_kind(item.kind), item.aggregate ? 1.0f : 0.6f),
                                        palette::scale(palette::stall_reason(item.stall_reason), 0.8f),
                                        item.stall_share);
           dl->AddRectFilled(ImVec2(xa, lane_y), ImVec2(xb, lane_y + h), c);

@@ -9,6 +9,7 @@
 #include "console/model/console_model.h"
 #include "console/model/span_folding.h"
 #include "console/model/trace_copy.h"
+#include "console/model/trace_detail.h"
 #include "console/model/trace_loader.h"
 #include "synthetic_trace.h"
 #include "telemetry/trace_reader.h"
@@ -104,6 +105,60 @@ TEST_F(TraceTest, CopyErrorsNameTheProblem) {
   auto self = copy_trace_database(dir_ / "run.db", dir_ / "run.db");
   ASSERT_FALSE(self.ok());
   EXPECT_FALSE(fs::exists(dir_ / "out.db"));
+}
+
+// A recording too large to load whole opens by its windows; zooming in reads the spans of the
+// range from the file, and only when the windows say they are few enough.
+TEST_F(TraceTest, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
+  auto reader = telemetry::TraceReader::open(dir_ / "run.db");
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ASSERT_TRUE((*reader)->has_span_windows());
+  EXPECT_EQ((*reader)->span_count(), static_cast<std::int64_t>(counts_.spans));
+  EXPECT_FALSE(TraceDetail::wants_overview(**reader, 1'000'000));
+  ASSERT_TRUE(TraceDetail::wants_overview(**reader, 10'000));
+
+  ConsoleModel model;
+  ASSERT_TRUE(TraceDetail::open_overview(**reader, model).ok());
+  ASSERT_TRUE(model.overview().has_value());
+  EXPECT_TRUE(model.spans().empty());
+  EXPECT_EQ(model.begin_ns(), (*reader)->start_ns());
+  EXPECT_EQ(model.end_ns(), (*reader)->end_ns());
+  // The windows count every span of the file (transfers once, on their source's send lane).
+  std::int64_t counted = 0;
+  for (std::int32_t d = 0; d < model.device_count(); ++d)
+    for (int l = 0; l < kLaneCount; ++l)
+      counted += model.spans().history().totals(d, static_cast<telemetry::Lane>(l), model.begin_ns() - 1'000'000'000,
+                                                model.end_ns() + 1'000'000'000).spans;
+  EXPECT_EQ(counted, static_cast<std::int64_t>(counts_.spans));
+  EXPECT_NE(model.describe_held().find("overview of"), std::string::npos) << model.describe_held();
+  EXPECT_FALSE(model.requests().rows().empty()) << "requests, summaries and load come whole";
+
+  // The whole run holds too many spans for the limit: nothing is read.
+  TraceDetail detail;
+  const std::int64_t t0 = model.begin_ns();
+  auto read = detail.ensure(**reader, model, t0, model.end_ns(), 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
+  EXPECT_TRUE(model.spans().empty());
+  // A tenth of a second (its second's window counts some 72 000) is few enough: its spans are
+  // read, with what they overlap.
+  const std::int64_t a = t0 + 1'200'000'000, b = a + 100'000'000;
+  read = detail.ensure(**reader, model, a, b, 100'000);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_TRUE(*read);
+  ASSERT_FALSE(model.spans().empty());
+  auto spans = (*reader)->spans(model.overview()->detail_t0_ns, model.overview()->detail_t1_ns);
+  ASSERT_TRUE(spans.ok());
+  std::size_t transfers = 0;
+  for (const auto& s : *spans) transfers += s.kind == telemetry::SpanKind::Transfer && s.peer >= 0 ? 1 : 0;
+  EXPECT_EQ(model.spans().size(), spans->size() + transfers) << "each transfer also on its receive lane";
+  EXPECT_LE(model.overview()->detail_t0_ns, a);
+  EXPECT_GE(model.overview()->detail_t1_ns, b);
+  EXPECT_NE(model.describe_held().find("read from the file"), std::string::npos) << model.describe_held();
+  // Panning inside what was read reads nothing more.
+  read = detail.ensure(**reader, model, a + 10'000'000, b + 10'000'000, 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
 }
 
 TEST(TraceLoader, MetadataStoredAsOneObjectOrAsKeys) {
