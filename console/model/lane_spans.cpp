@@ -16,7 +16,7 @@ namespace {
 constexpr std::int64_t kNoEnd = std::numeric_limits<std::int64_t>::min();
 // Decoded chunks kept per lane: a frame that folds spans touches the chunks of its view, which
 // the timeline keeps narrow enough (wider views draw window aggregates instead).
-constexpr std::size_t kCacheEntries = 12;
+constexpr std::size_t kCacheEntries = 24;
 // Level 1 compresses about as well as the recorder's level 3 on these columns, at twice the speed.
 constexpr int kZstdLevel = 1;
 

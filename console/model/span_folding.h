@@ -69,8 +69,9 @@ struct LaneDetail {
   const WindowSeries* fine = nullptr;
   const WindowSeries* coarse = nullptr;
 };
-// Lanes with more spans than this in view draw windows: their decode cache holds about so many.
-inline constexpr std::size_t kMaxFoldedSpansInView = 20 * LaneSpans::kChunk;
+// Lanes with more spans than this in view draw windows: it is less than their decode cache holds
+// (24 chunks), so that a frame folding them decodes each chunk once, not at every frame.
+inline constexpr std::size_t kMaxFoldedSpansInView = 16 * LaneSpans::kChunk;
 void fold_lane_detail(const LaneDetail& lane, std::int64_t t0_ns, std::int64_t t1_ns, const FoldOptions& options,
                       std::vector<TimelineItem>& out, std::size_t max_spans = kMaxFoldedSpansInView);
 
