@@ -7,7 +7,9 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
+#include <QPlainTextEdit>
 #include <QGuiApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -32,6 +34,7 @@
 #include "console/app/scrubber_bar.h"
 #include "console/imgui_glue/imgui_widget.h"
 #include "console/model/time_format.h"
+#include "console/model/run_comparison.h"
 #include "console/model/trace_copy.h"
 #include "console/model/trace_loader.h"
 #include "telemetry/chrome_trace_export.h"
@@ -197,6 +200,7 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   file->addAction(tr("Export SQLite &copy..."), this, &MainWindow::exportSqlite);
   file->addAction(tr("Export Chrome/&Perfetto JSON..."), this, &MainWindow::exportChrome);
+  file->addAction(tr("Co&mpare with recording..."), this, &MainWindow::showCompareDialog);
   file->addSeparator();
   QAction* shot = file->addAction(tr("Save &screenshot..."), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save screenshot"), "switchyard-console.png", "PNG (*.png)");
@@ -485,6 +489,49 @@ void MainWindow::exportSqlite() {
   if (out.isEmpty()) return;
   const auto st = exportSqliteTo(out);
   if (!st.ok()) QMessageBox::warning(this, tr("Export"), q(st.message()));
+}
+
+StatusOr<QString> MainWindow::compareWith(const QString& path) {
+  auto reader = telemetry::TraceReader::open(path.toStdString());
+  if (!reader.ok()) return reader.status();
+  auto b = telemetry::profile_trace(**reader, QFileInfo(path).fileName().toStdString());
+  if (!b.ok()) return Status::Error(path.toStdString() + ": " + b.status().message());
+  // A: the open recording as its file says (every window and queue sample), or the live run as
+  // the console holds it.
+  StatusOr<telemetry::RunProfile> a = Status::Error("nothing to compare with: connect to an engine or open a recording");
+  if (trace_) {
+    a = telemetry::profile_trace(*trace_, QFileInfo(trace_path_).fileName().toStdString());
+  } else if (model_.end_ns() > model_.begin_ns()) {
+    a = profile_model(model_, "live run " + std::to_string(current_run_));
+  }
+  if (!a.ok()) return a.status();
+  return q(telemetry::format_comparison(*a, *b));
+}
+
+void MainWindow::showCompareDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Compare with recording"),
+                                                    QSettings().value("traces/lastDir").toString(),
+                                                    tr("Switchyard traces (*.db);;All files (*)"));
+  if (path.isEmpty()) return;
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  auto table = compareWith(path);
+  QApplication::restoreOverrideCursor();
+  if (!table.ok()) {
+    log_->append(LogPanel::Level::Error, tr("compare: %1").arg(q(table.status().message())));
+    return;
+  }
+  auto* dialog = new QDialog(this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->setWindowTitle(tr("Compare: A is what the console shows, B is %1").arg(QFileInfo(path).fileName()));
+  auto* layout = new QVBoxLayout(dialog);
+  auto* text = new QPlainTextEdit(*table);
+  text->setObjectName("compareText");
+  text->setReadOnly(true);
+  text->setLineWrapMode(QPlainTextEdit::NoWrap);
+  text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  layout->addWidget(text);
+  dialog->resize(1100, 360);
+  dialog->show();
 }
 
 void MainWindow::exportChrome() {

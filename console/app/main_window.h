@@ -50,6 +50,9 @@ class MainWindow : public QMainWindow {
   // file is on this machine) as an SQLite copy or as Chrome/Perfetto JSON.
   Status exportSqliteTo(const QString& out);
   Status exportChromeTo(const QString& out);
+  // File > Compare with recording without the dialogs: the table of what is shown (the live
+  // run or the open recording, A) against the recording at `path` (B), per device.
+  StatusOr<QString> compareWith(const QString& path);
 
   const ConsoleModel& model() const { return model_; }
   const ViewState& viewState() const { return view_state_; }
@@ -78,6 +81,7 @@ class MainWindow : public QMainWindow {
   void showOpenDialog();
   void exportSqlite();
   void exportChrome();
+  void showCompareDialog();
   void editRetention();
   void showNavigationHelp();
   void resetLayout();

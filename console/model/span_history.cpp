@@ -26,6 +26,7 @@ bool WindowTotals::empty() const {
 void WindowTotals::add(const WindowTotals& o) {
   spans += o.spans;
   tokens += o.tokens;
+  sampled_tokens += o.sampled_tokens;
   for (std::size_t k = 0; k < kind_ns.size(); ++k) kind_ns[k] += o.kind_ns[k];
   for (std::size_t r = 0; r < stall_ns.size(); ++r) stall_ns[r] += o.stall_ns[r];
 }
@@ -34,6 +35,7 @@ WindowTotals totals_of(const telemetry::SpanWindow& w) {
   WindowTotals t;
   t.spans = w.spans;
   t.tokens = w.tokens;
+  t.sampled_tokens = w.sampled_tokens;
   t.kind_ns = w.kind_ns;
   t.stall_ns = w.stall_ns;
   return t;
@@ -71,6 +73,7 @@ bool WindowSeries::add(const Span& s, std::size_t max_windows) {
   if (first == nullptr) return false;
   ++first->spans;
   first->tokens += s.tokens;
+  if (s.kind == SpanKind::Sampler) first->sampled_tokens += s.tokens;
   const auto kind = static_cast<std::size_t>(s.kind);
   const auto reason = static_cast<std::size_t>(s.stall_reason);
   const bool stall = s.kind == SpanKind::Stall && reason < telemetry::kStallReasons;

@@ -18,6 +18,7 @@ namespace sy::console {
 struct WindowTotals {
   std::int64_t spans = 0;
   std::int64_t tokens = 0;
+  std::int64_t sampled_tokens = 0;  // of Sampler spans: tokens produced
   std::array<std::int64_t, telemetry::kSpanKinds> kind_ns{};
   std::array<std::int64_t, telemetry::kStallReasons> stall_ns{};
 

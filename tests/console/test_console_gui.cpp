@@ -283,6 +283,24 @@ TEST_F(ConsoleGui, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
   EXPECT_LT(w.model().spans().size(), static_cast<std::size_t>(o.spans)) << "only the zoomed range is read";
 }
 
+// File > Compare with recording: the open recording (A) against another (B), per device.
+TEST_F(ConsoleGui, ComparesTheOpenRecordingWithAnother) {
+  MainWindow w;
+  auto none = w.compareWith(QString::fromStdString(trace_));
+  ASSERT_FALSE(none.ok()) << "nothing open, nothing to compare";
+  EXPECT_NE(none.status().message().find("nothing to compare"), std::string::npos);
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  auto table = w.compareWith(QString::fromStdString(trace_));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  const std::string text = table->toStdString();
+  EXPECT_NE(text.find("rows/s A"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.00x"), std::string::npos) << text;  // a run against itself
+  EXPECT_EQ(text.find("A only"), std::string::npos) << text;
+  auto missing = w.compareWith(QString::fromStdString(scratch_dir() + "/none.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("none.db"), std::string::npos);
+}
+
 TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {
   const QString png = QString::fromStdString(scratch_dir() + "/auto.png");
   QProcess p;

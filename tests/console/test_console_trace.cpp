@@ -8,6 +8,7 @@
 
 #include "console/model/console_model.h"
 #include "console/model/span_folding.h"
+#include "console/model/run_comparison.h"
 #include "console/model/trace_copy.h"
 #include "console/model/trace_detail.h"
 #include "console/model/trace_loader.h"
@@ -159,6 +160,29 @@ TEST_F(TraceTest, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
   read = detail.ensure(**reader, model, a + 10'000'000, b + 10'000'000, 100'000);
   ASSERT_TRUE(read.ok());
   EXPECT_FALSE(*read);
+}
+
+// The console's profile of what it holds (its whole-run windows, built from the spans it was
+// fed) agrees with the recording's own windows, so a live run compares fairly with a file.
+TEST_F(TraceTest, TheModelsProfileAgreesWithTheRecordings) {
+  auto reader = telemetry::TraceReader::open(dir_ / "run.db");
+  ASSERT_TRUE(reader.ok());
+  ConsoleModel model;
+  ASSERT_TRUE(load_trace(**reader, model).ok());
+  const telemetry::RunProfile m = profile_model(model, "model");
+  auto f = telemetry::profile_trace(**reader, "file");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(m.devices.size(), f->devices.size());
+  for (std::size_t i = 0; i < m.devices.size(); ++i) {
+    EXPECT_EQ(m.devices[i].name, f->devices[i].name);
+    EXPECT_NEAR(m.devices[i].busy_share, f->devices[i].busy_share, 0.01) << i;
+    EXPECT_NEAR(m.devices[i].stall_share, f->devices[i].stall_share, 0.01) << i;
+    EXPECT_NEAR(m.devices[i].rows_per_s, f->devices[i].rows_per_s, 0.01 * f->devices[i].rows_per_s) << i;
+    EXPECT_NEAR(m.devices[i].mean_queued_tokens, f->devices[i].mean_queued_tokens,
+                0.1 * f->devices[i].mean_queued_tokens + 1) << i;
+  }
+  const std::string table = telemetry::format_comparison(m, *f);
+  EXPECT_NE(table.find(m.devices[0].name), std::string::npos) << table;
 }
 
 TEST(TraceLoader, MetadataStoredAsOneObjectOrAsKeys) {
