@@ -230,6 +230,7 @@ void MainWindow::buildMenus() {
 
 Status MainWindow::connectTo(const ConnectionSettings& settings) {
   disconnectFromEngine();
+  trace_detail_ = TraceDetail{};  // waits for a read of the old recording before it closes
   trace_.reset();
   trace_path_.clear();
   model_.clear();
@@ -342,7 +343,8 @@ void MainWindow::tick() {
   ++ticks_;
   if (live_->running()) ingestLive();
   if (trace_ && model_.overview()) {
-    auto read = trace_detail_.ensure(*trace_, model_, view_state_.view_t0_ns, view_state_.view_t1_ns);
+    // Off the UI thread: a zoom's spans take up to a couple of seconds to read and decode.
+    auto read = trace_detail_.ensure_async(*trace_, model_, view_state_.view_t0_ns, view_state_.view_t1_ns);
     if (!read.ok()) log_->append(LogPanel::Level::Error, tr("reading spans: %1").arg(q(read.status().message())));
   }
   if (ticks_ % 4 == 0) control_panel_->refresh();

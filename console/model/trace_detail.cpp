@@ -1,6 +1,7 @@
 #include "console/model/trace_detail.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "console/model/trace_loader.h"
@@ -50,33 +51,76 @@ std::int64_t TraceDetail::estimate_spans(const ConsoleModel& model, std::int64_t
   return n;
 }
 
-StatusOr<bool> TraceDetail::ensure(const telemetry::TraceReader& reader, ConsoleModel& model, std::int64_t t0,
-                                   std::int64_t t1, std::int64_t max_spans) {
+bool TraceDetail::range_to_read(const ConsoleModel& model, std::int64_t t0, std::int64_t t1, std::int64_t max_spans,
+                                std::int64_t& a, std::int64_t& b) {
   if (!model.overview() || t1 <= t0) return false;
-  const TraceOverview held = *model.overview();
+  const TraceOverview& held = *model.overview();
   if (!model.spans().empty() && held.detail_t0_ns <= t0 && t1 <= held.detail_t1_ns) return false;
   // Read half a view more on each side, so that panning does not read at every step.
   const std::int64_t margin = (t1 - t0) / 2;
-  std::int64_t a = t0 - margin, b = t1 + margin;
-  if (estimate_spans(model, a, b) > max_spans) {
-    a = t0;
-    b = t1;
-    if (estimate_spans(model, a, b) > max_spans) return false;
-  }
+  a = t0 - margin;
+  b = t1 + margin;
+  if (estimate_spans(model, a, b) <= max_spans) return true;
+  a = t0;
+  b = t1;
+  return estimate_spans(model, a, b) <= max_spans;
+}
+
+TraceDetail::Read TraceDetail::read(const telemetry::TraceReader& reader, std::int64_t a, std::int64_t b) {
+  Read r;
+  r.a = a;
+  r.b = b;
   auto spans = reader.spans(a, b);
-  if (!spans.ok()) return spans.status();
+  if (!spans.ok()) {
+    r.status = spans.status();
+    return r;
+  }
   auto queues = reader.queue_samples(a, b);
-  if (!queues.ok()) return queues.status();
+  if (!queues.ok()) {
+    r.status = queues.status();
+    return r;
+  }
+  r.spans = std::move(*spans);
+  r.queues = std::move(*queues);
+  return r;
+}
+
+void TraceDetail::apply(ConsoleModel& model, Read& r) {
   model.spans().clear_detail();
-  for (const auto& s : *spans) model.spans().add(s);
+  for (const auto& s : r.spans) model.spans().add(s);
   model.queues().clear();
   std::map<QueueKey, std::size_t> per_queue;
   std::size_t most = 0;
-  for (const auto& q : *queues) most = std::max(most, ++per_queue[{q.device, q.layer, q.block, q.index}]);
+  for (const auto& q : r.queues) most = std::max(most, ++per_queue[{q.device, q.layer, q.block, q.index}]);
   model.queues().set_per_queue_capacity(std::max<std::size_t>(most, 16));
-  for (const auto& q : *queues) model.queues().add(q);
-  model.set_overview(TraceOverview{held.spans, a, b});
+  for (const auto& q : r.queues) model.queues().add(q);
+  model.set_overview(TraceOverview{model.overview() ? model.overview()->spans : 0, r.a, r.b});
+}
+
+StatusOr<bool> TraceDetail::ensure(const telemetry::TraceReader& reader, ConsoleModel& model, std::int64_t t0,
+                                   std::int64_t t1, std::int64_t max_spans) {
+  std::int64_t a = 0, b = 0;
+  if (!range_to_read(model, t0, t1, max_spans, a, b)) return false;
+  Read r = read(reader, a, b);
+  if (!r.status.ok()) return r.status;
+  apply(model, r);
   return true;
+}
+
+StatusOr<bool> TraceDetail::ensure_async(const telemetry::TraceReader& reader, ConsoleModel& model, std::int64_t t0,
+                                         std::int64_t t1, std::int64_t max_spans) {
+  if (pending_.valid()) {
+    if (pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+    Read r = pending_.get();
+    if (!r.status.ok()) return r.status;
+    if (!model.overview()) return false;  // the model moved on (another recording, a live run)
+    apply(model, r);
+    return true;
+  }
+  std::int64_t a = 0, b = 0;
+  if (!range_to_read(model, t0, t1, max_spans, a, b)) return false;
+  pending_ = std::async(std::launch::async, [&reader, a, b] { return read(reader, a, b); });
+  return false;
 }
 
 }  // namespace sy::console

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
+#include <vector>
 
 #include "base/status.h"
 #include "console/model/console_model.h"
@@ -28,9 +30,30 @@ class TraceDetail {
   // whether it read the file.
   StatusOr<bool> ensure(const telemetry::TraceReader& reader, ConsoleModel& model, std::int64_t t0, std::int64_t t1,
                         std::int64_t max_spans = kMaxDetailSpans);
+  // The same without blocking the caller (the UI thread): a needed read runs on a thread of its
+  // own, one at a time, and a later call moves its result into the model (returning true then).
+  // `reader` must outlive the read: destroying or reassigning this object waits for it.
+  StatusOr<bool> ensure_async(const telemetry::TraceReader& reader, ConsoleModel& model, std::int64_t t0,
+                              std::int64_t t1, std::int64_t max_spans = kMaxDetailSpans);
+  bool reading() const { return pending_.valid(); }
 
   // Spans the windows count in [t0, t1) over every device lane.
   static std::int64_t estimate_spans(const ConsoleModel& model, std::int64_t t0, std::int64_t t1);
+
+ private:
+  struct Read {
+    std::int64_t a = 0, b = 0;
+    Status status;
+    std::vector<telemetry::Span> spans;
+    std::vector<telemetry::QueueSample> queues;
+  };
+  // The range to read for a view of [t0, t1], or false when none is needed or allowed.
+  static bool range_to_read(const ConsoleModel& model, std::int64_t t0, std::int64_t t1, std::int64_t max_spans,
+                            std::int64_t& a, std::int64_t& b);
+  static Read read(const telemetry::TraceReader& reader, std::int64_t a, std::int64_t b);
+  static void apply(ConsoleModel& model, Read& r);
+
+  std::future<Read> pending_;
 };
 
 }  // namespace sy::console

@@ -2,7 +2,9 @@
 // every view's data, and exports as an SQLite copy.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <unistd.h>
 
@@ -160,6 +162,26 @@ TEST_F(TraceTest, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
   read = detail.ensure(**reader, model, a + 10'000'000, b + 10'000'000, 100'000);
   ASSERT_TRUE(read.ok());
   EXPECT_FALSE(*read);
+
+  // The console's way: the read runs on a thread, a later call hands its result over.
+  const std::int64_t c = t0 + 2'500'000'000, e = c + 100'000'000;
+  TraceDetail async;
+  read = async.ensure_async(**reader, model, c, e, 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read) << "the first call only starts the read";
+  EXPECT_TRUE(async.reading());
+  bool applied = false;
+  for (int i = 0; i < 500 && !applied; ++i) {
+    read = async.ensure_async(**reader, model, c, e, 100'000);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    applied = *read;
+    if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(applied);
+  EXPECT_FALSE(async.reading());
+  EXPECT_LE(model.overview()->detail_t0_ns, c);
+  EXPECT_GE(model.overview()->detail_t1_ns, e);
+  EXPECT_FALSE(model.spans().empty());
 }
 
 // The console's profile of what it holds (its whole-run windows, built from the spans it was
