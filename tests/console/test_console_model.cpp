@@ -165,7 +165,14 @@ TEST(ConsoleModel, RetentionBoundsALiveRunButNotATrace) {
   }
   m.apply_retention();
   EXPECT_EQ(m.spans().size(), 11u);  // those ending at or after 9950 - 1000: i = 89..99
-  EXPECT_EQ(m.begin_ns(), 9950 - 1000);
+  EXPECT_EQ(m.spans().begin_ns(), 8900);
+  // The run's start stays: what retention dropped is still there at reduced detail.
+  EXPECT_EQ(m.begin_ns(), 0);
+  const WindowSeries* coarse = m.spans().history().coarse(0, telemetry::Lane::Compute);
+  ASSERT_NE(coarse, nullptr);
+  EXPECT_EQ(coarse->begin_ns(), 0);
+  EXPECT_EQ((*coarse)[0].spans, 100);
+  EXPECT_EQ((*coarse)[0].busy_ns(), 100 * 50);
 
   ConsoleModel trace;
   trace.set_bounded(false);
