@@ -65,7 +65,9 @@ class ControlCommands {
   void apply_plan(const nlohmann::json& c, const Reply& reply);
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.
-  void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);
+  // fields: more of the reply (findep's solver choice).
+  void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec,
+                    nlohmann::json fields = nlohmann::json::object());
   void apply_placement(const nlohmann::json& c, const Reply& reply, Placement placement,
                        nlohmann::json old_value, nlohmann::json new_value);
   // Answers ok with `fields` and echoes the change (old -> new).
