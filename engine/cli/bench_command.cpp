@@ -278,7 +278,16 @@ void run(const BenchArgs& a) {
 
   std::vector<std::string> policies = split(a.compare);
   if (policies.empty()) policies.push_back(a.serve.policy);
-  for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : parse_compare_entry(p).policy).status());
+  bool any_findep = false;
+  for (const auto& p : policies) {
+    const std::string name = p.empty() ? layout.policy.policy : parse_compare_entry(p).policy;
+    check(parse_policy(name).status());
+    any_findep = any_findep || name == "findep";
+  }
+  // With --compare it applies to the findep entries (those without a configuration of their own).
+  if (!a.serve.findep_config.empty() && !any_findep)
+    throw CommandError{"--findep-config auto configures findep: the policy is " + a.compare +
+                       (a.compare.empty() ? layout.policy.policy : "")};
 
   if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
   if (!a.live.record.empty() && policies.size() > 1)
