@@ -168,6 +168,9 @@ LiveService::LiveService(const Setup& setup) : setup_(setup), backend_(Backend::
   options_.pace = setup_.pace;
   options_.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
   Topology topology = Topology::from_layout(layout_, c);
+  // No request runs yet: the solver plans for a context of 256 positions; set_policy with
+  // expert_chunks "auto" solves again for the requests running then.
+  findep_choice_ = setup_.serve.resolve_findep(options_, *backend_.findep_costs(), topology, 256);
   const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
   if (env.distributed()) {
     if (backend_.sim())
@@ -206,6 +209,7 @@ void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, c
               arch_name(c.arch).c_str(), c.num_layers, c.num_experts, c.top_k, layout_.name.c_str(),
               backend_.describe(layout_.num_devices()).c_str(), options_.policy.describe().c_str());
   for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  if (!findep_choice_.empty()) std::printf("%s\n", findep_choice_.c_str());
   std::printf("\n");
   if (live_ && !live_->describe().empty()) std::printf("%s\n", live_->describe().c_str());
 

@@ -1,5 +1,8 @@
 #include "engine/cli/serve_options.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "engine/cli/cli_support.h"
 #include "engine/runtime/layout_parser.h"
 #include "engine/sim/skew_router.h"
@@ -20,6 +23,9 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   app.add_option("--expert-chunks", expert_chunks,
                  "findep: chunks r2 of each micro-batch's expert step (default: the layout's)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--findep-config", findep_config,
+                 "findep: 'auto' lets FinDEP's solver choose r1, r2 and the shared-expert order for this deployment")
+      ->check(CLI::IsMember({"auto"}));
   app.add_option("--lookahead", lookahead, "Defrag lookahead depth K")->check(CLI::Range(0, 1024));
   app.add_option("--decay", decay, "Defrag decay δ in (0, 1]");
   app.add_option("--max-waiting-requests", max_waiting_requests,
@@ -107,6 +113,22 @@ DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const s
     options.skew_seed = seed;
   }
   return options;
+}
+
+std::string ServeOptions::resolve_findep(DeploymentOptions& options, const FindepCostBasis& costs,
+                                         const Topology& topology, double mean_context) const {
+  if (findep_config != "auto") return {};
+  if (options.policy.kind != PolicyKind::FinDep)
+    throw CommandError{"--findep-config auto configures findep: the policy is " + policy_name(options.policy.kind)};
+  if (microbatches > 0 || expert_chunks > 0)
+    throw CommandError{"--findep-config auto chooses r1 and r2: leave out --microbatches and --expert-chunks"};
+  const std::int64_t batch = options.coordinator.max_batch_per_rank;
+  const FindepSolution s = take(solve_findep_for(costs, topology, batch, mean_context));
+  options.policy = take(runtime_policy(findep_policy_spec(policy_spec(options.policy), s)));
+  char at[96];
+  std::snprintf(at, sizeof at, " for %lld per rank at a mean context of %.0f", static_cast<long long>(batch),
+                std::max(1.0, mean_context));
+  return describe_findep_choice(s, costs) + at;
 }
 
 }  // namespace sy::cli

@@ -334,16 +334,16 @@ Status LayoutParser::parse_policy(const toml::table& root) {
   if (!node) return Status::Ok();
   const auto* t = node->as_table();
   if (!t) return error(node->source(), "'policy' must be a [policy] table, got " + type_name(*node));
-  SY_RETURN_IF_ERROR(check_keys(*t, {"name", "scheduler", "lookahead", "decay", "microbatches", "expert_chunks"}, "[policy]"));
+  SY_RETURN_IF_ERROR(check_keys(*t, {"name", "scheduler", "lookahead", "decay", "microbatches", "expert_chunks", "order"}, "[policy]"));
   PolicySpec& p = layout_.policy;
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
   for (auto&& [key, value] : *t) {
     const std::string what = "policy." + std::string(key.str());
     const std::string_view k = key.str();
-    if (k == "name" || k == "scheduler") {
+    if (k == "name" || k == "scheduler" || k == "order") {
       auto s = read_string(value, what);
       if (!s.ok()) return s.status();
-      (k == "name" ? p.policy : p.scheduler) = *s;
+      (k == "name" ? p.policy : k == "scheduler" ? p.scheduler : p.order) = *s;
     } else if (k == "lookahead") {
       auto v = read_int(value, what, 0, kMax);
       if (!v.ok()) return v.status();

@@ -12,6 +12,7 @@ namespace {
 
 constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync", "findep"};
 constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs"};
+constexpr std::string_view kOrders[] = {"asas", "aass"};
 
 }  // namespace
 
@@ -30,6 +31,8 @@ Status validate_policy(const PolicySpec& p) {
   if (p.expert_chunks < 1 || p.expert_chunks > kMaxExpertChunks)
     return Status::Error("expert_chunks must be in [1, " + std::to_string(kMaxExpertChunks) + "], got " +
                          std::to_string(p.expert_chunks));
+  if (std::ranges::find(kOrders, p.order) == std::end(kOrders))
+    return Status::Error("unknown order '" + p.order + "' (expected " + one_of({"asas", "aass"}) + ")");
   return Status::Ok();
 }
 
@@ -46,9 +49,9 @@ StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes, const 
     return static_cast<std::int32_t>(v.get<std::int64_t>());
   };
   for (const auto& [key, value] : changes.items()) {
-    if (key == "name" || key == "scheduler") {
+    if (key == "name" || key == "scheduler" || key == "order") {
       if (!value.is_string()) return Status::Error("policy: " + key + " must be a string, got " + value.dump());
-      (key == "name" ? p.policy : p.scheduler) = value.get<std::string>();
+      (key == "name" ? p.policy : key == "scheduler" ? p.scheduler : p.order) = value.get<std::string>();
     } else if (key == "lookahead" || key == "microbatches" || key == "expert_chunks") {
       auto v = read_int(value, key);
       if (!v.ok()) return v.status();
@@ -58,7 +61,7 @@ StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes, const 
       p.decay = value.get<double>();
     } else {
       const std::initializer_list<std::string_view> kKeys = {"name", "scheduler", "lookahead", "decay",
-                                                                 "microbatches", "expert_chunks"};
+                                                                 "microbatches", "expert_chunks", "order"};
       return Status::Error("policy: unknown key '" + key + "' (expected " + one_of(kKeys) + ")" +
                            did_you_mean(key, kKeys));
     }
@@ -78,7 +81,8 @@ nlohmann::json PolicySpec::to_json() const {
           {"lookahead", lookahead},
           {"decay", decay},
           {"microbatches", microbatches},
-          {"expert_chunks", expert_chunks}};
+          {"expert_chunks", expert_chunks},
+          {"order", order}};
 }
 
 }  // namespace sy

@@ -26,11 +26,12 @@ struct PolicySpec {
   double decay = 1.0;             // defrag: weight δ^k of the k-th block ahead, 0 < δ ≤ 1
   std::int32_t microbatches = 2;  // pingpong: m micro-batches, 1 ≤ m ≤ kMaxMicrobatches (findep: r1)
   std::int32_t expert_chunks = 2;  // findep: r2 chunks per micro-batch, 1 ≤ r2 ≤ kMaxExpertChunks
+  std::string order = "asas";      // findep: shared-expert order, asas | aass (FinDEP §3.2)
 
   bool operator==(const PolicySpec&) const = default;
 
   // `changes` is a JSON object with any of the [policy] keys (name, scheduler, lookahead,
-  // decay, microbatches, expert_chunks), applied over `base`, e.g. a control command's
+  // decay, microbatches, expert_chunks, order), applied over `base`, e.g. a control command's
   // {"name": "pingpong", "microbatches": 4}. Unknown keys, wrong types and out-of-range
   // values are refused with a message naming them; the result is validated.
   static StatusOr<PolicySpec> from_json(const nlohmann::json& changes, const PolicySpec& base);

@@ -46,6 +46,7 @@ StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec) {
   p.scheduler = SchedulerParams{spec.scheduler, spec.lookahead, spec.decay};
   p.microbatches = spec.microbatches;
   p.expert_chunks = spec.expert_chunks;
+  p.order = spec.order == "aass" ? SharedExpertOrder::Aass : SharedExpertOrder::Asas;
   SY_RETURN_IF_ERROR(validate(p));
   return p;
 }
@@ -58,6 +59,7 @@ PolicySpec policy_spec(const RuntimePolicy& policy) {
   spec.decay = policy.scheduler.decay;
   spec.microbatches = policy.microbatches;
   spec.expert_chunks = policy.expert_chunks;
+  spec.order = policy.order == SharedExpertOrder::Aass ? "aass" : "asas";
   return spec;
 }
 
@@ -69,7 +71,9 @@ std::string RuntimePolicy::describe() const {
     if (scheduler.name == "defrag") out << " (lookahead " << scheduler.lookahead << ", decay " << scheduler.decay << ")";
   }
   if (kind == PolicyKind::PingPong) out << " (m=" << microbatches << ")";
-  if (kind == PolicyKind::FinDep) out << " (r1=" << microbatches << ", r2=" << expert_chunks << ")";
+  if (kind == PolicyKind::FinDep)
+    out << " (r1=" << microbatches << ", r2=" << expert_chunks << ", "
+        << (order == SharedExpertOrder::Aass ? "AASS" : "ASAS") << ")";
   return out.str();
 }
 

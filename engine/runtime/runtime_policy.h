@@ -17,11 +17,16 @@ enum class PolicyKind : std::uint8_t {
   FinDep,    // FinDEP: pingpong's r1 = m micro-batches, each expert step cut into r2 chunks
 };
 
+// Where findep runs each micro-batch's shared expert on the attention side (FinDEP §3.2):
+// ASAS right after the micro-batch's attention, AASS once no attention is ready to run.
+enum class SharedExpertOrder : std::uint8_t { Asas, Aass };
+
 struct RuntimePolicy {
   PolicyKind kind = PolicyKind::Async;
   SchedulerParams scheduler;     // async
   std::int32_t microbatches = 2;  // pingpong, findep (r1)
   std::int32_t expert_chunks = 2;  // findep: r2 chunks of each micro-batch's A2E, experts and E2A
+  SharedExpertOrder order = SharedExpertOrder::Asas;  // findep
 
   // Micro-batches in flight per iteration: m for pingpong and findep, 1 for sync, 0 (none) for async.
   std::int32_t groups() const {
@@ -30,6 +35,8 @@ struct RuntimePolicy {
   // Chunks each micro-batch's expert step is cut into (findep's r2; 1 otherwise).
   std::int32_t chunks() const { return kind == PolicyKind::FinDep ? expert_chunks : 1; }
   bool grouped() const { return kind != PolicyKind::Async; }
+  // findep runs the shared expert as a task of its own; other policies inside attention.
+  bool shared_expert_apart() const { return kind == PolicyKind::FinDep; }
   std::string describe() const;
 };
 

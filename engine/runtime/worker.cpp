@@ -154,20 +154,25 @@ void Worker::receive(Shipment&& shipment) {
     }
   }
   recycler_.give_list(std::move(shipment.batches));
-  if (policy_.grouped()) {
-    const GroupKey key{shipment.kind, shipment.block, shipment.group};
-    if (++arrived_[key] == expected_shipments(shipment.kind, shipment.block)) {
-      arrived_.erase(key);
-      pending_groups_.push_back(key);
-    }
-  }
+  if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
   update_stall();
   try_run();
+}
+
+void Worker::arrive(const GroupKey& key) {
+  if (++arrived_[key] == expected_shipments(std::get<0>(key), std::get<1>(key))) {
+    arrived_.erase(key);
+    pending_groups_.push_back(key);
+  }
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
   completed_.clear();
   pool_.absorb(outputs, completed_);
+  take_completed();
+}
+
+void Worker::take_completed() {
   // Every request whose K outputs per row are all back is merged into its residual by an
   // execution of its own on the device; without activations (sim) there is nothing to add
   // and its rows go straight to the layer after the expert block.
@@ -238,6 +243,19 @@ bool Worker::take_async_job() {
   return true;
 }
 
+bool Worker::take_shared_job() {
+  if (shared_jobs_.empty()) return false;
+  job_.kind = LayerKind::Attention;
+  job_.shared = true;
+  job_.block = shared_jobs_.front().layer.block;
+  job_.index = rank_;
+  job_.group = shared_jobs_.front().group;
+  job_.batch.swap_rows(shared_jobs_.front());
+  recycler_.give(std::move(shared_jobs_.front()));
+  shared_jobs_.pop_front();
+  return true;
+}
+
 bool Worker::take_grouped_job() {
   if (pending_groups_.empty()) return false;
   auto [kind, block, group] = pending_groups_.front();
@@ -270,13 +288,19 @@ void Worker::try_run() {
   for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
   job_.per_expert.clear();
   job_.tokens = 0;
+  job_.shared = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
   // be waiting for exactly these rows.
   if (!merges_.empty()) {
     execute_merges();
     return;
   }
-  const bool found = policy_.grouped() ? take_grouped_job() : take_async_job();
+  // findep's order (FinDEP §3.2): ASAS runs a micro-batch's shared expert before the next
+  // attention; AASS runs attention whenever one is ready and the shared experts in the gaps.
+  const bool shared_first = policy_.order == SharedExpertOrder::Asas;
+  bool found = shared_first && take_shared_job();
+  if (!found) found = policy_.grouped() ? take_grouped_job() : take_async_job();
+  if (!found) found = !shared_first && take_shared_job();
   if (!found) return;
   execute();
 }
@@ -312,8 +336,11 @@ void Worker::execute() {
     if (job_.tokens > 0) return executor_.experts(job_.block, batches, done);
   } else {
     job_.tokens = job_.batch.rows();
+    job_.routed.shared_pending = false;
+    if (job_.shared) return executor_.shared_expert(job_.block, job_.batch, done);
     if (job_.tokens > 0) {
       collect_sequences();
+      job_.routed.shared_apart = policy_.shared_expert_apart();
       if (job_.kind == LayerKind::Attention)
         return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, done);
       return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, job_.next_logprobs, done);
@@ -352,6 +379,11 @@ void Worker::finish(ExecutionTiming timing) {
   const std::int64_t end = loop_.now();
   // An expert job's group is a chunk of a micro-batch (findep); telemetry names the micro-batch.
   const std::int32_t group = job_.kind == LayerKind::Expert ? micro_batch_of(job_.group) : job_.group;
+  if (job_.shared) {
+    if (observer_) observer_->on_shared_expert(device_, job_.block, group, job_.tokens, timing.start_ns, timing.end_ns);
+    dispatch_shared_expert();
+    return run_next_or_stall(end);
+  }
   if (observer_ && job_.tokens > 0)
     observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, job_.tokens, timing.start_ns,
                             timing.end_ns);
@@ -488,13 +520,37 @@ void Worker::dispatch_attention() {
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
+  const bool shared_apart = job_.routed.shared_pending;
+  if (shared_apart) {
+    // findep: the shared expert runs later on this device, over the same ffn input rows; the
+    // micro-batch's next layer also waits for it (one more arrival for its group key).
+    TokenBatch& shared = shared_jobs_.emplace_back(recycler_.take());
+    shared.layer = LayerId::attention(b, rank_);
+    shared.group = job_.group;
+    shared.request = batch.request;
+    shared.position = batch.position;
+    shared.rank = batch.rank;
+    shared.hidden = std::move(job_.routed.ffn_in);
+    if (policy_.grouped())
+      --arrived_[{b + 1 == last ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group}];
+  }
   if (activations) job_.routed.ffn_in.reset();
   // The residual waits in the token pool until every expert output of every row is back. Held
   // after the sends (the chunks read the batch): no output can return before this, since an
   // expert's output comes from an execution that completes on a later event of the loop.
   batch.layer = next_layer;
   batch.group = job_.group;
-  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out));
+  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out), shared_apart);
+}
+
+void Worker::dispatch_shared_expert() {
+  // Its rows join the token pool; requests whose expert outputs are back too are merged.
+  const std::int32_t b = job_.block;
+  completed_.clear();
+  pool_.absorb_shared(job_.batch, completed_);
+  take_completed();
+  if (policy_.grouped())
+    arrive({b + 1 == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group});
 }
 
 void Worker::dispatch_experts() {

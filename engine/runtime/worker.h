@@ -63,7 +63,8 @@ class Worker {
 
   // Nothing queued, pooled, or executing.
   bool quiescent() const {
-    return !running_ && queued_tokens_ == 0 && pool_.empty() && merges_.empty() && pending_groups_.empty();
+    return !running_ && queued_tokens_ == 0 && pool_.empty() && merges_.empty() && pending_groups_.empty() &&
+           shared_jobs_.empty();
   }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
@@ -83,7 +84,8 @@ class Worker {
     std::int32_t block = 0;
     std::int32_t index = 0;
     std::int32_t group = -1;
-    TokenBatch batch;                    // attention and sampler
+    bool shared = false;                 // findep: the shared expert of an attention block's rows
+    TokenBatch batch;                    // attention, shared expert and sampler
     std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
     RoutedRows routed;
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
@@ -100,6 +102,12 @@ class Worker {
   void account(std::size_t qi, std::int64_t rows);
   void enqueue(TokenBatch&& batch);
   void absorb_expert_outputs(const TokenBatch& outputs);
+  // Requests the token pool let go (completed_): merged by an execution, or (sim) queued at once.
+  void take_completed();
+  // Grouped: one more arrival for `key`; the key is pending once all it expects are in.
+  void arrive(const GroupKey& key);
+  // findep: runs the oldest waiting shared-expert execution, if any.
+  bool take_shared_job();
   std::int32_t expected_shipments(LayerKind kind, std::int32_t block) const;
   // The micro-batch an expert job's group belongs to: findep ships each micro-batch's expert
   // work as r2 chunk groups (group · r2 + chunk); -1 (async) stays -1.
@@ -123,6 +131,7 @@ class Worker {
   void dispatch_attention();
   void dispatch_experts();
   void dispatch_sampler();
+  void dispatch_shared_expert();
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
   // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
@@ -158,6 +167,9 @@ class Worker {
   const KvBlockManager* kv_;
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
+  // findep: shared-expert executions waiting for the device (ffn input rows of one attention
+  // micro-batch, layer = its attention block), oldest first.
+  std::deque<TokenBatch> shared_jobs_;
   Job job_;
   bool running_ = false;
   bool stalled_ = false;

@@ -72,6 +72,17 @@ void Coordinator::pop_waiting() {
   waiting_.pop_front();
 }
 
+double Coordinator::mean_context() const {
+  double sum = 0;
+  std::int64_t n = 0;
+  for (const RequestRecord& r : requests_) {
+    if (r.state != RequestState::Running) continue;
+    sum += static_cast<double>(r.spec.prompt.size() + r.output.size());
+    ++n;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 std::int64_t Coordinator::kv_pages_used() const {
   std::int64_t n = 0;
   if (!cluster_) return 0;

@@ -113,6 +113,8 @@ class Coordinator {
   std::int64_t kv_pages_used() const;
   std::int64_t kv_pages_total() const;
   std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
+  // Mean positions (prompt and output so far) of the running requests; 0 when none runs.
+  double mean_context() const;
   std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
   std::size_t waiting() const { return waiting_.size(); }
   std::int64_t waiting_tokens() const { return waiting_tokens_; }

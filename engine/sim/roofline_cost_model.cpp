@@ -42,11 +42,23 @@ std::int64_t RooflineCostModel::attention_ns(std::int32_t block, std::int64_t to
   t += stream_ns(4 * n * H * kBytes) + 2 * hw_.kernel_overhead_us * 1e3;
   if (c.is_sparse(block)) {
     t += gemm_ns(H * c.num_experts, n);  // router
-    if (c.has_shared_expert()) t += gemm_ns(3 * H * c.shared_expert_intermediate_size + H, n);
+    t += shared_ns(block, n);
   } else {
     t += gemm_ns(3 * H * c.intermediate_size, n);  // dense MLP of this block
   }
   return static_cast<std::int64_t>(std::ceil(t));
+}
+
+double RooflineCostModel::shared_ns(std::int32_t block, double tokens) const {
+  const ModelConfig& c = config_;
+  if (!c.is_sparse(block) || !c.has_shared_expert()) return 0;
+  // Gate, up and down projections and the sigmoid gate's one column.
+  const double H = c.hidden_size;
+  return gemm_ns(3 * H * c.shared_expert_intermediate_size + H, tokens);
+}
+
+std::int64_t RooflineCostModel::shared_expert_ns(std::int32_t block, std::int64_t tokens) const {
+  return static_cast<std::int64_t>(std::ceil(shared_ns(block, static_cast<double>(tokens))));
 }
 
 std::int64_t RooflineCostModel::experts_ns(std::int32_t, std::span<const std::int64_t> tokens_per_expert) const {

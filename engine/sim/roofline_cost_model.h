@@ -19,6 +19,7 @@ class RooflineCostModel final : public CostModel {
 
   std::int64_t attention_ns(std::int32_t block, std::int64_t tokens, std::int64_t context) const override;
   std::int64_t experts_ns(std::int32_t block, std::span<const std::int64_t> tokens_per_expert) const override;
+  std::int64_t shared_expert_ns(std::int32_t block, std::int64_t tokens) const override;
   std::int64_t sample_ns(std::int64_t tokens) const override;
 
   // One GEMM of a [params]-sized bf16 weight over `tokens` rows: max(compute, weight streaming)
@@ -28,6 +29,7 @@ class RooflineCostModel final : public CostModel {
   double stream_ns(double bytes) const;
 
  private:
+  double shared_ns(std::int32_t block, double tokens) const;
   HardwareProfile hw_;
   ModelConfig config_;
   double tp_;

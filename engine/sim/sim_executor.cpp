@@ -40,7 +40,13 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
   std::int64_t context = 0;
   // Every row attends to the cached positions before it and itself.
   for (std::int32_t position : batch.position) context += position + 1;
+  std::int64_t duration = options_.cost_model->attention_ns(block, rows, context);
+  routed.shared_pending = false;
   if (config_.is_sparse(block)) {
+    if (routed.shared_apart && config_.has_shared_expert()) {
+      routed.shared_pending = true;
+      duration -= std::min(duration, options_.cost_model->shared_expert_ns(block, rows));
+    }
     const std::int32_t K = config_.top_k;
     routed.expert_ids.resize(static_cast<std::size_t>(rows * K));
     routed.expert_weights.resize(static_cast<std::size_t>(rows * K));
@@ -61,7 +67,11 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
       options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
-  complete_after(options_.cost_model->attention_ns(block, rows, context), std::move(done));
+  complete_after(duration, std::move(done));
+}
+
+void SimExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
+  complete_after(options_.cost_model->shared_expert_ns(block, batch.rows()), std::move(done));
 }
 
 void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) {

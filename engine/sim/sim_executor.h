@@ -29,6 +29,7 @@ class SimExecutor final : public Executor {
   void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
                  Completion done) override;
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;

@@ -108,6 +108,21 @@ TEST(ConsoleModel, IngestsEveryTopic) {
 
 // A deployment across processes: which process runs each device, a dead one with its reason,
 // and the clock offsets; the `rank_lost` control event reads as what happened.
+TEST(ConsoleModel, FindepPolicyShowsItsChunksAndOrder) {
+  std::string meta = kMeta;
+  const std::string async = R"("policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2})";
+  ASSERT_NE(meta.find(async), std::string::npos);
+  meta.replace(meta.find(async), async.size(),
+               R"("policy":{"name":"findep","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2,)"
+               R"("expert_chunks":3,"order":"aass"})");
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, "[" + meta + "]"));
+  ASSERT_TRUE(m.meta().has_value()) << m.last_error();
+  EXPECT_EQ(m.meta()->policy.expert_chunks, 3);
+  EXPECT_EQ(m.meta()->policy.order, "aass");
+  EXPECT_EQ(m.meta()->policy.describe(), "findep (r1=2, r2=3, AASS)");
+}
+
 TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
   ConsoleModel m;
   m.ingest(json_batch(Topic::Meta, R"json([{"schema_version":1,"run_id":7,"clock":"wall","backend":"cpu",

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/policy_spec.h"
+#include "engine/runtime/runtime_policy.h"
 
 namespace sy {
 namespace {
@@ -34,8 +35,8 @@ TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
 
   const auto refused = [](const nlohmann::json& j) { return PolicySpec::from_json(j).status().message(); };
   EXPECT_EQ(refused({{"lookahaed", 2}}),
-            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay, microbatches or "
-            "expert_chunks); did you mean 'lookahead'?");
+            "policy: unknown key 'lookahaed' (expected name, scheduler, lookahead, decay, microbatches, "
+            "expert_chunks or order); did you mean 'lookahead'?");
   EXPECT_EQ(refused({{"microbatches", 2.5}}), "policy: microbatches must be an integer, got 2.5");
   EXPECT_EQ(refused({{"microbatches", 0}}), "policy: microbatches must be in [1, 64], got 0");
   EXPECT_EQ(refused({{"expert_chunks", 65}}), "policy: expert_chunks must be in [1, 64], got 65");
@@ -43,6 +44,15 @@ TEST(PolicySpecTest, FromJsonAppliesChangesOverABase) {
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_EQ(*f, (PolicySpec{"findep", "mtfs", 2, 0.25, 3, 4}));
   EXPECT_EQ(PolicySpec::from_json(f->to_json()).value(), *f);
+  // findep's shared-expert order.
+  auto aass = PolicySpec::from_json(nlohmann::json{{"order", "aass"}}, *f);
+  ASSERT_TRUE(aass.ok()) << aass.status().message();
+  EXPECT_EQ(aass->order, "aass");
+  EXPECT_EQ(PolicySpec::from_json(aass->to_json()).value(), *aass);
+  EXPECT_EQ(runtime_policy(*aass).value().order, SharedExpertOrder::Aass);
+  EXPECT_EQ(policy_spec(runtime_policy(*aass).value()), *aass);
+  EXPECT_EQ(refused({{"order", "sasa"}}), "policy: unknown order 'sasa' (expected asas or aass)");
+  EXPECT_EQ(refused({{"order", 1}}), "policy: order must be a string, got 1");
   EXPECT_EQ(refused({{"lookahead", 5000000000LL}}), "policy: lookahead is out of range: 5000000000");
   EXPECT_EQ(refused({{"name", 3}}), "policy: name must be a string, got 3");
   EXPECT_EQ(refused({{"decay", "x"}}), "policy: decay must be a number, got \"x\"");
