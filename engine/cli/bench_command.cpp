@@ -225,7 +225,11 @@ void run(const BenchArgs& a) {
 
   std::vector<std::string> policies = split(a.compare);
   if (policies.empty()) policies.push_back(a.serve.policy);
-  for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
+  for (const auto& p : policies) {
+    PolicySpec asked = layout.policy;
+    if (!p.empty()) asked.policy = p;
+    check(validate_policy(asked).with_context("--compare"));
+  }
 
   if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
   if (!a.live.record.empty() && policies.size() > 1)
