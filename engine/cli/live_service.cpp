@@ -99,7 +99,7 @@ bool have_display() {
 
 // The policy in a few words: "async/defrag", "pingpong m=3", "sync".
 std::string policy_label(const RuntimePolicy& p) {
-  std::string s = (p.adaptive ? "adaptive:" : "") + policy_name(p.kind);
+  std::string s = (p.adaptive ? "adaptive " : "") + policy_name(p.kind);
   if (p.kind == PolicyKind::Async) s += "/" + p.scheduler.name;
   if (p.kind == PolicyKind::PingPong) s += " m=" + std::to_string(p.microbatches);
   return s;
