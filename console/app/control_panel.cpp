@@ -52,7 +52,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     auto* form = new QFormLayout;
     policy_ = new QComboBox;
     policy_->setObjectName("policyCombo");
-    policy_->addItems({"async", "pingpong", "sync", "findep"});
+    policy_->addItems({"async", "pingpong", "sync", "findep", "adaptive"});
     scheduler_ = new QComboBox;
     scheduler_->setObjectName("schedulerCombo");
     scheduler_->addItems({"defrag", "mtfs", "flfs"});

@@ -411,9 +411,10 @@ void run(const BenchArgs& a) {
   if (policies.empty()) policies.push_back(a.serve.policy);
   bool any_findep = false;
   for (const auto& p : policies) {
-    const std::string name = p.empty() ? layout.policy.policy : parse_compare_entry(p).policy;
-    check(parse_policy(name).status());
-    any_findep = any_findep || name == "findep";
+    PolicySpec asked = layout.policy;
+    if (!p.empty()) asked.policy = parse_compare_entry(p).policy;
+    check(validate_policy(asked).with_context("--compare"));
+    any_findep = any_findep || asked.policy == "findep";
   }
   // With --compare it applies to the findep entries (those without a configuration of their own).
   if (!a.serve.findep_config.empty() && !any_findep)

@@ -15,7 +15,15 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
                              "Deployment layout: a TOML file (layouts/README.md), the name of a shipped one, colocated:N or disaggregated:A+E");
   if (layout_required) opt->required();
   app.add_option("--policy", policy, "Execution policy (default: the layout's)")
-      ->check(CLI::IsMember({"sync", "pingpong", "async", "findep"}));
+      ->check(CLI::IsMember({"sync", "pingpong", "async", "findep", "adaptive"}));
+  app.add_option("--barrier", barrier,
+                 "sync: 'collective' (per-block all-to-all latency and host scheduling per iteration, priced by "
+                 "the sim) or 'ideal' (a free barrier); default: the layout's")
+      ->check(CLI::IsMember({"collective", "ideal"}));
+  app.add_option("--gate", gate,
+                 "async: 'cost' (expert μ-queues wait for the cost model's minimum batch, at most its maximum "
+                 "wait) or 'off'; default: the layout's")
+      ->check(CLI::IsMember({"cost", "off"}));
   app.add_option("--scheduler", scheduler, "Async scheduler (default: the layout's)")
       ->check(CLI::IsMember({"defrag", "mtfs", "flfs"}));
   app.add_option("--microbatches", microbatches, "Pingpong micro-batches m, findep's r1 (default: the layout's)")
@@ -81,6 +89,8 @@ Layout ServeOptions::load(const ModelConfig& config) const {
   Layout l = generated ? *generated : take(load_layout(shipped_layout(layout), config));
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;
+  if (!barrier.empty()) l.policy.barrier = barrier;
+  if (!gate.empty()) l.policy.gate = gate;
   if (microbatches > 0) l.policy.microbatches = microbatches;
   if (expert_chunks > 0) l.policy.expert_chunks = expert_chunks;
   if (lookahead) l.policy.lookahead = *lookahead;

@@ -18,6 +18,8 @@ struct ServeOptions {
   std::filesystem::path layout;
   std::string policy;        // empty: the layout's
   std::string scheduler;     // empty: the layout's
+  std::string barrier;       // empty: the layout's
+  std::string gate;          // empty: the layout's
   std::int32_t microbatches = 0;  // 0: the layout's
   std::int32_t expert_chunks = 0;  // 0: the layout's
   std::string findep_config;       // "auto": FinDEP's solver chooses r1, r2 and the order

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "engine/runtime/activations.h"
 #include "engine/runtime/completion.h"
+#include "engine/runtime/mu_queue_gate.h"
+#include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/sequence.h"
 #include "engine/runtime/token_batch.h"
 #include "engine/runtime/token_pool.h"
@@ -69,6 +72,15 @@ class Executor {
   // A backend without KV storage or logits (sim) says no, and the worker skips looking them
   // up: one hash lookup per request per block, a few percent of the simulator's time.
   virtual bool reads_sequences() const { return true; }
+
+  // The policy the worker runs from now on (at a safe point). A backend that models rather
+  // than pays what a policy costs outside its kernels (the sim: a synchronous engine's
+  // all-to-all collectives and host scheduling) prices it from here; real backends pay it.
+  virtual void on_policy(const RuntimePolicy& /*policy*/) {}
+  // The gate of an async μ-queue of this kind, from this backend's cost of such an execution
+  // (MuQueueGate::from_cost); nothing when the backend has no cost model (it then runs every
+  // queue the scheduler picks).
+  virtual std::optional<MuQueueGate> gate(LayerKind /*kind*/) const { return std::nullopt; }
 };
 
 }  // namespace sy

@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime/activation_ops.h"
@@ -17,6 +19,7 @@
 #include "engine/kv/kv_block_manager.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/mu_queue_gate.h"
 #include "engine/runtime/runtime_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/scheduler.h"
@@ -142,6 +145,19 @@ class Worker {
   void send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group, const std::vector<std::int32_t>& always);
   void update_stall();
   StallReason current_stall_reason() const;
+  // Async with the gate on, the queues the scheduler may pick from (in gated_grid_): those
+  // holding the cost model's minimum batch or waiting past the starvation bound; failing any,
+  // those whose gate is open (past the maximum wait, or nothing more on its way to them). A
+  // small, young queue with rows on their way to it waits; a wake-up is armed for the first
+  // such queue to open.
+  const QueueGrid& open_queues();
+  void arm_gate(std::int64_t at);
+  // Rows known to be on their way to queue (b, c): for an attention rank's queue the requests
+  // in its token pool whose next layer it is; for an expert queue the rows of block b in
+  // shipments announced to this device (phase 1) and not yet delivered.
+  std::int64_t expected_rows(std::int32_t block, std::int32_t column) const;
+  // A queue below its minimum batch waits behind full ones at most this many maximum waits.
+  static constexpr std::int64_t kGateStarveWaits = 8;
 
   const std::int32_t device_;
   const Topology& topo_;
@@ -154,6 +170,14 @@ class Worker {
 
   RuntimePolicy policy_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Async with the gate: per layer kind (attention, expert, sampler), when the backend has one.
+  std::optional<MuQueueGate> gates_[3];
+  bool gated_ = false;
+  QueueGrid gated_grid_;
+  std::vector<std::pair<std::int32_t, int>> tiers_;  // open_queues scratch: (cell, tier)
+  std::vector<std::int64_t> pooled_rows_;      // [block]: rows in the token pool that go to this block next
+  std::vector<std::int64_t> inbound_expert_rows_;  // [block]: expert rows announced here, not yet delivered
+  std::int64_t gate_armed_ns_ = -1;           // the wake-up on its way (-1: none)
   std::int32_t rank_ = -1;                    // attention rank hosted here, or -1
   std::int32_t columns_ = 0;
   std::vector<std::int32_t> expert_column_;   // expert id -> grid column, or -1

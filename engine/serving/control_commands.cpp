@@ -158,6 +158,8 @@ void ControlCommands::apply_policy(const json& c, const Reply& reply, const Poli
   auto policy = runtime_policy(spec);
   if (!policy.ok()) return fail(c, reply, policy.status().message());
   Coordinator& co = d_.coordinator();
+  // Staying adaptive (e.g. a parameter changed): keep the policy the engine has chosen.
+  if (policy->adaptive && co.target_policy().adaptive) policy->kind = co.target_policy().kind;
   json old_value = policy_spec(co.target_policy()).to_json();
   json new_value = spec.to_json();
   std::weak_ptr<bool> alive = alive_;

@@ -23,6 +23,12 @@ class CostModel {
   // The token pool's merge of `rows` rows (K expert outputs each into the residual). Only
   // runs where activations travel (cpu, cuda); the sim backend has none to merge.
   virtual std::int64_t merge_ns(std::int64_t /*rows*/) const { return 0; }
+  // A synchronous engine's costs outside the kernels (RuntimePolicy::collective_barrier): the
+  // latency of one all-to-all collective over the deployment's devices (the bytes travel on
+  // the links, priced by the transport), and the host's scheduling of one iteration, during
+  // which an attention rank's device waits.
+  virtual std::int64_t collective_ns() const { return 0; }
+  virtual std::int64_t iteration_host_ns() const { return 0; }
 };
 
 // Fixed launch cost plus a per-token cost: enough to give executions a shape in tests.

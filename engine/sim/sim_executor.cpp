@@ -28,6 +28,32 @@ void SimExecutor::complete(void* executor, std::uint64_t) {
   done_now(self.pending_timing_);
 }
 
+void SimExecutor::on_policy(const RuntimePolicy& policy) {
+  const bool collective = policy.kind == PolicyKind::Sync && policy.collective_barrier;
+  collective_ns_ = collective ? options_.cost_model->collective_ns() : 0;
+  host_ns_ = collective ? options_.cost_model->iteration_host_ns() : 0;
+}
+
+std::optional<MuQueueGate> SimExecutor::gate(LayerKind kind) const {
+  std::int32_t block = 0;
+  while (block < config_.num_layers && !config_.is_sparse(block)) ++block;
+  if (block == config_.num_layers) return std::nullopt;
+  const CostModel* cost = options_.cost_model;
+  switch (kind) {
+    case LayerKind::Expert:
+      return MuQueueGate::from_cost([cost, block](std::int64_t rows) {
+        const std::int64_t one[] = {rows};
+        return cost->experts_ns(block, one);
+      });
+    case LayerKind::Attention:
+      return MuQueueGate::from_cost(
+          [cost, block](std::int64_t rows) { return cost->attention_ns(block, rows, rows * kGateContext); });
+    case LayerKind::Sampler:
+      return MuQueueGate::from_cost([cost](std::int64_t rows) { return cost->sample_ns(rows); });
+  }
+  return std::nullopt;
+}
+
 void SimExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
   std::int64_t rows = 0;
   for (const TokenPool::Completed& m : merges) rows += m.rows;
@@ -67,7 +93,7 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
       options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
-  complete_after(duration, std::move(done));
+  complete_after(duration + (config_.is_sparse(block) ? collective_ns_ : 0), std::move(done));
 }
 
 void SimExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
@@ -77,7 +103,7 @@ void SimExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completio
 void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) {
   per_expert_.clear();
   for (const TokenBatch* b : per_expert) per_expert_.push_back(b->rows());
-  complete_after(options_.cost_model->experts_ns(block, per_expert_), std::move(done));
+  complete_after(options_.cost_model->experts_ns(block, per_expert_) + collective_ns_, std::move(done));
 }
 
 void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, std::vector<std::int32_t>& next,
@@ -89,7 +115,7 @@ void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, st
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
   });
-  complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())), std::move(done));
+  complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())) + host_ns_, std::move(done));
 }
 
 }  // namespace sy

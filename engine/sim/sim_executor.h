@@ -34,6 +34,15 @@ class SimExecutor final : public Executor {
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   bool reads_sequences() const override { return false; }
+  // Sync with a collective barrier: every sparse block's attention execution ends in the
+  // dispatch all-to-all and every expert execution in the combine all-to-all (each device takes
+  // part, its stream held for the collective's latency), and every sampling (the end of an
+  // iteration on its rank) waits for the host's scheduling of the next.
+  void on_policy(const RuntimePolicy& policy) override;
+  // Experts: one expert's curve (every routed expert has the same shape). Attention: the first
+  // sparse block's, each row with kGateContext cached positions. Sampler: lm_head's.
+  std::optional<MuQueueGate> gate(LayerKind kind) const override;
+  static constexpr std::int64_t kGateContext = 1024;
 
   // Tokens whose routing the trace lacked (they fell back to the skew model).
   std::int64_t trace_misses() const { return trace_misses_; }
@@ -49,6 +58,8 @@ class SimExecutor final : public Executor {
   ExecutionTiming pending_timing_;
   std::vector<std::int64_t> per_expert_;
   std::int64_t trace_misses_ = 0;
+  std::int64_t collective_ns_ = 0;  // per sparse attention and expert execution (sync, collective)
+  std::int64_t host_ns_ = 0;        // per sampling (sync, collective)
 };
 
 }  // namespace sy

@@ -151,6 +151,12 @@ TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
   ASSERT_EQ(m.control_events().size(), 1u);
   EXPECT_EQ(m.control_events()[0].label(), "process lost: rank 2 stopped answering (no heartbeat for 610 ms)");
   EXPECT_EQ(m.bad_messages(), 0u);
+
+  // The adaptive policy's switches read as what it chose and why.
+  m.ingest(json_batch(Topic::Control, R"json([{"t_ns":950,"cmd":"adaptive_switch","request":null,"old":{"name":"sync"},
+      "new":{"name":"async"},"ok":true,"error":null,"reason":"offered 5210 tok/s per attention rank >= 4600"}])json"));
+  ASSERT_EQ(m.control_events().size(), 2u);
+  EXPECT_EQ(m.control_events()[1].label(), "adaptive: sync -> async (offered 5210 tok/s per attention rank >= 4600)");
 }
 
 TEST(ConsoleModel, BadJsonIsCountedAndNamedNotFatal) {

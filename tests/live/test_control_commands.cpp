@@ -155,13 +155,17 @@ TEST_F(ControlCommandsTest, FindepAutoAppliesTheSolversConfiguration) {
   EXPECT_EQ(deployment_->coordinator().policy_switches(), 2);
 }
 
-// Tokens routed per (block, expert, device), before and after a given run time.
+// Tokens routed per (block, expert, device), before and after a given run time (split()).
 struct RoutedCounter : RuntimeObserver {
-  std::int64_t split_ns = 0;
-  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int64_t> before, after;
+  using Key = std::tuple<std::int32_t, std::int32_t, std::int32_t>;
+  std::vector<std::tuple<Key, std::int64_t, std::int64_t>> log;  // key, at, tokens
+  std::map<Key, std::int64_t> before, after;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                  std::int64_t at_ns) override {
-    (at_ns < split_ns ? before : after)[{block, expert, device}] += tokens;
+    log.push_back({Key{block, expert, device}, at_ns, tokens});
+  }
+  void split(std::int64_t at_ns) {
+    for (const auto& [key, at, tokens] : log) (at < at_ns ? before : after)[key] += tokens;
   }
 };
 
@@ -170,7 +174,6 @@ TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   const Placement& before = deployment_->cluster().topology().placement;
   ASSERT_EQ(before.devices(1, 1), std::vector<std::int32_t>{3});
   RoutedCounter routed;
-  routed.split_ns = 100'000'000;
   deployment_->observers().add(&routed, nullptr);
   at(100'000'000, "move", {{"cmd", "move_expert"}, {"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}});
   at(100'000'000, "replicate", {{"cmd", "replicate_expert"}, {"expert", 0}, {"to", 4}});
@@ -187,7 +190,10 @@ TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   EXPECT_EQ(state["placement"][3][0], json::array({2, 4}));
   // Before the change its tokens went to device 3, after it to device 5 (applied within a
   // safe point of the request); expert 0's tokens now reach both replicas.
+  // Split at the safe point: the rows in flight when the change was asked for (at 100 ms) are
+  // routed by the old placement until they have drained.
   const auto applied = replies_["move"]["applied_at_ns"].get<std::int64_t>();
+  routed.split(applied);
   EXPECT_GT((routed.before[{1, 1, 3}]), 0);
   EXPECT_EQ((routed.after[{1, 1, 3}]), 0) << "applied at " << applied;
   EXPECT_GT((routed.after[{1, 1, 5}]), 0);
