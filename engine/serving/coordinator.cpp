@@ -138,8 +138,10 @@ void Coordinator::start_adaptive() {
 }
 
 void Coordinator::adaptive_window() {
-  // The timer runs while the policy in force (or the one asked for) is adaptive.
-  if (failure_ || !target_policy().adaptive) {
+  // The timer runs while the policy in force (or the one asked for) is adaptive and there is
+  // work: an idle coordinator (between a service's requests, at the end of a run, on a rank that
+  // only runs workers) posts nothing, so its event loop can end; submit() wakes it.
+  if (failure_ || !target_policy().adaptive || done()) {
     adaptive_timer_ = false;
     return;
   }
@@ -188,6 +190,7 @@ void Coordinator::reset_slots() {
 
 void Coordinator::submit(RequestSpec spec) {
   ++submitted_;
+  start_adaptive();  // the timer sleeps while nothing is submitted or open
   const std::int64_t at = spec.arrival_ns;
   if (!options_.keep_finished) {
     // A service keeps records only of requests it accepts: one turned away at a full queue

@@ -174,7 +174,8 @@ class MultiProcess : public ::testing::Test {
 const std::string kLayout = std::string(SY_SOURCE_DIR) + "/layouts/disaggregated-2a4e.toml";
 
 TEST_F(MultiProcess, ThreeRanksMatchOneProcessUnderEveryPolicy) {
-  for (const char* policy : {"async", "pingpong", "sync", "findep --expert-chunks 3"}) {
+  // adaptive: its timer lives in every rank's coordinator and must let the workers' ranks end.
+  for (const char* policy : {"async", "pingpong", "sync", "findep --expert-chunks 3", "adaptive"}) {
     SCOPED_TRACE(policy);
     expect_same_tokens(kLayout, std::string("--policy ") + policy, 3);
   }
