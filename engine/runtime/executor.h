@@ -52,6 +52,28 @@ class Executor {
   // not matter. Only called for requests that carry activations.
   virtual void merge(std::vector<TokenPool::Completed>& merges, Completion done) = 0;
 
+  // Expert weights. Each device holds its own copy of every expert it hosts and runs only
+  // those; a placement change copies weights between devices before it switches. The runtime
+  // calls these on the loop thread; the copy itself may run anywhere (cpu: the device's
+  // thread; cuda: a copy stream, device-to-device within a node or NCCL between GPUs; sim:
+  // the link's time), concurrently with the device's executions.
+  //
+  // Bytes of one routed expert's weights on this device (every expert has the same shape).
+  virtual std::int64_t expert_bytes() const = 0;
+  // Bytes of KV storage this device keeps (an attention rank's cache), for memory accounting.
+  virtual std::int64_t kv_bytes() const = 0;
+  // Makes (block, expert) resident from the backend's host copy at once (the checkpoint the
+  // deployment loaded): the start-up placement, and devices of another process, which cannot
+  // be copied from here.
+  virtual void load_expert(std::int32_t block, std::int32_t expert) = 0;
+  // Copies (block, expert) from `source` (a device of the same backend that holds it; null:
+  // from host memory) to this device; `done` runs on the loop once the copy is resident here,
+  // with the interval it took. The source's copy stays valid until the placement that drops it
+  // is applied, which waits for every copy.
+  virtual void fetch_expert(std::int32_t block, std::int32_t expert, const Executor* source, Completion done) = 0;
+  // Frees this device's copy of (block, expert). Only when no execution of it is in flight.
+  virtual void drop_expert(std::int32_t block, std::int32_t expert) = 0;
+
   // Whether attention and sampling read the sequences' block tables and sampling settings.
   // A backend without KV storage or logits (sim) says no, and the worker skips looking them
   // up: one hash lookup per request per block, a few percent of the simulator's time.

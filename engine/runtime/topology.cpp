@@ -59,7 +59,10 @@ void Topology::finalize() {
 Topology Topology::from_layout(const Layout& layout, const ModelConfig& c) {
   Topology t = base(c, layout.num_devices());
   t.device_names.clear();
-  for (const DeviceSpec& d : layout.devices) t.device_names.push_back(d.name);
+  for (const DeviceSpec& d : layout.devices) {
+    t.device_names.push_back(d.name);
+    t.device_memory_bytes.push_back(static_cast<std::int64_t>(d.memory_gb * 1e9));
+  }
   t.rank_device = layout.attention_devices();
   t.placement = layout.placement;
   t.finalize();
