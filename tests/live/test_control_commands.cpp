@@ -254,6 +254,31 @@ TEST_F(ControlCommandsTest, AMoveCopiesTheWeightsAndTheRecordingShowsIt) {
   EXPECT_EQ(phases, (std::vector<std::string>{"copying", "applied"}));
 }
 
+// set_placement, the one path every placement takes (rebalancing included), under ping-pong:
+// experts 0 and 1 swap devices in every block, which copies both ways; no token is lost and
+// the swapped weights end up only where the new placement puts them.
+TEST_F(ControlCommandsTest, ASwappingPlacementUnderPingpongLosesNoToken) {
+  at(1, "pingpong", {{"cmd", "set_policy"}, {"policy", "pingpong"}, {"params", {{"microbatches", 2}}}});
+  Placement swapped = deployment_->cluster().topology().placement;
+  for (std::int32_t b = 0; b < 4; ++b) {
+    ASSERT_TRUE(swapped.set(b, 0, {3}).ok());
+    ASSERT_TRUE(swapped.set(b, 1, {2}).ok());
+  }
+  at(150'000'000, "swap", {{"cmd", "set_placement"}, {"placement", swapped.to_json()}});
+  run_and_check_every_token();
+  ASSERT_TRUE(replies_["swap"]["ok"].get<bool>()) << replies_["swap"].dump();
+  EXPECT_EQ(replies_["swap"]["pending"], true);
+  EXPECT_EQ(replies_["swap"]["copies"].size(), 8u);
+  EXPECT_EQ(deployment_->cluster().topology().placement, swapped);
+  const ExpertResidency& r = deployment_->cluster().residency();
+  for (std::int32_t b = 0; b < 4; ++b) {
+    EXPECT_TRUE(r.resident(b, 0, 3) && !r.resident(b, 0, 2)) << b;
+    EXPECT_TRUE(r.resident(b, 1, 2) && !r.resident(b, 1, 3)) << b;
+  }
+  EXPECT_EQ(r.resident_experts(2), 8);
+  EXPECT_EQ(r.resident_experts(3), 8);
+}
+
 // Device 5's memory holds exactly the experts it has: a copy to it is refused at once, naming
 // the device and the bytes, and nothing changes; a move away from it still goes ahead.
 class TightMemoryTest : public ControlCommandsTest {
