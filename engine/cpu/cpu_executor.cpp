@@ -139,7 +139,7 @@ std::int64_t CpuExecutor::expert_bytes() const {
   return 0;
 }
 
-std::int64_t CpuExecutor::kv_bytes() const {
+std::int64_t CpuExecutor::kv_storage_bytes() const {
   if (!options_.attention_rank) return 0;
   const ModelConfig& c = ops_.config();
   // K and V in float32 for every layer, as PagedKvCache allocates them.

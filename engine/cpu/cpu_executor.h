@@ -54,8 +54,9 @@ class CpuExecutor final : public Executor {
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
 
+  bool owns_expert_weights() const override { return true; }
   std::int64_t expert_bytes() const override;
-  std::int64_t kv_bytes() const override;
+  std::int64_t kv_storage_bytes() const override;
   void load_expert(std::int32_t block, std::int32_t expert) override;
   // A memcpy of the source device's copy (or the checkpoint's) into memory this device owns,
   // on the device's thread, in order with its executions; it lasts what the memcpy took.

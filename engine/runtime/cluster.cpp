@@ -34,7 +34,7 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
     if (!executors_[d]) continue;
     expert_bytes = executors_[d]->expert_bytes();
-    fixed[static_cast<std::size_t>(d)] = executors_[d]->kv_bytes();
+    fixed[static_cast<std::size_t>(d)] = executors_[d]->kv_storage_bytes();
   }
   residency_ = ExpertResidency(topology_.num_devices, expert_bytes, topology_.device_memory_bytes, std::move(fixed));
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
@@ -119,7 +119,9 @@ StatusOr<std::vector<WeightCopy>> Cluster::stage_weights(const Placement& placem
   if (!planned.ok()) return planned.status();
   std::vector<WeightCopy> started;
   for (WeightCopy c : *planned) {
-    if (!local(c.target)) continue;              // its own process loads it at the switch
+    // A device of another process loads it there at the switch; one whose backend shares the
+    // weights between devices has it already.
+    if (!local(c.target) || !executors_[c.target]->owns_expert_weights()) continue;
     if (c.source >= 0 && !local(c.source)) c.source = -1;  // another process's memory: from the host
     c.started_ns = loop_.now();
     residency_.begin(c);

@@ -42,8 +42,9 @@ class SimExecutor final : public Executor {
   bool reads_sequences() const override { return false; }
 
   // bf16 weights, as the roofline assumes.
+  bool owns_expert_weights() const override { return true; }
   std::int64_t expert_bytes() const override;
-  std::int64_t kv_bytes() const override { return options_.kv_bytes; }
+  std::int64_t kv_storage_bytes() const override { return options_.kv_bytes; }
   void load_expert(std::int32_t, std::int32_t) override {}
   // Takes α + bytes/β of the link from the source (the host: PCIe) on virtual time, beside the
   // device's executions (a copy engine); a device's copies run one after another.
