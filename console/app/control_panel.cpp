@@ -12,6 +12,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "console/app/load_preview_widget.h"
@@ -180,6 +181,78 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     connect(to_, &QComboBox::currentIndexChanged, this, changed);
     connect(apply_placement_, &QPushButton::clicked, this, &ControlPanel::applyPlacement);
   }
+  // Expert rebalancing: ask for a proposal, look at its predicted per-device load, apply it.
+  {
+    auto* form = new QFormLayout;
+    rebalance_algorithm_ = new QComboBox;
+    rebalance_algorithm_->setObjectName("rebalanceAlgorithmCombo");
+    rebalance_algorithm_->addItems({"greedy", "eplb"});
+    rebalance_algorithm_->setToolTip(tr("greedy: MegaScale-Infer's hot-expert replicas, nothing moves; "
+                                        "eplb: DeepSeek EPLB, replicate the heaviest then re-pack every device"));
+    propose_rebalance_ = new QPushButton(tr("Propose"));
+    propose_rebalance_->setObjectName("proposeRebalanceButton");
+    auto* row = new QHBoxLayout;
+    row->addWidget(rebalance_algorithm_, 1);
+    row->addWidget(propose_rebalance_);
+    rebalance_label_ = new QLabel(tr("no proposal yet"));
+    rebalance_label_->setObjectName("rebalanceLabel");
+    rebalance_label_->setWordWrap(true);
+    rebalance_preview_ = new LoadPreviewWidget;
+    rebalance_preview_->setObjectName("rebalancePreview");
+    rebalance_preview_->setMessage(tr("propose to preview the per-device load"));
+    apply_rebalance_ = new QPushButton(tr("Apply this proposal"));
+    apply_rebalance_->setObjectName("applyRebalanceButton");
+    apply_rebalance_->setEnabled(false);
+    periodic_ = new QCheckBox(tr("periodic"));
+    periodic_->setObjectName("periodicRebalanceCheck");
+    rebalance_interval_ = new QDoubleSpinBox;
+    rebalance_interval_->setObjectName("rebalanceIntervalSpin");
+    rebalance_interval_->setRange(0.1, 3600);
+    rebalance_interval_->setValue(10);
+    rebalance_interval_->setSuffix(tr(" s"));
+    rebalance_threshold_ = new QDoubleSpinBox;
+    rebalance_threshold_->setObjectName("rebalanceThresholdSpin");
+    rebalance_threshold_->setRange(1.0, 100);
+    rebalance_threshold_->setSingleStep(0.05);
+    rebalance_threshold_->setValue(1.2);
+    rebalance_threshold_->setToolTip(tr("act when the layers' max/mean expert load per device reaches this"));
+    set_periodic_ = new QPushButton(tr("Set"));
+    set_periodic_->setObjectName("setPeriodicRebalanceButton");
+    auto* periodic_row = new QHBoxLayout;
+    periodic_row->addWidget(periodic_);
+    periodic_row->addWidget(rebalance_interval_, 1);
+    periodic_row->addWidget(rebalance_threshold_, 1);
+    periodic_row->addWidget(set_periodic_);
+    form->addRow(tr("algorithm"), row);
+    form->addRow(rebalance_label_);
+    form->addRow(rebalance_preview_);
+    form->addRow(apply_rebalance_);
+    form->addRow(tr("every / at"), periodic_row);
+    periodic_label_ = new QLabel(tr("periodic rebalancing off"));
+    periodic_label_->setObjectName("periodicRebalanceLabel");
+    form->addRow(periodic_label_);
+    body->addWidget(group(tr("Expert rebalancing"), form));
+    connect(propose_rebalance_, &QPushButton::clicked, this, [this] {
+      const std::string algorithm = rebalance_algorithm_->currentText().toStdString();
+      emit commandRequested(q(rebalance_preview_request(algorithm)), tr("propose a %1 rebalance").arg(q(algorithm)));
+    });
+    connect(apply_rebalance_, &QPushButton::clicked, this, [this] {
+      if (!proposal_) return;
+      emit commandRequested(q(rebalance_apply_request(*proposal_)), tr("apply rebalance proposal %1").arg(proposal_->id));
+      proposal_.reset();  // applied once; the engine refuses a second apply of the same id
+      apply_rebalance_->setEnabled(false);
+    });
+    connect(set_periodic_, &QPushButton::clicked, this, [this] {
+      const bool on = periodic_->isChecked();
+      const std::string algorithm = rebalance_algorithm_->currentText().toStdString();
+      emit commandRequested(q(set_rebalance_request(on, rebalance_interval_->value(), rebalance_threshold_->value(), algorithm)),
+                            on ? tr("rebalance (%1) every %2 s at max/mean %3")
+                                     .arg(q(algorithm))
+                                     .arg(rebalance_interval_->value())
+                                     .arg(rebalance_threshold_->value())
+                               : tr("periodic rebalancing off"));
+    });
+  }
   // Demo workload.
   {
     auto* row = new QHBoxLayout;
@@ -263,6 +336,53 @@ void ControlPanel::applyPlacement() {
                             .arg(to_->currentText()));
 }
 
+void ControlPanel::onControlReply(quint64, const QString&, const QString& request, bool transport_ok,
+                                  const QString& reply) {
+  const nlohmann::json r = nlohmann::json::parse(request.toStdString(), nullptr, false);
+  if (r.is_discarded() || !r.is_object() || r.value("cmd", "") != "rebalance" || r.value("apply", false)) return;
+  if (!transport_ok) {
+    rebalance_label_->setText(tr("rebalance: no reply: %1").arg(reply));
+    return;
+  }
+  const nlohmann::json j = nlohmann::json::parse(reply.toStdString(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.value("ok", false)) {
+    const std::string error = !j.is_discarded() && j.is_object() ? j.value("error", "malformed reply") : "malformed reply";
+    rebalance_label_->setText(tr("rebalance refused: %1").arg(q(error)));
+    return;
+  }
+  showProposal(j);
+}
+
+void ControlPanel::showProposal(const nlohmann::json& reply) {
+  auto p = parse_rebalance_reply(reply);
+  if (!p.ok()) {
+    rebalance_label_->setText(q(p.status().message()));
+    return;
+  }
+  proposal_ = std::move(p).value();
+  QString text = q(proposal_->describe());
+  QStringList names;
+  if (model_ != nullptr && model_->meta()) {
+    const RunMeta& meta = *model_->meta();
+    for (std::size_t d = 0; d < proposal_->before.size(); ++d) names << q(meta.device_name(static_cast<std::int32_t>(d)));
+    // The same proposal against the console's own last window, as the placement editor shows it.
+    if (const LoadWindow* window = model_->loads().latest()) {
+      auto mine = preview_whole_placement(meta.placement, proposal_->placement, model_->device_count(), *window);
+      if (mine.ok()) {
+        const auto top = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+        text += tr("<br>on the last window here: busiest device %1 \u2192 %2 tokens")
+                    .arg(top(mine->before), 0, 'f', 0)
+                    .arg(top(mine->after), 0, 'f', 0);
+      }
+    }
+  } else {
+    for (std::size_t d = 0; d < proposal_->before.size(); ++d) names << tr("dev %1").arg(d);
+  }
+  rebalance_label_->setText(text);
+  rebalance_preview_->setLoads(names, proposal_->before, proposal_->after);
+  apply_rebalance_->setEnabled(proposal_->changes > 0);
+}
+
 void ControlPanel::refresh() {
   if (model_ == nullptr || !live_) return;
   syncFromMeta();
@@ -320,6 +440,11 @@ void ControlPanel::syncFromMeta() {
     rate_->setValue(meta->workload->rate);
     skew_->setText(q(meta->workload->skew));
   }
+  periodic_label_->setText(meta->rebalance ? tr("periodic rebalancing: %1 every %2 s at max/mean \u2265 %3")
+                                                 .arg(q(meta->rebalance->algorithm))
+                                                 .arg(meta->rebalance->interval_s)
+                                                 .arg(meta->rebalance->threshold)
+                                           : tr("periodic rebalancing off"));
   // Placement editor ranges and device lists.
   {
     const QSignalBlocker b1(block_), b2(expert_), b3(from_), b4(to_);

@@ -1,10 +1,16 @@
 // Live control of the engine (docs/control-protocol.md): policy and its parameters, micro-batch
 // count, admission pause/resume, recording, the demo workload, and the placement editor with its
-// load preview. It only builds commands; the main window sends them and shows every reply.
+// load preview, and expert rebalancing (a proposal previewed before it is applied; the periodic
+// rebalancer). It only builds commands; the main window sends them and shows every reply.
 #pragma once
 
 #include <QWidget>
 #include <cstdint>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "console/model/rebalance_proposal.h"
 
 class QCheckBox;
 class QComboBox;
@@ -31,6 +37,13 @@ class ControlPanel : public QWidget {
   // The controls show only while connected to a live engine whose run metadata has arrived:
   // before that there are no engine values to show, and with a trace open nothing to control.
   void setLive(bool live);
+  // The proposal on show, if any (its id is what Apply sends).
+  const std::optional<RebalanceProposal>& proposal() const { return proposal_; }
+
+ public slots:
+  // Every control reply: the panel takes the replies to its own rebalance previews.
+  void onControlReply(quint64 id, const QString& description, const QString& request, bool transport_ok,
+                      const QString& reply);
 
  signals:
   void commandRequested(QString json, QString description);
@@ -43,6 +56,7 @@ class ControlPanel : public QWidget {
   void applyMicrobatches();
   void applyPlacement();
   void applyWorkload();
+  void showProposal(const nlohmann::json& reply);
 
   const ConsoleModel* model_ = nullptr;
   std::uint64_t seen_meta_version_ = ~0ull;
@@ -77,6 +91,17 @@ class ControlPanel : public QWidget {
   QComboBox* to_;
   LoadPreviewWidget* preview_;
   QPushButton* apply_placement_;
+  QComboBox* rebalance_algorithm_;
+  QPushButton* propose_rebalance_;
+  QLabel* rebalance_label_;
+  LoadPreviewWidget* rebalance_preview_;
+  QPushButton* apply_rebalance_;
+  QCheckBox* periodic_;
+  QDoubleSpinBox* rebalance_interval_;
+  QDoubleSpinBox* rebalance_threshold_;
+  QPushButton* set_periodic_;
+  QLabel* periodic_label_;
+  std::optional<RebalanceProposal> proposal_;
   QWidget* live_widgets_;
 };
 

@@ -124,6 +124,7 @@ void MainWindow::buildDocks() {
   control_panel_ = new ControlPanel;
   control_panel_->setModel(&model_);
   connect(control_panel_, &ControlPanel::commandRequested, this, &MainWindow::sendCommand);
+  connect(live_.get(), &LiveConnection::controlReply, control_panel_, &ControlPanel::onControlReply);
   auto* scroll = new QScrollArea;
   scroll->setWidget(control_panel_);
   scroll->setWidgetResizable(true);

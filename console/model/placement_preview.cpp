@@ -107,4 +107,44 @@ StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t
   return p;
 }
 
+StatusOr<LoadPreview> preview_whole_placement(const Placement& current, const Placement& proposed,
+                                              std::int32_t device_count, const LoadWindow& window) {
+  if (current.empty()) return Status::Error("the current placement is not known yet (no run metadata)");
+  if (proposed.size() != current.size())
+    return Status::Error("the proposed placement has " + std::to_string(proposed.size()) + " blocks; the model has " +
+                         std::to_string(current.size()));
+  for (std::size_t b = 0; b < proposed.size(); ++b) {
+    if (proposed[b].size() != current[b].size())
+      return Status::Error("block " + std::to_string(b) + " of the proposed placement has " +
+                           std::to_string(proposed[b].size()) + " experts, not " + std::to_string(current[b].size()));
+    for (const auto& devices : proposed[b])
+      for (std::int32_t d : devices)
+        if (d < 0 || d >= device_count)
+          return Status::Error("the proposed placement names device " + std::to_string(d) + " (there are " +
+                               std::to_string(device_count) + ")");
+  }
+  LoadPreview p;
+  p.before.assign(static_cast<std::size_t>(device_count), 0.0);
+  p.after.assign(static_cast<std::size_t>(device_count), 0.0);
+  p.placement_after = proposed;
+  // Tokens per (block, expert) whichever replica took them.
+  std::vector<std::vector<double>> tokens(current.size());
+  for (std::size_t b = 0; b < current.size(); ++b) tokens[b].assign(current[b].size(), 0.0);
+  for (const auto& r : window.records) {
+    if (r.block < 0 || static_cast<std::size_t>(r.block) >= tokens.size() || r.device < 0 || r.device >= device_count) continue;
+    auto& row = tokens[static_cast<std::size_t>(r.block)];
+    if (r.expert < 0 || static_cast<std::size_t>(r.expert) >= row.size()) continue;
+    row[static_cast<std::size_t>(r.expert)] += static_cast<double>(r.tokens);
+    p.before[static_cast<std::size_t>(r.device)] += static_cast<double>(r.tokens);
+  }
+  for (std::size_t b = 0; b < proposed.size(); ++b)
+    for (std::size_t e = 0; e < proposed[b].size(); ++e) {
+      const auto& devices = proposed[b][e];
+      if (devices.empty()) continue;
+      const double share = tokens[b][e] / static_cast<double>(devices.size());
+      for (std::int32_t d : devices) p.after[static_cast<std::size_t>(d)] += share;
+    }
+  return p;
+}
+
 }  // namespace sy::console

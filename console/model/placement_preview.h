@@ -1,5 +1,6 @@
 // The placement editor's preview: per-device expert load of the last window before and after
-// moving or replicating an expert, assuming a replica takes an even share of its expert's tokens.
+// moving or replicating an expert, or after a whole new placement (a rebalance proposal),
+// assuming a replica takes an even share of its expert's tokens.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +35,11 @@ struct LoadPreview {
 // expert or device; `from` holds no replica; `to` already holds one).
 StatusOr<LoadPreview> preview_placement(const Placement& placement, std::int32_t device_count,
                                                    const LoadWindow& window, const PlacementChange& change);
+
+// The same preview for a whole new placement (a rebalance proposal): each expert's measured
+// tokens in the window spread evenly over its replicas in `proposed`. Errors name a proposed
+// placement of another shape than the current one, or a device that does not exist.
+StatusOr<LoadPreview> preview_whole_placement(const Placement& current, const Placement& proposed,
+                                              std::int32_t device_count, const LoadWindow& window);
 
 }  // namespace sy::console

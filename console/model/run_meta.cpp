@@ -118,6 +118,13 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
       read(*it, "length_class", w.length_class);
       m.workload = w;
     }
+    if (auto it = j.find("rebalance"); it != j.end() && it->is_object()) {
+      RebalanceSetting r;
+      read(*it, "interval_s", r.interval_s);
+      read(*it, "threshold", r.threshold);
+      read(*it, "algorithm", r.algorithm);
+      m.rebalance = r;
+    }
     read(j, "row_bytes", m.row_bytes);
     if (auto it = j.find("processes"); it != j.end() && it->is_array()) {
       for (const json& p : *it) {

@@ -48,6 +48,13 @@ struct WorkloadInfo {
   std::string length_class;
 };
 
+// meta.rebalance: the periodic expert rebalancer's setting.
+struct RebalanceSetting {
+  double interval_s = 0;
+  double threshold = 0;
+  std::string algorithm;
+};
+
 struct RunMeta {
   int schema_version = 0;
   std::uint64_t run_id = 0;
@@ -70,6 +77,7 @@ struct RunMeta {
   std::optional<std::string> recording_path;
   std::int64_t recording_since_ns = 0;
   std::optional<WorkloadInfo> workload;
+  std::optional<RebalanceSetting> rebalance;  // unset: periodic rebalancing off
   std::int64_t row_bytes = 0;
   std::vector<ProcessInfo> processes;  // empty in one process
   std::string json;  // the object as received

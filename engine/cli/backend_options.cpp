@@ -7,6 +7,9 @@
 #include "engine/cpu/cpu_deployment.h"
 #include "engine/serving/memory_budget.h"
 #include "engine/sim/sim_deployment.h"
+#if SY_HAVE_CUDA
+#include "engine/cuda/cuda_deployment.h"
+#endif
 
 namespace sy::cli {
 namespace {
@@ -33,6 +36,24 @@ fs::path resolve_model_config(const std::string& model) {
 
 }  // namespace
 
+std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
+                                        DeploymentOptions options, int gpu) {
+#if SY_HAVE_CUDA
+  // The layout's `gpu` keys where given, --gpu elsewhere.
+  std::vector<int> gpus(static_cast<std::size_t>(topology.num_devices), gpu);
+  for (std::size_t d = 0; d < gpus.size() && d < topology.device_gpu.size(); ++d)
+    if (topology.device_gpu[d] >= 0) gpus[d] = topology.device_gpu[d];
+  return take(CudaDeployment::create(std::move(weights), std::move(topology), std::move(options), std::move(gpus)));
+#else
+  (void)weights;
+  (void)topology;
+  (void)options;
+  (void)gpu;
+  throw CommandError{"--backend cuda: this build has no CUDA support (configured without nvcc, or with "
+                     "SY_DISABLE_CUDA=ON)"};
+#endif
+}
+
 void BackendOptions::add_to(CLI::App& app, bool with_both) {
   std::vector<std::string> clocks{"wall", "virtual"};
   if (with_both) clocks.push_back("both");
@@ -42,8 +63,12 @@ void BackendOptions::add_to(CLI::App& app, bool with_both) {
                            : "cpu: wall (devices run concurrently on threads; default) or virtual (measured durations "
                              "on virtual clocks, deterministic)")
       ->check(CLI::IsMember(clocks));
-  app.add_option("--backend", backend, "cpu: real math on virtual devices; sim: a simulated cluster (no math)")
-      ->check(CLI::IsMember({"cpu", "sim"}))->capture_default_str();
+  app.add_option("--backend", backend,
+                 "cpu: real math on virtual devices; cuda: real math on a GPU, every device a worker with a CUDA "
+                 "stream of its own; sim: a simulated cluster (no math)")
+      ->check(CLI::IsMember({"cpu", "cuda", "sim"}))->capture_default_str();
+  app.add_option("--gpu", gpu, "cuda: the GPU of the layout's devices that give no `gpu` key")
+      ->check(CLI::Range(0, 1023))->capture_default_str();
   app.add_option("--hardware", hardware, "sim: device profile, a name from assets/hardware or a .toml file")
       ->capture_default_str();
   app.add_option("--devices-per-node", devices_per_node, "sim: devices sharing a node's NVLink; NICs between nodes")
@@ -75,6 +100,17 @@ Backend Backend::open(const BackendOptions& options, const std::string& model) {
     return b;
   }
   if (!options.routing.empty()) throw CommandError{"--routing replays on --backend sim; a cpu run routes with its model"};
+  if (options.backend == "cuda") {
+    if (!options.record_routing.empty()) throw CommandError{"--record-routing needs --backend cpu"};
+#if SY_HAVE_CUDA
+    // Before the weights are read: a machine without a usable GPU fails at once, saying why.
+    if (const std::string problem = cuda_backend_problem(); !problem.empty())
+      throw CommandError{"--backend cuda: no usable GPU (" + problem + ")"};
+#else
+    throw CommandError{"--backend cuda: this build has no CUDA support (configured without nvcc, or with "
+                       "SY_DISABLE_CUDA=ON)"};
+#endif
+  }
   b.weights_ = load_model(model);
   b.config_ = b.weights_->config();
   b.model_name_ = fs::path(model).filename().string();
@@ -87,12 +123,16 @@ Backend Backend::open(const BackendOptions& options, const std::string& model) {
 
 Clock Backend::clock() const {
   if (sim()) return Clock::Virtual;
+  if (cuda()) return Clock::Wall;
   return options_.clock == "virtual" ? Clock::Virtual : Clock::Wall;
 }
 
 std::string Backend::describe(std::int32_t devices) const { return describe(devices, clock()); }
 
 std::string Backend::describe(std::int32_t devices, Clock clock) const {
+  if (cuda())
+    return "cuda: " + std::to_string(devices) + " devices on gpu " + std::to_string(options_.gpu) +
+           ", each a worker with a CUDA stream of its own (wall clock)";
   if (!sim()) {
     if (clock == Clock::Wall)
       return "cpu: " + std::to_string(devices) + " devices, each on a thread of its own (wall clock)";
@@ -104,7 +144,9 @@ std::string Backend::describe(std::int32_t devices, Clock clock) const {
 
 std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions options) const {
   // Before anything is allocated: a layout beyond this machine is an error naming its keys.
-  check(check_host_memory(config_, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!sim()));
+  check(check_host_memory(config_, topology, options.kv_pages_per_rank, options.page_size,
+                          /*host_kv=*/!sim() && !cuda()));
+  if (cuda()) return deploy_cuda(weights_, std::move(topology), std::move(options), options_.gpu);
   if (sim()) {
     options.clock = Clock::Virtual;
     options.routing_trace = replay_;
@@ -122,7 +164,7 @@ std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions
 
 RunInfo Backend::run_info() const {
   RunInfo info;
-  info.backend = sim() ? "sim" : "cpu";
+  info.backend = sim() ? "sim" : cuda() ? "cuda" : "cpu";
   info.hardware = sim() ? hardware_->name : "";
   info.model_name = model_name_;
   info.model = config_;

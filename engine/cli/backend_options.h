@@ -1,5 +1,5 @@
-// The backend a serving command runs on (`--backend cpu|sim` and their options), and what it
-// needs: model weights on cpu, only the model's shape and a hardware profile on sim.
+// The backend a serving command runs on (`--backend cpu|cuda|sim` and their options), and what
+// it needs: model weights on cpu and cuda, only the model's shape and a hardware profile on sim.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ namespace sy::cli {
 
 struct BackendOptions {
   std::string backend = "cpu";
+  int gpu = 0;  // cuda: the GPU of devices whose layout entry has no `gpu` key
   std::string hardware = "h100";
   std::int32_t devices_per_node = 8;
   std::filesystem::path record_routing;  // cpu: write the model's routing here
@@ -33,6 +34,11 @@ struct BackendOptions {
   void add_to(CLI::App& app, bool with_both = false);
 };
 
+// --backend cuda for a command that loads its weights itself (generate --prompts): the deployment
+// on gpu `gpu`, or a CommandError naming the problem (no GPU, no fit, a build without CUDA).
+std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
+                                        DeploymentOptions options, int gpu);
+
 class Backend {
  public:
   // Opens the model for the chosen backend: a model directory on cpu; on sim a model directory,
@@ -40,6 +46,7 @@ class Backend {
   static Backend open(const BackendOptions& options, const std::string& model);
 
   bool sim() const { return hardware_.has_value(); }
+  bool cuda() const { return options_.backend == "cuda"; }
   const ModelConfig& config() const { return config_; }
   const std::string& model_name() const { return model_name_; }
   const HardwareProfile* hardware() const { return hardware_ ? &*hardware_ : nullptr; }

@@ -17,6 +17,7 @@
 #include "engine/cli/backend_options.h"
 #include "engine/cli/live_telemetry.h"
 #include "engine/dist/distributed_run.h"
+#include "engine/plan/expert_rebalance.h"
 #include "engine/serving/workload.h"
 
 namespace sy::cli {
@@ -34,6 +35,9 @@ struct BenchArgs {
   bool json = false;
   std::string compare;
   std::string sweep;
+  std::string rebalance;          // "greedy", "eplb" or both, comma-separated
+  std::int32_t rebalance_slots = 0;  // 0: one more than a device holds now
+  double rebalance_min_load = 0;     // K: the least one replica costs, tokens over the run
   TelemetryFlags live;
 };
 
@@ -87,17 +91,25 @@ struct BenchRun {
   double simulated_s = 0;  // virtual time the run covered
   double wall_s = 0;       // wall time it took
   std::int64_t events = 0;  // event-loop events run
+  Placement placement;                            // the placement it ran with
+  std::vector<std::vector<std::int64_t>> expert_load;  // [block][expert] tokens routed
+  std::vector<std::int64_t> routed;               // [device] tokens routed to its experts
 };
 
 // ranks: this process's part when a launcher started several (the other ranks serve the same
 // runs in the same order, and only rank 0 reports).
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
                  Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live,
-                 dist::DistributedRun* ranks) {
+                 dist::DistributedRun* ranks, const Placement* placement = nullptr) {
   const ModelConfig& c = backend.config();
   DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
   options.clock = clock;
   Topology topology = Topology::from_layout(layout, c);
+  if (placement) {
+    topology.placement = *placement;
+    topology.finalize();
+  }
+  const Placement ran_with = topology.placement;
   if (ranks) {
     ranks->place(topology);
     ranks->configure(options, backend.run_info().row_bytes);
@@ -135,7 +147,7 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
   }
   if (live) live->detach();
   return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
-          deployment->events_run()};
+          deployment->events_run(), ran_with, deployment->metrics().expert_load(), deployment->metrics().routed_per_device()};
 }
 
 // --sweep: every policy at every load, one table (and one JSON array) side by side.
@@ -211,6 +223,125 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
   if (runs[0].size() > 1) std::printf("\n* the highest throughput at that load\n");
 }
 
+// max / mean of `per_device` over `devices` (1 when nothing was routed).
+double max_over_mean(const std::vector<double>& per_device, const std::vector<std::int32_t>& devices) {
+  double top = 0, sum = 0;
+  for (std::int32_t d : devices) {
+    const double v = static_cast<std::size_t>(d) < per_device.size() ? per_device[static_cast<std::size_t>(d)] : 0.0;
+    top = std::max(top, v);
+    sum += v;
+  }
+  return sum > 0 ? top * static_cast<double>(devices.size()) / sum : 1.0;
+}
+
+// --rebalance: the layout's placement, then each planner's proposal made from that run's
+// expert load, on the same workload; expert load per device and throughput side by side.
+void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
+                   const std::vector<RequestSpec>& requests) {
+  std::vector<RebalanceAlgorithm> algorithms;
+  for (const std::string& name : split(a.rebalance)) algorithms.push_back(take(parse_rebalance_algorithm(name)));
+  if (algorithms.empty()) throw CommandError{"--rebalance needs greedy, eplb or greedy,eplb"};
+  if (!a.live.record.empty()) throw CommandError{"--record with --rebalance would put every run's events on one time base"};
+  const Clock clock = backend.clock();
+  std::vector<BenchRun> runs;
+  runs.reserve(1 + algorithms.size());  // `base` below refers into it
+  runs.push_back(run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr));
+  const std::string policy_label = runs.back().label;
+  runs.back().label = "layout";
+  const BenchRun& base = runs.front();
+  const std::int32_t num_devices = static_cast<std::int32_t>(layout.devices.size());
+  RebalanceInputs in;
+  in.current = base.placement;
+  in.num_devices = num_devices;
+  in.load.resize(static_cast<std::size_t>(in.current.num_blocks()));
+  for (std::int32_t b = 0; b < in.current.num_blocks() && b < static_cast<std::int32_t>(base.expert_load.size()); ++b) {
+    if (!in.current.is_sparse(b) || base.expert_load[static_cast<std::size_t>(b)].empty()) continue;
+    auto& row = in.load[static_cast<std::size_t>(b)];
+    row.assign(static_cast<std::size_t>(in.current.num_experts()), 0.0);
+    for (std::size_t e = 0; e < base.expert_load[static_cast<std::size_t>(b)].size() && e < row.size(); ++e)
+      row[e] = static_cast<double>(base.expert_load[static_cast<std::size_t>(b)][e]);
+  }
+  std::vector<bool> hosts(static_cast<std::size_t>(num_devices), false);
+  std::int32_t most = 0;
+  for (std::int32_t b = 0; b < in.current.num_blocks(); ++b) {
+    if (!in.current.is_sparse(b)) continue;
+    std::vector<std::int32_t> used(static_cast<std::size_t>(num_devices), 0);
+    for (std::int32_t e = 0; e < in.current.num_experts(); ++e)
+      for (std::int32_t d : in.current.devices(b, e)) {
+        hosts[static_cast<std::size_t>(d)] = true;
+        most = std::max(most, ++used[static_cast<std::size_t>(d)]);
+      }
+  }
+  for (std::int32_t d = 0; d < num_devices; ++d)
+    if (hosts[static_cast<std::size_t>(d)]) in.devices.push_back(d);
+  in.slots_per_device = a.rebalance_slots > 0 ? a.rebalance_slots : most + 1;
+  in.min_load = a.rebalance_min_load;
+  std::vector<RebalanceProposal> proposals;
+  for (RebalanceAlgorithm algorithm : algorithms) {
+    proposals.push_back(take(plan_rebalance(algorithm, in)));
+    runs.push_back(run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr, &proposals.back().placement));
+    runs.back().label = std::string(rebalance_algorithm_name(algorithm));
+  }
+  backend.finish();
+
+  struct Row {
+    std::string label;
+    std::int32_t replicas = 0;
+    double predicted_device = 1, predicted_layer = 1, measured_device = 1;
+    const BenchRun* run = nullptr;
+  };
+  std::vector<Row> rows;
+  const auto measured = [&](const BenchRun& r) {
+    std::vector<double> v(r.routed.begin(), r.routed.end());
+    return max_over_mean(v, in.devices);
+  };
+  {
+    Row r{"layout", proposals.empty() ? 0 : proposals.front().replicas_before, 1, 1, measured(base), &base};
+    if (!proposals.empty()) {
+      r.predicted_device = max_over_mean(proposals.front().load_before, in.devices);
+      r.predicted_layer = proposals.front().imbalance_before;
+    }
+    rows.push_back(r);
+  }
+  for (std::size_t i = 0; i < proposals.size(); ++i)
+    rows.push_back({runs[i + 1].label, proposals[i].replicas_after, max_over_mean(proposals[i].load_after, in.devices),
+                    proposals[i].imbalance_after, measured(runs[i + 1]), &runs[i + 1]});
+
+  if (a.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows) {
+      nlohmann::json j = to_json(r.run->report);
+      j["placement"] = r.label;
+      j["slots"] = in.slots_per_device;
+      j["replicas"] = r.replicas;
+      j["predicted_device_max_over_mean"] = r.predicted_device;
+      j["predicted_layer_max_over_mean"] = r.predicted_layer;
+      j["measured_device_max_over_mean"] = r.measured_device;
+      j["routed_per_device"] = r.run->routed;
+      j["throughput_ratio"] = r.run->report.tokens_per_s / base.report.tokens_per_s;
+      out.push_back(std::move(j));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("workload %s, %.1f req/s for %.1f s (%zu requests), seed %llu%s\nmodel %s, layout %s, policy %s\n%s\n",
+              a.workload.c_str(), a.rate, a.duration, requests.size(), static_cast<unsigned long long>(a.seed),
+              a.skew.empty() ? "" : (", skew " + a.skew).c_str(), backend.model_name().c_str(), layout.name.c_str(),
+              policy_label.c_str(), backend.describe(num_devices, clock).c_str());
+  std::printf("proposals planned from the first run's expert load (%zu expert devices, %d slots per device and block),\n"
+              "each run on the same workload; expert load = tokens routed to a device's experts\n\n",
+              in.devices.size(), in.slots_per_device);
+  std::printf("%-8s %8s %14s %14s %14s %10s %7s %9s %9s\n", "placement", "replicas", "dev max/mean", "dev max/mean",
+              "layer max/mean", "tokens/s", "ratio", "ITL p50", "TTFT p50");
+  std::printf("%-8s %8s %14s %14s %14s %10s %7s %9s %9s\n", "", "", "(predicted)", "(measured)", "(predicted)", "", "",
+              "(ms)", "(ms)");
+  for (const Row& r : rows)
+    std::printf("%-8s %8d %14.3f %14.3f %14.3f %10.1f %6.2fx %9.2f %9.2f\n", r.label.c_str(), r.replicas,
+                r.predicted_device, r.measured_device, r.predicted_layer, r.run->report.tokens_per_s,
+                r.run->report.tokens_per_s / base.report.tokens_per_s, r.run->report.itl.p50_ms,
+                r.run->report.ttft.p50_ms);
+}
+
 void run(const BenchArgs& a) {
   const Backend backend = Backend::open(a.backend, a.model);
   const ModelConfig& c = backend.config();
@@ -228,6 +359,12 @@ void run(const BenchArgs& a) {
   for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
 
   if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
+  if (!a.rebalance.empty()) {
+    if (policies.size() > 1) throw CommandError{"--rebalance compares placements under one policy: drop --compare"};
+    if (dist::RankEnvironment env = take(dist::RankEnvironment::from_process()); env.distributed())
+      throw CommandError{"--rebalance runs in one process"};
+    return run_rebalance(a, backend, layout, policies.front(), requests);
+  }
   if (!a.live.record.empty() && policies.size() > 1)
     throw CommandError{"--record with --compare would put every run's events on one time base: record one policy at a time"};
   // Under a launcher (mpirun, srun, RANK/WORLD_SIZE) this process is one rank of each run's
@@ -335,6 +472,15 @@ void register_bench(CLI::App& app) {
   sub->add_option("--sweep", args->sweep,
                   "sim: run at each of these loads, e.g. 10,20,40 (req/s) or auto:N (N loads up to --rate), "
                   "and print throughput and ITL per policy side by side");
+  sub->add_option("--rebalance", args->rebalance,
+                  "Run the layout's placement, then each expert-rebalancing proposal made from that run's expert "
+                  "load (greedy, eplb or greedy,eplb), and print per-device expert load and throughput side by side");
+  sub->add_option("--rebalance-slots", args->rebalance_slots,
+                  "Expert replicas a device may hold per block for --rebalance (default: one more than it holds now)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--rebalance-min-load", args->rebalance_min_load,
+                  "K for --rebalance: the least one expert replica costs, in tokens over the run (default 0)")
+      ->check(CLI::NonNegativeNumber);
   args->live.add_to(*sub, /*default_on=*/false);
   sub->callback([args] { run(*args); });
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cli/backend_options.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_telemetry.h"
@@ -34,6 +35,8 @@ struct GenerateArgs {
   ServeOptions serve;
   TelemetryFlags live;
   std::string clock = "wall";
+  std::string backend = "cpu";  // with --prompts: cpu or cuda
+  int gpu = 0;
   std::string switch_policy;       // with --prompts: switch to this policy mid-run
   std::filesystem::path switch_placement;  // and/or to this layout's expert placement
   std::int64_t switch_after = 1;   // after this many tokens
@@ -109,8 +112,13 @@ void run_many(const GenerateArgs& a) {
     ranks->configure(options, static_cast<std::int64_t>(c.hidden_size) * 4);
     std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
   }
-  check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/true));
-  CpuDeployment deployment(weights, topology, options);
+  const bool cuda = a.backend == "cuda";
+  if (cuda && ranks) throw CommandError{"--backend cuda runs in one process (launchers are for the cpu backend)"};
+  if (cuda && options.clock != Clock::Wall) throw CommandError{"--backend cuda runs on the wall clock"};
+  check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!cuda));
+  std::unique_ptr<Deployment> made = cuda ? deploy_cuda(weights, topology, options, a.gpu)
+                                          : std::make_unique<CpuDeployment>(weights, topology, options);
+  Deployment& deployment = *made;
   // However this returns, the other ranks' messages stop reaching the loop before it goes.
   struct Detach {
     dist::DistributedRun* run;
@@ -139,7 +147,7 @@ void run_many(const GenerateArgs& a) {
   if (live) {
     std::fprintf(stderr, "%s\n", live->describe().c_str());
     RunInfo info;
-    info.backend = "cpu";
+    info.backend = a.backend;
     info.model_name = a.model.filename().string();
     info.model = c;
     info.row_bytes = static_cast<std::int64_t>(c.hidden_size) * 4;
@@ -181,6 +189,9 @@ void run(const GenerateArgs& a) {
     return;
   }
   if (a.tokens.empty()) throw CommandError{"give --tokens (one prompt) or --prompts (a JSONL file of requests)"};
+  if (a.backend != "cpu")
+    throw CommandError{"--backend " + a.backend + " needs --prompts and --layout (one --tokens prompt runs the cpu "
+                       "reference path)"};
   const std::vector<std::int32_t> prompt = take(parse_token_list(a.tokens));
   auto weights = load_model(a.model);
   GenerateOptions options;
@@ -219,6 +230,11 @@ void register_generate(CLI::App& app) {
                   "With --prompts: wall (devices run concurrently on threads) or virtual (one after another on "
                   "virtual clocks, deterministic)")
       ->check(CLI::IsMember({"wall", "virtual"}))->capture_default_str();
+  sub->add_option("--backend", args->backend,
+                  "With --prompts: cpu (devices on host threads) or cuda (every device a worker on one GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sub->add_option("--gpu", args->gpu, "With --backend cuda: the GPU of the layout's devices that give no `gpu` key")
+      ->check(CLI::Range(0, 1023))->capture_default_str();
   sub->add_option("--switch-policy", args->switch_policy,
                   "With --prompts: switch to this policy (async, pingpong, sync or findep; the layout's other policy keys) "
                   "mid-run, at the next safe point after --switch-after tokens")

@@ -30,14 +30,6 @@ StatusOr<std::vector<std::int32_t>> assign_device_ranks(const Layout& layout, st
     for (std::int32_t i = 0; i < n; ++i)
       ranks[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(static_cast<std::int64_t>(i) * world / n);
   }
-  for (std::int32_t i = 0; i < n; ++i) {
-    const DeviceSpec& d = layout.devices[static_cast<std::size_t>(i)];
-    if (d.attention && ranks[static_cast<std::size_t>(i)] != 0)
-      return Status::Error("layout '" + layout.name + "': attention device '" + d.name + "' would run on rank " +
-                           std::to_string(ranks[static_cast<std::size_t>(i)]) +
-                           "; attention devices run on rank 0, beside the coordinator and the KV block managers "
-                           "(set rank = 0 on them)");
-  }
   return ranks;
 }
 

@@ -11,9 +11,8 @@
 namespace sy::dist {
 
 // Errors name the device and the problem: a rank beyond the world, `rank` on some devices but
-// not all, more ranks than devices (even split), or an attention device outside rank 0 (the
-// coordinator and the KV block managers live there; attention on other ranks is not supported
-// yet).
+// not all, more ranks than devices (even split). Attention devices may run on any rank: rank 0
+// keeps the coordinator and allocates their KV pages, their own rank mirrors the block tables.
 StatusOr<std::vector<std::int32_t>> assign_device_ranks(const Layout& layout, std::int32_t world);
 
 }  // namespace sy::dist

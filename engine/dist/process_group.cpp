@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "engine/dist/attention_messages.h"
+
 namespace sy::dist {
 namespace {
 
@@ -48,8 +50,29 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
       if (const Status s = r.get(epoch); !s.ok()) return complain(me, "applied", s);
       loop_.post_external([this, epoch] { on_applied(epoch); });
     });
+    // Tokens sampled on attention devices of other ranks go to the coordinator's hooks, in the
+    // order each rank sampled them.
+    links_.on(MessageType::Sampled, [this, me](ByteReader& r) {
+      Sampled m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "sampled", s);
+      loop_.post_external([this, m = std::move(m)] {
+        ++received_;
+        cluster_.hooks().on_sampled(m.request, m.token, m.logprobs ? &*m.logprobs : nullptr);
+      });
+    });
+    links_.on(MessageType::GroupSampled, [this, me](ByteReader& r) {
+      GroupSampled m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "group sampled", s);
+      loop_.post_external([this, me, m] {
+        ++received_;
+        if (m.rank < 0 || m.rank >= cluster_.topology().num_ranks())
+          return complain(me, "group sampled", Status::Error("attention rank " + std::to_string(m.rank)));
+        cluster_.hooks().on_group_sampled(m.rank, m.group);
+      });
+    });
     return;
   }
+  serve_attention();
   links_.on(MessageType::Drain, [this, me](ByteReader& r) {
     std::uint64_t epoch = 0;
     if (const Status s = r.get(epoch); !s.ok()) return complain(me, "drain", s);
@@ -111,7 +134,7 @@ void ProcessGroup::on_drained(std::uint64_t epoch, std::int32_t rank, RankState 
     if (!round_[static_cast<std::size_t>(r)]) return;
   // Every rank answered: this process's own state completes the round.
   std::vector<RankState> states;
-  states.push_back({cluster_.quiescent(), transport_.sent_remote(), transport_.received_remote()});
+  states.push_back(own_state());
   std::uint64_t sent = 0, received = 0;
   bool quiescent = true;
   for (std::int32_t r = 1; r < links_.world(); ++r) states.push_back(*round_[static_cast<std::size_t>(r)]);
@@ -155,13 +178,13 @@ void ProcessGroup::on_applied(std::uint64_t epoch) {
 }
 
 void ProcessGroup::answer_drain(std::uint64_t epoch) {
-  const bool quiescent = cluster_.quiescent();
+  const RankState state = own_state();
   links_.send(0, message(MessageType::Drained, [&](ByteWriter& w) {
                 w.put<std::uint64_t>(epoch);
                 w.put<std::int32_t>(links_.rank());
-                w.put<std::uint8_t>(quiescent ? 1 : 0);
-                w.put<std::uint64_t>(transport_.sent_remote());
-                w.put<std::uint64_t>(transport_.received_remote());
+                w.put<std::uint8_t>(state.quiescent ? 1 : 0);
+                w.put<std::uint64_t>(state.sent);
+                w.put<std::uint64_t>(state.received);
               }));
 }
 
@@ -175,6 +198,68 @@ void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy
   if (placement) cluster_.set_placement(*placement);
   cluster_.set_policy(policy);
   links_.send(0, message(MessageType::Applied, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch); }));
+}
+
+ProcessGroup::RankState ProcessGroup::own_state() const {
+  return {cluster_.quiescent(), transport_.sent_remote() + sent_, transport_.received_remote() + received_};
+}
+
+void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {
+  ++sent_;
+  links_.send(rank, m);
+}
+
+void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) {
+  send_counted(process, encode(SequenceOpen{rank, context.request,
+                                            std::vector<std::int32_t>(context.block_table, context.block_table + context.pages),
+                                            context.sampling}));
+}
+
+void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
+  send_counted(process, encode(SequenceClose{rank, request}));
+}
+
+void ProcessGroup::serve_attention() {
+  const std::int32_t me = links_.rank();
+  // Rank 0's KV block managers allocate; the managers of this rank's attention devices mirror
+  // the block tables they handed out. Checked on the loop, which owns the topology.
+  const auto attention_rank_here = [this](std::int32_t rank) {
+    return rank >= 0 && rank < cluster_.topology().num_ranks() && !cluster_.remote_rank(rank);
+  };
+  links_.on(MessageType::SequenceOpen, [this, me, attention_rank_here](ByteReader& r) {
+    SequenceOpen m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "sequence open", s);
+    loop_.post_external([this, me, attention_rank_here, m = std::move(m)]() mutable {
+      ++received_;
+      if (!attention_rank_here(m.rank))
+        return complain(me, "sequence open", Status::Error("attention rank " + std::to_string(m.rank) + " is not here"));
+      KvBlockManager& kv = cluster_.kv(m.rank);
+      for (std::int32_t p : m.pages)
+        if (p >= kv.num_pages())
+          return complain(me, "sequence open",
+                          Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
+      if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
+      kv.adopt(m.request, std::move(m.pages), m.sampling);
+    });
+  });
+  links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {
+    SequenceClose m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "sequence close", s);
+    loop_.post_external([this, me, attention_rank_here, m] {
+      ++received_;
+      if (!attention_rank_here(m.rank))
+        return complain(me, "sequence close", Status::Error("attention rank " + std::to_string(m.rank) + " is not here"));
+      cluster_.kv(m.rank).release(m.request);
+    });
+  });
+  Worker::Hooks hooks;
+  hooks.on_sampled = [this](std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
+    send_counted(0, encode(Sampled{request, token, logprobs ? std::optional(*logprobs) : std::nullopt}));
+  };
+  hooks.on_group_sampled = [this](std::int32_t rank, std::int32_t group) {
+    send_counted(0, encode(GroupSampled{rank, group}));
+  };
+  cluster_.set_hooks(std::move(hooks));
 }
 
 void ProcessGroup::shutdown() {

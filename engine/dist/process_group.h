@@ -32,6 +32,8 @@ class ProcessGroup final : public ClusterPeers {
   // ClusterPeers, rank 0 only.
   void apply(std::function<void()> apply_here, const RuntimePolicy& policy, const Placement* placement,
              std::function<void()> released) override;
+  void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) override;
+  void close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) override;
   // Rank 0, on its loop: tells every rank the run is over.
   void shutdown();
   // Lets this rank's loop end without telling anyone (rank 0 is gone).
@@ -56,6 +58,13 @@ class ProcessGroup final : public ClusterPeers {
   };
 
   void broadcast(const std::string& message);
+  // A message of the run's own (not a shipment) that the drain must see arrive: sequences to
+  // the attention devices of other ranks, sampled tokens back to rank 0.
+  void send_counted(std::int32_t rank, const std::string& message);
+  // What this process contributes to a drain round.
+  RankState own_state() const;
+  // Ranks other than 0: the handlers of rank 0's sequences, and hooks that send sampled tokens.
+  void serve_attention();
   void start_drain_round();
   void on_drained(std::uint64_t epoch, std::int32_t rank, RankState state);
   void on_applied(std::uint64_t epoch);
@@ -78,6 +87,8 @@ class ProcessGroup final : public ClusterPeers {
   bool previous_clean_ = false;
   std::int32_t acks_ = 0;
   std::int64_t drain_rounds_ = 0;
+  std::uint64_t sent_ = 0;      // send_counted messages, loop thread
+  std::uint64_t received_ = 0;  // theirs that arrived, counted on the loop as they are handled
 };
 
 }  // namespace sy::dist

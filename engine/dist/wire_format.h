@@ -20,7 +20,7 @@ namespace sy::dist {
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian, as the host");
 
 // Bumped whenever a message's layout changes; ranks of different versions refuse each other.
-inline constexpr std::uint32_t kWireVersion = 1;
+inline constexpr std::uint32_t kWireVersion = 2;
 
 enum class MessageType : std::uint8_t {
   Hello = 1,     // bootstrap: a rank introduces itself to rank 0
@@ -35,6 +35,10 @@ enum class MessageType : std::uint8_t {
   Shutdown = 24, // rank 0: the run is over
   Heartbeat = 25,  // every 100 ms, rank 0 to the others and the others to rank 0
   Events = 26,     // a rank's runtime events for rank 0's observers
+  SequenceOpen = 27,   // rank 0: a request admitted to an attention rank run there (its block table)
+  SequenceClose = 28,  // rank 0: that request released
+  Sampled = 29,        // an attention device's sampled token (and log-probabilities) for rank 0
+  GroupSampled = 30,   // an attention device finished sampling a micro-batch (grouped policies)
 };
 
 class ByteWriter {

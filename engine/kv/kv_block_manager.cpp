@@ -12,10 +12,17 @@ bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const S
   return true;
 }
 
+void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling) {
+  assert(!holds(request));
+  Sequence s{SequenceKv{}, sampling, true};
+  s.kv.adopt(std::move(pages));
+  sequences_.emplace(request, std::move(s));
+}
+
 void KvBlockManager::release(std::int64_t request) {
   auto it = sequences_.find(request);
   if (it == sequences_.end()) return;
-  it->second.kv.release(allocator_);
+  if (!it->second.adopted) it->second.kv.release(allocator_);
   sequences_.erase(it);
 }
 

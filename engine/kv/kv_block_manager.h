@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/kv/kv_block_allocator.h"
 #include "engine/kv/sequence_kv.h"
@@ -24,6 +25,11 @@ class KvBlockManager {
   // Reserves pages for `positions` positions of `request`; false, with nothing taken, when too
   // few are free.
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling);
+  // The manager of an attention rank whose device runs in another process than the coordinator
+  // is a mirror: the coordinator's manager allocates, and this one holds the block table it
+  // handed out (engine/dist sends it ahead of the request's first rows), so that the workers
+  // here read it as they read a local one. Mirrored pages are never this allocator's.
+  void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling);
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request's block table and sampling; it must be admitted (asserted). The table stays
@@ -35,6 +41,7 @@ class KvBlockManager {
   struct Sequence {
     SequenceKv kv;
     SamplingSpec sampling;
+    bool adopted = false;  // a mirror's: its pages go back to the coordinator's allocator, not ours
   };
   KvBlockAllocator allocator_;
   std::unordered_map<std::int64_t, Sequence> sequences_;  // node-based: addresses are stable

@@ -16,6 +16,8 @@ class SequenceKv {
   bool reserve(KvBlockAllocator& allocator, std::int64_t positions);
   // Returns every page to the allocator.
   void release(KvBlockAllocator& allocator);
+  // Takes pages another process's allocator handed out (a mirror of its block table).
+  void adopt(std::vector<std::int32_t> pages) { pages_ = std::move(pages); }
 
   const std::int32_t* block_table() const { return pages_.data(); }
   std::int32_t pages() const { return static_cast<std::int32_t>(pages_.size()); }

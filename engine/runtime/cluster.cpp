@@ -9,7 +9,7 @@ namespace sy {
 Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
                  const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks,
                  std::int32_t process)
-    : topology_(std::move(topology)), loop_(loop), process_(process), observer_(observer) {
+    : topology_(std::move(topology)), loop_(loop), process_(process), hooks_(hooks), observer_(observer) {
   transport_ = make_transport(loop_, topology_.num_devices, observer);
   for (std::int32_t r = 0; r < topology_.num_ranks(); ++r)
     kv_.push_back(std::make_unique<KvBlockManager>(kv.pages_per_rank, kv.page_size));
@@ -43,6 +43,31 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
       residency_.load(be.block, be.expert, d);
     }
   }
+}
+
+bool Cluster::admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling) {
+  KvBlockManager& manager = kv(rank);
+  if (!manager.admit(request, positions, sampling)) return false;
+  if (remote_rank(rank)) {
+    assert(peers_ && "an attention rank in another process without peers");
+    peers_->open_sequence(topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]), rank,
+                          manager.context(request));
+  }
+  return true;
+}
+
+void Cluster::release(std::int32_t rank, std::int64_t request) {
+  KvBlockManager& manager = kv(rank);
+  if (!manager.holds(request)) return;
+  manager.release(request);
+  if (remote_rank(rank) && peers_)
+    peers_->close_sequence(topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]), rank, request);
+}
+
+void Cluster::set_hooks(Worker::Hooks hooks) {
+  hooks_ = std::move(hooks);
+  for (auto& w : workers_)
+    if (w) w->set_hooks(hooks_);
 }
 
 void Cluster::inject(std::int32_t rank, std::int32_t group, TokenBatch rows) {

@@ -42,8 +42,21 @@ class Cluster {
 
   const Topology& topology() const { return topology_; }
   EventLoop& loop() { return loop_; }
-  // The KV block manager of an attention rank: the coordinator admits and releases with it.
+  // The KV block manager of an attention rank (the coordinator reads its free pages).
   KvBlockManager& kv(std::int32_t rank) { return *kv_[static_cast<std::size_t>(rank)]; }
+  // Admits a request to an attention rank's KV block manager (false, nothing taken, when its
+  // pages are not free) and releases it; when the rank's device runs in another process, that
+  // process's mirror of the manager follows through the peers.
+  bool admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling);
+  void release(std::int32_t rank, std::int64_t request);
+  // Whether an attention rank's device runs in another process than this one.
+  bool remote_rank(std::int32_t rank) const {
+    return topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]) != process_;
+  }
+  // The hooks this process's workers report sampled tokens to (the coordinator's unless
+  // set_hooks replaced them), and their replacement: before the first execution.
+  const Worker::Hooks& hooks() const { return hooks_; }
+  void set_hooks(Worker::Hooks hooks);
   Worker& worker(std::int32_t device) { return *workers_[device]; }
   // Whether the device's worker runs in this process (always, in a one-process deployment).
   bool local(std::int32_t device) const { return workers_[static_cast<std::size_t>(device)] != nullptr; }
@@ -97,6 +110,7 @@ class Cluster {
   EventLoop& loop_;
   std::int32_t process_ = 0;
   ClusterPeers* peers_ = nullptr;
+  Worker::Hooks hooks_;
   std::vector<std::unique_ptr<Executor>> executors_;
   BatchRecycler recycler_;
   std::vector<std::unique_ptr<KvBlockManager>> kv_;  // [rank]

@@ -7,6 +7,7 @@
 
 #include "engine/runtime/placement.h"
 #include "engine/runtime/runtime_policy.h"
+#include "engine/runtime/sequence.h"
 
 namespace sy {
 
@@ -20,6 +21,12 @@ class ClusterPeers {
   // Only then may work resume.
   virtual void apply(std::function<void()> apply_here, const RuntimePolicy& policy, const Placement* placement,
                      std::function<void()> released) = 0;
+  // An attention rank whose device runs in process `process` admitted a request (its block
+  // table and sampling in `context`) or released it: that process's mirror of the rank's KV
+  // block manager follows, ahead of the request's next rows (messages between two processes
+  // arrive in order).
+  virtual void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) = 0;
+  virtual void close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) = 0;
 };
 
 }  // namespace sy

@@ -83,6 +83,7 @@ std::string Layout::to_toml() const {
     if (devices[d].attention) out << "attention = true\n";
     if (devices[d].process >= 0) out << "rank = " << devices[d].process << "\n";
     if (devices[d].memory_gb > 0) out << "memory_gb = " << format_double(devices[d].memory_gb) << "\n";
+    if (devices[d].gpu >= 0) out << "gpu = " << devices[d].gpu << "\n";
     if (!base[d].empty()) out << "experts = " << format_int_list(base[d]) << "\n";
   }
   for (std::int32_t b = 0; b < placement.num_blocks(); ++b) {

@@ -28,6 +28,9 @@ struct DeviceSpec {
   // weights it holds and receives are counted; 0 when the file does not say (cpu: unchecked;
   // sim: the hardware profile's).
   double memory_gb = 0;
+  // The `gpu` key: which GPU of its machine runs the device on the cuda backend (several
+  // devices may share one); -1 when the file does not say.
+  std::int32_t gpu = -1;
 
   bool operator==(const DeviceSpec&) const = default;
 };

@@ -175,7 +175,7 @@ Status LayoutParser::parse_devices(const toml::table& root) {
   for (const toml::node& node : **tables) {
     const toml::table& t = *node.as_table();
     const std::string what = "[[device]] #" + std::to_string(index + 1);
-    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts", "rank", "memory_gb"}, what));
+    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts", "rank", "memory_gb", "gpu"}, what));
     const toml::node* name_node = t.get("name");
     if (!name_node) return error(t.source(), what + " has no name");
     auto name = read_string(*name_node, what + ": name");
@@ -207,6 +207,11 @@ Status LayoutParser::parse_devices(const toml::table& root) {
         return error(m->source(), dev + ": memory_gb must be a positive number of GB, got " +
                                       (gb ? format_double(*gb) : type_name(*m)));
       spec.memory_gb = *gb;
+    }
+    if (const toml::node* g = t.get("gpu")) {
+      auto gpu = read_int(*g, dev + ": gpu", 0, 1023);
+      if (!gpu.ok()) return gpu.status();
+      spec.gpu = *gpu;
     }
     DeviceEntry entry;
     entry.where = t.source();

@@ -15,6 +15,7 @@ Topology base(const ModelConfig& c, std::int32_t devices) {
   t.sparse = c.sparse_layers;
   t.device_rank.assign(static_cast<std::size_t>(devices), -1);
   t.device_process.assign(static_cast<std::size_t>(devices), 0);
+  t.device_gpu.assign(static_cast<std::size_t>(devices), -1);
   for (std::int32_t d = 0; d < devices; ++d) t.device_names.push_back("dev" + std::to_string(d));
   t.placement = Placement(c);
   return t;
@@ -59,9 +60,11 @@ void Topology::finalize() {
 Topology Topology::from_layout(const Layout& layout, const ModelConfig& c) {
   Topology t = base(c, layout.num_devices());
   t.device_names.clear();
+  t.device_gpu.clear();
   for (const DeviceSpec& d : layout.devices) {
     t.device_names.push_back(d.name);
     t.device_memory_bytes.push_back(static_cast<std::int64_t>(d.memory_gb * 1e9));
+    t.device_gpu.push_back(d.gpu);
   }
   t.rank_device = layout.attention_devices();
   t.placement = layout.placement;

@@ -28,6 +28,8 @@ struct Topology {
   // device -> its memory in bytes, against which expert weights are counted (0 or absent:
   // unknown, nothing refused). From the layout's memory_gb, else the sim's hardware profile.
   std::vector<std::int64_t> device_memory_bytes;
+  // device -> the GPU its worker runs on (cuda backend; the layout's `gpu` keys), -1 where unset.
+  std::vector<std::int32_t> device_gpu;
   // Derived by finalize():
   std::vector<std::vector<std::int32_t>> block_expert_devices;  // [block] -> devices holding any of its experts
   std::vector<std::vector<std::int32_t>> device_expert_ids;     // [device] -> distinct expert ids it holds

@@ -49,6 +49,9 @@ class Worker {
          Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks,
          const KvBlockManager* kv);
 
+  // Where sampled tokens go: the coordinator's hooks, or (an attention device in another
+  // process than the coordinator) hooks that send them there. Before the first execution.
+  void set_hooks(Hooks hooks) { hooks_ = std::move(hooks); }
   // Applies a policy. Only at a safe point: the worker must be quiescent (asserted).
   void set_policy(const RuntimePolicy& policy);
   // Re-reads the topology's placement (which experts this device hosts). Only at a safe point.

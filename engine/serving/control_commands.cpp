@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/plan/live_plan.h"
+#include "engine/sim/hardware_profile.h"
 #include "engine/plan/plan_verify.h"
 #include "engine/runtime/runtime_policy.h"
 
@@ -91,7 +92,23 @@ ControlCommands::ControlCommands(Deployment& deployment, TelemetryBridge& bridge
       hooks_(std::move(hooks)),
       recordings_(recordings),
       record_max_(record_max),
-      alive_(std::make_shared<bool>(true)) {}
+      alive_(std::make_shared<bool>(true)) {
+  // One expert's weights in every sparse block, against 90 % of a device (as the planner's
+  // memory_fraction): how many replicas per block a device can hold. Attention weights and KV
+  // on colocated devices are not subtracted.
+  const RunInfo& info = bridge_.info();
+  const ModelConfig& m = info.model;
+  std::int64_t sparse = 0;
+  for (bool b : m.sparse_layers) sparse += b ? 1 : 0;
+  if (!info.hardware.empty() && m.num_experts > m.top_k && sparse > 0) {
+    if (auto hw = find_hardware_profile(info.hardware); hw.ok()) {
+      const double expert_params = static_cast<double>(m.parameter_count() - m.active_parameter_count()) /
+                                   static_cast<double>((m.num_experts - m.top_k) * sparse);
+      const double bytes = expert_params * static_cast<double>(kernels::dtype_size(m.dtype)) * static_cast<double>(sparse);
+      if (bytes > 0) memory_slots_ = static_cast<std::int32_t>(std::min(1e6, hw->memory_gib * 0.9 * 1073741824.0 / bytes));
+    }
+  }
+}
 
 ControlCommands::~ControlCommands() {
   alive_.reset();
@@ -102,7 +119,7 @@ const std::vector<std::string>& ControlCommands::names() {
   static const std::vector<std::string> kNames = {
       "get_state",        "set_policy",    "set_microbatches", "move_expert", "replicate_expert", "set_placement",
       "pause",            "resume",        "record_start",     "record_stop", "record_dump", "set_workload",
-      "plan",             "apply_plan"};
+      "plan",             "apply_plan",    "rebalance",        "set_rebalance"};
   return kNames;
 }
 
@@ -142,6 +159,8 @@ void ControlCommands::handle(const json& c, Reply reply) {
   if (cmd == "set_workload") return set_workload(c, reply);
   if (cmd == "plan") return plan(c, reply);
   if (cmd == "apply_plan") return apply_plan(c, reply);
+  if (cmd == "rebalance") return rebalance(c, reply);
+  if (cmd == "set_rebalance") return set_rebalance(c, reply);
   std::string known;
   for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
   reply({{"ok", false}, {"error", "unknown command '" + cmd + "' (known: " + known + ")"}});
@@ -252,7 +271,7 @@ void ControlCommands::set_placement(const json& c, const Reply& reply) {
 }
 
 void ControlCommands::apply_placement(const json& c, const Reply& reply, Placement placement, json old_value,
-                                      json new_value) {
+                                      json new_value, json fields) {
   std::weak_ptr<bool> alive = alive_;
   // Weights to copy first: answered at once as pending, the switch announced on the control
   // topic when it happens. Nothing to copy: answered once applied, as policy changes are.
@@ -261,9 +280,10 @@ void ControlCommands::apply_placement(const json& c, const Reply& reply, Placeme
   Coordinator& co = d_.coordinator();
   Status s = co.request_placement(
       std::move(placement),
-      [this, alive, c, reply, old_value, new_value, pending](std::int64_t t) {
+      [this, alive, c, reply, old_value, new_value, fields, pending](std::int64_t t) mutable {
         if (alive.expired()) return;
-        if (!*pending) return succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+        fields["applied_at_ns"] = t;
+        if (!*pending) return succeed(c, reply, old_value, new_value, fields);
         json event = control_event(t, c, old_value, new_value, "");
         event["phase"] = "applied";
         event["applied_at_ns"] = t;
@@ -276,7 +296,14 @@ void ControlCommands::apply_placement(const json& c, const Reply& reply, Placeme
     *pending = true;
     json list = json::array();
     for (const WeightCopy& w : copies) list.push_back(weight_copy_json(w));
-    reply({{"ok", true}, {"cmd", cmd_of(c)}, {"old", old_value}, {"new", new_value}, {"pending", true}, {"copies", list}});
+    json answer = fields;
+    answer["ok"] = true;
+    answer["cmd"] = cmd_of(c);
+    answer["old"] = old_value;
+    answer["new"] = new_value;
+    answer["pending"] = true;
+    answer["copies"] = list;
+    reply(answer);
     json event = control_event(d_.loop().now(), c, old_value, new_value, "");
     event["phase"] = "copying";
     event["copies"] = std::move(list);
@@ -546,6 +573,236 @@ void ControlCommands::apply_plan(const json& c, const Reply& reply) {
   });
   if (!s.ok()) return fail(c, reply, s.message());
   bridge_.publish_meta();
+}
+
+StatusOr<ControlCommands::RebalanceRequest> ControlCommands::parse_rebalance(const json& c) const {
+  RebalanceRequest r;
+  if (c.contains("algorithm")) {
+    if (!c.at("algorithm").is_string()) return Status::Error("'algorithm' must be \"greedy\" or \"eplb\", got " + c.at("algorithm").dump());
+    auto a = parse_rebalance_algorithm(c.at("algorithm").get<std::string>());
+    if (!a.ok()) return a.status();
+    r.algorithm = *a;
+  }
+  const Topology& topo = d_.cluster().topology();
+  auto slots = int_field(c, "slots", 1, std::max(1, topo.num_experts), 0);
+  if (!slots.ok()) return slots.status();
+  r.slots = *slots;
+  auto windows = int_field(c, "windows", 1, TelemetryBridge::kLoadHistory, TelemetryBridge::kLoadHistory);
+  if (!windows.ok()) return windows.status();
+  r.windows = *windows;
+  if (c.contains("min_load")) {
+    const json& v = c.at("min_load");
+    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1e15)
+      return Status::Error("'min_load' must be a number >= 0 (tokens per window), got " + v.dump());
+    r.min_load = v.get<double>();
+  }
+  return r;
+}
+
+Status ControlCommands::check_slots(std::int32_t slots) const {
+  if (slots <= 0 || memory_slots_ <= 0) return Status::Ok();
+  // Memory bounds the slots, though never below what a device holds already.
+  const Placement& p = d_.coordinator().target_placement();
+  std::int32_t most = 0;
+  for (std::int32_t b = 0; b < p.num_blocks(); ++b) {
+    if (!p.is_sparse(b)) continue;
+    std::vector<std::int32_t> used(static_cast<std::size_t>(d_.cluster().topology().num_devices), 0);
+    for (std::int32_t e = 0; e < p.num_experts(); ++e)
+      for (std::int32_t dev : p.devices(b, e)) most = std::max(most, ++used[static_cast<std::size_t>(dev)]);
+  }
+  const std::int32_t cap = std::max(memory_slots_, most);
+  if (slots > cap)
+    return Status::Error("'slots' " + std::to_string(slots) + " exceeds what a device's memory holds (" + std::to_string(cap) +
+                         " experts per block)");
+  return Status::Ok();
+}
+
+StatusOr<RebalanceProposal> ControlCommands::propose(const RebalanceRequest& r, std::int32_t* slots_used,
+                                                      std::int64_t* window_ns) const {
+  const Topology& topo = d_.cluster().topology();
+  const TelemetryBridge::RecentLoad recent = bridge_.recent_expert_load(r.windows);
+  if (recent.windows == 0)
+    return Status::Error("no expert-load window has closed yet (one closes every summary window): ask again shortly");
+  double total = 0;
+  for (const auto& row : recent.per_expert)
+    for (double v : row) total += v;
+  if (total <= 0) return Status::Error("no tokens were routed to experts in the last " + std::to_string(recent.windows) + " windows");
+  RebalanceInputs in;
+  in.current = d_.coordinator().target_placement();
+  in.load = recent.per_expert;
+  in.num_devices = topo.num_devices;
+  in.min_load = r.min_load;
+  // The devices that hold experts now; the most experts one of them holds in a block.
+  std::vector<bool> hosts(static_cast<std::size_t>(topo.num_devices), false);
+  std::int32_t most = 0;
+  for (std::int32_t b = 0; b < in.current.num_blocks(); ++b) {
+    if (!in.current.is_sparse(b)) continue;
+    std::vector<std::int32_t> used(static_cast<std::size_t>(topo.num_devices), 0);
+    for (std::int32_t e = 0; e < in.current.num_experts(); ++e)
+      for (std::int32_t dev : in.current.devices(b, e)) {
+        hosts[static_cast<std::size_t>(dev)] = true;
+        most = std::max(most, ++used[static_cast<std::size_t>(dev)]);
+      }
+  }
+  for (std::int32_t dev = 0; dev < topo.num_devices; ++dev)
+    if (hosts[static_cast<std::size_t>(dev)]) in.devices.push_back(dev);
+  if (Status s = check_slots(r.slots); !s.ok()) return s;
+  const std::int32_t cap = memory_slots_ > 0 ? std::max(memory_slots_, most) : topo.num_experts;
+  in.slots_per_device = r.slots > 0 ? r.slots : std::max(most, std::min({most + 1, cap, topo.num_experts}));
+  auto proposal = plan_rebalance(r.algorithm, in);
+  if (!proposal.ok()) return proposal.status();
+  if (slots_used) *slots_used = in.slots_per_device;
+  if (window_ns) *window_ns = recent.window_ns;
+  return proposal;
+}
+
+namespace {
+
+// A control event's view of one side of a rebalance: the changed experts' devices and the
+// predicted loads.
+json rebalance_side(const json& changes, const char* side, const std::vector<double>& load, double imbalance) {
+  json list = json::array();
+  for (const json& ch : changes) list.push_back({{"block", ch.at("block")}, {"expert", ch.at("expert")}, {"devices", ch.at(side)}});
+  return {{"changes", std::move(list)}, {"load", load}, {"imbalance", imbalance}};
+}
+
+}  // namespace
+
+void ControlCommands::apply_proposal(const json& c, const Reply& reply, const RebalanceProposal& proposal,
+                                     const Placement& current, json fields) {
+  const json changes = fields.at("proposal").at("changes");
+  json old_value = rebalance_side(changes, "old", proposal.load_before, proposal.imbalance_before);
+  json new_value = rebalance_side(changes, "new", proposal.load_after, proposal.imbalance_after);
+  if (proposal.placement == current) {
+    fields["applied"] = false;
+    return succeed(c, reply, std::move(old_value), std::move(new_value), std::move(fields));
+  }
+  fields["applied"] = true;
+  // The one way a placement changes: set_placement's safe-point path.
+  apply_placement(c, reply, proposal.placement, std::move(old_value), std::move(new_value), std::move(fields));
+}
+
+void ControlCommands::rebalance(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"algorithm", "apply", "slots", "min_load", "windows", "proposal"}); !s.ok())
+    return fail(c, reply, s.message());
+  if (c.contains("apply") && !c.at("apply").is_boolean())
+    return fail(c, reply, "'apply' must be true or false, got " + c.at("apply").dump());
+  const bool apply = c.value("apply", false);
+  const Placement current = d_.coordinator().target_placement();
+  if (c.contains("proposal")) {
+    // Apply exactly what was previewed, or nothing.
+    if (!apply) return fail(c, reply, "'proposal' applies a previewed proposal: give it with \"apply\": true");
+    for (const char* k : {"algorithm", "slots", "min_load", "windows"})
+      if (c.contains(k)) return fail(c, reply, std::string("'") + k + "' cannot change a previewed proposal");
+    const json& v = c.at("proposal");
+    if (!v.is_number_integer()) return fail(c, reply, "'proposal' must be an integer id, got " + v.dump());
+    if (!previewed_ || previewed_->id != v.get<std::int64_t>())
+      return fail(c, reply, "proposal " + v.dump() + " is not the latest preview" +
+                                (previewed_ ? " (" + std::to_string(previewed_->id) + " is)" : " (none was made)"));
+    if (!(previewed_->base == current))
+      return fail(c, reply, "the placement changed since proposal " + v.dump() + " was made: preview again");
+    json fields = {{"proposal", to_json(previewed_->proposal, current)}};
+    fields["proposal"]["id"] = previewed_->id;
+    const RebalanceProposal proposal = previewed_->proposal;
+    previewed_.reset();
+    return apply_proposal(c, reply, proposal, current, std::move(fields));
+  }
+  auto request = parse_rebalance(c);
+  if (!request.ok()) return fail(c, reply, request.status().message());
+  std::int32_t slots = 0;
+  std::int64_t window_ns = 0;
+  auto proposal = propose(*request, &slots, &window_ns);
+  if (!proposal.ok()) return fail(c, reply, proposal.status().message());
+  json p = to_json(*proposal, current);
+  p["slots"] = slots;
+  p["window_ns"] = window_ns;
+  if (apply) return apply_proposal(c, reply, *proposal, current, {{"proposal", std::move(p)}});
+  // A preview changes nothing: answered, not echoed (like plan).
+  const std::int64_t id = next_proposal_id_++;
+  p["id"] = id;
+  previewed_ = Previewed{id, current, *proposal};
+  reply({{"ok", true}, {"cmd", "rebalance"}, {"applied", false}, {"proposal", std::move(p)}});
+}
+
+void ControlCommands::set_rebalance(const json& c, const Reply& reply) {
+  if (!c.contains("mode") || !c.at("mode").is_string() || (c.at("mode") != "off" && c.at("mode") != "periodic"))
+    return fail(c, reply, "'mode' must be \"off\" or \"periodic\"" + (c.contains("mode") ? ", got " + c.at("mode").dump() : std::string()));
+  const json old_value = bridge_.meta()["rebalance"];
+  if (c.at("mode") == "off") {
+    if (Status s = only_keys(c, {"mode"}); !s.ok()) return fail(c, reply, s.message());
+    periodic_.reset();
+    ++periodic_generation_;
+    bridge_.set_rebalance(nullptr);
+    return succeed(c, reply, old_value, nullptr);
+  }
+  if (Status s = only_keys(c, {"mode", "interval_s", "threshold", "min_gain", "algorithm", "slots", "min_load", "windows"});
+      !s.ok())
+    return fail(c, reply, s.message());
+  auto request = parse_rebalance(c);
+  if (!request.ok()) return fail(c, reply, request.status().message());
+  const auto number = [&](const char* key, double lo, double hi, std::optional<double> fallback) -> StatusOr<double> {
+    if (!c.contains(key)) {
+      if (fallback) return *fallback;
+      return Status::Error(std::string("missing field '") + key + "'");
+    }
+    const json& v = c.at(key);
+    if (!v.is_number() || !(v.get<double>() >= lo) || !(v.get<double>() <= hi))
+      return Status::Error(std::string("'") + key + "' must be a number in [" + json(lo).dump() + ", " + json(hi).dump() +
+                           "], got " + v.dump());
+    return v.get<double>();
+  };
+  auto interval = number("interval_s", 0.01, 86400, std::nullopt);
+  if (!interval.ok()) return fail(c, reply, interval.status().message());
+  auto threshold = number("threshold", 1, 1e6, std::nullopt);
+  if (!threshold.ok()) return fail(c, reply, threshold.status().message());
+  auto min_gain = number("min_gain", 0, 1, 0.02);
+  if (!min_gain.ok()) return fail(c, reply, min_gain.status().message());
+  Periodic p{*request, static_cast<std::int64_t>(*interval * 1e9), *threshold, *min_gain};
+  // The slots are checked against memory now, not at the first tick.
+  if (Status s = check_slots(request->slots); !s.ok()) return fail(c, reply, s.message());
+  json setting = {{"mode", "periodic"},
+                  {"interval_s", *interval},
+                  {"threshold", *threshold},
+                  {"min_gain", *min_gain},
+                  {"algorithm", rebalance_algorithm_name(request->algorithm)},
+                  {"windows", request->windows},
+                  {"min_load", request->min_load},
+                  {"slots", request->slots > 0 ? json(request->slots) : json(nullptr)}};
+  periodic_ = p;
+  const std::uint64_t generation = ++periodic_generation_;
+  bridge_.set_rebalance(setting);
+  EventLoop& loop = d_.loop();
+  std::weak_ptr<bool> alive = alive_;
+  loop.post(loop.now() + p.interval_ns, [this, alive, generation] {
+    if (!alive.expired()) rebalance_tick(generation);
+  });
+  succeed(c, reply, old_value, setting, {{"rebalance", setting}});
+}
+
+void ControlCommands::rebalance_tick(std::uint64_t generation) {
+  if (generation != periodic_generation_ || !periodic_) return;
+  const Periodic p = *periodic_;
+  EventLoop& loop = d_.loop();
+  std::weak_ptr<bool> alive = alive_;
+  loop.post(loop.now() + p.interval_ns, [this, alive, generation] {
+    if (!alive.expired()) rebalance_tick(generation);
+  });
+  // A change waiting for its safe point (ours or an operator's) goes first.
+  if (d_.coordinator().switching()) return;
+  std::int32_t slots = 0;
+  std::int64_t window_ns = 0;
+  auto proposal = propose(p.request, &slots, &window_ns);
+  if (!proposal.ok()) return;  // no load yet: nothing to act on
+  if (proposal->imbalance_before < p.threshold || proposal->gain < p.min_gain || proposal->changed_experts == 0) return;
+  const Placement current = d_.coordinator().target_placement();
+  json request = {{"cmd", "rebalance"},
+                  {"apply", true},
+                  {"algorithm", rebalance_algorithm_name(p.request.algorithm)},
+                  {"trigger", "periodic"}};
+  json fields = {{"proposal", to_json(*proposal, current)}};
+  fields["proposal"]["slots"] = slots;
+  fields["proposal"]["window_ns"] = window_ns;
+  apply_proposal(request, [](const json&) {}, *proposal, current, std::move(fields));
 }
 
 }  // namespace sy

@@ -220,12 +220,11 @@ bool Coordinator::admit_one(std::int32_t slot) {
     }
     return false;
   }
-  KvBlockManager& kv = cluster_->kv(best);
   const SamplingSpec sampling =
       r.spec.sampling ? *r.spec.sampling
                       : SamplingSpec{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
                                      options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
-  const bool ok = kv.admit(idx, positions, sampling);
+  const bool ok = cluster_->admit(best, idx, positions, sampling);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
   pop_waiting();
@@ -376,7 +375,7 @@ void Coordinator::finish(std::int64_t idx, FinishReason reason) {
   r.finish_reason = reason;
   open_ids_.erase(r.spec.id);
   if (r.rank >= 0) {
-    cluster_->kv(r.rank).release(idx);
+    cluster_->release(r.rank, idx);
     --running_per_rank_[r.rank];
   }
   if (r.slot >= 0) {

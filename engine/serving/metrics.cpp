@@ -343,9 +343,13 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
   return out;
 }
 
-void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::int32_t, std::int64_t tokens,
+void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                                  std::int64_t) {
   std::lock_guard lock(mutex_);
+  if (device >= 0) {
+    if (static_cast<std::size_t>(device) >= routed_per_device_.size()) routed_per_device_.resize(static_cast<std::size_t>(device) + 1, 0);
+    routed_per_device_[static_cast<std::size_t>(device)] += tokens;
+  }
   if (static_cast<std::size_t>(block) >= expert_load_.size()) expert_load_.resize(static_cast<std::size_t>(block) + 1);
   auto& row = expert_load_[static_cast<std::size_t>(block)];
   if (static_cast<std::size_t>(expert) >= row.size()) row.resize(static_cast<std::size_t>(expert) + 1, 0);
@@ -355,6 +359,11 @@ void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::i
 std::vector<std::vector<std::int64_t>> MetricsCollector::expert_load() const {
   std::lock_guard lock(mutex_);
   return expert_load_;
+}
+
+std::vector<std::int64_t> MetricsCollector::routed_per_device() const {
+  std::lock_guard lock(mutex_);
+  return routed_per_device_;
 }
 
 nlohmann::json to_json(const MetricsReport& r) {

@@ -107,6 +107,8 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   // Token rows routed to each expert since the start: [block][expert] (blocks without routing
   // stay empty).
   std::vector<std::vector<std::int64_t>> expert_load() const;
+  // Token rows routed to each device's experts since the start: [device] (every block).
+  std::vector<std::int64_t> routed_per_device() const;
 
   // Point events (tokens, finishes, rejections) count when t_begin < t <= t_end, so that
   // report(start, now) includes the last token and back-to-back windows never count an event
@@ -174,6 +176,7 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   std::unordered_map<std::int64_t, Request> requests_;
   std::vector<Device> devices_;
   std::vector<std::vector<std::int64_t>> expert_load_;  // [block][expert]
+  std::vector<std::int64_t> routed_per_device_;          // [device]
 };
 
 nlohmann::json to_json(const MetricsReport& report);

@@ -358,6 +358,15 @@ void TelemetryBridge::close_summary_window() {
   (void)hub_.publish_json(tm::Topic::Summary, s.dump());
   if (prometheus_) prometheus_->on_summary(s);
   last_summary_load_ = summary_load_;
+  {
+    const Topology& topo = d_.cluster().topology();
+    const auto cells = static_cast<std::size_t>(topo.num_blocks) * static_cast<std::size_t>(topo.num_experts);
+    const auto D = static_cast<std::size_t>(topo.num_devices);
+    LoadWindow w{std::vector<std::int64_t>(cells, 0), now - summary_start_};
+    for (std::size_t cell = 0; cell < summary_load_.size(); ++cell) w.tokens[cell / D] += summary_load_[cell];
+    load_history_.push_back(std::move(w));
+    if (load_history_.size() > static_cast<std::size_t>(kLoadHistory)) load_history_.pop_front();
+  }
   std::fill(summary_load_.begin(), summary_load_.end(), 0);
   std::fill(window_.begin(), window_.end(), DeviceWindow{});
   itl_ns_.clear();
@@ -428,6 +437,7 @@ nlohmann::json TelemetryBridge::meta() const {
           {"recording", std::move(recording)},
           {"ring", std::move(ring)},
           {"workload", info_.workload},
+          {"rebalance", rebalance_},
           {"row_bytes", info_.row_bytes},
           {"processes", info_.processes ? info_.processes() : nlohmann::json(nullptr)}};
 }
@@ -450,6 +460,25 @@ nlohmann::json TelemetryBridge::load() const {
     per_expert.push_back(std::move(row));
   }
   return {{"window_ns", last_window_ns_}, {"per_device", per_device}, {"per_expert", std::move(per_expert)}};
+}
+
+TelemetryBridge::RecentLoad TelemetryBridge::recent_expert_load(std::int32_t windows) const {
+  const Topology& topo = d_.cluster().topology();
+  const auto B = static_cast<std::size_t>(topo.num_blocks), E = static_cast<std::size_t>(topo.num_experts);
+  RecentLoad out;
+  out.per_expert.resize(B);
+  for (std::size_t b = 0; b < B; ++b)
+    if (topo.sparse[b]) out.per_expert[b].assign(E, 0.0);
+  const std::size_t n = std::min(load_history_.size(), static_cast<std::size_t>(std::max(0, windows)));
+  for (std::size_t i = load_history_.size() - n; i < load_history_.size(); ++i) {
+    const LoadWindow& w = load_history_[i];
+    for (std::size_t b = 0; b < B; ++b)
+      if (topo.sparse[b])
+        for (std::size_t e = 0; e < E; ++e) out.per_expert[b][e] += static_cast<double>(w.tokens[b * E + e]);
+    out.window_ns += w.ns;
+    ++out.windows;
+  }
+  return out;
 }
 
 void TelemetryBridge::publish_meta() { (void)hub_.publish_json(tm::Topic::Meta, meta().dump()); }

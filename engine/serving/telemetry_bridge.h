@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <string>
@@ -60,6 +61,17 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   const RunInfo& info() const { return info_; }
   // Tokens routed per device and per (block, expert) over the last complete summary window.
   nlohmann::json load() const;
+  // Tokens routed to each (block, expert) over the last `windows` complete summary windows (at
+  // most kLoadHistory; fewer while the run is young): what expert rebalancing plans from.
+  struct RecentLoad {
+    std::vector<std::vector<double>> per_expert;  // [block][expert]; empty rows for dense blocks
+    std::int64_t window_ns = 0;                   // the time the windows cover
+    std::int32_t windows = 0;
+  };
+  static constexpr std::int32_t kLoadHistory = 8;
+  RecentLoad recent_expert_load(std::int32_t windows) const;
+  // The periodic rebalancing setting shown as meta.rebalance (null: off).
+  void set_rebalance(nlohmann::json setting) { rebalance_ = std::move(setting); }
   // Publishes meta now (after a change) rather than at the next window.
   void publish_meta();
   // One control event: {"t_ns", "cmd", "request", "old", "new", "ok", "error"}.
@@ -115,6 +127,13 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   std::int64_t load_window_start_ = 0;
   std::int64_t summary_start_ = 0;
   std::int64_t last_window_ns_ = 0;
+  // The last kLoadHistory summary windows' tokens per (block, expert), newest last.
+  struct LoadWindow {
+    std::vector<std::int64_t> tokens;  // [block * experts + expert]
+    std::int64_t ns = 0;
+  };
+  std::deque<LoadWindow> load_history_;
+  nlohmann::json rebalance_;
   // Each running request's arrival and last token time (latencies).
   std::unordered_map<std::int64_t, std::int64_t> last_token_ns_;
   std::unordered_map<std::int64_t, std::int64_t> arrival_ns_;

@@ -50,6 +50,11 @@ std::uint64_t position_seed(std::uint64_t seed, std::int64_t position) {
   return x ^ (x >> 31);
 }
 
+double sampling_uniform(std::uint64_t generator_seed) {
+  std::mt19937_64 rng(generator_seed);
+  return uniform01(rng);
+}
+
 Sampler::Sampler(SamplingParams params, std::uint64_t seed) : params_(params), rng_(seed) {}
 
 std::int32_t Sampler::sample(const float* logits, std::int32_t vocab) {

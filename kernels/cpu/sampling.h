@@ -21,6 +21,11 @@ std::int32_t argmax(const float* logits, std::int32_t vocab);
 // however it is batched, wherever it runs, and from any step on.
 std::uint64_t position_seed(std::uint64_t seed, std::int64_t position);
 
+// The uniform draw in [0, 1) that a Sampler seeded with `generator_seed` makes first (every
+// sample() call draws exactly one): device samplers take it as an argument so they choose
+// from the same number the CPU would.
+double sampling_uniform(std::uint64_t generator_seed);
+
 // Per-request sampler: owns its generator so a (seed, logits) sequence replays identically
 // no matter how requests are batched.
 class Sampler {

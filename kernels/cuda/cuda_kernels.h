@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 #include "base/status.h"
 
@@ -20,6 +21,10 @@ namespace sy::kernels {
 // True when at least one CUDA device can be used. Any error from the runtime (no driver, error
 // 35 "insufficient driver" on machines without a GPU, no device) means false.
 bool cuda_device_available();
+
+// Why no CUDA device can be used (the runtime's error text, e.g. "CUDA driver version is
+// insufficient for CUDA runtime version", or "no CUDA device present"); empty when one can.
+std::string cuda_device_problem();
 
 // NCCL's version code (e.g. 22809 for 2.28.9); works without a GPU.
 StatusOr<int> nccl_version();
@@ -61,5 +66,144 @@ Status f32_to_bf16_cuda(const float* src, std::uint16_t* dst, std::int64_t n, cu
 Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
                       std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
                       cudaStream_t stream);
+
+// ---- whole-model pieces (engine/cuda) ----
+
+// linear_bf16_cuda for weights and activations of `type` (bf16, f16 or f32; x converted by
+// convert_from_f32_cuda), float32 accumulation and output.
+Status linear_cuda(cublasHandle_t handle, const void* x, DType type, std::int64_t M, const void* w, std::int64_t N,
+                   std::int64_t K, const float* bias, float* y, bool accumulate, cudaStream_t stream);
+
+// Row copies between any float rows of this GPU: dst_rows[i][0..width) = src_rows[i][..]. Both
+// pointer arrays are device arrays; the activation operations (gather, append, scatter) of
+// a whole batch are one launch.
+Status copy_rows_cuda(const float* const* src_rows, float* const* dst_rows, std::int64_t n, std::int64_t width,
+                      cudaStream_t stream);
+
+// ModelOps::embed: out[n, cols] = table[tokens[i]] widened to float32; table is [rows, cols]
+// in `type`. Token ids outside [0, rows) produce zero rows (the engine checks ids first).
+Status embedding_cuda(const void* table, DType type, std::int64_t rows, std::int64_t cols,
+                      const std::int32_t* tokens, std::int64_t n, float* out, cudaStream_t stream);
+
+// kv_cache_write (kernels/cpu/paged_attention.h) for a mixed batch in one launch: token t
+// belongs to sequence token_seq[t] (its block table is block_tables + token_seq[t] ·
+// table_stride) and sits at positions[t]. k and v are [n_tokens, n_kv_heads, head_dim].
+Status kv_cache_write_cuda(const KvLayerView& cache, const std::int32_t* block_tables, std::int32_t table_stride,
+                           const std::int32_t* token_seq, const std::int32_t* positions, std::int64_t n_tokens,
+                           const float* k, const float* v, cudaStream_t stream);
+
+// paged_attention (kernels/cpu/paged_attention.h) for a mixed batch of prefill chunks and
+// decodes in one launch: query row t (q is [n_tokens, n_heads, head_dim]) of sequence
+// token_seq[t] at positions[t] attends causally to that sequence's cached positions
+// 0..positions[t] (written before, e.g. by kv_cache_write_cuda). Flash-style: keys are
+// streamed with an online softmax, so no score matrix exists at any length. head_dim ≤ 256.
+Status paged_attention_prefill_cuda(const float* q, std::int64_t n_tokens, std::int32_t n_heads,
+                                    const std::int32_t* token_seq, const std::int32_t* positions,
+                                    const KvLayerView& cache, const std::int32_t* block_tables,
+                                    std::int32_t table_stride, float scale, float* out, cudaStream_t stream);
+
+// float32 → `type` (bf16 or f16 round to nearest even as convert_from_f32; f32 copies).
+Status convert_from_f32_cuda(const float* src, void* dst, DType type, std::int64_t n, cudaStream_t stream);
+
+// One problem of a grouped linear: y[m, N] = x[m, K] · W[N, K]ᵀ, x in the weight's type (see
+// convert_from_f32_cuda), y float32. m may be 0 (the problem is skipped).
+struct GroupedLinearProblem {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  float* y = nullptr;
+  std::int64_t m = 0;
+};
+
+// Device arrays of pointers that cuBLAS's grouped GEMM reads, grown on demand; one per stream.
+class GroupedGemmWorkspace {
+ public:
+  GroupedGemmWorkspace() = default;
+  GroupedGemmWorkspace(const GroupedGemmWorkspace&) = delete;
+  GroupedGemmWorkspace& operator=(const GroupedGemmWorkspace&) = delete;
+  ~GroupedGemmWorkspace();
+  // Room for `problems` problems (three pointers each).
+  Status reserve(std::int64_t problems);
+  const void** device_pointers() const { return pointers_; }
+  // True once a call had to run the problems one cublasGemmEx each because this cuBLAS
+  // refused the grouped call for the types (benchmarks print it).
+  bool fell_back = false;
+
+ private:
+  const void** pointers_ = nullptr;
+  std::int64_t capacity_ = 0;
+};
+
+// Every problem with the same N, K and weight type in ONE cuBLAS call
+// (cublasGemmGroupedBatchedEx, one group per distinct m); problems with m = 0 are skipped.
+// Weights of `type` (bf16, f16 or f32), float32 accumulation and output.
+Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* problems, std::int64_t count,
+                           std::int64_t N, std::int64_t K, DType type, GroupedGemmWorkspace& ws,
+                           cudaStream_t stream);
+
+// One expert's share of a grouped SwiGLU call: x [m, H] float32 rows in, y [m, H] out,
+// y = row_scale ⊙ down(silu(x·gateᵀ) ⊙ x·upᵀ) (swiglu_ffn of kernels/cpu/swiglu.h with
+// accumulate = false); row_scale may be null. gate and up are [I, H], down [H, I] in `type`.
+struct ExpertProblem {
+  const float* x = nullptr;
+  float* y = nullptr;
+  const float* row_scale = nullptr;
+  const void* gate = nullptr;
+  const void* up = nullptr;
+  const void* down = nullptr;
+  std::int64_t m = 0;
+};
+
+// Scratch of swiglu_experts_cuda, grown on demand (device memory); one per stream.
+class ExpertWorkspace {
+ public:
+  ExpertWorkspace() = default;
+  ExpertWorkspace(const ExpertWorkspace&) = delete;
+  ExpertWorkspace& operator=(const ExpertWorkspace&) = delete;
+  ~ExpertWorkspace();
+  Status reserve(std::int64_t rows, std::int64_t hidden, std::int64_t intermediate, std::int64_t problems);
+  GroupedGemmWorkspace gemm;
+  void* x_low = nullptr;      // [rows, H] activations in the weight type
+  float* gate_out = nullptr;  // [rows, I]
+  float* up_out = nullptr;    // [rows, I]
+  void* h_low = nullptr;      // [rows, I] silu(gate)·up in the weight type
+  void* segments = nullptr;   // per-problem row table for the gather/scale kernels
+  // Capacities in 4-byte words.
+  std::int64_t x_capacity = 0, gate_capacity = 0, up_capacity = 0, h_capacity = 0, segments_capacity = 0;
+};
+
+// All experts a worker drains in one execution: three grouped GEMMs (gate and up together,
+// then down) and three small kernels, whatever the number of experts or their row counts.
+Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems, std::int64_t count,
+                           std::int64_t H, std::int64_t I, DType type, ExpertWorkspace& ws, cudaStream_t stream);
+
+// x[i] = 1 / (1 + exp(-x[i])) in place: the shared expert's gate (qwen2_moe).
+Status sigmoid_cuda(float* x, std::int64_t n, cudaStream_t stream);
+
+// ModelOps::combine: hidden[t] += Σ_k slot_out[t·K + k] (+ shared[t]), summed in slot order
+// then the shared row, exactly the CPU's order. shared may be null.
+Status combine_cuda(const float* slot_out, const float* shared, std::int64_t n, std::int32_t K, std::int64_t H,
+                    float* hidden, cudaStream_t stream);
+
+// Gathers rows: dst[i] = src[rows[i]] for n rows of `width` floats (attention gathers the
+// last row of each request for lm_head, the runtime gathers batches).
+Status gather_rows_cuda(const float* src, const std::int32_t* rows, std::int64_t n, std::int64_t width, float* dst,
+                        cudaStream_t stream);
+
+// Sampler::sample (kernels/cpu/sampling.h) for `rows` rows of logits, one block per row. Row r
+// uses params[r] and the uniform draw u[r] = sampling_uniform(position_seed(seed, position))
+// the CPU sampler would draw. Greedy (temperature 0) is argmax exactly. With temperature the
+// token is the CPU's for the same u except when u·total falls within float rounding of a
+// bucket edge (sums are reduced in a different order); with top-k/top-p the kept set is
+// sorted on the GPU like the CPU's up to 1024 candidates: a larger top-k or nucleus is drawn
+// from the same set of tokens but in token order (a different token for the same u, the same
+// distribution). All argument arrays are device arrays.
+struct DeviceSamplingParams {
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  std::int32_t top_k = 0;
+  double u = 0.0;
+};
+Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, const DeviceSamplingParams* params,
+                   std::int32_t* out, cudaStream_t stream);
 
 }  // namespace sy::kernels

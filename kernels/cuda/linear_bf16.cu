@@ -1,4 +1,5 @@
-// linear_bf16_cuda (cuBLAS GemmEx, bf16 in, float32 accumulate and out) and f32_to_bf16_cuda.
+// linear_cuda / linear_bf16_cuda (cuBLAS GemmEx, low-precision in, float32 accumulate and out)
+// and f32_to_bf16_cuda.
 #include <climits>
 
 #include "kernels/cuda/cuda_check.cuh"
@@ -43,28 +44,34 @@ Status f32_to_bf16_cuda(const float* src, std::uint16_t* dst, std::int64_t n, cu
   return Status::Ok();
 }
 
-Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
-                      std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
-                      cudaStream_t stream) {
+Status linear_cuda(cublasHandle_t handle, const void* x, DType type, std::int64_t M, const void* w, std::int64_t N,
+                   std::int64_t K, const float* bias, float* y, bool accumulate, cudaStream_t stream) {
   SY_RETURN_IF_ERROR(detail::require(M >= 0 && N >= 0 && K >= 0 && M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
-                  "linear_bf16_cuda: bad shape"));
+                  "linear_cuda: bad shape"));
   if (M == 0 || N == 0) return Status::Ok();
   float beta = accumulate ? 1.0f : 0.0f;
   if (bias != nullptr) {
     bias_kernel<<<detail::grid_for(M * N, kThreads), kThreads, 0, stream>>>(y, bias, M, N, accumulate);
-    SY_RETURN_IF_ERROR(detail::check_launch("linear_bf16_cuda (bias)"));
+    SY_RETURN_IF_ERROR(detail::check_launch("linear_cuda (bias)"));
     beta = 1.0f;
   }
   const float alpha = 1.0f;
+  const cudaDataType_t t = type == DType::BF16 ? CUDA_R_16BF : type == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
   SY_RETURN_IF_ERROR(detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream"));
   // cuBLAS is column-major: row-major y[M,N] is column-major yᵀ[N,M] = W[N,K] · xᵀ[K,M], where
   // row-major W[N,K] read column-major is Wᵀ (so op T) and row-major x[M,K] is xᵀ already.
   SY_RETURN_IF_ERROR(detail::check_cublas(
       cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
-                   &alpha, w, CUDA_R_16BF, static_cast<int>(K), x, CUDA_R_16BF, static_cast<int>(K), &beta, y,
+                   &alpha, w, t, static_cast<int>(K), x, t, static_cast<int>(K), &beta, y,
                    CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      "linear_bf16_cuda: cublasGemmEx"));
+      "linear_cuda: cublasGemmEx"));
   return Status::Ok();
+}
+
+Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int64_t M, const std::uint16_t* w,
+                      std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
+                      cudaStream_t stream) {
+  return linear_cuda(handle, x, DType::BF16, M, w, N, K, bias, y, accumulate, stream);
 }
 
 }  // namespace sy::kernels

@@ -263,6 +263,34 @@ TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
   expect_error("bench --model " + (root_ / "good").string() + " --layout colocated:2 --sweep 10", {"--sweep", "sim"});
 }
 
+TEST_F(Cli, BenchRebalanceRunsTheLayoutAndEachProposalOnOneWorkload) {
+  CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+4 --policy sync"
+                        " --rate 40 --duration 0.2 --skew exp:0.5 --rebalance greedy,eplb --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto runs = nlohmann::json::parse(r.output);
+  ASSERT_EQ(runs.size(), 3u) << r.output;
+  EXPECT_EQ(runs[0].at("placement"), "layout");
+  EXPECT_EQ(runs[1].at("placement"), "greedy");
+  EXPECT_EQ(runs[2].at("placement"), "eplb");
+  EXPECT_EQ(runs[0].at("replicas"), 32 * 8);
+  EXPECT_EQ(runs[2].at("replicas"), 32 * 4 * 3);  // EPLB fills the 3 slots of each of 4 devices
+  for (const auto& run : runs) {
+    EXPECT_EQ(run.at("slots"), 3);
+    EXPECT_GT(run.at("tokens_per_s").get<double>(), 0.0);
+    EXPECT_EQ(run.at("routed_per_device").size(), 6u);
+  }
+  // Planned from the first run, on the same workload: the measured per-device load follows.
+  for (int i : {1, 2}) {
+    EXPECT_LT(runs[i].at("predicted_device_max_over_mean").get<double>(),
+              runs[0].at("predicted_device_max_over_mean").get<double>());
+    EXPECT_LT(runs[i].at("measured_device_max_over_mean").get<double>(),
+              runs[0].at("measured_device_max_over_mean").get<double>());
+  }
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:2 --rebalance lpt", {"lpt", "greedy, eplb"});
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:2 --rebalance eplb --compare sync,async",
+               {"--rebalance", "--compare"});
+}
+
 TEST_F(Cli, LayoutThatDoesNotFitTheModel) {
   const fs::path layout = root_ / "bad-layout.toml";
   std::ofstream(layout) << "name = \"bad\"\n[[device]]\nname = \"gpu0\"\nattention = true\nexperts = [0, 999]\n";

@@ -16,7 +16,8 @@ constexpr const char* kMeta = R"({"schema_version":1,"run_id":123,"clock":"virtu
   "placement":[[[1],[1],[1],[1]],[[1],[1],[1],[1]]],
   "policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2},
   "admission_paused":false,"recording":{"path":"/tmp/run.db","since_ns":10},
-  "workload":{"rate":60.0,"skew":"exp:0.5","length_class":"short"},"row_bytes":8192})";
+  "workload":{"rate":60.0,"skew":"exp:0.5","length_class":"short"},
+  "rebalance":{"mode":"periodic","interval_s":5.0,"threshold":1.2,"algorithm":"eplb","min_gain":0.02},"row_bytes":8192})";
 
 Batch json_batch(Topic topic, std::string array) {
   Batch b;
@@ -37,6 +38,9 @@ TEST(ConsoleModel, IngestsEveryTopic) {
   EXPECT_EQ(m.meta()->placement[1][3], (std::vector<std::int32_t>{1}));
   EXPECT_EQ(*m.meta()->recording_path, "/tmp/run.db");
   EXPECT_EQ(m.meta()->workload->skew, "exp:0.5");
+  ASSERT_TRUE(m.meta()->rebalance.has_value());
+  EXPECT_EQ(m.meta()->rebalance->algorithm, "eplb");
+  EXPECT_EQ(m.meta()->rebalance->interval_s, 5.0);
 
   Batch spans;
   spans.topic = Topic::Spans;

@@ -99,6 +99,15 @@ class MultiProcess : public ::testing::Test {
               "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 2\n"
               "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
               "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 1\n";
+    // Attention devices away from rank 0 (which keeps the coordinator and two expert devices).
+    std::ofstream remote(root_ / "remote-attention.toml");
+    remote << "name = \"remote attention\"\n"
+              "[[device]]\nname = \"a0\"\nattention = true\nrank = 1\n"
+              "[[device]]\nname = \"a1\"\nattention = true\nrank = 2\n"
+              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\nrank = 0\n"
+              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 0\n"
+              "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
+              "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 2\n";
     // The same devices as disaggregated-2a4e with experts moved between ranks and expert 0 copied.
     std::ofstream moved(root_ / "moved.toml");
     moved << "name = \"moved\"\n"
@@ -197,6 +206,27 @@ TEST_F(MultiProcess, RankKeysOfTheLayoutPlaceDevices) {
   expect_same_tokens((root_ / "ranked.toml").string(), "--policy pingpong --switch-policy async --switch-after 10", 3);
 }
 
+// Attention devices on ranks other than 0: rank 0 allocates their KV pages and sends the block
+// tables ahead of the rows, the devices send their sampled tokens back; the same tokens under
+// every policy and across a live switch.
+TEST_F(MultiProcess, AttentionDevicesOnOtherRanksMatchOneProcess) {
+  const std::string layout = (root_ / "remote-attention.toml").string();
+  for (const char* policy : {"async", "pingpong", "sync"}) {
+    SCOPED_TRACE(policy);
+    expect_same_tokens(layout, std::string("--policy ") + policy, 3);
+  }
+  expect_same_tokens(layout, "--policy pingpong --switch-policy async --switch-after 20", 3);
+  expect_same_tokens(layout, "--policy async --switch-policy sync --switch-after 25", 3);
+}
+
+// AMoE's deployment over two nodes: an attention device and its share of the experts on each
+// rank (the colocated layout, split evenly).
+TEST_F(MultiProcess, ColocatedLayoutSplitsOverTwoRanks) {
+  const std::string layout = std::string(SY_SOURCE_DIR) + "/layouts/colocated-4.toml";
+  expect_same_tokens(layout, "--policy sync", 2);
+  expect_same_tokens(layout, "--policy async --switch-policy pingpong --switch-after 20", 2);
+}
+
 // bench serves one deployment per policy, one after another, on the same ranks.
 TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
   const std::string args = " bench --model " + (root_ / "model").string() + " --layout " + kLayout +
@@ -290,8 +320,8 @@ TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
 // after it started serving. Each rank's output goes to rankN.log, its exit status to
 // status.log ("rankN=CODE"); `timeout` kills any rank still there after 60 s, which the test
 // would see.
-ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim) {
-  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + kLayout + " --prompts " +
+ShellRun kill_one_rank(const fs::path& root, const std::string& bin, int victim, const std::string& layout = kLayout) {
+  const std::string gen = "generate --model " + (root / "model").string() + " --layout " + layout + " --prompts " +
                           (root / "long.jsonl").string() + " --ignore-eos --out ";
   const std::string v = std::to_string(victim);
   std::string script = "cd " + root.string() + " && rm -f rank*.log status.log && export WORLD_SIZE=3 MASTER_PORT=" +
@@ -332,6 +362,17 @@ TEST_F(Bootstrap, AKilledWorkerRankFailsTheRequestsWithTheReasonAndStopsTheOther
   EXPECT_TRUE(has(log0, "the deployment stopped: rank 2 stopped answering")) << log0;
 }
 
+// The rank that runs an attention device dies: its requests, and everyone else's, fail with
+// the reason; rank 0 stops the survivors.
+TEST_F(Bootstrap, AKilledAttentionRankFailsTheRequestsWithTheReason) {
+  const ShellRun r = kill_one_rank(root_, bin_, 1, (root_ / "remote-attention.toml").string());
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log");
+  EXPECT_LT(r.seconds, 50) << "a rank was left waiting\n" << status << log0;
+  EXPECT_TRUE(has(status, "rank0=1") && has(status, "rank1=137") && has(status, "rank2=0")) << status << log0;
+  EXPECT_TRUE(has(log0, "served 12 requests (12 rejected)")) << log0;
+  EXPECT_TRUE(has(log0, "the deployment stopped: rank 1 stopped answering")) << log0;
+}
+
 TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
   const ShellRun r = kill_one_rank(root_, bin_, 0);
   const std::string status = read_file(root_ / "status.log");
@@ -349,8 +390,9 @@ TEST_F(Bootstrap, AKilledRankZeroStopsEveryOtherRank) {
 // `serve` as three ranks started with RANK/WORLD_SIZE: rank 0 answers HTTP, the expert devices
 // are on ranks 1 and 2. `then` runs in the shell once rank 0 listens ($port, $p0..$p2 set);
 // each rank's output goes to serveN.log and the exit statuses to status.log.
-ShellRun serve_three_ranks(const fs::path& root, const std::string& bin, const std::string& then) {
-  const std::string serve = "serve --model " + (root / "model").string() + " --layout " + kLayout + " --no-console ";
+ShellRun serve_three_ranks(const fs::path& root, const std::string& bin, const std::string& then,
+                           const std::string& layout = kLayout) {
+  const std::string serve = "serve --model " + (root / "model").string() + " --layout " + layout + " --no-console ";
   std::string script = "cd " + root.string() + " && rm -f serve*.log status.log stream.txt && export WORLD_SIZE=3 MASTER_PORT=" +
                        std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=20 OMP_WAIT_POLICY=PASSIVE; ";
   for (int r = 1; r < 3; ++r)
@@ -383,6 +425,32 @@ TEST_F(Bootstrap, ServeAcrossThreeRanksAnswersAsOneProcessAndEndsOnSigterm) {
   EXPECT_TRUE(has(log0, "interrupted:")) << log0;
   EXPECT_TRUE(has(log1, "rank 1 of 3: serving the workers of its devices")) << log1;
   EXPECT_LT(r.seconds, 50) << status;
+}
+
+// Log-probabilities sampled on an attention device of rank 1 or 2 travel back to rank 0's API
+// with the token: the same answer, alternatives included, as one process gives.
+TEST_F(Bootstrap, ServeWithAttentionOnOtherRanksReturnsTheSameLogprobs) {
+  if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
+  const std::string layout = (root_ / "remote-attention.toml").string();
+  const std::string request =
+      "curl -s --max-time 30 localhost:$port/v1/completions -H 'content-type: application/json' -d "
+      "'{\"prompt\": [4, 5, 6], \"max_tokens\": 6, \"temperature\": 0, \"ignore_eos\": true, \"logprobs\": 3}'";
+  const ShellRun one = shell("cd " + root_.string() + " && (" + bin_ + " serve --model " + (root_ / "model").string() +
+                             " --layout " + layout + " --no-console --no-telemetry --port 0 > single.log 2>&1 & p=$!; "
+                             "for i in $(seq 300); do grep -q 'OpenAI-compatible API at' single.log && break; sleep 0.1; done; "
+                             "port=$(grep -o '127.0.0.1:[0-9]*' single.log | head -1 | cut -d: -f2); " +
+                             request + " > single.json; kill -TERM $p; wait $p)");
+  const std::string expected = read_file(root_ / "single.json");
+  ASSERT_TRUE(has(expected, "\"top_logprobs\"")) << expected << read_file(root_ / "single.log");
+  serve_three_ranks(root_, bin_, request + " > answer.json; kill -TERM $p0", layout);
+  const std::string answer = read_file(root_ / "answer.json"), log0 = read_file(root_ / "serve0.log");
+  // Everything but the response's id and creation time.
+  const auto choices = [](const std::string& body) { return body.substr(body.find("\"choices\"")); };
+  ASSERT_TRUE(has(answer, "\"choices\"")) << answer << log0;
+  EXPECT_EQ(choices(answer).substr(0, choices(answer).find("\"created\"")),
+            choices(expected).substr(0, choices(expected).find("\"created\"")))
+      << answer << "\nexpected " << expected;
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=0")) << read_file(root_ / "status.log");
 }
 
 TEST_F(Bootstrap, AKilledRankEndsServeWithTheReasonAtTheClient) {

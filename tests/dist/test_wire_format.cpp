@@ -2,6 +2,11 @@
 // placements survive encoding and decoding; truncated or inconsistent messages are errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <limits>
+#include <iterator>
+
+#include "engine/dist/attention_messages.h"
 #include "engine/dist/shipment_codec.h"
 #include "tests/runtime/test_configs.h"
 
@@ -157,6 +162,80 @@ TEST(WireFormat, APlacementForAnotherModelIsRefused) {
   const Status st = get_placement(r, Placement(config), back);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("experts"), std::string::npos) << st.message();
+}
+
+// Decodes the body of an encoded message (after its type byte).
+template <class M>
+Status decode_body(const std::string& bytes, M& out) {
+  ByteReader r(bytes.data() + 1, bytes.size() - 1);
+  SY_RETURN_IF_ERROR(decode(r, out));
+  return r.left() == 0 ? Status::Ok() : Status::Error("bytes left over");
+}
+
+TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
+  const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3}};
+  SequenceOpen open_back;
+  const std::string open_bytes = encode(open);
+  EXPECT_EQ(static_cast<MessageType>(open_bytes[0]), MessageType::SequenceOpen);
+  ASSERT_TRUE(decode_body(open_bytes, open_back).ok());
+  EXPECT_EQ(open_back, open);
+
+  SequenceClose close_back;
+  ASSERT_TRUE(decode_body(encode(SequenceClose{2, 9}), close_back).ok());
+  EXPECT_EQ(close_back, (SequenceClose{2, 9}));
+
+  kernels::TokenLogprobs lp{17, -0.25f, {{17, -0.25f}, {3, -1.5f}}};
+  for (const Sampled& m : {Sampled{42, 17, std::nullopt}, Sampled{42, 17, lp}}) {
+    Sampled back;
+    ASSERT_TRUE(decode_body(encode(m), back).ok());
+    EXPECT_EQ(back, m);
+  }
+  GroupSampled group_back;
+  ASSERT_TRUE(decode_body(encode(GroupSampled{1, 3}), group_back).ok());
+  EXPECT_EQ(group_back, (GroupSampled{1, 3}));
+}
+
+TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
+  SequenceOpen open;
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}}), open).ok());  // a negative page
+  SamplingSpec nan_temperature;
+  nan_temperature.temperature = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature}), open).ok());
+  SamplingSpec many;
+  many.logprobs = kernels::kMaxTopLogprobs + 1;
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many}), open).ok());
+
+  kernels::TokenLogprobs lp{1, -0.5f, {}};
+  lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});
+  Sampled sampled;
+  const Status too_many = decode_body(encode(Sampled{1, 1, lp}), sampled);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.message().find("at most 20"), std::string::npos) << too_many.message();
+
+  // Every proper prefix of a message is truncated.
+  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}});
+  for (std::size_t n = 1; n < bytes.size(); ++n) {
+    SequenceOpen cut;
+    EXPECT_FALSE(decode_body(bytes.substr(0, n), cut).ok()) << n;
+  }
+}
+
+// The fuzz target's committed seeds (tests/fuzz/corpus/wire) are messages that decode: the
+// replay starts from inputs that reach past the first field.
+TEST(WireFormat, FuzzSeedsOfTheAttentionMessagesDecode) {
+  const std::string dir = std::string(SY_SOURCE_DIR) + "/tests/fuzz/corpus/wire/";
+  const auto read = [&](const char* name) {
+    std::ifstream in(dir + name, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  SequenceOpen open;
+  EXPECT_TRUE(decode_body(read("sequence-open"), open).ok());
+  Sampled sampled;
+  EXPECT_TRUE(decode_body(read("sampled-logprobs"), sampled).ok());
+  ASSERT_TRUE(sampled.logprobs.has_value());
+  EXPECT_EQ(sampled.logprobs->top.size(), 2u);
+  GroupSampled group;
+  EXPECT_TRUE(decode_body(read("group-sampled"), group).ok());
 }
 
 }  // namespace

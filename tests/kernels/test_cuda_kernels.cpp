@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iostream>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -29,7 +31,7 @@ namespace sy::test {
 namespace {
 
 #define SKIP_WITHOUT_GPU() \
-  if (!kernels::cuda_device_available()) GTEST_SKIP() << "no usable CUDA device"
+  if (!kernels::cuda_device_available()) GTEST_SKIP() << "no CUDA device: " << kernels::cuda_device_problem()
 
 // A kernel launcher's status must be ok; the message names the kernel and the CUDA error.
 #define ASSERT_OK(expr)                                  \
@@ -260,6 +262,455 @@ TEST(CudaKernels, LinearBf16MatchesCpu) {
       }
   }
   cublasDestroy(handle);
+}
+
+TEST(CudaKernels, EmbeddingMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const DType t : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(11);
+    const std::int64_t vocab = 1000, H = 333;
+    const TestWeight table = make_weight(rng, t, vocab, H);
+    const std::vector<std::int32_t> tokens = {0, 999, 5, 5, 123};
+    const auto n = static_cast<std::int64_t>(tokens.size());
+    std::vector<float> expected(static_cast<std::size_t>(n * H));
+    for (std::int64_t i = 0; i < n; ++i)  // ModelOps::embed
+      kernels::convert_to_f32(table.view().row(tokens[static_cast<std::size_t>(i)]), t, expected.data() + i * H,
+                              static_cast<std::size_t>(H));
+    DeviceBuffer<std::uint8_t> dt(table.bytes);
+    DeviceBuffer<std::int32_t> dtok(tokens);
+    DeviceBuffer<float> dout(expected.size());
+    ASSERT_OK(kernels::embedding_cuda(dt.get(), t, vocab, H, dtok.get(), n, dout.get(), nullptr));
+    EXPECT_EQ(dout.host(), expected);
+  }
+}
+
+// A paged layer, its host and device copies, and block tables for a few sequences.
+struct PagedFixture {
+  std::int32_t pages = 96, page = 16, kv_heads, dim, table_stride = 24;
+  std::vector<float> k_pool, v_pool;
+  std::vector<std::int32_t> tables;
+  PagedFixture(Rng& rng, std::int32_t kv, std::int32_t d, std::int32_t n_seqs) : kv_heads(kv), dim(d) {
+    const std::size_t width = static_cast<std::size_t>(kv) * d;
+    k_pool.assign(static_cast<std::size_t>(pages * page) * width, 0.0f);
+    v_pool = k_pool;
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(pages));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng.engine());
+    tables.assign(static_cast<std::size_t>(n_seqs * table_stride), -1);
+    std::size_t next = 0;
+    for (std::int32_t s = 0; s < n_seqs; ++s)
+      for (std::int32_t p = 0; p < pages / n_seqs && p < table_stride; ++p)
+        tables[static_cast<std::size_t>(s * table_stride + p)] = ids[next++];
+  }
+  kernels::KvLayerView host_view() { return {k_pool.data(), v_pool.data(), pages, page, kv_heads, dim}; }
+  const std::int32_t* table(std::int32_t s) const { return tables.data() + s * table_stride; }
+};
+
+TEST(CudaKernels, KvCacheWriteMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(12);
+  PagedFixture f(rng, 4, 64, 3);
+  const std::size_t width = static_cast<std::size_t>(f.kv_heads) * f.dim;
+  // A mixed batch: a 40-token prefill chunk from position 10, a decode at 77, a chunk of 3 from 0.
+  const std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>> parts = {{0, 10, 40}, {1, 77, 1}, {2, 0, 3}};
+  std::vector<std::int32_t> token_seq, positions;
+  for (const auto& [s, p0, n] : parts)
+    for (std::int32_t i = 0; i < n; ++i) {
+      token_seq.push_back(s);
+      positions.push_back(p0 + i);
+    }
+  const std::vector<float> k = rng.uniform_vector(positions.size() * width), v = rng.uniform_vector(positions.size() * width);
+  DeviceBuffer<float> dk_pool(f.k_pool), dv_pool(f.v_pool), dk(k), dv(v);
+  std::size_t row = 0;
+  for (const auto& [s, p0, n] : parts) {
+    kernels::kv_cache_write(f.host_view(), f.table(s), p0, n, k.data() + row * width, v.data() + row * width);
+    row += static_cast<std::size_t>(n);
+  }
+  DeviceBuffer<std::int32_t> dtables(f.tables), dseq(token_seq), dpos(positions);
+  const kernels::KvLayerView dview{dk_pool.get(), dv_pool.get(), f.pages, f.page, f.kv_heads, f.dim};
+  ASSERT_OK(kernels::kv_cache_write_cuda(dview, dtables.get(), f.table_stride, dseq.get(), dpos.get(),
+                                         static_cast<std::int64_t>(positions.size()), dk.get(), dv.get(), nullptr));
+  EXPECT_EQ(dk_pool.host(), f.k_pool);
+  EXPECT_EQ(dv_pool.host(), f.v_pool);
+}
+
+TEST(CudaKernels, PrefillAttentionMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  // (heads, kv heads, head_dim): GQA groups of 4 and 8, MHA, head_dim 256 and an odd 40.
+  for (const auto& [heads, kv_heads, dim] :
+       {std::tuple{16, 4, 64}, std::tuple{32, 4, 128}, std::tuple{8, 8, 256}, std::tuple{6, 1, 40}}) {
+    SCOPED_TRACE("heads " + std::to_string(heads) + " kv " + std::to_string(kv_heads) + " dim " + std::to_string(dim));
+    Rng rng(static_cast<std::uint64_t>(heads * 7 + dim));
+    PagedFixture f(rng, kv_heads, dim, 3);
+    const std::size_t width = static_cast<std::size_t>(kv_heads) * dim;
+    const std::size_t q_width = static_cast<std::size_t>(heads) * dim;
+    // Sequence 0: a first chunk of 100 tokens; 1: a second chunk of 37 after 200 cached; 2: a decode at 300.
+    const std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>> parts = {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}};
+    std::vector<std::int32_t> token_seq, positions;
+    for (const auto& [s, p0, n] : parts) {
+      const std::int32_t len = p0 + n;  // the cache holds everything up to the chunk's end
+      const std::vector<float> k = rng.uniform_vector(static_cast<std::size_t>(len) * width, -2.0f, 2.0f);
+      const std::vector<float> v = rng.uniform_vector(static_cast<std::size_t>(len) * width);
+      kernels::kv_cache_write(f.host_view(), f.table(s), 0, len, k.data(), v.data());
+      for (std::int32_t i = 0; i < n; ++i) {
+        token_seq.push_back(s);
+        positions.push_back(p0 + i);
+      }
+    }
+    const std::vector<float> q = rng.uniform_vector(positions.size() * q_width, -2.0f, 2.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+    std::vector<float> expected(q.size());
+    std::size_t row = 0;
+    for (const auto& [s, p0, n] : parts) {
+      kernels::paged_attention(q.data() + row * q_width, n, heads, positions.data() + row, f.host_view(), f.table(s),
+                               scale, expected.data() + row * q_width);
+      row += static_cast<std::size_t>(n);
+    }
+    DeviceBuffer<float> dk(f.k_pool), dv(f.v_pool), dq(q), dout(q.size());
+    DeviceBuffer<std::int32_t> dtables(f.tables), dseq(token_seq), dpos(positions);
+    const kernels::KvLayerView dview{dk.get(), dv.get(), f.pages, f.page, kv_heads, dim};
+    ASSERT_OK(kernels::paged_attention_prefill_cuda(dq.get(), static_cast<std::int64_t>(positions.size()), heads,
+                                                    dseq.get(), dpos.get(), dview, dtables.get(), f.table_stride, scale,
+                                                    dout.get(), nullptr));
+    EXPECT_LT(nmse(dout.host(), as_double(expected)), 1e-10);
+  }
+}
+
+TEST(CudaKernels, QkNormIsPerHeadRmsNorm) {
+  SKIP_WITHOUT_GPU();
+  // Qwen3's q/k norm: rmsnorm over each head (rows = tokens · heads, dim = head_dim), in place.
+  Rng rng(13);
+  const std::int64_t tokens = 9, heads = 32, dim = 128;
+  const TestWeight w = make_weight(rng, DType::BF16, 1, dim, 2.0f);
+  const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(tokens * heads * dim), -3.0f, 3.0f);
+  std::vector<float> expected = x;
+  kernels::rmsnorm(expected.data(), w.bytes.data(), DType::BF16, 1e-6f, tokens * heads, dim, expected.data());
+  DeviceBuffer<float> dx(x);
+  DeviceBuffer<std::uint8_t> dw(w.bytes);
+  ASSERT_OK(kernels::rmsnorm_cuda(dx.get(), dw.get(), DType::BF16, 1e-6f, tokens * heads, dim, dx.get(), nullptr));
+  EXPECT_LT(nmse(dx.host(), as_double(expected)), 1e-12);
+}
+
+// x rounded through `t` and back: what a GEMM over activations converted to t sees.
+std::vector<float> rounded(std::vector<float> x, DType t) {
+  std::vector<std::uint8_t> low(x.size() * kernels::dtype_size(t));
+  kernels::convert_from_f32(x.data(), low.data(), t, x.size());
+  kernels::convert_to_f32(low.data(), t, x.data(), x.size());
+  return x;
+}
+
+TEST(CudaKernels, GroupedLinearMatchesCpuWithEmptyAndUnevenGroups) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  kernels::GroupedGemmWorkspace ws;
+  const std::int64_t N = 96, K = 80;
+  const std::vector<std::int64_t> ms = {0, 1, 7, 0, 33, 7, 128};  // empty, repeated and uneven row counts
+  for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(14);
+    std::vector<TestWeight> w;
+    std::vector<std::vector<float>> x, expected;
+    std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> dw, dx;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> dy;
+    std::vector<kernels::GroupedLinearProblem> problems;
+    for (const std::int64_t m : ms) {
+      w.push_back(make_weight(rng, t, N, K));
+      x.push_back(rounded(rng.uniform_vector(static_cast<std::size_t>(m * K)), t));
+      expected.emplace_back(static_cast<std::size_t>(m * N));
+      if (m > 0) kernels::linear(x.back().data(), m, w.back().view(), nullptr, expected.back().data());
+      std::vector<std::uint8_t> low(x.back().size() * kernels::dtype_size(t));
+      kernels::convert_from_f32(x.back().data(), low.data(), t, x.back().size());
+      dw.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w.back().bytes));
+      dx.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(low));
+      dy.push_back(std::make_unique<DeviceBuffer<float>>(expected.back().size()));
+      problems.push_back({dx.back()->get(), dw.back()->get(), dy.back()->get(), m});
+    }
+    ASSERT_OK(kernels::grouped_linear_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()), N, K,
+                                           t, ws, nullptr));
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      if (ms[i] == 0) continue;
+      EXPECT_LT(nmse(dy[i]->host(), as_double(expected[i])), 1e-10) << "problem " << i;
+    }
+  }
+  std::cout << "[ grouped  ] cublasGemmGroupedBatchedEx " << (ws.fell_back ? "refused these types: ran GemmEx per problem" : "ran grouped") << "\n";
+  cublasDestroy(handle);
+}
+
+TEST(CudaKernels, SwigluExpertsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  kernels::ExpertWorkspace ws;
+  const std::int64_t H = 128, I = 96;
+  const std::vector<std::int64_t> ms = {3, 0, 17, 1, 64};
+  for (const DType t : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(15);
+    struct Expert {
+      TestWeight gate, up, down;
+      std::vector<float> x, scale, expected;
+    };
+    std::vector<Expert> experts;
+    std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> weights;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
+    std::vector<kernels::ExpertProblem> problems;
+    for (std::size_t e = 0; e < ms.size(); ++e) {
+      const std::int64_t m = ms[e];
+      Expert ex{make_weight(rng, t, I, H), make_weight(rng, t, I, H), make_weight(rng, t, H, I),
+                rounded(rng.uniform_vector(static_cast<std::size_t>(m * H)), t),
+                rng.uniform_vector(static_cast<std::size_t>(m), 0.1f, 1.0f), {}};
+      ex.expected.resize(static_cast<std::size_t>(m * H));
+      const bool scaled = e % 2 == 0;
+      kernels::SwigluScratch scratch;
+      if (m > 0)
+        kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
+                            scaled ? ex.scale.data() : nullptr);
+      kernels::ExpertProblem p;
+      for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down}) weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
+      p.gate = weights[weights.size() - 3]->get();
+      p.up = weights[weights.size() - 2]->get();
+      p.down = weights[weights.size() - 1]->get();
+      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.x));
+      p.x = buffers.back()->get();
+      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.scale));
+      p.row_scale = scaled ? buffers.back()->get() : nullptr;
+      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.expected.size()));
+      p.y = buffers.back()->get();
+      p.m = m;
+      problems.push_back(p);
+      experts.push_back(std::move(ex));
+    }
+    ASSERT_OK(kernels::swiglu_experts_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()), H, I, t,
+                                           ws, nullptr));
+    for (std::size_t e = 0; e < ms.size(); ++e) {
+      if (ms[e] == 0) continue;
+      const std::vector<float> y = buffers[3 * e + 2]->host();
+      // f32: the same math; bf16: the GPU also rounds silu(g)·u to bf16 before the down GEMM.
+      EXPECT_LT(nmse(y, as_double(experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4) << "expert " << e;
+    }
+  }
+  cublasDestroy(handle);
+}
+
+TEST(CudaKernels, SharedExpertGateMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  // ModelOps::shared_expert: sigmoid(x · gate_wᵀ) scales the shared expert's output (qwen2_moe).
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  Rng rng(16);
+  const std::int64_t n = 21, H = 128, I = 64;
+  const TestWeight gate_w = make_weight(rng, DType::BF16, 1, H), gate = make_weight(rng, DType::BF16, I, H),
+                   up = make_weight(rng, DType::BF16, I, H), down = make_weight(rng, DType::BF16, H, I);
+  const std::vector<float> x = rounded(rng.uniform_vector(static_cast<std::size_t>(n * H)), DType::BF16);
+  std::vector<float> g(static_cast<std::size_t>(n)), expected(static_cast<std::size_t>(n * H));
+  kernels::linear(x.data(), n, gate_w.view(), nullptr, g.data());
+  for (float& v : g) v = 1.0f / (1.0f + std::exp(-v));
+  kernels::SwigluScratch scratch;
+  kernels::swiglu_ffn(x.data(), n, gate.view(), up.view(), down.view(), expected.data(), scratch, g.data());
+
+  std::vector<std::uint16_t> x16(x.size());
+  kernels::convert_from_f32(x.data(), x16.data(), DType::BF16, x.size());
+  DeviceBuffer<std::uint16_t> dx16(x16);
+  DeviceBuffer<float> dx(x), dg(g.size()), dy(expected.size());
+  DeviceBuffer<std::uint8_t> dgw(gate_w.bytes), dgate(gate.bytes), dup(up.bytes), ddown(down.bytes);
+  ASSERT_OK(kernels::linear_bf16_cuda(handle, dx16.get(), n, reinterpret_cast<const std::uint16_t*>(dgw.get()), 1, H,
+                                      nullptr, dg.get(), false, nullptr));
+  ASSERT_OK(kernels::sigmoid_cuda(dg.get(), n, nullptr));
+  EXPECT_LT(nmse(dg.host(), as_double(g)), 1e-10);
+  kernels::ExpertWorkspace ws;
+  const kernels::ExpertProblem p{dx.get(), dy.get(), dg.get(), dgate.get(), dup.get(), ddown.get(), n};
+  ASSERT_OK(kernels::swiglu_experts_cuda(handle, &p, 1, H, I, DType::BF16, ws, nullptr));
+  EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-4);
+  cublasDestroy(handle);
+}
+
+TEST(CudaKernels, CombineMatchesCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(17);
+  const std::int64_t n = 13, H = 300;
+  for (const std::int32_t K : {1, 2, 8})
+    for (const bool with_shared : {false, true}) {
+      SCOPED_TRACE("K=" + std::to_string(K) + (with_shared ? " shared" : ""));
+      const std::vector<float> slots = rng.uniform_vector(static_cast<std::size_t>(n * K * H));
+      const std::vector<float> shared = rng.uniform_vector(static_cast<std::size_t>(n * H));
+      const std::vector<float> hidden = rng.uniform_vector(static_cast<std::size_t>(n * H));
+      // ModelOps::combine's loop: slots in rank order, then the shared row, then into hidden.
+      std::vector<float> expected = hidden;
+      for (std::int64_t t = 0; t < n; ++t)
+        for (std::int64_t i = 0; i < H; ++i) {
+          float acc = slots[static_cast<std::size_t>((t * K) * H + i)];
+          for (std::int32_t r = 1; r < K; ++r) acc += slots[static_cast<std::size_t>((t * K + r) * H + i)];
+          if (with_shared) acc += shared[static_cast<std::size_t>(t * H + i)];
+          expected[static_cast<std::size_t>(t * H + i)] += acc;
+        }
+      DeviceBuffer<float> dslots(slots), dshared(shared), dhidden(hidden);
+      ASSERT_OK(kernels::combine_cuda(dslots.get(), with_shared ? dshared.get() : nullptr, n, K, H, dhidden.get(), nullptr));
+      EXPECT_EQ(dhidden.host(), expected);
+    }
+}
+
+TEST(CudaKernels, GatherRowsPicksRows) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(18);
+  const std::int64_t width = 70;
+  const std::vector<float> src = rng.uniform_vector(static_cast<std::size_t>(10 * width));
+  const std::vector<std::int32_t> rows = {9, 0, 4, 4};
+  std::vector<float> expected;
+  for (const std::int32_t r : rows) expected.insert(expected.end(), src.begin() + r * width, src.begin() + (r + 1) * width);
+  DeviceBuffer<float> dsrc(src), ddst(expected.size());
+  DeviceBuffer<std::int32_t> drows(rows);
+  ASSERT_OK(kernels::gather_rows_cuda(dsrc.get(), drows.get(), static_cast<std::int64_t>(rows.size()), width, ddst.get(), nullptr));
+  EXPECT_EQ(ddst.host(), expected);
+}
+
+TEST(CudaKernels, CopyRowsFollowsThePointerTables) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(21);
+  const std::int64_t width = 513;
+  const std::vector<float> src = rng.uniform_vector(static_cast<std::size_t>(6 * width));
+  DeviceBuffer<float> dsrc(src), ddst(static_cast<std::size_t>(6 * width));
+  // Row i of the destination takes source row 5 - i.
+  std::vector<const float*> from;
+  std::vector<float*> to;
+  for (std::int64_t i = 0; i < 6; ++i) {
+    from.push_back(dsrc.get() + (5 - i) * width);
+    to.push_back(ddst.get() + i * width);
+  }
+  DeviceBuffer<const float*> dfrom(from);
+  DeviceBuffer<float*> dto(to);
+  ASSERT_OK(kernels::copy_rows_cuda(dfrom.get(), dto.get(), 6, width, nullptr));
+  const std::vector<float> got = ddst.host();
+  for (std::int64_t i = 0; i < 6; ++i)
+    for (std::int64_t c = 0; c < width; ++c)
+      ASSERT_EQ(got[static_cast<std::size_t>(i * width + c)], src[static_cast<std::size_t>((5 - i) * width + c)]);
+}
+
+TEST(CudaKernels, LinearMatchesCpuInEveryWeightType) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const std::int64_t M = 9, N = 70, K = 96;
+  for (const DType t : {DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(22);
+    const TestWeight w = make_weight(rng, t, N, K);
+    const std::vector<float> x = rounded(rng.uniform_vector(static_cast<std::size_t>(M * K)), t);
+    const std::vector<float> bias = rng.uniform_vector(static_cast<std::size_t>(N));
+    std::vector<float> expected(static_cast<std::size_t>(M * N));
+    kernels::linear(x.data(), M, w.view(), bias.data(), expected.data());
+    DeviceBuffer<float> dx(x), dbias(bias), dy(expected.size());
+    DeviceBuffer<std::uint8_t> dlow(x.size() * kernels::dtype_size(t)), dw(w.bytes);
+    ASSERT_OK(kernels::convert_from_f32_cuda(dx.get(), dlow.get(), t, static_cast<std::int64_t>(x.size()), nullptr));
+    ASSERT_OK(kernels::linear_cuda(handle, dlow.get(), t, M, dw.get(), N, K, dbias.get(), dy.get(), false, nullptr));
+    EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-10);
+  }
+  cublasDestroy(handle);
+}
+
+// Rows of logits and per-row settings; returns the GPU's tokens.
+std::vector<std::int32_t> sample_on_gpu(const std::vector<float>& logits, std::int32_t vocab,
+                                        const std::vector<kernels::DeviceSamplingParams>& params) {
+  DeviceBuffer<float> dl(logits);
+  DeviceBuffer<kernels::DeviceSamplingParams> dp(params);
+  DeviceBuffer<std::int32_t> dout(params.size());
+  const Status s = kernels::sample_cuda(dl.get(), static_cast<std::int64_t>(params.size()), vocab, dp.get(), dout.get(), nullptr);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  return dout.host();
+}
+
+TEST(CudaKernels, SamplingMatchesCpuSampler) {
+  SKIP_WITHOUT_GPU();
+  const std::int32_t vocab = 5003;
+  const int rows = 48;
+  Rng rng(19);
+  std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(rows) * vocab, -6.0f, 6.0f);
+  logits[17] = NAN;                              // NaN: weight 0, never drawn
+  logits[vocab + 3] = logits[vocab + 4] = 9.0f;  // a tie at the top
+  // Greedy, plain temperature, top-k, top-p, both, and a top-k wider than the vocabulary.
+  const std::vector<kernels::SamplingParams> settings = {
+      {0.0f, 1.0f, 0}, {0.8f, 1.0f, 0}, {1.0f, 1.0f, 40}, {0.7f, 0.9f, 0}, {1.3f, 0.8f, 100}, {1.0f, 1.0f, 99999}};
+  std::vector<kernels::DeviceSamplingParams> params;
+  std::vector<std::int32_t> expected;
+  for (int r = 0; r < rows; ++r) {
+    const kernels::SamplingParams sp = settings[static_cast<std::size_t>(r) % settings.size()];
+    const std::uint64_t seed = kernels::position_seed(1234, r);
+    kernels::Sampler sampler(sp, seed);
+    expected.push_back(sampler.sample(logits.data() + static_cast<std::size_t>(r) * vocab, vocab));
+    params.push_back({sp.temperature, sp.top_p, sp.top_k, kernels::sampling_uniform(seed)});
+  }
+  // Greedy rows are exact. A drawn row differs only when u·total lands within float rounding of
+  // a bucket edge (CUDA's expf and glibc's differ by an ulp; sums run in another order): about
+  // 1e-3 of rows at this vocabulary, so at most two of the 40 drawn rows may differ.
+  const std::vector<std::int32_t> got = sample_on_gpu(logits, vocab, params);
+  int differ = 0;
+  for (std::size_t r = 0; r < got.size(); ++r) {
+    if (params[r].temperature == 0.0f) {
+      EXPECT_EQ(got[r], expected[r]) << "greedy row " << r;
+    } else if (got[r] != expected[r]) {
+      ++differ;
+    }
+  }
+  EXPECT_LE(differ, 2) << "drawn rows that differ from the CPU sampler";
+}
+
+TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
+  SKIP_WITHOUT_GPU();
+  // Flat logits keep thousands of tokens: past the GPU's 1024 sorted candidates the draw walks
+  // the same kept set in token order. Stratified u = (i + ½)/N makes the empirical CDF of the
+  // draws match the kept set's CDF (in token order) within 1/N, deterministically.
+  const std::int32_t vocab = 8192;
+  const int N = 2048;
+  Rng rng(20);
+  const std::vector<float> row = rng.uniform_vector(static_cast<std::size_t>(vocab), -0.5f, 0.5f);
+  for (const kernels::SamplingParams sp : {kernels::SamplingParams{1.0f, 1.0f, 3000}, kernels::SamplingParams{1.0f, 0.9f, 0}}) {
+    SCOPED_TRACE("top_k " + std::to_string(sp.top_k) + " top_p " + std::to_string(sp.top_p));
+    // The kept set as Sampler defines it: ranks (logit desc, token asc), then the cut.
+    std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+      return row[static_cast<std::size_t>(a)] > row[static_cast<std::size_t>(b)] ||
+             (row[static_cast<std::size_t>(a)] == row[static_cast<std::size_t>(b)] && a < b);
+    });
+    const float m = *std::max_element(row.begin(), row.end()) / sp.temperature;
+    auto w = [&](std::int32_t t) { return static_cast<double>(std::exp(row[static_cast<std::size_t>(t)] / sp.temperature - m)); };
+    std::size_t kept = sp.top_k > 0 ? static_cast<std::size_t>(sp.top_k) : order.size();
+    if (sp.top_p < 1.0f) {
+      double total = 0.0, acc = 0.0;
+      for (std::size_t i = 0; i < kept; ++i) total += w(order[i]);
+      for (std::size_t i = 0; i < kept; ++i)
+        if ((acc += w(order[i])) >= sp.top_p * total) {
+          kept = i + 1;
+          break;
+        }
+    }
+    std::vector<double> mass(static_cast<std::size_t>(vocab), 0.0);
+    double kept_total = 0.0;
+    for (std::size_t i = 0; i < kept; ++i) kept_total += (mass[static_cast<std::size_t>(order[i])] = w(order[i]));
+    ASSERT_GT(kept, 1024u);
+    std::vector<float> logits;
+    std::vector<kernels::DeviceSamplingParams> params;
+    for (int i = 0; i < N; ++i) {
+      logits.insert(logits.end(), row.begin(), row.end());
+      params.push_back({sp.temperature, sp.top_p, sp.top_k, (i + 0.5) / N});
+    }
+    const std::vector<std::int32_t> got = sample_on_gpu(logits, vocab, params);
+    std::vector<int> hits(static_cast<std::size_t>(vocab), 0);
+    for (const std::int32_t t : got) {
+      ASSERT_GT(mass[static_cast<std::size_t>(t)], 0.0) << "token " << t << " is outside the kept set";
+      ++hits[static_cast<std::size_t>(t)];
+    }
+    double cdf = 0.0;
+    int drawn = 0;
+    double worst = 0.0;
+    for (std::int32_t t = 0; t < vocab; ++t) {
+      cdf += mass[static_cast<std::size_t>(t)] / kept_total;
+      drawn += hits[static_cast<std::size_t>(t)];
+      worst = std::max(worst, std::abs(cdf - static_cast<double>(drawn) / N));
+    }
+    EXPECT_LT(worst, 2.0 / N);
+  }
 }
 
 // Arguments are checked before anything reaches the GPU, so this runs on every machine.

@@ -260,6 +260,18 @@ TEST(LayoutFormat, DeviceMemoryInGigabytes) {
   expect_refused(bad, {"memory_gb must be a positive number of GB, got a string"});
 }
 
+TEST(LayoutFormat, GpuKeyPlacesDevicesOnGpus) {
+  auto l = parse("[[device]]\nname = \"a\"\nattention = true\ngpu = 1\n[[device]]\nname = \"e\"\nexperts = \"auto\"\n");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->devices[0].gpu, 1);
+  EXPECT_EQ(l->devices[1].gpu, -1);  // unset: the command's --gpu
+  const Topology t = Topology::from_layout(*l, mixtral_like());
+  EXPECT_EQ(t.device_gpu, (std::vector<std::int32_t>{1, -1}));
+  sy::testing::expect_round_trip(*l, mixtral_like());
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\ngpu = -1\n", {"device 'a': gpu must be in [0,"});
+  expect_refused("[[device]]\nname = \"a\"\nattention = true\ngpu = \"0\"\n", {"device 'a': gpu must be an integer"});
+}
+
 // ---- refusals ----------------------------------------------------------------------------
 
 TEST(LayoutRefusals, TomlSyntaxErrorNamesFileLineAndColumn) {

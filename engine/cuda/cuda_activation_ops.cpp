@@ -1,0 +1,167 @@
+#include "engine/cuda/cuda_activation_ops.h"
+
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace sy {
+namespace {
+
+// A failed CUDA call here is a broken device or our bug: the activations cannot be trusted.
+void must(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "cuda backend: %s: %s\n", what, cudaGetErrorString(err));
+  std::abort();
+}
+
+void must(const Status& s) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "cuda backend: %s\n", s.message().c_str());
+  std::abort();
+}
+
+std::int32_t size_class(std::int64_t floats) {
+  std::int32_t c = 10;  // at least 1024 floats
+  while ((std::int64_t{1} << c) < floats) ++c;
+  return c;
+}
+
+}  // namespace
+
+CudaActivationOps::CudaActivationOps(int gpu) : gpu_(gpu) {
+  must(cudaSetDevice(gpu_), "cudaSetDevice");
+  must(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
+
+CudaActivationOps::~CudaActivationOps() {
+  cudaSetDevice(gpu_);
+  cudaStreamSynchronize(stream_);
+  for (void* p : all_) cudaFree(p);
+  cudaFree(pointers_);
+  cudaStreamDestroy(stream_);
+}
+
+float* CudaActivationOps::data(Activations& a) {
+  assert(!a.null() && dynamic_cast<const CudaActivationOps*>(&a.owner()) && "not cuda activations");
+  return static_cast<float*>(storage(a));
+}
+
+const float* CudaActivationOps::data(const Activations& a) {
+  assert(!a.null() && dynamic_cast<const CudaActivationOps*>(&a.owner()) && "not cuda activations");
+  return static_cast<const float*>(storage(a));
+}
+
+Activations CudaActivationOps::allocate(std::int64_t rows, std::int64_t width) {
+  const std::int32_t c = size_class(rows * width);
+  void* p = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<void*>& list = free_[c];
+    if (!list.empty()) {
+      p = list.back();
+      list.pop_back();
+    }
+  }
+  if (p == nullptr) {
+    must(cudaSetDevice(gpu_), "cudaSetDevice");
+    must(cudaMalloc(&p, (std::size_t{1} << c) * sizeof(float)), "cudaMalloc (activations)");
+    std::lock_guard lock(mutex_);
+    all_.push_back(p);
+  }
+  return wrap(p, c, rows, width);
+}
+
+void CudaActivationOps::release(void* storage, std::int32_t tag) noexcept {
+  std::lock_guard lock(mutex_);
+  free_[tag].push_back(storage);
+}
+
+void CudaActivationOps::copy(const std::vector<const float*>& src, const std::vector<float*>& dst, std::int64_t width) {
+  const auto n = static_cast<std::int64_t>(src.size());
+  if (n == 0) return;
+  must(cudaSetDevice(gpu_), "cudaSetDevice");
+  if (2 * n > pointer_capacity_) {
+    must(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    must(cudaFree(pointers_), "cudaFree");
+    pointer_capacity_ = 2 * n * 2;
+    must(cudaMalloc(&pointers_, static_cast<std::size_t>(pointer_capacity_) * sizeof(void*)), "cudaMalloc");
+  }
+  auto* table = static_cast<void**>(pointers_);
+  // Pageable sources are staged before cudaMemcpyAsync returns, so the vectors may go.
+  must(cudaMemcpyAsync(table, src.data(), static_cast<std::size_t>(n) * sizeof(void*), cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (row pointers)");
+  must(cudaMemcpyAsync(table + n, dst.data(), static_cast<std::size_t>(n) * sizeof(void*), cudaMemcpyHostToDevice,
+                       stream_),
+       "cudaMemcpyAsync (row pointers)");
+  must(kernels::copy_rows_cuda(reinterpret_cast<const float* const*>(table), reinterpret_cast<float* const*>(table + n),
+                               n, width, stream_));
+  must(cudaStreamSynchronize(stream_), "activation row copy");
+}
+
+void CudaActivationOps::gather(std::span<const SourceRow> from, Activations& dst) {
+  assert(!from.empty());
+  const std::int64_t width = from.front().of->width();
+  const auto n = static_cast<std::int64_t>(from.size());
+  if (dst.null() || &dst.owner() != this || dst.width() != width ||
+      n * width > (std::int64_t{1} << tag(dst))) {
+    dst = allocate(n, width);
+  } else {
+    set_rows(dst, n);
+  }
+  float* out = data(dst);
+  std::vector<const float*> src(static_cast<std::size_t>(n));
+  std::vector<float*> to(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const SourceRow& r = from[static_cast<std::size_t>(i)];
+    assert(r.of->width() == width && r.row < r.of->rows());
+    src[static_cast<std::size_t>(i)] = data(*r.of) + r.row * width;
+    to[static_cast<std::size_t>(i)] = out + i * width;
+  }
+  copy(src, to, width);
+}
+
+void CudaActivationOps::append(Activations& dst, Activations&& src) {
+  if (src.null()) return;
+  if (dst.null()) {
+    dst = std::move(src);
+    return;
+  }
+  assert(dst.width() == src.width());
+  const std::int64_t width = dst.width();
+  const std::int64_t rows = dst.rows() + src.rows();
+  must(cudaSetDevice(gpu_), "cudaSetDevice");
+  if (rows * width > (std::int64_t{1} << tag(dst)) || &dst.owner() != this) {
+    Activations grown = allocate(rows, width);
+    must(cudaMemcpyAsync(data(grown), data(dst), static_cast<std::size_t>(dst.rows() * width) * sizeof(float),
+                         cudaMemcpyDeviceToDevice, stream_),
+         "cudaMemcpyAsync (append)");
+    set_rows(grown, dst.rows());
+    must(cudaStreamSynchronize(stream_), "append");
+    dst = std::move(grown);
+  }
+  must(cudaMemcpyAsync(data(dst) + dst.rows() * width, data(src), static_cast<std::size_t>(src.rows() * width) * sizeof(float),
+                       cudaMemcpyDeviceToDevice, stream_),
+       "cudaMemcpyAsync (append)");
+  must(cudaStreamSynchronize(stream_), "append");
+  set_rows(dst, rows);
+  src.reset();
+}
+
+void CudaActivationOps::scatter(const Activations& src, std::span<const TargetRow> to) {
+  assert(static_cast<std::int64_t>(to.size()) == src.rows());
+  const std::int64_t width = src.width();
+  const float* in = data(src);
+  std::vector<const float*> from(to.size());
+  std::vector<float*> dst(to.size());
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    assert(to[i].of->width() == width && to[i].row < to[i].of->rows());
+    from[i] = in + static_cast<std::int64_t>(i) * width;
+    dst[i] = data(*to[i].of) + to[i].row * width;
+  }
+  copy(from, dst, width);
+}
+
+}  // namespace sy

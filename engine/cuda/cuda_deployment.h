@@ -1,0 +1,35 @@
+// A deployment on the cuda backend: every device of the topology is a worker on a GPU, with a
+// CUDA stream of its own, so several workers (a disaggregated layout's attention and expert
+// devices) may share one GPU. What `--backend cuda` runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/cuda/device_model.h"
+#include "engine/model/model_weights.h"
+#include "engine/serving/deployment.h"
+
+namespace sy {
+
+// Why no GPU can be used (the CUDA runtime's reason); empty when one can.
+std::string cuda_backend_problem();
+
+class CudaDeployment final : public Deployment {
+ public:
+  // device_gpu[d]: the GPU of device d (empty: all on GPU 0). Fails with a message when no
+  // GPU can be used (the runtime's reason), when devices sit on different GPUs (transfers
+  // between GPUs are not written yet), or when a GPU's weights and KV caches do not fit
+  // (naming the GPU, its devices, the need and the free memory). Runs on the wall clock.
+  static StatusOr<std::unique_ptr<CudaDeployment>> create(std::shared_ptr<const ModelWeights> weights,
+                                                          Topology topology, DeploymentOptions options,
+                                                          std::vector<int> device_gpu = {});
+
+ private:
+  CudaDeployment(std::shared_ptr<const DeviceModel> model, Topology topology, DeploymentOptions options,
+                 std::vector<int> device_gpu);
+};
+
+}  // namespace sy

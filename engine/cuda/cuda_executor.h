@@ -1,0 +1,115 @@
+// The cuda backend's executor: one worker's math on a GPU, on a CUDA stream of its own (several
+// workers may share a GPU, each with its stream). Each execution is queued on a host thread
+// of the worker's that launches its kernels, waits for the stream and posts the completion
+// to the wall-clock event loop, timed by CUDA events on the device. Attention ranks keep
+// their paged KV cache in GPU memory; activations live in CudaActivationOps pools.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "engine/cuda/cuda_activation_ops.h"
+#include "engine/cuda/device_model.h"
+#include "engine/runtime/event_loop.h"
+#include "engine/runtime/executor.h"
+#include "kernels/cuda/cuda_kernels.h"
+
+namespace sy {
+
+struct CudaExecutorOptions {
+  int gpu = 0;
+  std::int32_t device = 0;  // the worker's device index, for thread names and messages
+  bool attention_rank = false;
+  std::int32_t kv_pages = 0;
+  std::int32_t page_size = 16;
+};
+
+// Growable device memory for one kind of scratch; only the executor's thread uses it.
+class DeviceScratch {
+ public:
+  DeviceScratch() = default;
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch();
+  template <class T>
+  T* get(std::int64_t n) {
+    return static_cast<T*>(reserve(static_cast<std::size_t>(n < 1 ? 1 : n) * sizeof(T)));
+  }
+
+ private:
+  void* reserve(std::size_t bytes);
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecutorOptions options, EventLoop& loop);
+  ~CudaExecutor() override;
+
+  void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
+                 Completion done) override;
+  void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
+              std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
+  void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
+
+  // KV cache bytes of an attention rank with these options (the deployment's fit check).
+  static std::int64_t kv_bytes(const ModelConfig& config, std::int32_t kv_pages, std::int32_t page_size);
+
+ private:
+  void submit(std::function<void()> work, Completion done);
+  void run_thread();
+  // Records the execution's end on the stream and waits for it: kernels are done after this.
+  void end_on_device();
+
+  void run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
+                     RoutedRows& routed);
+  void run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
+  void run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
+                  std::vector<kernels::TokenLogprobs>& logprobs);
+  void run_merge(std::vector<TokenPool::Completed>& merges);
+
+  // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type first.
+  void linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
+              bool accumulate = false);
+  // y = row_scale ⊙ ffn(x) for one SwiGLU FFN.
+  void ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y);
+  void rmsnorm(const float* x, const VectorView& w, std::int64_t rows, std::int64_t dim, float* y);
+
+  std::shared_ptr<const DeviceModel> model_;
+  CudaExecutorOptions options_;
+  EventLoop& loop_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudaEvent_t base_ = nullptr, start_ = nullptr, end_ = nullptr;
+  std::int64_t base_ns_ = 0;  // loop time of base_
+  bool ended_ = false;
+  float* kv_k_ = nullptr;
+  float* kv_v_ = nullptr;
+  std::int64_t kv_layer_floats_ = 0;
+  DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
+      params_, tokens_;
+  kernels::ExpertWorkspace experts_ws_;
+  std::vector<std::int32_t> host_meta_;
+  std::vector<float> host_logits_;
+  // Before the thread: storage handed out here may be in use on it until it stops.
+  CudaActivationOps activations_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::pair<std::function<void()>, Completion>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: joined first
+};
+
+}  // namespace sy

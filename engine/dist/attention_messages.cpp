@@ -1,0 +1,136 @@
+#include "engine/dist/attention_messages.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace sy::dist {
+namespace {
+
+ByteWriter start(MessageType type) {
+  ByteWriter w;
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
+  return w;
+}
+
+void put_sampling(ByteWriter& w, const SamplingSpec& s) {
+  w.put<float>(s.temperature);
+  w.put<float>(s.top_p);
+  w.put<std::int32_t>(s.top_k);
+  w.put<std::uint64_t>(s.seed);
+  w.put<std::int32_t>(s.logprobs);
+}
+
+Status get_sampling(ByteReader& r, SamplingSpec& s) {
+  SY_RETURN_IF_ERROR(r.get(s.temperature));
+  SY_RETURN_IF_ERROR(r.get(s.top_p));
+  SY_RETURN_IF_ERROR(r.get(s.top_k));
+  SY_RETURN_IF_ERROR(r.get(s.seed));
+  SY_RETURN_IF_ERROR(r.get(s.logprobs));
+  // Nothing rank 0 admits lies outside these (NaN included); anything else is not rank 0's.
+  if (!(std::isfinite(s.temperature) && s.temperature >= 0.0f) || !(s.top_p >= 0.0f && s.top_p <= 1.0f) ||
+      s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs)
+    return Status::Error("sampling out of range");
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool Sampled::operator==(const Sampled& o) const {
+  if (request != o.request || token != o.token || logprobs.has_value() != o.logprobs.has_value()) return false;
+  if (!logprobs) return true;
+  // Bitwise, so that a NaN that travelled compares equal to itself.
+  const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  if (logprobs->token != o.logprobs->token || !same(logprobs->logprob, o.logprobs->logprob) ||
+      logprobs->top.size() != o.logprobs->top.size())
+    return false;
+  for (std::size_t i = 0; i < logprobs->top.size(); ++i)
+    if (logprobs->top[i].first != o.logprobs->top[i].first || !same(logprobs->top[i].second, o.logprobs->top[i].second))
+      return false;
+  return true;
+}
+
+std::string encode(const SequenceOpen& m) {
+  ByteWriter w = start(MessageType::SequenceOpen);
+  w.put<std::int32_t>(m.rank);
+  w.put<std::int64_t>(m.request);
+  w.put_array(m.pages);
+  put_sampling(w, m.sampling);
+  return std::move(w.bytes());
+}
+
+std::string encode(const SequenceClose& m) {
+  ByteWriter w = start(MessageType::SequenceClose);
+  w.put<std::int32_t>(m.rank);
+  w.put<std::int64_t>(m.request);
+  return std::move(w.bytes());
+}
+
+std::string encode(const Sampled& m) {
+  ByteWriter w = start(MessageType::Sampled);
+  w.put<std::int64_t>(m.request);
+  w.put<std::int32_t>(m.token);
+  w.put<std::uint8_t>(m.logprobs ? 1 : 0);
+  if (m.logprobs) {
+    w.put<std::int32_t>(m.logprobs->token);
+    w.put<float>(m.logprobs->logprob);
+    w.put<std::uint32_t>(static_cast<std::uint32_t>(m.logprobs->top.size()));
+    for (const auto& [token, logprob] : m.logprobs->top) {
+      w.put<std::int32_t>(token);
+      w.put<float>(logprob);
+    }
+  }
+  return std::move(w.bytes());
+}
+
+std::string encode(const GroupSampled& m) {
+  ByteWriter w = start(MessageType::GroupSampled);
+  w.put<std::int32_t>(m.rank);
+  w.put<std::int32_t>(m.group);
+  return std::move(w.bytes());
+}
+
+Status decode(ByteReader& r, SequenceOpen& m) {
+  SY_RETURN_IF_ERROR(r.get(m.rank));
+  SY_RETURN_IF_ERROR(r.get(m.request));
+  SY_RETURN_IF_ERROR(r.get_array(m.pages));
+  for (std::int32_t p : m.pages)
+    if (p < 0) return Status::Error("page " + std::to_string(p));
+  return get_sampling(r, m.sampling);
+}
+
+Status decode(ByteReader& r, SequenceClose& m) {
+  SY_RETURN_IF_ERROR(r.get(m.rank));
+  return r.get(m.request);
+}
+
+Status decode(ByteReader& r, Sampled& m) {
+  SY_RETURN_IF_ERROR(r.get(m.request));
+  SY_RETURN_IF_ERROR(r.get(m.token));
+  std::uint8_t has = 0;
+  SY_RETURN_IF_ERROR(r.get(has));
+  m.logprobs.reset();
+  if (has > 1) return Status::Error("log-probability flag " + std::to_string(has));
+  if (!has) return Status::Ok();
+  kernels::TokenLogprobs lp;
+  std::uint32_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(lp.token));
+  SY_RETURN_IF_ERROR(r.get(lp.logprob));
+  SY_RETURN_IF_ERROR(r.get(n));
+  if (n > static_cast<std::uint32_t>(kernels::kMaxTopLogprobs))
+    return Status::Error(std::to_string(n) + " top log-probabilities (at most " +
+                         std::to_string(kernels::kMaxTopLogprobs) + ")");
+  lp.top.resize(n);
+  for (auto& [token, logprob] : lp.top) {
+    SY_RETURN_IF_ERROR(r.get(token));
+    SY_RETURN_IF_ERROR(r.get(logprob));
+  }
+  m.logprobs = std::move(lp);
+  return Status::Ok();
+}
+
+Status decode(ByteReader& r, GroupSampled& m) {
+  SY_RETURN_IF_ERROR(r.get(m.rank));
+  return r.get(m.group);
+}
+
+}  // namespace sy::dist

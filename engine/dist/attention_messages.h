@@ -1,0 +1,57 @@
+// The messages that let an attention device run on another rank than the coordinator
+// (docs/wire-format.md, types 27–30): rank 0 sends each request's block table and sampling
+// ahead of its rows and says when it is released; the device sends its sampled tokens back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/dist/wire_format.h"
+#include "engine/runtime/sequence.h"
+#include "kernels/cpu/logprobs.h"
+
+namespace sy::dist {
+
+struct SequenceOpen {
+  std::int32_t rank = 0;  // the DP (attention) rank
+  std::int64_t request = 0;
+  std::vector<std::int32_t> pages;  // its block table
+  SamplingSpec sampling;
+  bool operator==(const SequenceOpen&) const = default;
+};
+
+struct SequenceClose {
+  std::int32_t rank = 0;
+  std::int64_t request = 0;
+  bool operator==(const SequenceClose&) const = default;
+};
+
+struct Sampled {
+  std::int64_t request = 0;
+  std::int32_t token = 0;
+  std::optional<kernels::TokenLogprobs> logprobs;  // only when the request asked
+  bool operator==(const Sampled& o) const;
+};
+
+struct GroupSampled {
+  std::int32_t rank = 0;
+  std::int32_t group = 0;
+  bool operator==(const GroupSampled&) const = default;
+};
+
+// Each encoder writes the whole message, type byte first; each decoder reads the body after the
+// type byte and refuses a truncated message or a field out of range (negative pages, more than
+// kernels::kMaxTopLogprobs alternatives, a sampling spec no request could carry).
+std::string encode(const SequenceOpen& m);
+std::string encode(const SequenceClose& m);
+std::string encode(const Sampled& m);
+std::string encode(const GroupSampled& m);
+Status decode(ByteReader& r, SequenceOpen& m);
+Status decode(ByteReader& r, SequenceClose& m);
+Status decode(ByteReader& r, Sampled& m);
+Status decode(ByteReader& r, GroupSampled& m);
+
+}  // namespace sy::dist

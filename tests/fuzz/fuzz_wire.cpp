@@ -1,0 +1,143 @@
+// Fuzzes the messages between the ranks of a deployment (docs/wire-format.md): the first byte
+// picks the message (shipment header, shipment payload, policy, placement, and the four remote
+// attention messages), the rest is its body as another rank would send it. Any bytes give a
+// message or a named error; a decoded message encodes to bytes that decode to the same message
+// (the second encoding equals the first), the attention messages to exactly the bytes read, and
+// a payload's batches hold columns of one length with activations of exactly their rows.
+#include <cstring>
+#include <string>
+
+#include "engine/cpu/host_activation_ops.h"
+#include "engine/dist/attention_messages.h"
+#include "engine/dist/shipment_codec.h"
+#include "engine/dist/wire_format.h"
+#include "tests/fuzz/fuzz_target.h"
+
+namespace {
+
+using namespace sy;
+using namespace sy::dist;
+
+void refused(const Status& s, const char* what) {
+  if (s.message().empty()) fuzz_fail("wire", (std::string(what) + ": an error without a message").c_str());
+}
+
+// Decodes with `read`, encodes with `write`, decodes and encodes that again: the two encodings
+// must be the same bytes.
+template <class T, class Read, class Write>
+void round_trip(const std::uint8_t* data, std::size_t size, const char* what, Read read, Write write,
+                bool exact = false) {
+  ByteReader r(data, size);
+  T first{};
+  if (const Status s = read(r, first); !s.ok()) return refused(s, what);
+  const std::string once = write(first);
+  if (exact && std::memcmp(once.data() + 1, data, once.size() - 1) != 0)
+    fuzz_fail("wire", (std::string(what) + ": encodes to other bytes than it was read from").c_str());
+  ByteReader again(once.data() + 1, once.size() - 1);
+  T second{};
+  if (const Status s = read(again, second); !s.ok())
+    fuzz_fail("wire", (std::string(what) + ": its own encoding is refused: " + s.message()).c_str());
+  if (again.left() != 0) fuzz_fail("wire", (std::string(what) + ": its own encoding is not read to the end").c_str());
+  if (write(second) != once) fuzz_fail("wire", (std::string(what) + ": reads back different").c_str());
+}
+
+template <class M>
+std::string encoded(const M& m) {
+  return encode(m);
+}
+
+std::string with_type(MessageType type, ByteWriter& w) {
+  return std::string(1, static_cast<char>(type)) + w.bytes();
+}
+
+void check_payload(const std::uint8_t* data, std::size_t size) {
+  static HostActivationOps ops;
+  ByteReader r(data, size);
+  Shipment s;
+  if (const Status st = decode_payload(r, ops, 0, s); !st.ok()) return refused(st, "payload");
+  for (const TokenBatch& b : s.batches) {
+    const std::size_t rows = b.request.size();
+    if (b.position.size() != rows || b.rank.size() != rows || (!b.token.empty() && b.token.size() != rows) ||
+        (!b.slot.empty() && b.slot.size() != rows) || (!b.weight.empty() && b.weight.size() != rows))
+      fuzz_fail("wire", "payload: a batch's columns differ in length");
+    if (!b.hidden.null() && b.hidden.rows() != static_cast<std::int64_t>(rows))
+      fuzz_fail("wire", "payload: activations for another number of rows");
+  }
+  ByteWriter once;
+  encode_payload(once, s);
+  ByteReader again(once.bytes().data(), once.bytes().size());
+  Shipment back;
+  if (const Status st = decode_payload(again, ops, 0, back); !st.ok())
+    fuzz_fail("wire", ("payload: its own encoding is refused: " + st.message()).c_str());
+  ByteWriter twice;
+  encode_payload(twice, back);
+  if (twice.bytes() != once.bytes()) fuzz_fail("wire", "payload: reads back different");
+}
+
+// The placement shape of fuzz_layout: three blocks, 0 and 2 sparse, four experts.
+const Placement& shape() {
+  static const Placement p(3, 4, {true, false, true});
+  return p;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::uint8_t pick = data[0] % 8;
+  ++data;
+  --size;
+  switch (pick) {
+    case 0:
+      round_trip<ShipmentHeader>(
+          data, size, "header", [](ByteReader& r, ShipmentHeader& h) { return decode_header(r, h); },
+          [](const ShipmentHeader& h) {
+            ByteWriter w;
+            encode_header(w, h);
+            return with_type(MessageType::Header, w);
+          },
+          true);
+      break;
+    case 1:
+      check_payload(data, size);
+      break;
+    case 2:
+      round_trip<RuntimePolicy>(
+          data, size, "policy", [](ByteReader& r, RuntimePolicy& p) { return get_policy(r, p); },
+          [](const RuntimePolicy& p) {
+            ByteWriter w;
+            put_policy(w, p);
+            return with_type(MessageType::Apply, w);
+          });
+      break;
+    case 3:
+      round_trip<Placement>(
+          data, size, "placement", [](ByteReader& r, Placement& p) { return get_placement(r, shape(), p); },
+          [](const Placement& p) {
+            ByteWriter w;
+            put_placement(w, p);
+            return with_type(MessageType::Apply, w);
+          });
+      break;
+    case 4:
+      round_trip<SequenceOpen>(
+          data, size, "sequence open", [](ByteReader& r, SequenceOpen& m) { return decode(r, m); },
+          encoded<SequenceOpen>, true);
+      break;
+    case 5:
+      round_trip<SequenceClose>(
+          data, size, "sequence close", [](ByteReader& r, SequenceClose& m) { return decode(r, m); },
+          encoded<SequenceClose>, true);
+      break;
+    case 6:
+      round_trip<Sampled>(
+          data, size, "sampled", [](ByteReader& r, Sampled& m) { return decode(r, m); }, encoded<Sampled>, true);
+      break;
+    default:
+      round_trip<GroupSampled>(
+          data, size, "group sampled", [](ByteReader& r, GroupSampled& m) { return decode(r, m); },
+          encoded<GroupSampled>, true);
+      break;
+  }
+  return 0;
+}
