@@ -215,7 +215,15 @@ Status write_flight_snapshot(const FlightSnapshot& snapshot, RecorderOptions opt
   const std::int64_t horizon = snapshot.horizon_ns;
   std::vector<Span> spans;
   std::vector<QueueSample> queues;
-  for (const FlightSnapshot::Block& held : snapshot.blocks) {
+  // Blocks in time order across devices, so that the recording's per-second windows
+  // (SPAN_WINDOWS, queue integrals included) see the run roughly as it happened.
+  std::vector<std::size_t> order(snapshot.blocks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return snapshot.blocks[x].block.start_ns < snapshot.blocks[y].block.start_ns;
+  });
+  for (std::size_t index : order) {
+    const FlightSnapshot::Block& held = snapshot.blocks[index];
     const EncodedBlock& b = held.block;
     // Blocks are decoded and written again: a dump is rare, and the file's blocks then follow
     // the recorder's rules (per device, by size) like any recording's.

@@ -73,10 +73,12 @@ class EnumIds {
 
 class SqliteTraceReader final : public TraceReader {
  public:
-  SqliteTraceReader(sqlite3* db, std::string name, int version, const std::unordered_map<std::string, std::int64_t>& ids)
+  SqliteTraceReader(sqlite3* db, std::string name, int version, bool windows,
+                    const std::unordered_map<std::string, std::int64_t>& ids)
       : db_(db),
         name_(std::move(name)),
         version_(version),
+        windows_(windows),
         lanes_(ids, 3, lane_name),
         kinds_(ids, kSpanKinds, span_kind_name),
         reasons_(ids, 5, stall_reason_name),
@@ -186,6 +188,51 @@ class SqliteTraceReader final : public TraceReader {
     });
   }
 
+  bool has_span_windows() const override { return windows_; }
+
+  StatusOr<std::vector<SpanWindow>> span_windows(std::int64_t t0, std::int64_t t1) const override {
+    std::vector<SpanWindow> out;
+    if (!has_span_windows()) return out;
+    Query q(db_,
+            "SELECT start, windowNs, device, laneId, spans, tokens, sampledTokens, attentionNs, expertNs, "
+            "sharedExpertNs, samplerNs, transferNs, weightFetchNs, stallNs, mergeNs, stallQueueEmptyNs, "
+            "stallBarrierNs, stallTransferNs, stallWeightsNs, queueTokenNs FROM SPAN_WINDOWS "
+            "WHERE start + windowNs >= ?1 AND start <= ?2 ORDER BY start, device, laneId, rowid");
+    if (!q.ok()) return Status::Error(name_ + ": reading SPAN_WINDOWS: " + q.error());
+    q.bind(1, t0 == kMin ? kMin : t0);
+    q.bind(2, t1);
+    while (q.next()) {
+      SpanWindow w;
+      int col = 0;
+      w.start_ns = q.i64(col++);
+      w.window_ns = q.i64(col++);
+      w.device = q.i32(col++);
+      w.lane = lanes_(q.i64(col++));
+      w.spans = q.i64(col++);
+      w.tokens = q.i64(col++);
+      w.sampled_tokens = q.i64(col++);
+      for (std::size_t k = 0; k < kSpanKinds; ++k) w.kind_ns[k] = q.i64(col++);
+      for (std::size_t r = 1; r < kStallReasons; ++r) w.stall_ns[r] = q.i64(col++);
+      w.queue_token_ns = q.i64(col++);
+      if (w.window_ns <= 0 || static_cast<std::size_t>(w.lane) >= 3) continue;  // not ours to draw
+      if (!out.empty() && out.back().start_ns == w.start_ns && out.back().device == w.device &&
+          out.back().lane == w.lane) {
+        out.back().merge(w);
+      } else {
+        out.push_back(w);
+      }
+    }
+    if (!q.ok()) return Status::Error(name_ + ": reading SPAN_WINDOWS: " + q.error());
+    return out;
+  }
+
+  std::int64_t span_count() const override {
+    if (!blocks()) return -1;
+    Query q(db_, "SELECT SUM(count) FROM SPAN_BLOCKS");
+    if (q.ok() && q.next() && !q.null(0)) return q.i64(0);
+    return 0;
+  }
+
   StatusOr<std::vector<std::string>> control_events() const override {
     return texts("SELECT json FROM CONTROL_EVENTS ORDER BY timestamp, rowid", "CONTROL_EVENTS");
   }
@@ -265,6 +312,7 @@ class SqliteTraceReader final : public TraceReader {
   sqlite3* db_;
   std::string name_;
   int version_;
+  bool windows_;
   EnumIds<Lane> lanes_;
   EnumIds<SpanKind> kinds_;
   EnumIds<StallReason> reasons_;
@@ -317,7 +365,12 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::open(const std::filesystem::
     while (q.ok() && q.next()) ids[q.text(1)] = q.i64(0);
     if (!q.ok()) return fail("reading StringIds: " + q.error());
   }
-  return std::unique_ptr<TraceReader>(new SqliteTraceReader(db, name, static_cast<int>(version), ids));
+  bool windows = false;
+  {
+    Query q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'SPAN_WINDOWS'");
+    windows = q.ok() && q.next() && q.i64(0) > 0;
+  }
+  return std::unique_ptr<TraceReader>(new SqliteTraceReader(db, name, static_cast<int>(version), windows, ids));
 }
 
 }  // namespace sy::telemetry

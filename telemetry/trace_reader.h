@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "telemetry/events.h"
+#include "telemetry/span_windows.h"
 #include "base/status.h"
 
 namespace sy::telemetry {
@@ -39,6 +40,15 @@ class TraceReader {
   virtual StatusOr<std::vector<QueueSample>> queue_samples(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
   virtual StatusOr<std::vector<ExpertLoad>> expert_load(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
   virtual StatusOr<std::vector<RequestEvent>> requests(std::int64_t t0 = kMin, std::int64_t t1 = kMax) const = 0;
+  // The per-window span aggregates (SPAN_WINDOWS) overlapping [t0, t1], rows of one key summed,
+  // ordered by (start, device, lane). Recordings made before the overview have none:
+  // has_span_windows() is false and the result is empty (a caller computes them from spans()).
+  virtual bool has_span_windows() const { return false; }
+  virtual StatusOr<std::vector<SpanWindow>> span_windows(std::int64_t = kMin, std::int64_t = kMax) const {
+    return std::vector<SpanWindow>{};
+  }
+  // Spans held by the trace, from block headers (no decoding); -1 when unknown (schema 1).
+  virtual std::int64_t span_count() const { return -1; }
   // Control events and window summaries as the JSON objects the stream carried.
   virtual StatusOr<std::vector<std::string>> control_events() const = 0;
   virtual StatusOr<std::vector<std::string>> summaries() const = 0;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include "telemetry/span_windows.h"
 #include "telemetry/trace_schema.h"
 
 namespace sy::telemetry {
@@ -79,7 +80,11 @@ struct TraceRecorder::State {
   RecorderOptions options;
   sqlite3* db = nullptr;
   Statement insert_string, insert_span, insert_queue, insert_load, insert_request, insert_control, insert_summary;
-  Statement insert_span_block, insert_queue_block;
+  Statement insert_span_block, insert_queue_block, insert_window;
+  // SPAN_WINDOWS: what the spans of each second added up to (writer thread only).
+  SpanWindowAccumulator windows{1'000'000'000};
+  std::vector<SpanWindow> closed_windows;
+  std::uint64_t uncommitted_windows = 0;
   std::map<std::int32_t, Pending<Span>> pending_spans;
   std::map<std::int32_t, Pending<QueueSample>> pending_queues;
   std::uint64_t uncommitted_records = 0;  // in the open transaction
@@ -156,6 +161,7 @@ struct TraceRecorder::State {
   }
 
   bool blocks() const { return options.format == TraceFormat::Blocks; }
+  bool windowed() const { return blocks() && options.span_windows; }
   int version() const { return blocks() ? trace_schema::kVersion : trace_schema::kVersionRows; }
 
   Status create(const std::map<std::string, std::string>& metadata, const std::vector<std::string>& devices) {
@@ -171,6 +177,7 @@ struct TraceRecorder::State {
     SY_TRY(exec(pragmas.c_str(), "setting the schema version"));
     SY_TRY(exec(trace_schema::kCreateCommonTables, "creating tables"));
     SY_TRY(exec(blocks() ? trace_schema::kCreateBlockTables : trace_schema::kCreateRowTables, "creating tables"));
+    if (windowed()) SY_TRY(exec(trace_schema::kCreateWindowTables, "creating tables"));
     SY_TRY(prepare(insert_string, "INSERT INTO StringIds(id, value) VALUES(?,?)"));
     for (std::size_t i = 0; i < 3; ++i) SY_TRY_ASSIGN(lane_ids[i], intern(lane_name(static_cast<Lane>(i))));
     for (std::size_t i = 0; i < kSpanKinds; ++i) SY_TRY_ASSIGN(kind_ids[i], intern(span_kind_name(static_cast<SpanKind>(i))));
@@ -230,6 +237,12 @@ struct TraceRecorder::State {
                      "INSERT INTO SPAN_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
       SY_TRY(prepare(insert_queue_block,
                      "INSERT INTO QUEUE_BLOCKS(device, start, end, count, codec, rawBytes, data) VALUES(?,?,?,?,?,?,?)"));
+      if (windowed())
+        SY_TRY(prepare(insert_window,
+                     "INSERT INTO SPAN_WINDOWS(start, windowNs, device, laneId, spans, tokens, sampledTokens, "
+                     "attentionNs, expertNs, sharedExpertNs, samplerNs, transferNs, weightFetchNs, stallNs, mergeNs, "
+                     "stallQueueEmptyNs, stallBarrierNs, stallTransferNs, stallWeightsNs, queueTokenNs) "
+                     "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
     } else {
       SY_TRY(prepare(insert_span,
                      "INSERT INTO SPANS(start, end, device, laneId, kindId, stallReasonId, block, idx, microbatch, "
@@ -317,8 +330,39 @@ struct TraceRecorder::State {
     }
   }
 
+  // Closes the windows that no record is expected in any more (two windows behind the newest
+  // time seen, or all of them) and writes them.
+  bool write_windows(bool all) {
+    closed_windows.clear();
+    if (all)
+      windows.close_all(closed_windows);
+    else
+      windows.close_before(windows.latest_ns() - 2 * windows.window_ns(), closed_windows);
+    for (const SpanWindow& w : closed_windows) {
+      sqlite3_stmt* st = insert_window.stmt;
+      int col = 1;
+      sqlite3_bind_int64(st, col++, w.start_ns);
+      sqlite3_bind_int64(st, col++, w.window_ns);
+      sqlite3_bind_int64(st, col++, w.device);
+      sqlite3_bind_int64(st, col++, enum_id(lane_ids, w.lane, lane_name));
+      sqlite3_bind_int64(st, col++, w.spans);
+      sqlite3_bind_int64(st, col++, w.tokens);
+      sqlite3_bind_int64(st, col++, w.sampled_tokens);
+      for (std::size_t k = 0; k < kSpanKinds; ++k) sqlite3_bind_int64(st, col++, w.kind_ns[k]);
+      for (std::size_t r = 1; r < kStallReasons; ++r) sqlite3_bind_int64(st, col++, w.stall_ns[r]);
+      sqlite3_bind_int64(st, col++, w.queue_token_ns);
+      if (!step(insert_window)) return false;
+      ++uncommitted_windows;
+    }
+    return true;
+  }
+
   bool write(const std::vector<Span>& v) {
-    if (blocks()) return buffer(pending_spans, v);
+    if (blocks()) {
+      if (windowed())
+        for (const Span& s : v) windows.add(s);
+      return buffer(pending_spans, v);
+    }
     uncommitted_records += v.size();
     for (const Span& s : v) {
       sqlite3_stmt* st = insert_span.stmt;
@@ -343,7 +387,11 @@ struct TraceRecorder::State {
   }
 
   bool write(const std::vector<QueueSample>& v) {
-    if (blocks()) return buffer(pending_queues, v);
+    if (blocks()) {
+      if (windowed())
+        for (const QueueSample& q : v) windows.add(q);
+      return buffer(pending_queues, v);
+    }
     uncommitted_records += v.size();
     for (const QueueSample& q : v) {
       sqlite3_stmt* st = insert_queue.stmt;
@@ -444,7 +492,9 @@ struct TraceRecorder::State {
   StatusOr<bool> write_all(const std::vector<Item>& items, bool all_blocks) {
     uncommitted_records = 0;
     uncommitted_blocks = 0;
-    if (items.empty() && !any_pending()) return false;
+    uncommitted_windows = 0;
+    const bool windows_due = windowed() && all_blocks && !windows.empty();
+    if (items.empty() && !any_pending() && !windows_due) return false;
     if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) return sql_error("BEGIN");
     for (const Item& item : items) {
       if (!std::visit([&](const auto& v) { return write(v); }, item)) {
@@ -458,7 +508,12 @@ struct TraceRecorder::State {
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return s;
     }
-    if (items.empty() && uncommitted_blocks == 0) {  // only blocks that are not due yet
+    if (windowed() && !write_windows(all_blocks)) {
+      const Status s = sql_error("writing SPAN_WINDOWS");
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return s;
+    }
+    if (items.empty() && uncommitted_blocks == 0 && uncommitted_windows == 0) {  // only blocks that are not due yet
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
       return false;
     }
@@ -630,7 +685,8 @@ Status TraceRecorder::stop(const std::map<std::string, std::string>& final_metad
   if (!fin.ok()) sqlite3_exec(s.db, "ROLLBACK", nullptr, nullptr, nullptr);
   if (result.ok()) result = fin;
   for (Statement* st : {&s.insert_string, &s.insert_span, &s.insert_queue, &s.insert_load, &s.insert_request,
-                        &s.insert_control, &s.insert_summary, &s.insert_span_block, &s.insert_queue_block}) {
+                        &s.insert_control, &s.insert_summary, &s.insert_span_block, &s.insert_queue_block,
+                        &s.insert_window}) {
     sqlite3_finalize(st->stmt);
     st->stmt = nullptr;
   }

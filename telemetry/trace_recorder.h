@@ -28,6 +28,9 @@ struct RecorderOptions {
   TraceFormat format = TraceFormat::Blocks;
   BlockCodec codec = BlockCodec::Zstd;
   int codec_level = 3;  // zstd's level
+  // Blocks format: also write per-second span aggregates (SPAN_WINDOWS), the overview a reader
+  // opens without decoding blocks. Off: a file as before the overview (the benchmark's baseline).
+  bool span_windows = true;
   // A device's block is written when it holds this many records, or when its oldest record
   // waited `block_max_age`: what a kill -9 can lose is at most that much of the stream.
   std::uint32_t block_records = 32768;

@@ -7,8 +7,10 @@
 namespace sy::telemetry::trace_schema {
 
 // PRAGMA user_version. 2: spans and queue samples in compressed blocks (SPAN_BLOCKS,
-// QUEUE_BLOCKS); 1: one row per span and sample (SPANS, QUEUE_SAMPLES), still read and still
-// written on request (`trace export-spans`, the recorder's Rows format).
+// QUEUE_BLOCKS), and since the overview was added the per-window aggregates of the spans
+// (SPAN_WINDOWS; an added table leaves the version as it is, docs/trace-schema.md#versioning:
+// readers look for it); 1: one row per span and sample (SPANS, QUEUE_SAMPLES), still read and
+// still written on request (`trace export-spans`, the recorder's Rows format).
 inline constexpr int kVersion = 2;
 inline constexpr int kVersionRows = 1;
 inline constexpr std::int32_t kApplicationId = 0x53595452;  // PRAGMA application_id, "SYTR"
@@ -42,6 +44,22 @@ CREATE TABLE QUEUE_BLOCKS (
 CREATE INDEX SPAN_BLOCKS_start ON SPAN_BLOCKS(start);
 CREATE INDEX SPAN_BLOCKS_device_start ON SPAN_BLOCKS(device, start);
 CREATE INDEX QUEUE_BLOCKS_start ON QUEUE_BLOCKS(start);
+)sql";
+
+// Version 2, recordings since the overview: a row per (window, device, lane) with what the spans of that window added up to
+// (telemetry/span_windows.h); windows of `windowNs` (the recorder writes 1 s). A window can have
+// more than one row (a late record reopens it): readers sum rows of the same key.
+inline constexpr const char* kCreateWindowTables = R"sql(
+CREATE TABLE SPAN_WINDOWS (
+  start INTEGER NOT NULL, windowNs INTEGER NOT NULL, device INTEGER NOT NULL,
+  laneId INTEGER NOT NULL REFERENCES StringIds(id),
+  spans INTEGER NOT NULL, tokens INTEGER NOT NULL, sampledTokens INTEGER NOT NULL,
+  attentionNs INTEGER NOT NULL, expertNs INTEGER NOT NULL, sharedExpertNs INTEGER NOT NULL,
+  samplerNs INTEGER NOT NULL, transferNs INTEGER NOT NULL, weightFetchNs INTEGER NOT NULL,
+  stallNs INTEGER NOT NULL, mergeNs INTEGER NOT NULL,
+  stallQueueEmptyNs INTEGER NOT NULL, stallBarrierNs INTEGER NOT NULL, stallTransferNs INTEGER NOT NULL,
+  stallWeightsNs INTEGER NOT NULL, queueTokenNs INTEGER NOT NULL);
+CREATE INDEX SPAN_WINDOWS_start ON SPAN_WINDOWS(start);
 )sql";
 
 // Version 1: a row per span and per queue sample.

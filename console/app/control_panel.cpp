@@ -52,7 +52,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     auto* form = new QFormLayout;
     policy_ = new QComboBox;
     policy_->setObjectName("policyCombo");
-    policy_->addItems({"async", "pingpong", "sync", "findep"});
+    policy_->addItems({"async", "pingpong", "sync", "findep", "adaptive"});
     scheduler_ = new QComboBox;
     scheduler_->setObjectName("schedulerCombo");
     scheduler_->addItems({"defrag", "mtfs", "flfs"});
@@ -70,6 +70,13 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     policy_microbatches_->setObjectName("policyMicrobatchSpin");
     policy_microbatches_->setRange(1, 64);
     policy_microbatches_->setValue(2);
+    expert_chunks_ = new QSpinBox;
+    expert_chunks_->setObjectName("expertChunksSpin");
+    expert_chunks_->setRange(1, 64);
+    expert_chunks_->setValue(2);
+    order_ = new QComboBox;
+    order_->setObjectName("orderCombo");
+    order_->addItems({"asas", "aass"});
     apply_policy_ = new QPushButton(tr("Apply policy"));
     apply_policy_->setObjectName("applyPolicyButton");
     form->addRow(tr("policy"), policy_);
@@ -77,6 +84,8 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("defrag lookahead"), lookahead_);
     form->addRow(tr("defrag decay"), decay_);
     form->addRow(tr("micro-batches"), policy_microbatches_);
+    form->addRow(tr("findep expert chunks"), expert_chunks_);
+    form->addRow(tr("findep shared-expert order"), order_);
     form->addRow(apply_policy_);
     body->addWidget(group(tr("Scheduling policy"), form));
     auto edited = [this] {
@@ -88,6 +97,8 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     connect(lookahead_, &QSpinBox::valueChanged, this, edited);
     connect(decay_, &QDoubleSpinBox::valueChanged, this, edited);
     connect(policy_microbatches_, &QSpinBox::valueChanged, this, edited);
+    connect(expert_chunks_, &QSpinBox::valueChanged, this, edited);
+    connect(order_, &QComboBox::currentIndexChanged, this, edited);
     connect(apply_policy_, &QPushButton::clicked, this, &ControlPanel::applyPolicy);
   }
   // Micro-batches alone.
@@ -293,6 +304,8 @@ void ControlPanel::updatePolicyWidgets() {
   lookahead_->setEnabled(async && scheduler_->currentText() == "defrag");
   decay_->setEnabled(async && scheduler_->currentText() == "defrag");
   policy_microbatches_->setEnabled(p == "pingpong" || p == "findep");
+  expert_chunks_->setEnabled(p == "findep");
+  order_->setEnabled(p == "findep");
 }
 
 void ControlPanel::applyPolicy() {
@@ -300,7 +313,9 @@ void ControlPanel::applyPolicy() {
   nlohmann::json params = {{"scheduler", scheduler_->currentText().toStdString()},
                            {"lookahead", lookahead_->value()},
                            {"decay", decay_->value()},
-                           {"microbatches", policy_microbatches_->value()}};
+                           {"microbatches", policy_microbatches_->value()},
+                           {"expert_chunks", expert_chunks_->value()},
+                           {"order", order_->currentText().toStdString()}};
   const nlohmann::json j = {{"cmd", "set_policy"}, {"policy", policy}, {"params", params}};
   QString what = tr("set policy %1").arg(policy_->currentText());
   if (policy == "async") what += "/" + scheduler_->currentText();
@@ -422,12 +437,15 @@ void ControlPanel::syncFromMeta() {
 
   // The editable widgets follow the engine unless the operator is editing them.
   if (!policy_edited_ || new_run) {
-    const QSignalBlocker b1(policy_), b2(scheduler_), b3(lookahead_), b4(decay_), b5(policy_microbatches_);
+    const QSignalBlocker b1(policy_), b2(scheduler_), b3(lookahead_), b4(decay_), b5(policy_microbatches_),
+        b6(expert_chunks_), b7(order_);
     if (int i = policy_->findText(q(meta->policy.name)); i >= 0) policy_->setCurrentIndex(i);
     if (int i = scheduler_->findText(q(meta->policy.scheduler)); i >= 0) scheduler_->setCurrentIndex(i);
     if (meta->policy.lookahead > 0) lookahead_->setValue(meta->policy.lookahead);
     decay_->setValue(meta->policy.decay);
     if (meta->policy.microbatches > 0) policy_microbatches_->setValue(meta->policy.microbatches);
+    if (meta->policy.expert_chunks > 0) expert_chunks_->setValue(meta->policy.expert_chunks);
+    if (int i = order_->findText(q(meta->policy.order)); i >= 0) order_->setCurrentIndex(i);
     policy_edited_ = false;
     updatePolicyWidgets();
   }

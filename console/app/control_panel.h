@@ -71,6 +71,8 @@ class ControlPanel : public QWidget {
   QSpinBox* lookahead_;
   QDoubleSpinBox* decay_;
   QSpinBox* policy_microbatches_;
+  QSpinBox* expert_chunks_;  // findep's r2
+  QComboBox* order_;         // findep's shared-expert order
   QPushButton* apply_policy_;
   QSpinBox* microbatches_;
   QPushButton* apply_microbatches_;

@@ -7,7 +7,9 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
+#include <QPlainTextEdit>
 #include <QGuiApplication>
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -32,6 +34,7 @@
 #include "console/app/scrubber_bar.h"
 #include "console/imgui_glue/imgui_widget.h"
 #include "console/model/time_format.h"
+#include "console/model/run_comparison.h"
 #include "console/model/trace_copy.h"
 #include "console/model/trace_loader.h"
 #include "telemetry/chrome_trace_export.h"
@@ -198,6 +201,7 @@ void MainWindow::buildMenus() {
   open->setShortcut(QKeySequence::Open);
   file->addAction(tr("Export SQLite &copy..."), this, &MainWindow::exportSqlite);
   file->addAction(tr("Export Chrome/&Perfetto JSON..."), this, &MainWindow::exportChrome);
+  file->addAction(tr("Co&mpare with recording..."), this, &MainWindow::showCompareDialog);
   file->addSeparator();
   QAction* shot = file->addAction(tr("Save &screenshot..."), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save screenshot"), "switchyard-console.png", "PNG (*.png)");
@@ -227,6 +231,7 @@ void MainWindow::buildMenus() {
 
 Status MainWindow::connectTo(const ConnectionSettings& settings) {
   disconnectFromEngine();
+  trace_detail_ = TraceDetail{};  // waits for a read of the old recording before it closes
   trace_.reset();
   trace_path_.clear();
   model_.clear();
@@ -271,7 +276,11 @@ Status MainWindow::openTrace(const QString& path) {
   }
   disconnectFromEngine();
   QApplication::setOverrideCursor(Qt::WaitCursor);
-  const auto st = load_trace(**reader, model_);
+  // An hour of spans does not fit in memory as records: such a recording opens by its windows,
+  // and the timeline reads the spans of what it zooms into.
+  const bool overview = TraceDetail::wants_overview(**reader);
+  const auto st = overview ? TraceDetail::open_overview(**reader, model_) : load_trace(**reader, model_);
+  trace_detail_ = TraceDetail{};
   QApplication::restoreOverrideCursor();
   if (!st.ok()) {
     log_->append(LogPanel::Level::Error, tr("reading %1 failed: %2").arg(path, q(st.message())));
@@ -289,10 +298,11 @@ Status MainWindow::openTrace(const QString& path) {
   current_run_ = model_.meta() ? model_.meta()->run_id : 0;
   control_events_seen_ = model_.control_events().size();
   log_->append(LogPanel::Level::Info,
-               tr("opened %1: %2 spans, %3 .. %4")
+               tr("opened %1: %2 spans%5, %3 .. %4")
                    .arg(path)
-                   .arg(q(format_count(static_cast<double>(model_.spans().size()))))
-                   .arg(q(format_time(model_.begin_ns(), 1'000'000)), q(format_time(model_.end_ns(), 1'000'000))));
+                   .arg(q(format_count(static_cast<double>(overview ? model_.overview()->spans : model_.spans().size()))))
+                   .arg(q(format_time(model_.begin_ns(), 1'000'000)), q(format_time(model_.end_ns(), 1'000'000)))
+                   .arg(overview ? tr(" (overview; spans are read from the file on zoom)") : QString()));
   setWindowTitle(tr("Switchyard console - trace %1").arg(QFileInfo(path).fileName()));
   QSettings().setValue("traces/lastDir", QFileInfo(path).absolutePath());
   control_panel_->refresh();
@@ -333,6 +343,11 @@ void MainWindow::ingestLive() {
 void MainWindow::tick() {
   ++ticks_;
   if (live_->running()) ingestLive();
+  if (trace_ && model_.overview()) {
+    // Off the UI thread: a zoom's spans take up to a couple of seconds to read and decode.
+    auto read = trace_detail_.ensure_async(*trace_, model_, view_state_.view_t0_ns, view_state_.view_t1_ns);
+    if (!read.ok()) log_->append(LogPanel::Level::Error, tr("reading spans: %1").arg(q(read.status().message())));
+  }
   if (ticks_ % 4 == 0) control_panel_->refresh();
   scrubber_->sync(model_.begin_ns(), model_.end_ns(), view_state_);
   repaintViews(false);
@@ -375,14 +390,19 @@ void MainWindow::updateStatus() {
     if (live_->decodeErrors() > 0) stream += tr(", %1 undecodable").arg(live_->decodeErrors());
     if (live_->backlogDropped() > 0) stream += tr(", %1 batches dropped (console behind)").arg(live_->backlogDropped());
     if (model_.bad_messages() > 0) stream += tr(", %1 bad JSON (%2)").arg(model_.bad_messages()).arg(q(model_.last_error()));
-    stream += tr("; timeline holds the last %1").arg(q(format_duration(model_.spans().end_ns() - model_.spans().begin_ns())));
+    stream += tr("; timeline holds the last %1 at full detail, the whole run (%2) in windows")
+                  .arg(q(format_duration(model_.spans().end_ns() - model_.spans().begin_ns())))
+                  .arg(q(format_duration(model_.end_ns() - model_.begin_ns())));
     stream_label_->setText(stream);
   } else if (trace_) {
     dot = "#5090e0";
     text = tr("trace %1").arg(QFileInfo(trace_path_).fileName());
-    stream_label_->setText(tr("%1 spans over %2; whole recording loaded")
-                               .arg(q(format_count(static_cast<double>(model_.spans().size()))))
-                               .arg(q(format_duration(model_.end_ns() - model_.begin_ns()))));
+    if (model_.overview())
+      stream_label_->setText(q(model_.describe_held()));
+    else
+      stream_label_->setText(tr("%1 spans over %2; whole recording loaded")
+                                 .arg(q(format_count(static_cast<double>(model_.spans().size()))))
+                                 .arg(q(format_duration(model_.end_ns() - model_.begin_ns()))));
   } else {
     dot = "#808080";
     text = tr("not connected (File > Connect, or File > Open trace)");
@@ -474,6 +494,49 @@ void MainWindow::exportSqlite() {
   if (!st.ok()) QMessageBox::warning(this, tr("Export"), q(st.message()));
 }
 
+StatusOr<QString> MainWindow::compareWith(const QString& path) {
+  auto reader = telemetry::TraceReader::open(path.toStdString());
+  if (!reader.ok()) return reader.status();
+  auto b = telemetry::profile_trace(**reader, QFileInfo(path).fileName().toStdString());
+  if (!b.ok()) return Status::Error(path.toStdString() + ": " + b.status().message());
+  // A: the open recording as its file says (every window and queue sample), or the live run as
+  // the console holds it.
+  StatusOr<telemetry::RunProfile> a = Status::Error("nothing to compare with: connect to an engine or open a recording");
+  if (trace_) {
+    a = telemetry::profile_trace(*trace_, QFileInfo(trace_path_).fileName().toStdString());
+  } else if (model_.end_ns() > model_.begin_ns()) {
+    a = profile_model(model_, "live run " + std::to_string(current_run_));
+  }
+  if (!a.ok()) return a.status();
+  return q(telemetry::format_comparison(*a, *b));
+}
+
+void MainWindow::showCompareDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Compare with recording"),
+                                                    QSettings().value("traces/lastDir").toString(),
+                                                    tr("Switchyard traces (*.db);;All files (*)"));
+  if (path.isEmpty()) return;
+  QApplication::setOverrideCursor(Qt::WaitCursor);
+  auto table = compareWith(path);
+  QApplication::restoreOverrideCursor();
+  if (!table.ok()) {
+    log_->append(LogPanel::Level::Error, tr("compare: %1").arg(q(table.status().message())));
+    return;
+  }
+  auto* dialog = new QDialog(this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->setWindowTitle(tr("Compare: A is what the console shows, B is %1").arg(QFileInfo(path).fileName()));
+  auto* layout = new QVBoxLayout(dialog);
+  auto* text = new QPlainTextEdit(*table);
+  text->setObjectName("compareText");
+  text->setReadOnly(true);
+  text->setLineWrapMode(QPlainTextEdit::NoWrap);
+  text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  layout->addWidget(text);
+  dialog->resize(1100, 360);
+  dialog->show();
+}
+
 void MainWindow::exportChrome() {
   auto source = exportSource();
   if (!source.ok()) {
@@ -529,11 +592,11 @@ void MainWindow::editRetention() {
   seconds->setSuffix(tr(" s of run time"));
   seconds->setValue(static_cast<double>(model_.retention().window_ns) / 1e9);
   auto* spans = new QSpinBox;
-  spans->setRange(100'000, 50'000'000);
-  spans->setSingleStep(1'000'000);
+  spans->setRange(100'000, 500'000'000);
+  spans->setSingleStep(10'000'000);
   spans->setValue(static_cast<int>(model_.retention().max_spans));
   form->addRow(tr("keep the last"), seconds);
-  form->addRow(tr("at most spans (48 bytes each)"), spans);
+  form->addRow(tr("at most spans (held compressed, about 4 bytes each on the demo)"), spans);
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
   form->addRow(buttons);
   connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);

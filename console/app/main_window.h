@@ -17,6 +17,7 @@
 #include "console/views/timeline_view.h"
 #include "console/views/view_state.h"
 #include "base/status.h"
+#include "console/model/trace_detail.h"
 #include "telemetry/trace_reader.h"
 
 class QDockWidget;
@@ -49,6 +50,9 @@ class MainWindow : public QMainWindow {
   // file is on this machine) as an SQLite copy or as Chrome/Perfetto JSON.
   Status exportSqliteTo(const QString& out);
   Status exportChromeTo(const QString& out);
+  // File > Compare with recording without the dialogs: the table of what is shown (the live
+  // run or the open recording, A) against the recording at `path` (B), per device.
+  StatusOr<QString> compareWith(const QString& path);
 
   const ConsoleModel& model() const { return model_; }
   const ViewState& viewState() const { return view_state_; }
@@ -77,6 +81,7 @@ class MainWindow : public QMainWindow {
   void showOpenDialog();
   void exportSqlite();
   void exportChrome();
+  void showCompareDialog();
   void editRetention();
   void showNavigationHelp();
   void resetLayout();
@@ -98,6 +103,8 @@ class MainWindow : public QMainWindow {
   std::unique_ptr<LiveConnection> live_;
   std::unique_ptr<telemetry::TraceReader> trace_;
   QString trace_path_;
+  // A large recording is open by its overview: spans of the zoomed range come from the file.
+  TraceDetail trace_detail_;
   std::uint64_t current_run_ = 0;
   std::size_t control_events_seen_ = 0;
   ConnectionSettings last_settings_;

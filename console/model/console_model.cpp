@@ -144,11 +144,13 @@ void ConsoleModel::apply_retention() {
   loads_.trim(cutoff);
   summaries_.trim(cutoff);
   while (!control_events_.empty() && control_events_.front().t_ns < cutoff) control_events_.pop_front();
-  earliest_ns_ = std::max(earliest_ns_, cutoff);
+  // begin_ns() stays the run's start: the whole run is still held, at reduced detail.
 }
 
 void ConsoleModel::clear() {
   spans_.clear();
+  spans_.set_history_from_spans(true);
+  overview_.reset();
   queues_.clear();
   loads_.clear();
   summaries_.clear();
@@ -178,9 +180,21 @@ std::int32_t ConsoleModel::device_count() const {
 
 std::string ConsoleModel::describe_held() const {
   const auto& s = spans();
+  const SpanHistory& h = s.history();
+  const std::string windows = "per-device windows of " + format_duration(h.coarse_window_ns());
+  if (overview_) {
+    // A recording opened by its overview: spans only for the range last zoomed into.
+    std::string held = "overview of " + format_count(static_cast<double>(overview_->spans)) + " spans over " +
+                       format_duration(end_ns() - begin_ns()) + " (" + windows + ")";
+    if (s.empty()) return held + "; zoom in for spans, read from the file";
+    return held + "; " + format_count(static_cast<double>(s.size())) + " spans of " +
+           format_time(overview_->detail_t0_ns, 1'000'000) + " .. " + format_time(overview_->detail_t1_ns, 1'000'000) +
+           " read from the file";
+  }
   std::string held = format_count(static_cast<double>(s.size())) + " spans";
   if (!bounded_) return held + ", whole recording";
   held += " over the last " + format_duration(s.end_ns() - s.begin_ns());
+  held += " in " + format_count(static_cast<double>(s.held_bytes()) / 1e6) + " MB";
   if (s.size() >= retention_.max_spans * 95 / 100) {
     held += " (the " + format_count(static_cast<double>(retention_.max_spans)) + "-span limit, reached before " +
             format_duration(retention_.window_ns);
@@ -189,7 +203,10 @@ std::string ConsoleModel::describe_held() const {
             format_count(static_cast<double>(retention_.max_spans)) + " spans";
   }
   if (s.evicted() > 0) held += "; " + format_count(static_cast<double>(s.evicted())) + " dropped so far";
-  return held + ")";
+  held += ")";
+  if (h.end_ns() > h.begin_ns())
+    held += "; the whole run (" + format_duration(h.end_ns() - h.begin_ns()) + ") in " + windows;
+  return held;
 }
 
 }  // namespace sy::console

@@ -24,7 +24,16 @@ namespace sy::console {
 // `max_spans` spans (the oldest go first when the stream is denser than the window allows).
 struct Retention {
   std::int64_t window_ns = 120'000'000'000;  // 2 minutes
-  std::size_t max_spans = 4'000'000;          // about 200 MB of spans
+  // Spans are held compressed (lane_spans.h): about 4 bytes each on the demo, so this is about
+  // 400 MB, and the demo's 2 minutes (about 70 M spans) fit.
+  std::size_t max_spans = 100'000'000;
+};
+
+// A recording opened by its overview (trace_detail.h): what the file holds, and which range of
+// its spans the model holds now.
+struct TraceOverview {
+  std::int64_t spans = 0;  // in the whole file
+  std::int64_t detail_t0_ns = 0, detail_t1_ns = 0;  // spans held: those overlapping this range
 };
 
 class ConsoleModel {
@@ -58,6 +67,10 @@ class ConsoleModel {
   void clear();
 
   const SpanStore& spans() const { return spans_; }
+  SpanStore& spans() { return spans_; }
+  // Set while the model shows a recording by its overview; null otherwise.
+  const std::optional<TraceOverview>& overview() const { return overview_; }
+  void set_overview(std::optional<TraceOverview> o) { overview_ = o; ++version_; }
   const QueueStore& queues() const { return queues_; }
   QueueStore& queues() { return queues_; }
   const ExpertLoadStore& loads() const { return loads_; }
@@ -68,9 +81,15 @@ class ConsoleModel {
   const std::deque<ControlEvent>& control_events() const { return control_events_; }
   const std::optional<RunMeta>& meta() const { return meta_; }
 
-  // Earliest and latest time of anything held (0, 0 when empty).
+  // Earliest and latest time of anything held, at any detail (0, 0 when empty): a live run's
+  // begin stays its start after retention dropped the spans of that time.
   std::int64_t begin_ns() const;
   std::int64_t end_ns() const { return has_time_ ? latest_ns_ : 0; }
+  // Widens the time range to [begin_ns, end_ns] (a recording's bounds, before its detail is read).
+  void note_range(std::int64_t begin_ns, std::int64_t end_ns) {
+    note_time(begin_ns);
+    note_time(end_ns);
+  }
   std::int32_t device_count() const;
 
   std::uint64_t records() const { return records_; }
@@ -90,6 +109,7 @@ class ConsoleModel {
   RequestTable requests_;
   std::deque<ControlEvent> control_events_;
   std::optional<RunMeta> meta_;
+  std::optional<TraceOverview> overview_;
   Retention retention_;
   bool bounded_ = true;
   bool has_time_ = false;

@@ -29,6 +29,8 @@ std::string brief(const std::string& text) {
 
 std::string ControlEvent::label() const {
   if (cmd == "rank_lost") return "process lost: " + (reason.empty() ? brief(new_json) : reason);
+  if (cmd == "adaptive_switch")  // nobody asked: the engine says what it chose and why
+    return "adaptive: " + brief(old_json) + " -> " + brief(new_json) + (reason.empty() ? "" : " (" + reason + ")");
   if (!ok) return cmd + " failed: " + error;
   const std::string what = phase == "copying" ? cmd + " (copying weights)" : phase.empty() ? cmd : cmd + " (" + phase + ")";
   const std::string from = brief(old_json);

@@ -32,6 +32,10 @@ std::string PolicyInfo::describe() const {
       std::snprintf(buf, sizeof buf, " (lookahead %d, decay %g)", lookahead, decay);
       out += buf;
     }
+  } else if (name == "findep" && microbatches > 0 && expert_chunks > 0) {
+    std::snprintf(buf, sizeof buf, " (r1=%d, r2=%d, %s)", microbatches, expert_chunks,
+                  order == "aass" ? "AASS" : "ASAS");
+    out += buf;
   } else if (microbatches > 0) {
     std::snprintf(buf, sizeof buf, " (m=%d)", microbatches);
     out += buf;
@@ -103,6 +107,8 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
       read(*it, "lookahead", m.policy.lookahead);
       read(*it, "decay", m.policy.decay);
       read(*it, "microbatches", m.policy.microbatches);
+      read(*it, "expert_chunks", m.policy.expert_chunks);
+      read(*it, "order", m.policy.order);
     }
     read(j, "admission_paused", m.admission_paused);
     if (auto it = j.find("recording"); it != j.end() && it->is_object()) {

@@ -37,8 +37,10 @@ struct PolicyInfo {
   std::int32_t lookahead = 0;
   double decay = 0;
   std::int32_t microbatches = 0;
+  std::int32_t expert_chunks = 0;  // findep's r2
+  std::string order;               // findep's shared-expert order: asas, aass
 
-  // "async/defrag (lookahead 3, decay 0.5)", "pingpong (m=2)".
+  // "async/defrag (lookahead 3, decay 0.5)", "pingpong (m=2)", "findep (r1=2, r2=3, ASAS)".
   std::string describe() const;
 };
 

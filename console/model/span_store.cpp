@@ -12,6 +12,7 @@ bool SpanStore::add(const telemetry::Span& span) {
   }
   if (span.device >= device_count()) devices_.resize(static_cast<std::size_t>(span.device) + 1);
   devices_[static_cast<std::size_t>(span.device)][static_cast<std::size_t>(lane_index)].add(span);
+  history_.add(span, history_from_spans_);
   ++size_;
   end_ns_ = std::max(end_ns_, span.end_ns);
   // A transfer travels as one record on its source's send lane; its destination's receive
@@ -24,6 +25,7 @@ bool SpanStore::add(const telemetry::Span& span) {
     received.lane = telemetry::Lane::Receive;
     if (received.device >= device_count()) devices_.resize(static_cast<std::size_t>(received.device) + 1);
     devices_[static_cast<std::size_t>(received.device)][static_cast<std::size_t>(telemetry::Lane::Receive)].add(received);
+    history_.add(received, history_from_spans_);
     ++size_;
   }
   return true;
@@ -31,8 +33,24 @@ bool SpanStore::add(const telemetry::Span& span) {
 
 void SpanStore::clear() {
   devices_.clear();
+  history_.clear();
   size_ = 0;
   end_ns_ = std::numeric_limits<std::int64_t>::min();
+}
+
+void SpanStore::clear_detail() {
+  for (auto& lanes : devices_)
+    for (auto& l : lanes) l.clear();
+  history_.clear_fine();
+  size_ = 0;
+  end_ns_ = std::numeric_limits<std::int64_t>::min();
+}
+
+std::size_t SpanStore::held_bytes() const {
+  std::size_t n = 0;
+  for (const auto& lanes : devices_)
+    for (const auto& l : lanes) n += l.held_bytes();
+  return n;
 }
 
 const LaneSpans& SpanStore::lane(std::int32_t device, telemetry::Lane lane) const {
@@ -51,6 +69,7 @@ std::int64_t SpanStore::begin_ns() const {
 }
 
 void SpanStore::trim(std::int64_t cutoff_ns, std::size_t max_spans) {
+  history_.trim_fine(cutoff_ns);
   for (auto& lanes : devices_) {
     for (auto& l : lanes) {
       const std::size_t n = l.drop_ended_before(cutoff_ns);

@@ -1,5 +1,6 @@
 // Every span the console holds, per device and lane, with the retention that bounds a live run's
-// memory (a time window and a span budget) and counts of what was dropped and why.
+// memory (a time window and a span budget) and counts of what was dropped and why; beside them
+// the reduced detail of the whole run (span_history.h), which retention never drops.
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "console/model/lane_spans.h"
+#include "console/model/span_history.h"
 #include "telemetry/events.h"
 
 namespace sy::console {
@@ -24,6 +26,16 @@ class SpanStore {
   // before it starts.
   bool add(const telemetry::Span& span);
   void clear();
+  // Drops the spans and the fine windows, keeps the whole-run windows (a recording's detail
+  // being replaced by another range of it).
+  void clear_detail();
+  // Whether added spans also build the whole-run windows (not when those came from a
+  // recording's SPAN_WINDOWS).
+  void set_history_from_spans(bool on) { history_from_spans_ = on; }
+  const SpanHistory& history() const { return history_; }
+  SpanHistory& history() { return history_; }
+  // Bytes the spans take (compressed chunks and open records).
+  std::size_t held_bytes() const;
 
   // Live retention: drops spans that ended before `cutoff_ns`; then, if more than `max_spans`
   // remain, drops the earliest-starting ones across all lanes until at most `max_spans` are left.
@@ -43,6 +55,8 @@ class SpanStore {
 
  private:
   std::vector<std::array<LaneSpans, kLaneCount>> devices_;
+  SpanHistory history_;
+  bool history_from_spans_ = true;
   std::size_t size_ = 0;
   std::int64_t end_ns_ = std::numeric_limits<std::int64_t>::min();
   std::uint64_t evicted_ = 0;

@@ -88,7 +88,27 @@ void span_tooltip(const Span& s, const RunMeta* meta) {
   ImGui::EndTooltip();
 }
 
+void aggregate_tooltip(const TimelineItem& item) {
+  ImGui::BeginTooltip();
+  ImGui::Text("%zu spans in %s (window totals; zoom in for the spans)", item.count,
+              format_duration(item.end_ns - item.start_ns).c_str());
+  ImGui::Separator();
+  ImGui::Text("busy      %.0f%%", 100.0 * item.busy_share);
+  const auto kind = telemetry::span_kind_name(item.kind);
+  ImGui::Text("mostly    %.*s", static_cast<int>(kind.size()), kind.data());
+  if (item.has_stall) {
+    const auto reason = telemetry::stall_reason_name(item.stall_reason);
+    ImGui::Text("stalls    %.0f%% of the time accounted, mostly %.*s", 100.0 * item.stall_share,
+                static_cast<int>(reason.size()), reason.data());
+  }
+  const double seconds = static_cast<double>(item.end_ns - item.start_ns) / 1e9;
+  if (item.tokens > 0 && seconds > 0) ImGui::Text("tokens    %.0f rows/s", static_cast<double>(item.tokens) / seconds);
+  ImGui::Text("from      %s", format_time(item.start_ns, 1000).c_str());
+  ImGui::EndTooltip();
+}
+
 void fold_tooltip(const TimelineItem& item, const LaneSpans& lane) {
+  if (item.aggregate) return aggregate_tooltip(item);
   ImGui::BeginTooltip();
   ImGui::Text("%zu spans folded (zoom in to see them)", item.count);
   ImGui::Separator();
@@ -232,7 +252,7 @@ void TimelineView::draw_ruler(const ConsoleModel& model, ViewState& state, float
 void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   stats_ = {};
   const ImGuiIO& io = ImGui::GetIO();
-  if (!initialised_ && !model.spans().empty()) {
+  if (!initialised_ && (!model.spans().empty() || model.overview())) {
     // First data: show the last two seconds (live) or everything (a trace).
     if (state.live) {
       state.view_t0_ns = std::max(model.end_ns() - 2'000'000'000, model.begin_ns());
@@ -242,7 +262,7 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
     }
     initialised_ = true;
   }
-  if (model.spans().empty() && model.end_ns() == 0) initialised_ = false;
+  if (model.spans().empty() && model.end_ns() == 0 && !model.overview()) initialised_ = false;
   if (state.live && state.follow_live && model.end_ns() > 0) {
     // The newest data at the right edge; early in a run, the run's start at the left edge.
     const std::int64_t range = state.view_t1_ns - state.view_t0_ns;
@@ -315,6 +335,7 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
   const RunMeta* meta = model.meta() ? &*model.meta() : nullptr;
   const FoldOptions fold{.ns_per_pixel = ns_per_px, .min_width_px = state.min_fold_px, .max_fold_px = 24, .fold_samples = 8};
   const float label_min_px = 40.0f;
+  const SpanHistory& history = model.spans().history();
   char label[96];
 
   for (std::int32_t d = 0; d < devices; ++d) {
@@ -353,7 +374,8 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
       const float h = kLaneHeight[l];
       const LaneSpans& lane = model.spans().lane(d, static_cast<Lane>(l));
       items_.clear();
-      fold_lane(lane, state.view_t0_ns, state.view_t1_ns, fold, items_);
+      const LaneDetail detail{&lane, history.fine(d, static_cast<Lane>(l)), history.coarse(d, static_cast<Lane>(l))};
+      fold_lane_detail(detail, state.view_t0_ns, state.view_t1_ns, fold, items_);
       stats_.items += items_.size();
       const TimelineItem* hover = nullptr;
       const bool mouse_in_lane = hovered && io.MousePos.y >= lane_y && io.MousePos.y < lane_y + h;
@@ -365,19 +387,22 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
           ++stats_.folded_items;
           // Darker than a single span; tinted towards the colour of the reason it stalled for,
           // by the share of stalled time sampled inside (idle reads grey, barriers red).
-          const ImU32 c = palette::mix(palette::scale(palette::span_kind(item.kind), 0.6f),
+          // Window totals keep the kind's own colour: they are a lane's time, not a pile of
+          // narrow spans.
+          const ImU32 c = palette::mix(palette::scale(palette::span_kind(item.kind), item.aggregate ? 1.0f : 0.6f),
                                        palette::scale(palette::stall_reason(item.stall_reason), 0.8f),
                                        item.stall_share);
           dl->AddRectFilled(ImVec2(xa, lane_y), ImVec2(xb, lane_y + h), c);
-          // Tracy's fold marker: a zigzag along the block.
-          if (xb - xa >= 6 && h >= 12) {
+          // Tracy's fold marker: a zigzag along the block. Window totals (reduced detail) stay
+          // flat, so that where the spans themselves are drawn reads at a glance.
+          if (xb - xa >= 6 && h >= 12 && !item.aggregate) {
             const float mid = lane_y + h / 2;
             for (float x = xa; x + 3 <= xb; x += 6) {
               dl->AddLine(ImVec2(x, mid + 3), ImVec2(x + 3, mid - 3), palette::scale(c, 1.7f));
               if (x + 6 <= xb) dl->AddLine(ImVec2(x + 3, mid - 3), ImVec2(x + 6, mid + 3), palette::scale(c, 1.7f));
             }
           }
-          if (xb - xa > 70 && h >= 14) {
+          if (xb - xa > 70 && h >= 14 && !item.aggregate) {
             std::snprintf(label, sizeof label, "%zu spans", item.count);
             const ImVec4 clip(xa + 2, lane_y, xb - 2, lane_y + h);
             dl->AddText(nullptr, 0, ImVec2(xa + 4, lane_y + (h - ImGui::GetTextLineHeight()) / 2), palette::kText,

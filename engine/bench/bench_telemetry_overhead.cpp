@@ -1,8 +1,10 @@
 // What telemetry costs a serving run: the same workload served with telemetry off, with the
 // stream on (one subscriber draining it, as a console would), and with the stream plus a
-// SQLite recording in each trace format (schema 1 rows, schema 2 blocks with zstd or LZ4), in
-// interleaved repetitions of one run; prints wall-clock tokens/s and the ratios against off,
-// and for the recordings the file's bytes per span and the spans written per wall second.
+// SQLite recording in each trace format (schema 1 rows, schema 2 blocks with zstd or LZ4, and
+// zstd blocks plus the per-second SPAN_WINDOWS overview, the default), in interleaved
+// repetitions of one run; prints wall-clock tokens/s and the ratios against off, and for the
+// recordings the file's bytes per span and the spans written per wall second: zstd without and
+// with windows is the overview's cost, before and after, in one run.
 // A benchmark, not a test.
 #include <algorithm>
 #include <atomic>
@@ -28,8 +30,9 @@ using namespace sy;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
-enum class Mode { Off, StreamOnly, Stream, RecordRows, RecordZstd, RecordLz4 };
-constexpr Mode kModes[] = {Mode::Off, Mode::StreamOnly, Mode::Stream, Mode::RecordRows, Mode::RecordZstd, Mode::RecordLz4};
+enum class Mode { Off, StreamOnly, Stream, RecordRows, RecordZstd, RecordLz4, RecordWindows };
+constexpr Mode kModes[] = {Mode::Off,        Mode::StreamOnly, Mode::Stream,       Mode::RecordRows,
+                           Mode::RecordZstd, Mode::RecordLz4,  Mode::RecordWindows};
 const char* mode_name(Mode m) {
   switch (m) {
     case Mode::Off: return "off";
@@ -38,10 +41,13 @@ const char* mode_name(Mode m) {
     case Mode::RecordRows: return "+ recording, v1 rows";
     case Mode::RecordZstd: return "+ recording, v2 blocks zstd";
     case Mode::RecordLz4: return "+ recording, v2 blocks lz4";
+    case Mode::RecordWindows: return "+ recording, zstd+windows";
   }
   return "?";
 }
-bool records(Mode m) { return m == Mode::RecordRows || m == Mode::RecordZstd || m == Mode::RecordLz4; }
+bool records(Mode m) {
+  return m == Mode::RecordRows || m == Mode::RecordZstd || m == Mode::RecordLz4 || m == Mode::RecordWindows;
+}
 
 struct Outcome {
   double tokens_per_s = 0;
@@ -88,6 +94,7 @@ Outcome run_once(const Setup& s, Mode mode, const fs::path& scratch) {
       flags.record = scratch;
       flags.record_format = mode == Mode::RecordRows ? telemetry::TraceFormat::Rows : telemetry::TraceFormat::Blocks;
       flags.record_codec = mode == Mode::RecordLz4 ? telemetry::BlockCodec::Lz4 : telemetry::BlockCodec::Zstd;
+      flags.record_windows = mode == Mode::RecordWindows;
     }
     live = cli::LiveTelemetry::start(flags);
     if (mode != Mode::StreamOnly) {
@@ -136,13 +143,15 @@ int main(int argc, char** argv) {
   int threads = 1;
   app.add_option("--repetitions", repetitions, "Interleaved runs per mode (the median is reported)")->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the cpu backend's kernels")->capture_default_str();
+  bool sim_only = false;
+  app.add_flag("--sim-only", sim_only, "Only the unpaced simulator (the demo's cluster), not the cpu backend");
   CLI11_PARSE(app, argc, argv);
   kernels::set_num_threads(threads);
   const fs::path scratch = fs::temp_directory_path() / ("sy_bench_telemetry_" + std::to_string(::getpid()));
   fs::create_directories(scratch);
 
   std::vector<Setup> setups;
-  {
+  if (!sim_only) {
     // The cpu backend on the tiny model: real kernels, so telemetry competes with real math.
     const fs::path dir = scratch / "tiny";
     ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::BF16);

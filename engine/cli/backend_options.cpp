@@ -6,6 +6,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cpu/cpu_deployment.h"
 #include "engine/serving/memory_budget.h"
+#include "engine/sim/calibration.h"
 #include "engine/sim/sim_deployment.h"
 #if SY_HAVE_CUDA
 #include "engine/cuda/cuda_deployment.h"
@@ -69,7 +70,9 @@ void BackendOptions::add_to(CLI::App& app, bool with_both) {
       ->check(CLI::IsMember({"cpu", "cuda", "sim"}))->capture_default_str();
   app.add_option("--gpu", gpu, "cuda: the GPU of the layout's devices that give no `gpu` key")
       ->check(CLI::Range(0, 1023))->capture_default_str();
-  app.add_option("--hardware", hardware, "sim: device profile, a name from assets/hardware or a .toml file")
+  app.add_option("--hardware", hardware,
+                 "sim: device profile, a name from assets/hardware or a .toml file; cpu, cuda: the profile whose "
+                 "[findep] table (switchyard calibrate) findep's solver plans with")
       ->capture_default_str();
   app.add_option("--devices-per-node", devices_per_node, "sim: devices sharing a node's NVLink; NICs between nodes")
       ->check(CLI::Range(1, 1024))->capture_default_str();
@@ -97,6 +100,7 @@ Backend Backend::open(const BackendOptions& options, const std::string& model) {
                            ", top-" + std::to_string(c.top_k)};
       b.replay_ = std::move(trace);
     }
+    b.findep_costs_ = findep_cost_basis(b.config_, &*b.hardware_, options.hardware, true);
     return b;
   }
   if (!options.routing.empty()) throw CommandError{"--routing replays on --backend sim; a cpu run routes with its model"};
@@ -118,7 +122,32 @@ Backend Backend::open(const BackendOptions& options, const std::string& model) {
     const ModelConfig& c = b.config_;
     b.recording_ = std::make_shared<RoutingTrace>(RoutingTrace::Shape{c.num_layers, c.num_experts, c.top_k});
   }
+  // cpu: the --hardware profile is only findep's cost basis; one that does not load leaves
+  // the solver without one (it says why when asked), the run itself is unaffected.
+  auto profile = find_hardware_profile(options.hardware);
+  b.findep_costs_ = findep_cost_basis(b.config_, profile.ok() ? &*profile : nullptr,
+                                      profile.ok() ? options.hardware : profile.status().message(), false);
   return b;
+}
+
+std::shared_ptr<const FindepCostBasis> Backend::findep_cost_basis(const ModelConfig& config,
+                                                                  const HardwareProfile* profile,
+                                                                  const std::string& name_or_error, bool sim) {
+  auto basis = std::make_shared<FindepCostBasis>();
+  basis->config = config;
+  if (!profile) {
+    basis->source = "--hardware: " + name_or_error;
+  } else if (profile->findep) {
+    basis->primitives = *profile->findep;
+    basis->source = "the " + profile->name + " profile's [findep] table";
+  } else {
+    basis->primitives = findep_primitives_from_roofline(*profile);
+    basis->source = "derived from the " + profile->name + " profile's roofline";
+  }
+  // The cpu backend measures its executions: without a calibrated table (switchyard calibrate,
+  // then --hardware FILE) the models describe a GPU, not this host.
+  if (!sim && profile && !profile->findep) basis->source += " (no calibrated [findep] table: a GPU's, not this host's)";
+  return basis;
 }
 
 Clock Backend::clock() const {
@@ -146,6 +175,7 @@ std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions
   // Before anything is allocated: a layout beyond this machine is an error naming its keys.
   check(check_host_memory(config_, topology, options.kv_pages_per_rank, options.page_size,
                           /*host_kv=*/!sim() && !cuda()));
+  if (!options.findep_costs) options.findep_costs = findep_costs_;
   if (cuda()) return deploy_cuda(weights_, std::move(topology), std::move(options), options_.gpu);
   if (sim()) {
     options.clock = Clock::Virtual;

@@ -62,8 +62,14 @@ class Backend {
   RunInfo run_info() const;
   // Writes the recorded routing (--record-routing); a no-op otherwise.
   void finish() const;
+  // What findep's solver plans with on this backend: the --hardware profile's [findep] table,
+  // else the models derived from its roofline (on cpu the latter describe a GPU, and say so).
+  const std::shared_ptr<const FindepCostBasis>& findep_costs() const { return findep_costs_; }
 
  private:
+  static std::shared_ptr<const FindepCostBasis> findep_cost_basis(const ModelConfig& config,
+                                                                  const HardwareProfile* profile,
+                                                                  const std::string& name_or_error, bool sim);
   BackendOptions options_;
   std::string model_name_;
   ModelConfig config_;
@@ -71,6 +77,7 @@ class Backend {
   std::optional<HardwareProfile> hardware_;
   std::shared_ptr<const RoutingTrace> replay_;
   std::shared_ptr<RoutingTrace> recording_;
+  std::shared_ptr<const FindepCostBasis> findep_costs_;
 };
 
 }  // namespace sy::cli

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -47,6 +48,46 @@ std::vector<std::string> split(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// A --compare entry: a policy name, or findep with its configuration: "findep:auto" (FinDEP's
+// solver chooses) or "findep:R1xR2" / "findep:R1xR2:aass" (hand-picked r1, r2 and order).
+struct CompareEntry {
+  std::string policy;
+  bool solve = false;
+  std::optional<RuntimePolicy> findep;  // hand-picked
+};
+
+CompareEntry parse_compare_entry(const std::string& entry) {
+  CompareEntry e;
+  const auto colon = entry.find(':');
+  e.policy = entry.substr(0, colon);
+  if (colon == std::string::npos) return e;
+  const std::string rest = entry.substr(colon + 1);
+  const auto bad = [&] {
+    return CommandError{"bad --compare entry '" + entry +
+                        "' (expected a policy, findep:auto or findep:R1xR2[:asas|aass], e.g. findep:2x3:aass)"};
+  };
+  if (e.policy != "findep") throw bad();
+  if (rest == "auto") {
+    e.solve = true;
+    return e;
+  }
+  int r1 = 0, r2 = 0, used = 0;
+  char order[8] = {};
+  if (std::sscanf(rest.c_str(), "%dx%d%n", &r1, &r2, &used) != 2) throw bad();
+  if (rest.size() > static_cast<std::size_t>(used) &&
+      (std::sscanf(rest.c_str() + used, ":%4s", order) != 1 || rest.size() != static_cast<std::size_t>(used) + 5))
+    throw bad();
+  PolicySpec spec;
+  spec.policy = "findep";
+  spec.microbatches = r1;
+  spec.expert_chunks = r2;
+  if (order[0]) spec.order = order;
+  auto policy = runtime_policy(spec);
+  if (!policy.ok()) throw CommandError{"--compare entry '" + entry + "': " + policy.status().message()};
+  e.findep = *policy;
+  return e;
 }
 
 // --sweep: "R1,R2,…" (arrivals per second) or "auto:N" (N loads evenly spaced up to --rate:
@@ -102,7 +143,8 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
                  Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live,
                  dist::DistributedRun* ranks, const Placement* placement = nullptr) {
   const ModelConfig& c = backend.config();
-  DeploymentOptions options = a.serve.deployment_options(layout, policy, a.skew, a.seed);
+  const CompareEntry entry = parse_compare_entry(policy);
+  DeploymentOptions options = a.serve.deployment_options(layout, entry.policy, a.skew, a.seed);
   options.clock = clock;
   Topology topology = Topology::from_layout(layout, c);
   if (placement) {
@@ -110,6 +152,17 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
     topology.finalize();
   }
   const Placement ran_with = topology.placement;
+  if (entry.findep) options.policy = *entry.findep;
+  if (options.policy.kind == PolicyKind::FinDep && !entry.findep) {
+    ServeOptions serve = a.serve;
+    if (entry.solve) serve.findep_config = "auto", serve.microbatches = serve.expert_chunks = 0;
+    // Over a request's life its context averages its prompt and half its new tokens.
+    double context = 0;
+    for (const RequestSpec& r : requests) context += static_cast<double>(r.prompt.size()) + r.max_new_tokens / 2.0;
+    context /= static_cast<double>(std::max<std::size_t>(1, requests.size()));
+    const std::string chosen = serve.resolve_findep(options, *backend.findep_costs(), topology, context);
+    if (!chosen.empty()) std::fprintf(stderr, "%s\n", chosen.c_str());
+  }
   if (ranks) {
     ranks->place(topology);
     ranks->configure(options, backend.run_info().row_bytes);
@@ -356,7 +409,17 @@ void run(const BenchArgs& a) {
 
   std::vector<std::string> policies = split(a.compare);
   if (policies.empty()) policies.push_back(a.serve.policy);
-  for (const auto& p : policies) check(parse_policy(p.empty() ? layout.policy.policy : p).status());
+  bool any_findep = false;
+  for (const auto& p : policies) {
+    PolicySpec asked = layout.policy;
+    if (!p.empty()) asked.policy = parse_compare_entry(p).policy;
+    check(validate_policy(asked).with_context("--compare"));
+    any_findep = any_findep || asked.policy == "findep";
+  }
+  // With --compare it applies to the findep entries (those without a configuration of their own).
+  if (!a.serve.findep_config.empty() && !any_findep)
+    throw CommandError{"--findep-config auto configures findep: the policy is " + a.compare +
+                       (a.compare.empty() ? layout.policy.policy : "")};
 
   if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
   if (!a.rebalance.empty()) {
@@ -468,7 +531,9 @@ void register_bench(CLI::App& app) {
   sub->add_option("--skew", args->skew, "Routing-skew override exp:λ (expert popularity ∝ exp(-λ·rank))");
   sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
   sub->add_flag("--json", args->json, "Print the metrics as JSON");
-  sub->add_option("--compare", args->compare, "Policies to run side by side on the same workload, e.g. sync,pingpong,async");
+  sub->add_option("--compare", args->compare,
+                  "Policies to run side by side on the same workload, e.g. sync,pingpong,async; findep:auto (the "
+                  "solver's r1, r2, order) or findep:R1xR2[:asas|aass] (hand-picked)");
   sub->add_option("--sweep", args->sweep,
                   "sim: run at each of these loads, e.g. 10,20,40 (req/s) or auto:N (N loads up to --rate), "
                   "and print throughput and ITL per policy side by side");

@@ -73,6 +73,9 @@ void run(DemoArgs a) {
   if (a.model.empty()) a.model = a.backend.backend == "sim" ? "mixtral-8x7b" : tiny_demo_model();
   if (a.serve.layout.empty())
     a.serve.layout = a.backend.backend == "sim" ? "disaggregated:4+4" : "disaggregated:2+4";
+  // The engine picks the policy by the load it sees (with the thresholds calibrated on this
+  // cluster it keeps sync, which served the most at 8 of 10 loads of the README's sweep).
+  if (a.serve.policy.empty()) a.serve.policy = "adaptive";
   if (a.rate <= 0) a.rate = a.backend.backend == "sim" ? 60 : 40;
   const std::string identity = "demo workload=" + a.workload + " rate=" + std::to_string(a.rate) + " skew=" + a.skew +
                                " seed=" + std::to_string(a.seed) + " duration=" + std::to_string(a.duration);

@@ -94,6 +94,8 @@ void run_many(const GenerateArgs& a) {
   auto weights = load_model(a.model);
   const ModelConfig& c = weights->config();
   const Layout layout = a.serve.load(c);
+  if (!a.serve.findep_config.empty())
+    throw CommandError{"--findep-config is bench's, demo's and serve's: generate runs the layout's r1 and r2"};
   DeploymentOptions options = a.serve.deployment_options(layout);
   options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k};

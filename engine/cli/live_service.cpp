@@ -99,7 +99,7 @@ bool have_display() {
 
 // The policy in a few words: "async/defrag", "pingpong m=3", "sync".
 std::string policy_label(const RuntimePolicy& p) {
-  std::string s = policy_name(p.kind);
+  std::string s = (p.adaptive ? "adaptive " : "") + policy_name(p.kind);
   if (p.kind == PolicyKind::Async) s += "/" + p.scheduler.name;
   if (p.kind == PolicyKind::PingPong) s += " m=" + std::to_string(p.microbatches);
   return s;
@@ -112,7 +112,8 @@ class ChangeWatch {
  public:
   explicit ChangeWatch(Deployment& d)
       : policy_(policy_label(d.coordinator().policy())), switches_(d.coordinator().policy_switches()),
-        placements_(d.coordinator().placement_changes()) {}
+        placements_(d.coordinator().placement_changes()),
+        adaptive_(d.coordinator().adaptive_switches().size()) {}
 
   std::string changes(Deployment& d) {
     std::string out;
@@ -124,6 +125,11 @@ class ChangeWatch {
       if (switches - switches_ > 1) out += " (" + std::to_string(switches - switches_) + " switches)";
       policy_ = now;
       switches_ = switches;
+    }
+    // The adaptive policy says why it switched.
+    if (co.adaptive_switches().size() != adaptive_) {
+      adaptive_ = co.adaptive_switches().size();
+      out += "  (adaptive: " + co.adaptive_switches().back().reason + ")";
     }
     const std::int64_t placements = co.placement_changes();
     if (placements != placements_) {
@@ -138,6 +144,7 @@ class ChangeWatch {
   std::string policy_;
   std::int64_t switches_;
   std::int64_t placements_;
+  std::size_t adaptive_;
 };
 
 void print_window(Deployment& d, const MetricsReport& r, double elapsed_wall, const std::string& changes) {
@@ -168,6 +175,9 @@ LiveService::LiveService(const Setup& setup) : setup_(setup), backend_(Backend::
   options_.pace = setup_.pace;
   options_.coordinator.keep_finished = false;  // runs for days: finished requests are dropped
   Topology topology = Topology::from_layout(layout_, c);
+  // No request runs yet: the solver plans for a context of 256 positions; set_policy with
+  // expert_chunks "auto" solves again for the requests running then.
+  findep_choice_ = setup_.serve.resolve_findep(options_, *backend_.findep_costs(), topology, 256);
   const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
   if (env.distributed()) {
     if (backend_.sim())
@@ -206,6 +216,7 @@ void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, c
               arch_name(c.arch).c_str(), c.num_layers, c.num_experts, c.top_k, layout_.name.c_str(),
               backend_.describe(layout_.num_devices()).c_str(), options_.policy.describe().c_str());
   for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  if (!findep_choice_.empty()) std::printf("%s\n", findep_choice_.c_str());
   std::printf("\n");
   if (live_ && !live_->describe().empty()) std::printf("%s\n", live_->describe().c_str());
 

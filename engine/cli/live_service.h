@@ -76,6 +76,7 @@ class LiveService {
   Backend backend_;
   Layout layout_;
   DeploymentOptions options_;
+  std::string findep_choice_;  // --findep-config auto: what the solver chose, printed by start()
   std::unique_ptr<Deployment> deployment_;
   // Under a launcher. After deployment_: its receiver thread posts onto the deployment's loop,
   // so it goes first.

@@ -144,6 +144,7 @@ void LiveTelemetry::attach(Deployment& deployment, RunInfo info, ControlCommands
     r.max_bytes = flags_.record_max;
     r.format = flags_.record_format;
     r.codec = flags_.record_codec;
+    r.span_windows = flags_.record_windows;
     r.metadata = bridge_->recording_metadata();
     r.device_names = deployment.cluster().topology().device_names;
     check(hub_->start_recording(r));

@@ -38,6 +38,7 @@ struct TelemetryFlags {
   // How --record stores spans (benchmarks compare them; the CLI keeps the default).
   telemetry::TraceFormat record_format = telemetry::TraceFormat::Blocks;
   telemetry::BlockCodec record_codec = telemetry::BlockCodec::Zstd;
+  bool record_windows = true;  // the trace's SPAN_WINDOWS overview (false: as before it, for benchmarks)
   bool off = false;             // demo: --no-telemetry
   bool on_by_default = false;   // demo: stream and control on the default endpoints
   bool prometheus = false;      // serve: keep the Prometheus registry (its own /metrics) even without --metrics

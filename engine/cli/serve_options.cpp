@@ -1,5 +1,8 @@
 #include "engine/cli/serve_options.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "engine/cli/cli_support.h"
 #include "engine/runtime/layout_parser.h"
 #include "engine/sim/skew_router.h"
@@ -12,7 +15,15 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
                              "Deployment layout: a TOML file (layouts/README.md), the name of a shipped one, colocated:N or disaggregated:A+E");
   if (layout_required) opt->required();
   app.add_option("--policy", policy, "Execution policy (default: the layout's)")
-      ->check(CLI::IsMember({"sync", "pingpong", "async", "findep"}));
+      ->check(CLI::IsMember({"sync", "pingpong", "async", "findep", "adaptive"}));
+  app.add_option("--barrier", barrier,
+                 "sync: 'collective' (per-block all-to-all latency and host scheduling per iteration, priced by "
+                 "the sim) or 'ideal' (a free barrier); default: the layout's")
+      ->check(CLI::IsMember({"collective", "ideal"}));
+  app.add_option("--gate", gate,
+                 "async: 'cost' (expert μ-queues wait for the cost model's minimum batch, at most its maximum "
+                 "wait) or 'off'; default: the layout's")
+      ->check(CLI::IsMember({"cost", "off"}));
   app.add_option("--scheduler", scheduler, "Async scheduler (default: the layout's)")
       ->check(CLI::IsMember({"defrag", "mtfs", "flfs"}));
   app.add_option("--microbatches", microbatches, "Pingpong micro-batches m, findep's r1 (default: the layout's)")
@@ -20,6 +31,9 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   app.add_option("--expert-chunks", expert_chunks,
                  "findep: chunks r2 of each micro-batch's expert step (default: the layout's)")
       ->check(CLI::Range(1, 64));
+  app.add_option("--findep-config", findep_config,
+                 "findep: 'auto' lets FinDEP's solver choose r1, r2 and the shared-expert order for this deployment")
+      ->check(CLI::IsMember({"auto"}));
   app.add_option("--lookahead", lookahead, "Defrag lookahead depth K")->check(CLI::Range(0, 1024));
   app.add_option("--decay", decay, "Defrag decay δ in (0, 1]");
   app.add_option("--max-waiting-requests", max_waiting_requests,
@@ -75,6 +89,8 @@ Layout ServeOptions::load(const ModelConfig& config) const {
   Layout l = generated ? *generated : take(load_layout(shipped_layout(layout), config));
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;
+  if (!barrier.empty()) l.policy.barrier = barrier;
+  if (!gate.empty()) l.policy.gate = gate;
   if (microbatches > 0) l.policy.microbatches = microbatches;
   if (expert_chunks > 0) l.policy.expert_chunks = expert_chunks;
   if (lookahead) l.policy.lookahead = *lookahead;
@@ -107,6 +123,22 @@ DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const s
     options.skew_seed = seed;
   }
   return options;
+}
+
+std::string ServeOptions::resolve_findep(DeploymentOptions& options, const FindepCostBasis& costs,
+                                         const Topology& topology, double mean_context) const {
+  if (findep_config != "auto") return {};
+  if (options.policy.kind != PolicyKind::FinDep)
+    throw CommandError{"--findep-config auto configures findep: the policy is " + policy_name(options.policy.kind)};
+  if (microbatches > 0 || expert_chunks > 0)
+    throw CommandError{"--findep-config auto chooses r1 and r2: leave out --microbatches and --expert-chunks"};
+  const std::int64_t batch = options.coordinator.max_batch_per_rank;
+  const FindepSolution s = take(solve_findep_for(costs, topology, batch, mean_context));
+  options.policy = take(runtime_policy(findep_policy_spec(policy_spec(options.policy), s)));
+  char at[96];
+  std::snprintf(at, sizeof at, " for %lld per rank at a mean context of %.0f", static_cast<long long>(batch),
+                std::max(1.0, mean_context));
+  return describe_findep_choice(s, costs) + at;
 }
 
 }  // namespace sy::cli

@@ -18,8 +18,11 @@ struct ServeOptions {
   std::filesystem::path layout;
   std::string policy;        // empty: the layout's
   std::string scheduler;     // empty: the layout's
+  std::string barrier;       // empty: the layout's
+  std::string gate;          // empty: the layout's
   std::int32_t microbatches = 0;  // 0: the layout's
   std::int32_t expert_chunks = 0;  // 0: the layout's
+  std::string findep_config;       // "auto": FinDEP's solver chooses r1, r2 and the order
   std::optional<std::int32_t> lookahead;
   std::optional<double> decay;
   std::int64_t max_waiting_requests = CoordinatorOptions{}.max_waiting_requests;
@@ -36,6 +39,11 @@ struct ServeOptions {
   // ("exp:λ", empty for the model's router) seeded with `seed`.
   DeploymentOptions deployment_options(const Layout& loaded, const std::string& policy_override = {},
                                        const std::string& skew = {}, std::uint64_t seed = 0) const;
+  // --findep-config auto: options.policy (findep) gets the r1, r2 and order FinDEP's solver
+  // chooses for `topology`, the batch limit per rank and `mean_context`, planned with `costs`.
+  // Returns the line that reports the choice; empty without the flag or under another policy.
+  std::string resolve_findep(DeploymentOptions& options, const FindepCostBasis& costs, const Topology& topology,
+                             double mean_context) const;
 };
 
 }  // namespace sy::cli

@@ -1,6 +1,7 @@
-// `switchyard trace summarize|export-chrome|export-spans`: reads a recorded SQLite trace
-// (docs/trace-schema.md) and prints its summary, converts it into Chrome trace-event JSON for
-// Perfetto, or writes it with a plain row per span for ad-hoc SQL.
+// `switchyard trace summarize|compare|export-chrome|export-spans`: reads a recorded SQLite trace
+// (docs/trace-schema.md) and prints its summary or its per-device difference from another run,
+// converts it into Chrome trace-event JSON for Perfetto, or writes it with a plain row per span
+// for ad-hoc SQL.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "telemetry/chrome_trace_export.h"
+#include "telemetry/trace_compare.h"
 #include "telemetry/trace_reader.h"
 #include "telemetry/trace_rows_export.h"
 #include "telemetry/trace_summary.h"
@@ -24,6 +26,7 @@ namespace {
 
 struct TraceArgs {
   std::filesystem::path file;
+  std::filesystem::path other;  // compare: run B
   std::filesystem::path out;
   int top = 5;
   std::optional<double> from_s, to_s;  // seconds after the trace's start
@@ -81,6 +84,16 @@ void export_chrome(const TraceArgs& a) {
               a.out.string().c_str(), static_cast<unsigned long long>(ec ? 0 : bytes));
 }
 
+void compare(const TraceArgs& a) {
+  auto ra = open_trace(a.file);
+  auto rb = open_trace(a.other);
+  auto pa = telemetry::profile_trace(*ra, a.file.filename().string());
+  check(pa.status());
+  auto pb = telemetry::profile_trace(*rb, a.other.filename().string());
+  check(pb.status());
+  std::printf("%s", telemetry::format_comparison(*pa, *pb).c_str());
+}
+
 void export_spans(const TraceArgs& a) {
   auto reader = open_trace(a.file);
   check(telemetry::export_row_trace(*reader, a.out));
@@ -103,6 +116,12 @@ void register_trace(CLI::App& app) {
   sum->add_option("--top", args->top, "How many of the most skewed experts to list")->capture_default_str()
       ->check(CLI::Range(0, 10000));
   sum->callback([args] { summarize(*args); });
+
+  CLI::App* cmp = trace->add_subcommand(
+      "compare", "Per-device difference of two runs: throughput, busy and stall shares by reason, queued tokens");
+  cmp->add_option("A", args->file, "Trace database of run A (.db)")->required();
+  cmp->add_option("B", args->other, "Trace database of run B (.db)")->required();
+  cmp->callback([args] { compare(*args); });
 
   CLI::App* chrome = trace->add_subcommand("export-chrome", "Write Chrome trace-event JSON that Perfetto opens");
   chrome->add_option("FILE", args->file, "Trace database (.db)")->required();

@@ -39,6 +39,10 @@ void CpuExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& pe
   stream_->submit([this, block, per_expert] { return run_experts(block, per_expert); }, std::move(done));
 }
 
+void CpuExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
+  stream_->submit([this, block, &batch] { return run_shared_expert(block, batch); }, std::move(done));
+}
+
 void CpuExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
                          std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
   stream_->submit([this, &batch, sequences, &next, &logprobs] { return run_sample(batch, sequences, next, logprobs); },
@@ -72,6 +76,8 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
   float* hidden = HostActivationOps::data(batch.hidden);
   ops_.attention(block, batch_, *cache_, hidden, ws_);
 
+  routed.shared_pending = false;
+  std::int64_t shared_ns = 0;  // virtual time: charged by shared_expert() instead
   if (!c.is_sparse(block)) {
     ops_.ffn(block, hidden, n, ws_);
   } else {
@@ -98,11 +104,28 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
     }
     routed.shared_out.reset();
     if (!ops_.weights().layer(block).shared_expert.empty()) {
-      routed.shared_out = activations_.allocate(n, H);
-      ops_.shared_expert(block, ffn_in, n, HostActivationOps::data(routed.shared_out), ws_);
+      if (routed.shared_apart) {
+        routed.shared_pending = true;
+        if (options_.cost_model) shared_ns = options_.cost_model->shared_expert_ns(block, n);
+      } else {
+        routed.shared_out = activations_.allocate(n, H);
+        ops_.shared_expert(block, ffn_in, n, HostActivationOps::data(routed.shared_out), ws_);
+      }
     }
   }
-  return options_.cost_model ? options_.cost_model->attention_ns(block, n, context) : elapsed_since(t0);
+  if (!options_.cost_model) return elapsed_since(t0);
+  const std::int64_t modelled = options_.cost_model->attention_ns(block, n, context);
+  return modelled - std::min(modelled, shared_ns);
+}
+
+std::int64_t CpuExecutor::run_shared_expert(std::int32_t block, TokenBatch& batch) {
+  const std::int64_t t0 = wall_ns();
+  const std::int64_t n = batch.rows();
+  assert(batch.hidden.rows() == n && batch.hidden.width() == ops_.config().hidden_size);
+  Activations out = activations_.allocate(n, ops_.config().hidden_size);
+  ops_.shared_expert(block, HostActivationOps::data(batch.hidden), n, HostActivationOps::data(out), ws_);
+  batch.hidden = std::move(out);  // the input goes back to the pool
+  return options_.cost_model ? options_.cost_model->shared_expert_ns(block, n) : elapsed_since(t0);
 }
 
 std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {

@@ -50,6 +50,7 @@ class CpuExecutor final : public Executor {
   void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
                  Completion done) override;
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
@@ -78,6 +79,7 @@ class CpuExecutor final : public Executor {
   std::int64_t run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
                              RoutedRows& routed);
   std::int64_t run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
+  std::int64_t run_shared_expert(std::int32_t block, TokenBatch& batch);
   std::int64_t run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
                           std::vector<kernels::TokenLogprobs>& logprobs);
   std::int64_t run_merge(std::vector<TokenPool::Completed>& merges);

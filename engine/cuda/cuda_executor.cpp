@@ -186,6 +186,10 @@ void CudaExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> se
   submit([this, &batch, sequences, &next, &logprobs] { run_sample(batch, sequences, next, logprobs); }, done);
 }
 
+void CudaExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
+  submit([this, block, &batch] { run_shared_expert(block, batch); }, done);
+}
+
 void CudaExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
   submit([this, &merges] { run_merge(merges); }, done);
 }
@@ -280,12 +284,14 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   float* d_weights = weights_.get<float>(n * K);
   must(kernels::router_topk_cuda(router_logits, n, c.num_experts, K, c.norm_topk_prob, d_ids, d_weights, stream_));
   routed.shared_out.reset();
+  routed.shared_pending = false;
   if (!w.shared_expert.empty()) {
-    routed.shared_out = activations_.allocate(n, H);
-    float* gate = gate_.get<float>(n);
-    linear(ffn_in, n, w.shared_expert_gate, nullptr, gate);
-    must(kernels::sigmoid_cuda(gate, n, stream_));
-    ffn(w.shared_expert, ffn_in, n, gate, CudaActivationOps::data(routed.shared_out));
+    if (routed.shared_apart) {
+      routed.shared_pending = true;  // findep: run_shared_expert, an execution of its own
+    } else {
+      routed.shared_out = activations_.allocate(n, H);
+      shared_ffn(w, ffn_in, n, CudaActivationOps::data(routed.shared_out));
+    }
   }
   routed.expert_ids.resize(static_cast<std::size_t>(n * K));
   routed.expert_weights.resize(static_cast<std::size_t>(n * K));
@@ -296,6 +302,23 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
                        cudaMemcpyDeviceToHost, stream_),
        "cudaMemcpyAsync (expert weights)");
   end_on_device();
+}
+
+void CudaExecutor::shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out) {
+  float* gate = gate_.get<float>(n);
+  linear(x, n, w.shared_expert_gate, nullptr, gate);
+  must(kernels::sigmoid_cuda(gate, n, stream_));
+  ffn(w.shared_expert, x, n, gate, out);
+}
+
+void CudaExecutor::run_shared_expert(std::int32_t block, TokenBatch& batch) {
+  const std::int64_t H = model_->config().hidden_size;
+  const std::int64_t n = batch.rows();
+  assert(batch.hidden.rows() == n && batch.hidden.width() == H);
+  Activations out = activations_.allocate(n, H);
+  if (n > 0) shared_ffn(model_->layer(block), CudaActivationOps::data(batch.hidden), n, CudaActivationOps::data(out));
+  end_on_device();
+  batch.hidden = std::move(out);  // the input goes back to the pool once the GPU is done with it
 }
 
 void CudaExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert) {

@@ -60,6 +60,7 @@ class CudaExecutor final : public Executor {
   void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
                  Completion done) override;
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
@@ -76,6 +77,9 @@ class CudaExecutor final : public Executor {
   void run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
                      RoutedRows& routed);
   void run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
+  void run_shared_expert(std::int32_t block, TokenBatch& batch);
+  // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe), on the stream.
+  void shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out);
   void run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
                   std::vector<kernels::TokenLogprobs>& logprobs);
   void run_merge(std::vector<TokenPool::Completed>& merges);

@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::int64_t kFlushNs = 20'000'000;
 
-enum class Kind : std::uint8_t { Execution = 0, Merge = 1, Stall = 2, Transfer = 3 };
+enum class Kind : std::uint8_t { Execution = 0, Merge = 1, Stall = 2, Transfer = 3, SharedExpert = 4 };
 
 struct Event {
   Kind kind = Kind::Execution;
@@ -74,6 +74,18 @@ void EventRelay::on_merge(std::int32_t device, std::int32_t block, std::int64_t 
   ++count_;
 }
 
+void EventRelay::on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group, std::int64_t tokens,
+                                  std::int64_t start_ns, std::int64_t end_ns) {
+  batch_.put<std::uint8_t>(static_cast<std::uint8_t>(Kind::SharedExpert));
+  batch_.put<std::int32_t>(device);
+  batch_.put<std::int32_t>(block);
+  batch_.put<std::int32_t>(group);
+  batch_.put<std::int64_t>(tokens);
+  batch_.put<std::int64_t>(on_rank0(start_ns));
+  batch_.put<std::int64_t>(on_rank0(end_ns));
+  ++count_;
+}
+
 void EventRelay::on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
   batch_.put<std::uint8_t>(static_cast<std::uint8_t>(Kind::Stall));
   batch_.put<std::int32_t>(device);
@@ -119,6 +131,12 @@ void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserve
           if (s.ok()) s = r.get(e.block);
           if (s.ok()) s = r.get(e.tokens);
           break;
+        case Kind::SharedExpert:
+          if (s.ok()) s = r.get(e.device);
+          if (s.ok()) s = r.get(e.block);
+          if (s.ok()) s = r.get(e.group);
+          if (s.ok()) s = r.get(e.tokens);
+          break;
         case Kind::Stall:
           if (s.ok()) s = r.get(e.device);
           if (s.ok()) s = r.get(e.other);
@@ -143,6 +161,9 @@ void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserve
                                   e.start, e.end);
             break;
           case Kind::Merge: observer.on_merge(e.device, e.block, e.tokens, e.start, e.end); break;
+          case Kind::SharedExpert:
+            observer.on_shared_expert(e.device, e.block, e.group, e.tokens, e.start, e.end);
+            break;
           case Kind::Stall: observer.on_stall(e.device, static_cast<StallReason>(e.other), e.start, e.end); break;
           case Kind::Transfer: observer.on_transfer(e.device, e.other, e.tokens, e.bytes, e.start, e.end); break;
         }

@@ -9,6 +9,9 @@ void put_policy(ByteWriter& w, const RuntimePolicy& policy) {
   w.put<std::int32_t>(policy.scheduler.lookahead);
   w.put<double>(policy.scheduler.decay);
   w.put<std::int32_t>(policy.expert_chunks);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(policy.order));
+  w.put<std::uint8_t>(static_cast<std::uint8_t>((policy.collective_barrier ? 1 : 0) | (policy.gate ? 2 : 0) |
+                                                (policy.adaptive ? 4 : 0)));
 }
 
 Status get_policy(ByteReader& r, RuntimePolicy& policy) {
@@ -21,6 +24,16 @@ Status get_policy(ByteReader& r, RuntimePolicy& policy) {
   SY_RETURN_IF_ERROR(r.get(policy.scheduler.lookahead));
   SY_RETURN_IF_ERROR(r.get(policy.scheduler.decay));
   SY_RETURN_IF_ERROR(r.get(policy.expert_chunks));
+  std::uint8_t order = 0;
+  SY_RETURN_IF_ERROR(r.get(order));
+  if (order > static_cast<std::uint8_t>(SharedExpertOrder::Aass)) return Status::Error("unknown shared-expert order " + std::to_string(order));
+  policy.order = static_cast<SharedExpertOrder>(order);
+  std::uint8_t flags = 0;
+  SY_RETURN_IF_ERROR(r.get(flags));
+  if (flags > 7) return Status::Error("unknown policy flags " + std::to_string(flags));
+  policy.collective_barrier = (flags & 1) != 0;
+  policy.gate = (flags & 2) != 0;
+  policy.adaptive = (flags & 4) != 0;
   return validate(policy);
 }
 

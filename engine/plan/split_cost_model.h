@@ -28,6 +28,10 @@ class SplitCostModel final : public CostModel {
   std::int64_t experts_ns(std::int32_t block, std::span<const std::int64_t> tokens_per_expert) const override {
     return experts_.experts_ns(block, tokens_per_expert);
   }
+  // The shared expert runs on the attention side.
+  std::int64_t shared_expert_ns(std::int32_t block, std::int64_t tokens) const override {
+    return attention_.shared_expert_ns(block, tokens);
+  }
   // Sampling (final norm, lm_head) runs where the attention runs.
   std::int64_t sample_ns(std::int64_t tokens) const override { return attention_.sample_ns(tokens); }
 

@@ -24,7 +24,7 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
     }
     for (std::int32_t e = 0; e < ne; ++e) {
       const std::int64_t q = grid.at(b, e);
-      if (q <= 0) continue;
+      if (q <= 0 || !grid.pickable(b, e)) continue;
       const double score = lscore + static_cast<double>(q);
       if (!best || score > best_score) {  // strict: ties go to the lowest (block, expert)
         best = GridPick{b, e};

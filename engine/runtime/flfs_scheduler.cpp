@@ -8,7 +8,7 @@ std::optional<GridPick> FlfsScheduler::pick(const QueueGrid& grid) {
     std::optional<GridPick> best;
     std::int64_t most = 0;
     for (std::int32_t e = 0; e < grid.columns(); ++e)
-      if (grid.at(b, e) > most) {
+      if (grid.at(b, e) > most && grid.pickable(b, e)) {
         most = grid.at(b, e);
         best = GridPick{b, e};
       }

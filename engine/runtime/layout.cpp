@@ -102,7 +102,11 @@ std::string Layout::to_toml() const {
   }
   out << "\n[policy]\nname = " << quote(policy.policy) << "\nscheduler = " << quote(policy.scheduler)
       << "\nlookahead = " << policy.lookahead << "\ndecay = " << format_double(policy.decay)
-      << "\nmicrobatches = " << policy.microbatches << "\nexpert_chunks = " << policy.expert_chunks << "\n";
+      << "\nmicrobatches = " << policy.microbatches << "\nexpert_chunks = " << policy.expert_chunks
+      << "\norder = " << quote(policy.order)
+      << "\nbarrier = " << quote(policy.barrier) << "\ngate = " << quote(policy.gate)
+      << "\nadaptive_pingpong_from = " << format_double(policy.adaptive_pingpong_from)
+      << "\nadaptive_async_from = " << format_double(policy.adaptive_async_from) << "\n";
   out << "\n[capacity]\nkv_pages_per_rank = " << capacity.kv_pages_per_rank << "\npage_size = " << capacity.page_size
       << "\nmax_batch = " << capacity.max_batch << "\n";
   return out.str();

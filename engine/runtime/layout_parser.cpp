@@ -341,16 +341,23 @@ Status LayoutParser::parse_policy(const toml::table& root) {
   if (!node) return Status::Ok();
   const auto* t = node->as_table();
   if (!t) return error(node->source(), "'policy' must be a [policy] table, got " + type_name(*node));
-  SY_RETURN_IF_ERROR(check_keys(*t, {"name", "scheduler", "lookahead", "decay", "microbatches", "expert_chunks"}, "[policy]"));
+  SY_RETURN_IF_ERROR(check_keys(*t,
+                                {"name", "scheduler", "lookahead", "decay", "microbatches", "expert_chunks", "order",
+                                 "barrier", "gate", "adaptive_pingpong_from", "adaptive_async_from"},
+                                "[policy]"));
   PolicySpec& p = layout_.policy;
   constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
   for (auto&& [key, value] : *t) {
     const std::string what = "policy." + std::string(key.str());
     const std::string_view k = key.str();
-    if (k == "name" || k == "scheduler") {
+    if (k == "name" || k == "scheduler" || k == "order" || k == "barrier" || k == "gate") {
       auto s = read_string(value, what);
       if (!s.ok()) return s.status();
-      (k == "name" ? p.policy : p.scheduler) = *s;
+      (k == "name"        ? p.policy
+       : k == "scheduler" ? p.scheduler
+       : k == "order"     ? p.order
+       : k == "barrier"   ? p.barrier
+                          : p.gate) = *s;
     } else if (k == "lookahead") {
       auto v = read_int(value, what, 0, kMax);
       if (!v.ok()) return v.status();
@@ -363,11 +370,12 @@ Status LayoutParser::parse_policy(const toml::table& root) {
       auto v = read_int(value, what, 1, kMaxExpertChunks);
       if (!v.ok()) return v.status();
       p.expert_chunks = *v;
-    } else {  // decay: an integer (decay = 1) is a float here
+    } else {  // decay, adaptive_*: an integer (decay = 1) is a float here
+      double& out = k == "decay" ? p.decay : k == "adaptive_pingpong_from" ? p.adaptive_pingpong_from : p.adaptive_async_from;
       if (const auto* f = value.as_floating_point()) {
-        p.decay = f->get();
+        out = f->get();
       } else if (const auto* i = value.as_integer()) {
-        p.decay = static_cast<double>(i->get());
+        out = static_cast<double>(i->get());
       } else {
         return error(value.source(), what + " must be a number, got " + type_name(value));
       }

@@ -8,7 +8,7 @@ std::optional<GridPick> MtfsScheduler::pick(const QueueGrid& grid) {
   for (std::int32_t b = 0; b < grid.blocks(); ++b) {
     if (grid.block_tokens(b) == 0) continue;  // nothing there can beat `most`
     for (std::int32_t e = 0; e < grid.columns(); ++e)
-      if (grid.at(b, e) > most) {
+      if (grid.at(b, e) > most && grid.pickable(b, e)) {
         most = grid.at(b, e);
         best = GridPick{b, e};
       }

@@ -10,17 +10,27 @@
 namespace sy {
 namespace {
 
-constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync", "findep"};
+constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync", "findep", "adaptive"};
 constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs"};
+constexpr std::string_view kOrders[] = {"asas", "aass"};
+constexpr std::string_view kBarriers[] = {"collective", "ideal"};
+constexpr std::string_view kGates[] = {"cost", "off"};
 
 }  // namespace
 
 Status validate_policy(const PolicySpec& p) {
   if (std::ranges::find(kPolicies, p.policy) == std::end(kPolicies))
-    return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync", "findep"}) + ")");
+    return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync", "findep", "adaptive"}) + ")");
   if (std::ranges::find(kSchedulers, p.scheduler) == std::end(kSchedulers))
     return Status::Error("unknown scheduler '" + p.scheduler + "' (expected " + one_of({"defrag", "mtfs", "flfs"}) +
                          ")");
+  if (std::ranges::find(kBarriers, p.barrier) == std::end(kBarriers))
+    return Status::Error("unknown barrier '" + p.barrier + "' (expected " + one_of({"collective", "ideal"}) + ")");
+  if (std::ranges::find(kGates, p.gate) == std::end(kGates))
+    return Status::Error("unknown gate '" + p.gate + "' (expected " + one_of({"cost", "off"}) + ")");
+  if (!(p.adaptive_pingpong_from >= 0) || !(p.adaptive_async_from >= 0))  // NaN fails too
+    return Status::Error("adaptive_pingpong_from and adaptive_async_from must be >= 0, got " +
+                         format_double(p.adaptive_pingpong_from) + " and " + format_double(p.adaptive_async_from));
   if (p.lookahead < 0) return Status::Error("lookahead must be >= 0, got " + std::to_string(p.lookahead));
   if (!(p.decay > 0.0 && p.decay <= 1.0))  // written so that NaN fails too
     return Status::Error("decay must be in (0, 1], got " + format_double(p.decay));
@@ -30,6 +40,8 @@ Status validate_policy(const PolicySpec& p) {
   if (p.expert_chunks < 1 || p.expert_chunks > kMaxExpertChunks)
     return Status::Error("expert_chunks must be in [1, " + std::to_string(kMaxExpertChunks) + "], got " +
                          std::to_string(p.expert_chunks));
+  if (std::ranges::find(kOrders, p.order) == std::end(kOrders))
+    return Status::Error("unknown order '" + p.order + "' (expected " + one_of({"asas", "aass"}) + ")");
   return Status::Ok();
 }
 
@@ -46,19 +58,25 @@ StatusOr<PolicySpec> PolicySpec::from_json(const nlohmann::json& changes, const 
     return static_cast<std::int32_t>(v.get<std::int64_t>());
   };
   for (const auto& [key, value] : changes.items()) {
-    if (key == "name" || key == "scheduler") {
+    if (key == "name" || key == "scheduler" || key == "order" || key == "barrier" || key == "gate") {
       if (!value.is_string()) return Status::Error("policy: " + key + " must be a string, got " + value.dump());
-      (key == "name" ? p.policy : p.scheduler) = value.get<std::string>();
+      (key == "name"        ? p.policy
+       : key == "scheduler" ? p.scheduler
+       : key == "order"     ? p.order
+       : key == "barrier"   ? p.barrier
+                            : p.gate) = value.get<std::string>();
     } else if (key == "lookahead" || key == "microbatches" || key == "expert_chunks") {
       auto v = read_int(value, key);
       if (!v.ok()) return v.status();
       (key == "lookahead" ? p.lookahead : key == "microbatches" ? p.microbatches : p.expert_chunks) = *v;
-    } else if (key == "decay") {
-      if (!value.is_number()) return Status::Error("policy: decay must be a number, got " + value.dump());
-      p.decay = value.get<double>();
+    } else if (key == "decay" || key == "adaptive_pingpong_from" || key == "adaptive_async_from") {
+      if (!value.is_number()) return Status::Error("policy: " + key + " must be a number, got " + value.dump());
+      (key == "decay" ? p.decay : key == "adaptive_pingpong_from" ? p.adaptive_pingpong_from : p.adaptive_async_from) =
+          value.get<double>();
     } else {
-      const std::initializer_list<std::string_view> kKeys = {"name", "scheduler", "lookahead", "decay",
-                                                                 "microbatches", "expert_chunks"};
+      const std::initializer_list<std::string_view> kKeys = {
+          "name",    "scheduler", "lookahead", "decay",  "microbatches",           "expert_chunks",
+          "order",   "barrier",   "gate",      "adaptive_pingpong_from", "adaptive_async_from"};
       return Status::Error("policy: unknown key '" + key + "' (expected " + one_of(kKeys) + ")" +
                            did_you_mean(key, kKeys));
     }
@@ -78,7 +96,12 @@ nlohmann::json PolicySpec::to_json() const {
           {"lookahead", lookahead},
           {"decay", decay},
           {"microbatches", microbatches},
-          {"expert_chunks", expert_chunks}};
+          {"expert_chunks", expert_chunks},
+          {"order", order},
+          {"barrier", barrier},
+          {"gate", gate},
+          {"adaptive_pingpong_from", adaptive_pingpong_from},
+          {"adaptive_async_from", adaptive_async_from}};
 }
 
 }  // namespace sy

@@ -25,6 +25,10 @@ class RuntimeObserver {
   // The token pool's merge of `tokens` rows whose expert outputs of `block` were all back.
   virtual void on_merge(std::int32_t /*device*/, std::int32_t /*block*/, std::int64_t /*tokens*/,
                         std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
+  // findep: the shared expert of `block` over `tokens` rows of micro-batch `group`, as an
+  // execution of its own on the attention device.
+  virtual void on_shared_expert(std::int32_t /*device*/, std::int32_t /*block*/, std::int32_t /*group*/,
+                                std::int64_t /*tokens*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
   virtual void on_stall(std::int32_t /*device*/, StallReason /*reason*/, std::int64_t /*start_ns*/,
                         std::int64_t /*end_ns*/) {}
   // The attention side of `block` sent `tokens` rows to `expert` on `device` (expert load).

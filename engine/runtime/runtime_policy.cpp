@@ -39,37 +39,56 @@ Status validate(const RuntimePolicy& policy) {
 
 StatusOr<RuntimePolicy> runtime_policy(const PolicySpec& spec) {
   SY_RETURN_IF_ERROR(validate_policy(spec));
-  auto kind = parse_policy(spec.policy);
+  const bool adaptive = spec.policy == "adaptive";
+  // Adaptive starts synchronous (the low-load choice) until its first window has been observed.
+  auto kind = parse_policy(adaptive ? "sync" : spec.policy);
   if (!kind.ok()) return kind.status();
   RuntimePolicy p;
   p.kind = *kind;
   p.scheduler = SchedulerParams{spec.scheduler, spec.lookahead, spec.decay};
   p.microbatches = spec.microbatches;
   p.expert_chunks = spec.expert_chunks;
+  p.order = spec.order == "aass" ? SharedExpertOrder::Aass : SharedExpertOrder::Asas;
+  p.collective_barrier = spec.barrier == "collective";
+  p.gate = spec.gate == "cost";
+  p.adaptive = adaptive;
+  p.adaptive_pingpong_from = spec.adaptive_pingpong_from;
+  p.adaptive_async_from = spec.adaptive_async_from;
   SY_RETURN_IF_ERROR(validate(p));
   return p;
 }
 
 PolicySpec policy_spec(const RuntimePolicy& policy) {
   PolicySpec spec;
-  spec.policy = policy_name(policy.kind);
+  spec.policy = policy.adaptive ? "adaptive" : policy_name(policy.kind);
   spec.scheduler = policy.scheduler.name;
   spec.lookahead = policy.scheduler.lookahead;
   spec.decay = policy.scheduler.decay;
   spec.microbatches = policy.microbatches;
   spec.expert_chunks = policy.expert_chunks;
+  spec.order = policy.order == SharedExpertOrder::Aass ? "aass" : "asas";
+  spec.barrier = policy.collective_barrier ? "collective" : "ideal";
+  spec.gate = policy.gate ? "cost" : "off";
+  spec.adaptive_pingpong_from = policy.adaptive_pingpong_from;
+  spec.adaptive_async_from = policy.adaptive_async_from;
   return spec;
 }
 
 std::string RuntimePolicy::describe() const {
   std::ostringstream out;
+  if (adaptive) out << "adaptive (now ";
   out << policy_name(kind);
   if (kind == PolicyKind::Async) {
     out << "/" << scheduler.name;
     if (scheduler.name == "defrag") out << " (lookahead " << scheduler.lookahead << ", decay " << scheduler.decay << ")";
+    if (gate) out << " gated";  // the default runs every non-empty queue
   }
+  if (kind == PolicyKind::Sync && !collective_barrier) out << " (ideal barrier)";
   if (kind == PolicyKind::PingPong) out << " (m=" << microbatches << ")";
-  if (kind == PolicyKind::FinDep) out << " (r1=" << microbatches << ", r2=" << expert_chunks << ")";
+  if (kind == PolicyKind::FinDep)
+    out << " (r1=" << microbatches << ", r2=" << expert_chunks << ", "
+        << (order == SharedExpertOrder::Aass ? "AASS" : "ASAS") << ")";
+  if (adaptive) out << ")";
   return out.str();
 }
 

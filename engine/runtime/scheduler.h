@@ -28,6 +28,7 @@ class QueueGrid {
     columns_ = c;
     tokens_.assign(static_cast<std::size_t>(b) * static_cast<std::size_t>(c), 0);
     block_tokens_.assign(static_cast<std::size_t>(b), 0);
+    held_.clear();
   }
   std::int32_t blocks() const { return blocks_; }
   std::int32_t columns() const { return columns_; }
@@ -41,12 +42,22 @@ class QueueGrid {
     cell = tokens;
   }
   void set(std::int32_t b, std::int32_t c, std::int64_t tokens) { set(static_cast<std::size_t>(b * columns_ + c), tokens); }
+  // A held cell keeps its tokens (they still count in its block's density, which the defrag
+  // lookahead reads) but may not be picked: the μ-queue gate holds it back.
+  void hold(std::int32_t b, std::int32_t c) {
+    if (held_.empty()) held_.assign(tokens_.size(), 0);
+    held_[static_cast<std::size_t>(b * columns_ + c)] = 1;
+  }
+  bool pickable(std::int32_t b, std::int32_t c) const {
+    return at(b, c) > 0 && (held_.empty() || held_[static_cast<std::size_t>(b * columns_ + c)] == 0);
+  }
 
  private:
   std::int32_t blocks_ = 0;
   std::int32_t columns_ = 0;
   std::vector<std::int64_t> tokens_;        // [block * columns + column]
   std::vector<std::int64_t> block_tokens_;  // [block]
+  std::vector<std::uint8_t> held_;          // [block * columns + column], or empty: none held
 };
 
 struct GridPick {

@@ -4,7 +4,8 @@
 
 namespace sy {
 
-void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out) {
+void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come) {
+  assert(!(shared_to_come && !shared_out.null()) && "the shared expert runs inside attention or apart, not both");
   const bool activations = !residual.hidden.null();
   held_.clear();
   residual.for_each_request([&](std::int64_t first, std::int64_t rows) {
@@ -26,8 +27,10 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
     e.c.rows = static_cast<std::int32_t>(rows);
     e.remaining = static_cast<std::int32_t>(rows) * k;
 #ifndef NDEBUG
-    e.filled.assign(static_cast<std::size_t>(e.remaining), false);
+    // Slots row·K + k, then (shared_to_come) one per row for the shared expert's output.
+    e.filled.assign(static_cast<std::size_t>(e.remaining + (shared_to_come ? rows : 0)), false);
 #endif
+    if (shared_to_come) e.remaining += static_cast<std::int32_t>(rows);
     [[maybe_unused]] const bool inserted = index_.emplace(e.c.request, at).second;
     assert(inserted && "a request has one token batch in flight");
     if (activations) held_.push_back(at);
@@ -42,7 +45,7 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
     Completed& c = entries_[at].c;
     c.hidden = ops.allocate(c.rows, width);
     c.slot_outputs = ops.allocate(static_cast<std::int64_t>(c.rows) * k, width);
-    if (!shared_out.null()) c.shared_out = ops.allocate(c.rows, width);
+    if (!shared_out.null() || shared_to_come) c.shared_out = ops.allocate(c.rows, width);
   }
   auto scatter_rows = [&](const Activations& src, Activations Completed::*store) {
     targets_.clear();
@@ -74,18 +77,51 @@ void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) 
     const auto i = static_cast<std::size_t>(r);
     const auto it = index_.find(outputs.request[i]);
     assert(it != index_.end() && "expert output for a request the pool does not hold");
-    Entry& e = entries_[it->second];
 #ifndef NDEBUG
+    Entry& e = entries_[it->second];
     const auto slot = static_cast<std::size_t>(outputs.slot[i]);
     assert(slot < e.filled.size() && !e.filled[slot] && "a top-k slot arrived twice");
     e.filled[slot] = true;
 #endif
-    if (--e.remaining > 0) continue;
-    const std::uint32_t at = it->second;
-    index_.erase(it);
-    // Moved-from handles are null, and hold() sets every other field when it reuses the entry.
-    done.push_back(std::move(e.c));
-    free_.push_back(at);
+    count_in(it, done);
+  }
+}
+
+void TokenPool::count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
+  Entry& e = entries_[it->second];
+  if (--e.remaining > 0) return;
+  const std::uint32_t at = it->second;
+  index_.erase(it);
+  // Moved-from handles are null, and hold() sets every other field when it reuses the entry.
+  done.push_back(std::move(e.c));
+  free_.push_back(at);
+}
+
+void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done) {
+  const std::int64_t n = outputs.rows();
+  if (n > 0 && !outputs.hidden.null()) {
+    targets_.clear();
+    for (std::int64_t r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      const auto it = index_.find(outputs.request[i]);
+      assert(it != index_.end() && "shared expert output for a request the pool does not hold");
+      Completed& c = entries_[it->second].c;
+      targets_.push_back({&c.shared_out, outputs.position[i] - c.first_position});
+    }
+    targets_.front().of->owner().scatter(outputs.hidden, targets_);
+  }
+  for (std::int64_t r = 0; r < n; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const auto it = index_.find(outputs.request[i]);
+    assert(it != index_.end() && "shared expert output for a request the pool does not hold");
+#ifndef NDEBUG
+    Entry& e = entries_[it->second];
+    const auto slot = static_cast<std::size_t>(e.c.rows) * (e.filled.size() / static_cast<std::size_t>(e.c.rows) - 1) +
+                      static_cast<std::size_t>(outputs.position[i] - e.c.first_position);
+    assert(slot < e.filled.size() && !e.filled[slot] && "a shared expert row arrived twice");
+    e.filled[slot] = true;
+#endif
+    count_in(it, done);
   }
 }
 

@@ -33,8 +33,13 @@ class TokenPool {
   // Holds every request's rows of `residual` (already addressed to the layer after the expert
   // block) until rows × k expert outputs have arrived for it. shared_out has a row per row of
   // the batch (qwen2_moe's shared expert) or is null. A request has at most one token batch
-  // in flight, so a request is held at most once.
-  void hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out);
+  // in flight, so a request is held at most once. shared_to_come: the shared expert runs as an
+  // execution of its own (findep), and each request also waits for its rows of absorb_shared().
+  void hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come = false);
+
+  // Takes the shared expert's output rows of held requests (request and position per row;
+  // activations when they travel), like absorb().
+  void absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done);
 
   // Takes expert output rows (request and slot per row; activations when they travel).
   // Requests whose last output arrived are moved out of the pool and appended to `done`.
@@ -46,6 +51,8 @@ class TokenPool {
   std::size_t capacity() const { return entries_.size(); }
 
  private:
+  // One more output of the entry at `it` is in; the request leaves with its last one.
+  void count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done);
   struct Entry {
     Completed c;
     std::int32_t remaining = 0;

@@ -60,6 +60,8 @@ void Worker::reload_placement() {
   queues_.clear();
   queues_.resize(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_));
   grid_.reset(topo_.num_blocks + 1, columns_);
+  pooled_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
+  inbound_expert_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
 }
 
 void Worker::set_policy(const RuntimePolicy& policy) {
@@ -69,6 +71,73 @@ void Worker::set_policy(const RuntimePolicy& policy) {
   policy_ = policy;
   scheduler_ = std::move(scheduler).value();
   arrived_.clear();
+  executor_.on_policy(policy);
+  gated_ = false;
+  for (LayerKind kind : {LayerKind::Attention, LayerKind::Expert, LayerKind::Sampler}) {
+    auto& g = gates_[static_cast<std::size_t>(kind)];
+    g.reset();
+    if (policy.kind != PolicyKind::Async || !policy.gate) continue;
+    g = executor_.gate(kind);
+    if (g && g->trivial()) g.reset();
+    gated_ = gated_ || g.has_value();
+  }
+}
+
+std::int64_t Worker::expected_rows(std::int32_t block, std::int32_t column) const {
+  const auto b = static_cast<std::size_t>(block);
+  return column_expert_[static_cast<std::size_t>(column)] < 0 ? pooled_rows_[b] : inbound_expert_rows_[b];
+}
+
+const QueueGrid& Worker::open_queues() {
+  if (!gated_) return grid_;
+  const std::int64_t now = loop_.now();
+  // Tier 1: full (the minimum batch) or starving; tier 2: open (past the maximum wait, or with
+  // nothing more on its way); tier 3: small, young and expecting rows. The scheduler picks from
+  // tier 1 when there is one, else from tier 2; the rest is held.
+  tiers_.clear();
+  std::int64_t first_open = std::numeric_limits<std::int64_t>::max();
+  int best = 3;
+  for (std::int32_t b = 0; b < grid_.blocks(); ++b) {
+    if (grid_.block_tokens(b) == 0) continue;
+    for (std::int32_t c = 0; c < columns_; ++c) {
+      const std::int64_t rows = grid_.at(b, c);
+      if (rows == 0) continue;
+      const std::int32_t e = column_expert_[static_cast<std::size_t>(c)];
+      const LayerKind kind = e >= 0 ? LayerKind::Expert : b == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention;
+      const auto& gate = gates_[static_cast<std::size_t>(kind)];
+      int tier = 1;
+      if (gate && rows < gate->min_rows) {
+        std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
+        for (const TokenBatch& batch : queues_[static_cast<std::size_t>(b * columns_ + c)].batches)
+          if (!batch.empty()) oldest = std::min(oldest, batch.oldest_ns);
+        if (now - oldest >= kGateStarveWaits * gate->max_wait_ns) {
+          tier = 1;  // a small queue waits behind full ones for a bounded time only
+        } else if (gate->open(rows, oldest, now) || expected_rows(b, c) <= 0) {
+          tier = 2;
+        } else {
+          tier = 3;
+          first_open = std::min(first_open, gate->opens_at(oldest));
+        }
+      }
+      best = std::min(best, tier);
+      tiers_.push_back({b * columns_ + c, tier});
+    }
+  }
+  gated_grid_ = grid_;
+  for (const auto& [cell, tier] : tiers_)
+    if (tier > best || tier == 3) gated_grid_.hold(cell / columns_, cell % columns_);
+  // Nothing may run: wake up when the first held queue opens (an arrival may open one sooner).
+  if (best == 3 && first_open != std::numeric_limits<std::int64_t>::max()) arm_gate(first_open);
+  return gated_grid_;
+}
+
+void Worker::arm_gate(std::int64_t at) {
+  if (gate_armed_ns_ >= 0 && gate_armed_ns_ <= at) return;  // an earlier wake-up is on its way
+  gate_armed_ns_ = at;
+  loop_.post(at, [this, at] {
+    if (gate_armed_ns_ == at) gate_armed_ns_ = -1;
+    if (!running_) try_run();
+  });
 }
 
 std::size_t Worker::queue_index(const LayerId& id) const {
@@ -139,9 +208,17 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
                             : 1;
 }
 
-void Worker::announce(const ShipmentHeader&) { update_stall(); }
+void Worker::announce(const ShipmentHeader& header) {
+  if (header.kind == LayerKind::Expert) inbound_expert_rows_[static_cast<std::size_t>(header.block)] += header.rows;
+  update_stall();
+}
 
 void Worker::receive(Shipment&& shipment) {
+  if (shipment.kind == LayerKind::Expert) {
+    // Never below zero: a transport that announces nothing leaves the count at zero.
+    std::int64_t& inbound = inbound_expert_rows_[static_cast<std::size_t>(shipment.block)];
+    inbound = std::max<std::int64_t>(0, inbound - shipment.tokens());
+  }
   // The rows' activations arrive as the handles the sender moved: cpu devices share host
   // memory, so a handle is as good here as there. A transport between separate memories (a
   // GPU's) copies the rows into buffers of this device's pool before this sees them.
@@ -154,24 +231,30 @@ void Worker::receive(Shipment&& shipment) {
     }
   }
   recycler_.give_list(std::move(shipment.batches));
-  if (policy_.grouped()) {
-    const GroupKey key{shipment.kind, shipment.block, shipment.group};
-    if (++arrived_[key] == expected_shipments(shipment.kind, shipment.block)) {
-      arrived_.erase(key);
-      pending_groups_.push_back(key);
-    }
-  }
+  if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
   update_stall();
   try_run();
+}
+
+void Worker::arrive(const GroupKey& key) {
+  if (++arrived_[key] == expected_shipments(std::get<0>(key), std::get<1>(key))) {
+    arrived_.erase(key);
+    pending_groups_.push_back(key);
+  }
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
   completed_.clear();
   pool_.absorb(outputs, completed_);
+  take_completed();
+}
+
+void Worker::take_completed() {
   // Every request whose K outputs per row are all back is merged into its residual by an
   // execution of its own on the device; without activations (sim) there is nothing to add
   // and its rows go straight to the layer after the expert block.
   for (TokenPool::Completed& c : completed_) {
+    pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
     if (c.hidden.null()) {
       enqueue_merged(c);
     } else {
@@ -219,7 +302,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
 
 bool Worker::take_async_job() {
   if (queued_tokens_ == 0) return false;  // most arrivals only fill the token pool
-  auto pick = scheduler_->pick(grid_);
+  auto pick = scheduler_->pick(open_queues());
   if (!pick) return false;
   const std::int32_t expert = column_expert_.empty() ? -1 : column_expert_[pick->column];
   const auto qi = static_cast<std::size_t>(pick->block * columns_ + pick->column);
@@ -235,6 +318,19 @@ bool Worker::take_async_job() {
     job_.index = rank_;
     drain(qi, -1, job_.batch);
   }
+  return true;
+}
+
+bool Worker::take_shared_job() {
+  if (shared_jobs_.empty()) return false;
+  job_.kind = LayerKind::Attention;
+  job_.shared = true;
+  job_.block = shared_jobs_.front().layer.block;
+  job_.index = rank_;
+  job_.group = shared_jobs_.front().group;
+  job_.batch.swap_rows(shared_jobs_.front());
+  recycler_.give(std::move(shared_jobs_.front()));
+  shared_jobs_.pop_front();
   return true;
 }
 
@@ -270,13 +366,19 @@ void Worker::try_run() {
   for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
   job_.per_expert.clear();
   job_.tokens = 0;
+  job_.shared = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
   // be waiting for exactly these rows.
   if (!merges_.empty()) {
     execute_merges();
     return;
   }
-  const bool found = policy_.grouped() ? take_grouped_job() : take_async_job();
+  // findep's order (FinDEP §3.2): ASAS runs a micro-batch's shared expert before the next
+  // attention; AASS runs attention whenever one is ready and the shared experts in the gaps.
+  const bool shared_first = policy_.order == SharedExpertOrder::Asas;
+  bool found = shared_first && take_shared_job();
+  if (!found) found = policy_.grouped() ? take_grouped_job() : take_async_job();
+  if (!found) found = !shared_first && take_shared_job();
   if (!found) return;
   execute();
 }
@@ -312,8 +414,11 @@ void Worker::execute() {
     if (job_.tokens > 0) return executor_.experts(job_.block, batches, done);
   } else {
     job_.tokens = job_.batch.rows();
+    job_.routed.shared_pending = false;
+    if (job_.shared) return executor_.shared_expert(job_.block, job_.batch, done);
     if (job_.tokens > 0) {
       collect_sequences();
+      job_.routed.shared_apart = policy_.shared_expert_apart();
       if (job_.kind == LayerKind::Attention)
         return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, done);
       return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, job_.next_logprobs, done);
@@ -352,6 +457,11 @@ void Worker::finish(ExecutionTiming timing) {
   const std::int64_t end = loop_.now();
   // An expert job's group is a chunk of a micro-batch (findep); telemetry names the micro-batch.
   const std::int32_t group = job_.kind == LayerKind::Expert ? micro_batch_of(job_.group) : job_.group;
+  if (job_.shared) {
+    if (observer_) observer_->on_shared_expert(device_, job_.block, group, job_.tokens, timing.start_ns, timing.end_ns);
+    dispatch_shared_expert();
+    return run_next_or_stall(end);
+  }
   if (observer_ && job_.tokens > 0)
     observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, job_.tokens, timing.start_ns,
                             timing.end_ns);
@@ -488,13 +598,38 @@ void Worker::dispatch_attention() {
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
+  const bool shared_apart = job_.routed.shared_pending;
+  if (shared_apart) {
+    // findep: the shared expert runs later on this device, over the same ffn input rows; the
+    // micro-batch's next layer also waits for it (one more arrival for its group key).
+    TokenBatch& shared = shared_jobs_.emplace_back(recycler_.take());
+    shared.layer = LayerId::attention(b, rank_);
+    shared.group = job_.group;
+    shared.request = batch.request;
+    shared.position = batch.position;
+    shared.rank = batch.rank;
+    shared.hidden = std::move(job_.routed.ffn_in);
+    if (policy_.grouped())
+      --arrived_[{b + 1 == last ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group}];
+  }
   if (activations) job_.routed.ffn_in.reset();
   // The residual waits in the token pool until every expert output of every row is back. Held
   // after the sends (the chunks read the batch): no output can return before this, since an
   // expert's output comes from an execution that completes on a later event of the loop.
   batch.layer = next_layer;
   batch.group = job_.group;
-  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out));
+  pooled_rows_[static_cast<std::size_t>(next_layer.block)] += batch.rows();
+  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out), shared_apart);
+}
+
+void Worker::dispatch_shared_expert() {
+  // Its rows join the token pool; requests whose expert outputs are back too are merged.
+  const std::int32_t b = job_.block;
+  completed_.clear();
+  pool_.absorb_shared(job_.batch, completed_);
+  take_completed();
+  if (policy_.grouped())
+    arrive({b + 1 == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group});
 }
 
 void Worker::dispatch_experts() {

@@ -9,7 +9,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime/activation_ops.h"
@@ -17,6 +19,7 @@
 #include "engine/kv/kv_block_manager.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/mu_queue_gate.h"
 #include "engine/runtime/runtime_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/scheduler.h"
@@ -69,7 +72,8 @@ class Worker {
 
   // Nothing queued, pooled, or executing.
   bool quiescent() const {
-    return !running_ && queued_tokens_ == 0 && pool_.empty() && merges_.empty() && pending_groups_.empty();
+    return !running_ && queued_tokens_ == 0 && pool_.empty() && merges_.empty() && pending_groups_.empty() &&
+           shared_jobs_.empty();
   }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
@@ -89,7 +93,8 @@ class Worker {
     std::int32_t block = 0;
     std::int32_t index = 0;
     std::int32_t group = -1;
-    TokenBatch batch;                    // attention and sampler
+    bool shared = false;                 // findep: the shared expert of an attention block's rows
+    TokenBatch batch;                    // attention, shared expert and sampler
     std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
     RoutedRows routed;
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
@@ -106,6 +111,12 @@ class Worker {
   void account(std::size_t qi, std::int64_t rows);
   void enqueue(TokenBatch&& batch);
   void absorb_expert_outputs(const TokenBatch& outputs);
+  // Requests the token pool let go (completed_): merged by an execution, or (sim) queued at once.
+  void take_completed();
+  // Grouped: one more arrival for `key`; the key is pending once all it expects are in.
+  void arrive(const GroupKey& key);
+  // findep: runs the oldest waiting shared-expert execution, if any.
+  bool take_shared_job();
   std::int32_t expected_shipments(LayerKind kind, std::int32_t block) const;
   // The micro-batch an expert job's group belongs to: findep ships each micro-batch's expert
   // work as r2 chunk groups (group · r2 + chunk); -1 (async) stays -1.
@@ -129,6 +140,7 @@ class Worker {
   void dispatch_attention();
   void dispatch_experts();
   void dispatch_sampler();
+  void dispatch_shared_expert();
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
   // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
@@ -139,6 +151,19 @@ class Worker {
   void send_outgoing(LayerKind kind, std::int32_t block, std::int32_t group, const std::vector<std::int32_t>& always);
   void update_stall();
   StallReason current_stall_reason() const;
+  // Async with the gate on, the queues the scheduler may pick from (in gated_grid_): those
+  // holding the cost model's minimum batch or waiting past the starvation bound; failing any,
+  // those whose gate is open (past the maximum wait, or nothing more on its way to them). A
+  // small, young queue with rows on their way to it waits; a wake-up is armed for the first
+  // such queue to open.
+  const QueueGrid& open_queues();
+  void arm_gate(std::int64_t at);
+  // Rows known to be on their way to queue (b, c): for an attention rank's queue the requests
+  // in its token pool whose next layer it is; for an expert queue the rows of block b in
+  // shipments announced to this device (phase 1) and not yet delivered.
+  std::int64_t expected_rows(std::int32_t block, std::int32_t column) const;
+  // A queue below its minimum batch waits behind full ones at most this many maximum waits.
+  static constexpr std::int64_t kGateStarveWaits = 8;
 
   const std::int32_t device_;
   const Topology& topo_;
@@ -151,6 +176,14 @@ class Worker {
 
   RuntimePolicy policy_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Async with the gate: per layer kind (attention, expert, sampler), when the backend has one.
+  std::optional<MuQueueGate> gates_[3];
+  bool gated_ = false;
+  QueueGrid gated_grid_;
+  std::vector<std::pair<std::int32_t, int>> tiers_;  // open_queues scratch: (cell, tier)
+  std::vector<std::int64_t> pooled_rows_;      // [block]: rows in the token pool that go to this block next
+  std::vector<std::int64_t> inbound_expert_rows_;  // [block]: expert rows announced here, not yet delivered
+  std::int64_t gate_armed_ns_ = -1;           // the wake-up on its way (-1: none)
   std::int32_t rank_ = -1;                    // attention rank hosted here, or -1
   std::int32_t columns_ = 0;
   std::vector<std::int32_t> expert_column_;   // expert id -> grid column, or -1
@@ -164,6 +197,9 @@ class Worker {
   const KvBlockManager* kv_;
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
+  // findep: shared-expert executions waiting for the device (ffn input rows of one attention
+  // micro-batch, layer = its attention block), oldest first.
+  std::deque<TokenBatch> shared_jobs_;
   Job job_;
   bool running_ = false;
   bool stalled_ = false;

@@ -178,16 +178,19 @@ void ControlCommands::get_state(const json& c, const Reply& reply) {
   reply({{"ok", true}, {"cmd", "get_state"}, {"state", std::move(state)}});
 }
 
-void ControlCommands::apply_policy(const json& c, const Reply& reply, const PolicySpec& spec) {
+void ControlCommands::apply_policy(const json& c, const Reply& reply, const PolicySpec& spec, json fields) {
   auto policy = runtime_policy(spec);
   if (!policy.ok()) return fail(c, reply, policy.status().message());
   Coordinator& co = d_.coordinator();
+  // Staying adaptive (e.g. a parameter changed): keep the policy the engine has chosen.
+  if (policy->adaptive && co.target_policy().adaptive) policy->kind = co.target_policy().kind;
   json old_value = policy_spec(co.target_policy()).to_json();
   json new_value = spec.to_json();
   std::weak_ptr<bool> alive = alive_;
-  Status s = co.request_policy(*policy, [this, alive, c, reply, old_value, new_value](std::int64_t t) {
+  Status s = co.request_policy(*policy, [this, alive, c, reply, old_value, new_value, fields](std::int64_t t) mutable {
     if (alive.expired()) return;
-    succeed(c, reply, old_value, new_value, {{"applied_at_ns", t}});
+    fields["applied_at_ns"] = t;
+    succeed(c, reply, old_value, new_value, std::move(fields));
   });
   if (!s.ok()) return fail(c, reply, s.message());
   bridge_.publish_meta();  // meta shows "switching" until the safe point
@@ -205,9 +208,27 @@ void ControlCommands::set_policy(const json& c, const Reply& reply) {
     changes["name"] = c.at("policy");
   }
   if (changes.empty()) return fail(c, reply, "nothing to change: give 'policy' and/or 'params'");
+  // expert_chunks "auto": FinDEP's solver chooses r1, r2 and the order for this deployment now.
+  const bool solve = changes.contains("expert_chunks") && changes.at("expert_chunks") == "auto";
+  if (solve) {
+    for (const char* key : {"microbatches", "order"})
+      if (changes.contains(key))
+        return fail(c, reply, std::string("expert_chunks \"auto\" chooses ") + key + " too: leave it out");
+    changes.erase("expert_chunks");
+  }
   auto spec = PolicySpec::from_json(changes, policy_spec(d_.coordinator().target_policy()));
   if (!spec.ok()) return fail(c, reply, spec.status().message());
-  apply_policy(c, reply, *spec);
+  if (!solve) return apply_policy(c, reply, *spec);
+  if (spec->policy != "findep")
+    return fail(c, reply, "expert_chunks \"auto\" is findep's: policy is '" + spec->policy + "'");
+  const FindepCostBasis* basis = d_.options().findep_costs.get();
+  if (!basis) return fail(c, reply, "findep: this deployment has no cost model for the solver");
+  const Coordinator& co = d_.coordinator();
+  const Topology& topology = d_.cluster().topology();
+  auto solution = solve_findep_for(*basis, topology, co.max_batch_per_rank(), co.mean_context());
+  if (!solution.ok()) return fail(c, reply, solution.status().message());
+  apply_policy(c, reply, findep_policy_spec(*spec, *solution),
+               {{"findep", findep_choice_json(*solution, *basis, topology, co.max_batch_per_rank(), co.mean_context())}});
 }
 
 void ControlCommands::set_microbatches(const json& c, const Reply& reply) {

@@ -88,7 +88,9 @@ class ControlCommands {
   void rebalance_tick(std::uint64_t generation);
 
   // Switches to `spec` at the next safe point; replies and echoes once applied.
-  void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec);
+  // fields: more of the reply (findep's solver choice).
+  void apply_policy(const nlohmann::json& c, const Reply& reply, const PolicySpec& spec,
+                    nlohmann::json fields = nlohmann::json::object());
   // Changes the placement at the next safe point (set_placement, move_expert, rebalance all
   // come here); replies with `fields` and applied_at_ns, and echoes, once applied.
   void apply_placement(const nlohmann::json& c, const Reply& reply, Placement placement,

@@ -72,6 +72,17 @@ void Coordinator::pop_waiting() {
   waiting_.pop_front();
 }
 
+double Coordinator::mean_context() const {
+  double sum = 0;
+  std::int64_t n = 0;
+  for (const RequestRecord& r : requests_) {
+    if (r.state != RequestState::Running) continue;
+    sum += static_cast<double>(r.spec.prompt.size() + r.output.size());
+    ++n;
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
 std::int64_t Coordinator::kv_pages_used() const {
   std::int64_t n = 0;
   if (!cluster_) return 0;
@@ -104,8 +115,70 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
   cluster_ = &cluster;
   policy_ = policy;
   running_per_rank_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
+  held_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), {});
+  held_count_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
   cluster.set_policy(policy);
   reset_slots();
+  start_adaptive();
+}
+
+void Coordinator::start_adaptive() {
+  if (!policy_.adaptive || adaptive_timer_ || failure_) return;
+  AdaptiveThresholds t;
+  t.pingpong_from = policy_.adaptive_pingpong_from;
+  t.async_from = policy_.adaptive_async_from;
+  if (!chooser_ || chooser_->thresholds().pingpong_from != t.pingpong_from ||
+      chooser_->thresholds().async_from != t.async_from)
+    chooser_.emplace(t, policy_.kind);
+  chooser_->set_current(policy_.kind);
+  adaptive_timer_ = true;
+  window_start_ns_ = loop_.now();
+  window_offered_tokens_ = 0;
+  loop_.post(loop_.now() + kAdaptiveWindowNs, [this] { adaptive_window(); });
+}
+
+void Coordinator::adaptive_window() {
+  // The timer runs while the policy in force (or the one asked for) is adaptive.
+  if (failure_ || !target_policy().adaptive) {
+    adaptive_timer_ = false;
+    return;
+  }
+  const std::int64_t now = loop_.now();
+  const double window_s = static_cast<double>(now - window_start_ns_) * 1e-9;
+  AdaptiveObservation o;
+  o.t_ns = now;
+  o.offered_tokens_per_s_per_rank =
+      window_s > 0 ? window_offered_tokens_ / window_s / std::max(1, cluster_->topology().num_ranks()) : 0;
+  window_start_ns_ = now;
+  window_offered_tokens_ = 0;
+  // A switch still on its way to its safe point is not second-guessed.
+  if (!switching()) {
+    if (auto d = chooser_->observe(o)) {
+      RuntimePolicy next = policy_;
+      next.kind = d->to;
+      AdaptiveSwitch sw{now, policy_, next, d->reason};
+      adaptive_switches_.push_back(sw);
+      if (on_adaptive_switch_) on_adaptive_switch_(sw);
+      (void)request_policy(next);
+    }
+  }
+  loop_.post(now + kAdaptiveWindowNs, [this] { adaptive_window(); });
+}
+
+bool Coordinator::hold_for_wave(std::int32_t rank) const {
+  // Only while another request of the rank is in flight: its sampling is then sure to come.
+  const auto r = static_cast<std::size_t>(rank);
+  return !policy_.grouped() && running_per_rank_[r] - 1 - held_count_[r] > 0;
+}
+
+void Coordinator::release_wave(std::int32_t rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (held_[r].empty()) return;
+  std::vector<std::int64_t> held;
+  held.swap(held_[r]);
+  held_count_[r] = 0;
+  for (std::int64_t idx : held)
+    if (record(idx).state == RequestState::Running) inject_soon(idx);
 }
 
 void Coordinator::reset_slots() {
@@ -176,6 +249,7 @@ void Coordinator::on_arrival(std::int64_t idx) {
   }
   waiting_.push_back(idx);
   waiting_tokens_ += prompt;
+  window_offered_tokens_ += r.spec.max_new_tokens;
   if (policy_.grouped()) {
     start_idle_slots();
   } else {
@@ -236,6 +310,9 @@ bool Coordinator::admit_one(std::int32_t slot) {
   notify(idx, RequestPhase::Admitted);
   if (slot >= 0) {
     slots_[slot].members.push_back(idx);
+  } else if (hold_for_wave(best)) {
+    held_[static_cast<std::size_t>(best)].push_back(idx);
+    ++held_count_[static_cast<std::size_t>(best)];
   } else {
     inject_soon(idx);
   }
@@ -333,6 +410,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
       reason = FinishReason::Length;
     }
   }
+  const std::int32_t rank = r.rank;
   if (reason != FinishReason::None) {
     finish(idx, reason);
     if (!policy_.grouped()) admit_async();
@@ -343,6 +421,8 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
       inject_soon(idx);
     }
   }
+  // The rank's wave is passing the sampler: what was admitted meanwhile joins it.
+  if (!policy_.grouped() && !switching() && rank >= 0) release_wave(rank);
   if (switching()) loop_.post_now([this] { check_safe_point(); });
 }
 
@@ -515,6 +595,8 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(requests_.size()); ++i)
     if (requests_[static_cast<std::size_t>(i)].state == RequestState::Running) running.push_back(first_request_ + i);
   parked_.clear();
+  for (auto& h : held_) h.clear();  // running: re-entered below with every other running request
+  std::fill(held_count_.begin(), held_count_.end(), 0);
   reset_slots();
   if (policy_.grouped()) {
     for (std::size_t i = 0; i < running.size(); ++i) {
@@ -530,6 +612,7 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
     }
     admit_async();
   }
+  start_adaptive();
 }
 
 }  // namespace sy

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/runtime/cluster.h"
+#include "engine/serving/adaptive_chooser.h"
 #include "engine/runtime/placement.h"
 #include "engine/serving/request_observer.h"
 #include "engine/runtime/runtime_policy.h"
@@ -122,11 +123,28 @@ class Coordinator {
   std::int64_t kv_pages_used() const;
   std::int64_t kv_pages_total() const;
   std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
+  // Mean positions (prompt and output so far) of the running requests; 0 when none runs.
+  double mean_context() const;
   std::int32_t running(std::int32_t rank) const { return running_per_rank_[rank]; }
   std::size_t waiting() const { return waiting_.size(); }
   std::int64_t waiting_tokens() const { return waiting_tokens_; }
   // Requests rejected because the admission queue was full.
   std::int64_t rejected_queue_full() const { return rejected_queue_full_; }
+
+  // The adaptive policy's windows: every kAdaptiveWindowNs of loop time the chooser sees the
+  // offered load and may switch the concrete policy (through request_policy, at a safe point).
+  static constexpr std::int64_t kAdaptiveWindowNs = 250'000'000;
+  struct AdaptiveSwitch {
+    std::int64_t t_ns = 0;  // decided at
+    RuntimePolicy from, to;
+    std::string reason;
+  };
+  // Called when the adaptive policy decides a switch (telemetry: a control event).
+  void on_adaptive_switch(std::function<void(const AdaptiveSwitch&)> fn) { on_adaptive_switch_ = std::move(fn); }
+  // Every switch the adaptive policy decided, oldest first.
+  const std::vector<AdaptiveSwitch>& adaptive_switches() const { return adaptive_switches_; }
+  // The chooser's smoothed offered load (tok/s per attention rank); 0 unless adaptive.
+  double adaptive_load() const { return chooser_ ? chooser_->load() : 0; }
 
  private:
   struct Slot {
@@ -158,6 +176,14 @@ class Coordinator {
   // Every process applied `policy` (the change asked for as of change number `seq`): resumes.
   void release_safe_point(const RuntimePolicy& policy, std::uint64_t seq, const std::vector<ChangeDone>& done);
   void reset_slots();
+  // Async: whether a request admitted on `rank` waits for the rank's next sampling, so that it
+  // enters block 0 with the wave of requests that rank is serving (AMoE: waves kept whole).
+  bool hold_for_wave(std::int32_t rank) const;
+  // The requests held for the wave of `rank` enter block 0 with it.
+  void release_wave(std::int32_t rank);
+  // Adaptive: starts the window timer (when the policy is adaptive and no timer runs).
+  void start_adaptive();
+  void adaptive_window();
 
   EventLoop& loop_;
   CoordinatorOptions options_;
@@ -212,6 +238,15 @@ class Coordinator {
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
   std::int64_t placement_changes_ = 0;
+  std::vector<std::vector<std::int64_t>> held_;  // async: per rank, admitted and waiting for its wave
+  std::vector<std::int64_t> held_count_;          // held_[rank].size(), kept while held_ is swapped out
+  // Adaptive policy.
+  std::optional<AdaptiveChooser> chooser_;
+  bool adaptive_timer_ = false;
+  double window_offered_tokens_ = 0;  // max_new_tokens of the requests that arrived in the window
+  std::int64_t window_start_ns_ = 0;
+  std::function<void(const AdaptiveSwitch&)> on_adaptive_switch_;
+  std::vector<AdaptiveSwitch> adaptive_switches_;
 };
 
 }  // namespace sy

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/sim/cost_model.h"
+#include "engine/sim/findep_deployment.h"
 #include "engine/runtime/cluster.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/loop_transport.h"
@@ -46,6 +47,9 @@ struct DeploymentOptions {
   // executors, so that the skew can change while serving.
   std::shared_ptr<SkewRouting> skew_routing;
   std::shared_ptr<const RoutingTrace> routing_trace;  // sim: replay a recorded routing
+  // What findep's solver plans with when asked to choose the configuration (set_policy with
+  // expert_chunks "auto", --findep-config auto): set by the CLI's backend; null: refused.
+  std::shared_ptr<const FindepCostBasis> findep_costs;
   std::int32_t kv_pages_per_rank = 4096;
   std::int32_t page_size = 16;
   // Several processes (engine/dist): the transport between them, and which process this is

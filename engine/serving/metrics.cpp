@@ -226,6 +226,11 @@ void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::i
   d.executions.push_back({end_ns, tokens});
 }
 
+void MetricsCollector::on_shared_expert(std::int32_t dev, std::int32_t /*block*/, std::int32_t /*group*/,
+                                        std::int64_t /*tokens*/, std::int64_t start_ns, std::int64_t end_ns) {
+  on_device_busy(dev, start_ns, end_ns);  // busy; its rows were counted by the attention execution
+}
+
 void MetricsCollector::on_merge(std::int32_t dev, std::int32_t /*block*/, std::int64_t /*tokens*/,
                                 std::int64_t start_ns, std::int64_t end_ns) {
   on_device_busy(dev, start_ns, end_ns);  // busy, but not an execution of a layer's rows

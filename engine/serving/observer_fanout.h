@@ -30,6 +30,10 @@ class ObserverFanout final : public RuntimeObserver, public RequestObserver {
                 std::int64_t end_ns) override {
     for (auto* o : runtime_) o->on_merge(device, block, tokens, start_ns, end_ns);
   }
+  void on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group, std::int64_t tokens,
+                        std::int64_t start_ns, std::int64_t end_ns) override {
+    for (auto* o : runtime_) o->on_shared_expert(device, block, group, tokens, start_ns, end_ns);
+  }
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override {
     for (auto* o : runtime_) o->on_stall(device, reason, start_ns, end_ns);
   }

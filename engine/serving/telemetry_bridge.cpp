@@ -71,6 +71,22 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
   wall_origin_unix_ns_ = unix_now_ns() - now;
   load_window_start_ = summary_start_ = now;
   d_.observers().add(this, this);
+  // The adaptive policy's switches are control events nobody sent, with their reason.
+  d_.coordinator().on_adaptive_switch([this](const Coordinator::AdaptiveSwitch& sw) {
+    const auto brief = [](const RuntimePolicy& p) {
+      nlohmann::json j = {{"name", policy_name(p.kind)}};
+      if (p.kind == PolicyKind::PingPong) j["microbatches"] = p.microbatches;
+      return j;
+    };
+    publish_control({{"t_ns", sw.t_ns},
+                     {"cmd", "adaptive_switch"},
+                     {"request", nullptr},
+                     {"old", brief(sw.from)},
+                     {"new", brief(sw.to)},
+                     {"ok", true},
+                     {"error", nullptr},
+                     {"reason", sw.reason}});
+  });
 
   // Periodic samples on the loop; each reposts itself while the bridge lives.
   struct Ticker {
@@ -94,6 +110,7 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
 }
 
 TelemetryBridge::~TelemetryBridge() {
+  d_.coordinator().on_adaptive_switch({});
   d_.observers().remove(this, this);
   alive_.reset();
 }
@@ -122,6 +139,13 @@ void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int
                                    std::int64_t end_ns) {
   DeviceWindow& w = compute_span(span_kind(kind), device, kind == LayerKind::Sampler ? -1 : block, index, group, tokens,
                                  start_ns, end_ns);
+  ++w.executions;
+  w.rows += tokens;
+}
+
+void TelemetryBridge::on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group,
+                                       std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns) {
+  DeviceWindow& w = compute_span(tm::SpanKind::SharedExpert, device, block, -1, group, tokens, start_ns, end_ns);
   ++w.executions;
   w.rows += tokens;
 }
@@ -431,7 +455,10 @@ nlohmann::json TelemetryBridge::meta() const {
             {"lookahead", p.scheduler.lookahead},
             {"decay", p.scheduler.decay},
             {"microbatches", p.microbatches},
-            {"expert_chunks", p.expert_chunks}}},
+            {"expert_chunks", p.expert_chunks},
+            {"barrier", p.collective_barrier ? "collective" : "ideal"},
+            {"gate", p.gate ? "cost" : "off"},
+            {"adaptive", p.adaptive}}},
           {"switching", co.switching()},
           {"admission_paused", co.admission_paused()},
           {"recording", std::move(recording)},

@@ -89,6 +89,8 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   // RuntimeObserver
   void on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t index, std::int32_t group,
                     std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns) override;
+  void on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group, std::int64_t tokens,
+                        std::int64_t start_ns, std::int64_t end_ns) override;
   void on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,
                 std::int64_t end_ns) override;
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;

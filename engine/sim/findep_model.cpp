@@ -7,6 +7,11 @@ namespace sy {
 
 FindepTaskCosts findep_task_costs(const FindepPrimitives& p, const FindepModelDims& d, std::int64_t seq_len,
                                   std::int64_t eg) {
+  return findep_task_costs(p, d, seq_len, eg, static_cast<double>(seq_len));
+}
+
+FindepTaskCosts findep_task_costs(const FindepPrimitives& p, const FindepModelDims& d, std::int64_t seq_len,
+                                  std::int64_t eg, double context) {
   const double S = static_cast<double>(seq_len), M = static_cast<double>(d.hidden);
   const double H = static_cast<double>(d.expert_hidden), nh = static_cast<double>(d.heads);
   const double dk = static_cast<double>(d.head_dim_k), dv = static_cast<double>(d.head_dim_v);
@@ -16,10 +21,11 @@ FindepTaskCosts findep_task_costs(const FindepPrimitives& p, const FindepModelDi
   // Eqs. 10–11: four projections and the attention core per sample of S tokens.
   c.attention.alpha_us = 4 * p.gemm.alpha_us + p.attention.alpha_us;
   c.attention.beta_us = p.gemm.beta_us * (2 * S * M * nh * dk + 2 * S * M * nh * dv) +
-                        p.attention.beta_us * S * S * nh * (dk + dv);
+                        p.attention.beta_us * S * context * nh * (dk + dv);
   // Eq. 2: three projections per shared expert.
+  const double Hs = d.shared_hidden > 0 ? static_cast<double>(d.shared_hidden) : H;
   c.shared.alpha_us = 3 * shared * p.gemm.alpha_us;
-  c.shared.beta_us = 3 * shared * p.gemm.beta_us * S * M * H;
+  c.shared.beta_us = 3 * shared * p.gemm.beta_us * S * M * Hs;
   // Eq. 3: three projections for each of the E/eg local experts, m_e tokens each.
   c.expert.alpha_us = 3 * local_experts * p.gemm.alpha_us;
   c.expert.beta_us = 3 * local_experts * p.gemm.beta_us * M * H;

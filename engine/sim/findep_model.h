@@ -38,6 +38,7 @@ struct FindepModelDims {
   std::int64_t top_k = 0;
   std::int64_t layers = 0;         // T
   double bytes_per_element = 2;    // activations on the wire (bf16)
+  std::int64_t shared_hidden = 0;  // FFN hidden of one shared expert where it differs from H (qwen2_moe); 0: H
 };
 
 // The four task models in terms of the schedule's variables (FinDEP §4.1, after Eq. 11):
@@ -50,9 +51,13 @@ struct FindepTaskCosts {
 };
 
 // Eqs. 1–4 and 10–11 for sequence length S on `eg` expert GPUs. Deviation: the paper's text
-// drops Eq. 3's factor 3 (three projections) from α_e and β_e; we keep it.
+// drops Eq. 3's factor 3 (three projections) from α_e and β_e; we keep it. `context`: the
+// positions each of a sample's S query tokens attends to, S in the paper's prefill (the S² of
+// y); a decode step is S = 1 query token attending to its cached context, y = N_h·B·S·C·(D_k + D_v).
 FindepTaskCosts findep_task_costs(const FindepPrimitives& p, const FindepModelDims& d, std::int64_t seq_len,
                                   std::int64_t eg);
+FindepTaskCosts findep_task_costs(const FindepPrimitives& p, const FindepModelDims& d, std::int64_t seq_len,
+                                  std::int64_t eg, double context);
 
 enum class FindepOrder : std::uint8_t {
   Asas,  // attention and shared expert alternate per micro-batch

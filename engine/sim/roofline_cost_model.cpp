@@ -8,9 +8,17 @@ namespace {
 constexpr double kBytes = 2.0;  // bf16
 }
 
+SyncBaselineCosts sync_baseline_costs(const HardwareProfile& hw, std::int32_t devices, std::int32_t devices_per_node) {
+  const std::int32_t per_node = devices_per_node > 0 ? std::min(devices_per_node, devices) : devices;
+  const double local = hw.nvlink_gbps > 0 ? hw.nvlink_latency_us : hw.nic_latency_us;  // PCIe: as the profile's links
+  const double us = hw.kernel_overhead_us + std::max(0, per_node - 1) * local +
+                    std::max(0, devices - per_node) * hw.nic_latency_us;
+  return {static_cast<std::int64_t>(std::ceil(us * 1e3)), static_cast<std::int64_t>(kSyncHostSchedulingUs * 1e3)};
+}
+
 RooflineCostModel::RooflineCostModel(const HardwareProfile& profile, const ModelConfig& config,
-                                     std::int32_t tensor_parallel)
-    : hw_(profile), config_(config), tp_(std::max(1, tensor_parallel)) {}
+                                     std::int32_t tensor_parallel, SyncBaselineCosts sync)
+    : hw_(profile), config_(config), tp_(std::max(1, tensor_parallel)), sync_(sync) {}
 
 double RooflineCostModel::stream_ns(double bytes) const {
   return bytes / (hw_.hbm_gbps * hw_.hbm_efficiency);  // GB/s == bytes/ns
@@ -42,11 +50,23 @@ std::int64_t RooflineCostModel::attention_ns(std::int32_t block, std::int64_t to
   t += stream_ns(4 * n * H * kBytes) + 2 * hw_.kernel_overhead_us * 1e3;
   if (c.is_sparse(block)) {
     t += gemm_ns(H * c.num_experts, n);  // router
-    if (c.has_shared_expert()) t += gemm_ns(3 * H * c.shared_expert_intermediate_size + H, n);
+    t += shared_ns(block, n);
   } else {
     t += gemm_ns(3 * H * c.intermediate_size, n);  // dense MLP of this block
   }
   return static_cast<std::int64_t>(std::ceil(t));
+}
+
+double RooflineCostModel::shared_ns(std::int32_t block, double tokens) const {
+  const ModelConfig& c = config_;
+  if (!c.is_sparse(block) || !c.has_shared_expert()) return 0;
+  // Gate, up and down projections and the sigmoid gate's one column.
+  const double H = c.hidden_size;
+  return gemm_ns(3 * H * c.shared_expert_intermediate_size + H, tokens);
+}
+
+std::int64_t RooflineCostModel::shared_expert_ns(std::int32_t block, std::int64_t tokens) const {
+  return static_cast<std::int64_t>(std::ceil(shared_ns(block, static_cast<double>(tokens))));
 }
 
 std::int64_t RooflineCostModel::experts_ns(std::int32_t, std::span<const std::int64_t> tokens_per_expert) const {

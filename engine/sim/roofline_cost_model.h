@@ -11,15 +11,35 @@
 
 namespace sy {
 
+// What a synchronous expert-parallel engine of AMoE's time (SGLang's EP, NCCL all-to-all)
+// pays outside its kernels, for RooflineCostModel::collective_ns / iteration_host_ns.
+struct SyncBaselineCosts {
+  std::int64_t collective_ns = 0;
+  std::int64_t host_ns = 0;
+};
+// Host scheduling of one decode iteration: 1 ms (batch preparation, output processing and the
+// next launch on the CPU while the GPU waits, as a Python scheduler that does not overlap them
+// with the GPU pays; an assumption, the AMoE paper does not measure SGLang's).
+inline constexpr double kSyncHostSchedulingUs = 1000;
+// An all-to-all over `devices` devices of `hw`, `devices_per_node` to a node (0: one node): a
+// kernel launch plus one link latency per peer (NCCL posts a send and a receive per peer; the
+// handshakes are serialised on each device's proxy), NVLink (or PCIe) within the node, the NIC
+// beyond; and kSyncHostSchedulingUs per iteration.
+SyncBaselineCosts sync_baseline_costs(const HardwareProfile& hw, std::int32_t devices, std::int32_t devices_per_node);
+
 class RooflineCostModel final : public CostModel {
  public:
   // bf16 weights, activations and KV cache, as every paper's setup. tensor_parallel splits each
   // kernel's FLOPs and bytes over that many devices of one node (its all-reduce is not modelled).
-  RooflineCostModel(const HardwareProfile& profile, const ModelConfig& config, std::int32_t tensor_parallel = 1);
+  RooflineCostModel(const HardwareProfile& profile, const ModelConfig& config, std::int32_t tensor_parallel = 1,
+                    SyncBaselineCosts sync = {});
 
   std::int64_t attention_ns(std::int32_t block, std::int64_t tokens, std::int64_t context) const override;
   std::int64_t experts_ns(std::int32_t block, std::span<const std::int64_t> tokens_per_expert) const override;
+  std::int64_t shared_expert_ns(std::int32_t block, std::int64_t tokens) const override;
   std::int64_t sample_ns(std::int64_t tokens) const override;
+  std::int64_t collective_ns() const override { return sync_.collective_ns; }
+  std::int64_t iteration_host_ns() const override { return sync_.host_ns; }
 
   // One GEMM of a [params]-sized bf16 weight over `tokens` rows: max(compute, weight streaming)
   // plus the kernel overhead. Compute runs at peak · gemm_efficiency · n / (n + half_tokens).
@@ -28,9 +48,11 @@ class RooflineCostModel final : public CostModel {
   double stream_ns(double bytes) const;
 
  private:
+  double shared_ns(std::int32_t block, double tokens) const;
   HardwareProfile hw_;
   ModelConfig config_;
   double tp_;
+  SyncBaselineCosts sync_;
 };
 
 }  // namespace sy

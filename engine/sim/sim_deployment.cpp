@@ -7,10 +7,13 @@ namespace {
 
 using ExecutorList = std::shared_ptr<std::vector<const SimExecutor*>>;
 
-DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config, const HardwareProfile& hw) {
+DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config, const HardwareProfile& hw,
+                                  std::int32_t devices) {
   // Simulated devices only exist on virtual time (paced to the wall clock when watched live).
   o.clock = Clock::Virtual;
-  if (!o.cost_model) o.cost_model = std::make_shared<RooflineCostModel>(hw, config);
+  if (!o.cost_model)
+    o.cost_model = std::make_shared<RooflineCostModel>(hw, config, 1,
+                                                       sync_baseline_costs(hw, devices, o.link.devices_per_node));
   if (!o.skew_routing)
     o.skew_routing = std::make_shared<SkewRouting>(config.num_layers, config.num_experts, o.skew_lambda.value_or(0.0),
                                                    o.skew_seed);
@@ -66,7 +69,8 @@ LinkModel profile_links(const HardwareProfile& hw, std::int32_t devices_per_node
 
 SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& hw, Topology topology,
                              DeploymentOptions options)
-    : SimDeployment(config, hw, with_cost_model(std::move(options), config, hw), with_device_memory(std::move(topology), hw),
+    : SimDeployment(config, hw, with_cost_model(std::move(options), config, hw, topology.num_devices),
+                    with_device_memory(topology, hw),
                     std::make_shared<std::vector<const SimExecutor*>>()) {}
 
 SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& hw, DeploymentOptions options,

@@ -53,6 +53,32 @@ void SimExecutor::fetch_expert(std::int32_t, std::int32_t, const Executor* sourc
   loop_.post(timing.end_ns, [done, timing] { done(timing); });
 }
 
+void SimExecutor::on_policy(const RuntimePolicy& policy) {
+  const bool collective = policy.kind == PolicyKind::Sync && policy.collective_barrier;
+  collective_ns_ = collective ? options_.cost_model->collective_ns() : 0;
+  host_ns_ = collective ? options_.cost_model->iteration_host_ns() : 0;
+}
+
+std::optional<MuQueueGate> SimExecutor::gate(LayerKind kind) const {
+  std::int32_t block = 0;
+  while (block < config_.num_layers && !config_.is_sparse(block)) ++block;
+  if (block == config_.num_layers) return std::nullopt;
+  const CostModel* cost = options_.cost_model;
+  switch (kind) {
+    case LayerKind::Expert:
+      return MuQueueGate::from_cost([cost, block](std::int64_t rows) {
+        const std::int64_t one[] = {rows};
+        return cost->experts_ns(block, one);
+      });
+    case LayerKind::Attention:
+      return MuQueueGate::from_cost(
+          [cost, block](std::int64_t rows) { return cost->attention_ns(block, rows, rows * kGateContext); });
+    case LayerKind::Sampler:
+      return MuQueueGate::from_cost([cost](std::int64_t rows) { return cost->sample_ns(rows); });
+  }
+  return std::nullopt;
+}
+
 void SimExecutor::merge(std::vector<TokenPool::Completed>& merges, Completion done) {
   std::int64_t rows = 0;
   for (const TokenPool::Completed& m : merges) rows += m.rows;
@@ -65,7 +91,13 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
   std::int64_t context = 0;
   // Every row attends to the cached positions before it and itself.
   for (std::int32_t position : batch.position) context += position + 1;
+  std::int64_t duration = options_.cost_model->attention_ns(block, rows, context);
+  routed.shared_pending = false;
   if (config_.is_sparse(block)) {
+    if (routed.shared_apart && config_.has_shared_expert()) {
+      routed.shared_pending = true;
+      duration -= std::min(duration, options_.cost_model->shared_expert_ns(block, rows));
+    }
     const std::int32_t K = config_.top_k;
     routed.expert_ids.resize(static_cast<std::size_t>(rows * K));
     routed.expert_weights.resize(static_cast<std::size_t>(rows * K));
@@ -86,13 +118,17 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
       options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
-  complete_after(options_.cost_model->attention_ns(block, rows, context), std::move(done));
+  complete_after(duration + (config_.is_sparse(block) ? collective_ns_ : 0), std::move(done));
+}
+
+void SimExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
+  complete_after(options_.cost_model->shared_expert_ns(block, batch.rows()), std::move(done));
 }
 
 void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) {
   per_expert_.clear();
   for (const TokenBatch* b : per_expert) per_expert_.push_back(b->rows());
-  complete_after(options_.cost_model->experts_ns(block, per_expert_), std::move(done));
+  complete_after(options_.cost_model->experts_ns(block, per_expert_) + collective_ns_, std::move(done));
 }
 
 void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, std::vector<std::int32_t>& next,
@@ -104,7 +140,7 @@ void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, st
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
   });
-  complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())), std::move(done));
+  complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())) + host_ns_, std::move(done));
 }
 
 }  // namespace sy

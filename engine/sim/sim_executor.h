@@ -36,10 +36,20 @@ class SimExecutor final : public Executor {
   void attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences, RoutedRows& routed,
                  Completion done) override;
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
+  void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   bool reads_sequences() const override { return false; }
+  // Sync with a collective barrier: every sparse block's attention execution ends in the
+  // dispatch all-to-all and every expert execution in the combine all-to-all (each device takes
+  // part, its stream held for the collective's latency), and every sampling (the end of an
+  // iteration on its rank) waits for the host's scheduling of the next.
+  void on_policy(const RuntimePolicy& policy) override;
+  // Experts: one expert's curve (every routed expert has the same shape). Attention: the first
+  // sparse block's, each row with kGateContext cached positions. Sampler: lm_head's.
+  std::optional<MuQueueGate> gate(LayerKind kind) const override;
+  static constexpr std::int64_t kGateContext = 1024;
 
   // bf16 weights, as the roofline assumes.
   bool owns_expert_weights() const override { return true; }
@@ -66,6 +76,8 @@ class SimExecutor final : public Executor {
   std::vector<std::int64_t> per_expert_;
   std::int64_t trace_misses_ = 0;
   std::int64_t copy_free_at_ = 0;  // when this device's copy engine is free
+  std::int64_t collective_ns_ = 0;  // per sparse attention and expert execution (sync, collective)
+  std::int64_t host_ns_ = 0;        // per sampling (sync, collective)
 };
 
 }  // namespace sy

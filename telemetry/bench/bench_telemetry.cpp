@@ -9,6 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "telemetry/span_windows.h"
 #include "telemetry/spsc_ring.h"
 #include "telemetry/telemetry_hub.h"
 #include "telemetry/trace_recorder.h"
@@ -131,5 +132,24 @@ void BM_RecorderSpans(benchmark::State& state) {
 BENCHMARK(BM_RecorderSpans)->Arg(4096)->Arg(65536)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// What the recorder's per-second overview (SPAN_WINDOWS) adds per span on its writer thread:
+// spans of 8 devices, 0.9 µs each, through the window accumulator, windows closed as it goes.
+void BM_SpanWindowAccumulator(benchmark::State& state) {
+  SpanWindowAccumulator acc;
+  std::vector<SpanWindow> out;
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    Span s = make_span(i);
+    s.device = static_cast<std::int32_t>(i % 8);
+    acc.add(s);
+    if (++i % 65536 == 0) {
+      out.clear();
+      acc.close_before(acc.latest_ns() - 2 * acc.window_ns(), out);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_SpanWindowAccumulator);
 
 BENCHMARK_MAIN();

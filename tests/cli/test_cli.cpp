@@ -337,6 +337,31 @@ TEST_F(Cli, ReproduceFindepPrintsTableFiveAgainstThePaper) {
   expect_error("reproduce findep --findep-samples 0", {"--findep-samples"});
 }
 
+TEST_F(Cli, BenchComparesFindepConfigurationsChosenAndHandPicked) {
+  CliRun r = switchyard("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --workload short"
+                        " --rate 100 --duration 0.2 --compare pingpong,findep:auto,findep:2x1:aass --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The solver's choice is reported (stderr) before its run.
+  const auto said = r.output.find("findep solver: m_a=");
+  ASSERT_NE(said, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("predicted", said), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("H100 profile's roofline", said), std::string::npos) << r.output;
+  const auto runs = nlohmann::json::parse(r.output.substr(r.output.find('[')));
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].at("policy"), "pingpong (m=2)");
+  EXPECT_EQ(runs[1].at("policy").get<std::string>().rfind("findep (r1=", 0), 0u) << runs[1].dump();
+  EXPECT_EQ(runs[2].at("policy"), "findep (r1=2, r2=1, AASS)");
+  for (const auto& run : runs) EXPECT_GT(run.at("tokens_per_s").get<double>(), 0.0) << run.dump();
+  expect_error("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --compare findep:2x",
+               {"bad --compare entry 'findep:2x'", "findep:auto"});
+  expect_error("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --policy findep"
+               " --findep-config auto --microbatches 2",
+               {"leave out --microbatches"});
+  expect_error("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --policy pingpong"
+               " --findep-config auto",
+               {"configures findep", "pingpong"});
+}
+
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
   expect_error("bench --backend sim --hardware b300 --model mixtral-8x7b --layout colocated:8", {"b300", "h100"});
   expect_error("bench --backend sim --model no-such-model --layout colocated:8", {"no-such-model", "mixtral-8x7b"});

@@ -1,6 +1,8 @@
 #include "synthetic_trace.h"
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <random>
 #include <vector>
 
@@ -100,7 +102,15 @@ StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path
       t = s.end_ns;
     }
   }
-  rec.add(std::span<const Span>(spans));
+  // In batches the writer's queue takes (it drops a batch beyond a million records waiting).
+  auto add_all = [&](const auto& records) {
+    constexpr std::size_t kBatch = 100'000;
+    for (std::size_t i = 0; i < records.size(); i += kBatch) {
+      rec.add(std::span(records).subspan(i, std::min(kBatch, records.size() - i)));
+      if ((i / kBatch) % 5 == 4) (void)rec.flush();
+    }
+  };
+  add_all(spans);
   counts.spans = spans.size();
   for (const Span& s : spans) counts.transfers += s.kind == SpanKind::Transfer ? 1 : 0;
 
@@ -120,7 +130,7 @@ StatusOr<SyntheticTraceCounts> write_synthetic_trace(const std::filesystem::path
       }
     }
   }
-  rec.add(std::span<const telemetry::QueueSample>(queues));
+  add_all(queues);
   counts.queue_samples = queues.size();
 
   std::vector<telemetry::ExpertLoad> loads;

@@ -11,6 +11,8 @@
 #include <QProcess>
 #include <QSlider>
 #include <QTest>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -228,6 +230,75 @@ TEST_F(ConsoleGui, ABadTraceIsReportedAndTheWindowCarriesOn) {
   EXPECT_NE(st.message().find("bogus.db"), std::string::npos) << st.message();
   EXPECT_EQ(w.log()->errorCount(), errors + 1);
   ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+}
+
+// A recording too large to load whole (more than TraceDetail::kMaxFullSpans spans) opens by
+// its per-second windows: the timeline draws the whole run from them, and zooming in reads the
+// spans of the view from the file. SY_LARGE_TRACE names a recording to use instead of the
+// synthetic one (e.g. an hour made by `switchyard demo --pace 0 --duration 3600 --record`); the
+// time to open is printed, not asserted (docs/console.md#performance has the measurements).
+TEST_F(ConsoleGui, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
+  std::string path;
+  if (const char* env = std::getenv("SY_LARGE_TRACE"); env != nullptr && *env != '\0') {
+    path = env;
+  } else {
+    path = scratch_dir() + "/large.db";
+    if (!fs::exists(path)) {
+      auto counts = testing::write_synthetic_trace(path, 60);  // about 4.4 M spans
+      ASSERT_TRUE(counts.ok()) << counts.status().message();
+    }
+  }
+  MainWindow w;
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto st = w.openTrace(QString::fromStdString(path));
+  ASSERT_TRUE(st.ok()) << st.message();
+  auto* timeline = w.findChild<ImGuiWidget*>("timelineView");
+  ASSERT_NE(timeline, nullptr);
+  timeline->requestFrames(1);
+  QTest::qWait(1);
+  const double open_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("opened %s by its overview in %.2f s\n", path.c_str(), open_s);
+  RecordProperty("overview_open_seconds", std::to_string(open_s));
+  ASSERT_TRUE(w.model().overview().has_value()) << "opened whole instead of by its overview";
+  settle();
+  // The whole run in windows: blue attention and green expert blocks across the timeline.
+  const auto colours = count_span_colours(timeline->grabFramebuffer());
+  EXPECT_GT(colours.blue, 2000);
+  EXPECT_GT(colours.green, 2000);
+
+  // Zoom in (W) until the view holds few enough spans to read.
+  timeline->setFocus();
+  QTest::mouseMove(timeline, QPoint(timeline->width() / 2, timeline->height() / 2));
+  settle(150);
+  for (int i = 0; i < 40 && w.model().spans().empty(); ++i) {
+    QTest::keyClick(timeline, Qt::Key_W);
+    settle(150);
+  }
+  ASSERT_FALSE(w.model().spans().empty()) << "zooming in read no spans";
+  const TraceOverview& o = *w.model().overview();
+  EXPECT_LE(o.detail_t0_ns, w.viewState().view_t0_ns);
+  EXPECT_GE(o.detail_t1_ns, w.viewState().view_t1_ns);
+  EXPECT_LT(w.model().spans().size(), static_cast<std::size_t>(o.spans)) << "only the zoomed range is read";
+}
+
+// File > Compare with recording: the open recording (A) against another (B), per device.
+TEST_F(ConsoleGui, ComparesTheOpenRecordingWithAnother) {
+  MainWindow w;
+  auto none = w.compareWith(QString::fromStdString(trace_));
+  ASSERT_FALSE(none.ok()) << "nothing open, nothing to compare";
+  EXPECT_NE(none.status().message().find("nothing to compare"), std::string::npos);
+  ASSERT_TRUE(w.openTrace(QString::fromStdString(trace_)).ok());
+  auto table = w.compareWith(QString::fromStdString(trace_));
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  const std::string text = table->toStdString();
+  EXPECT_NE(text.find("rows/s A"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.00x"), std::string::npos) << text;  // a run against itself
+  EXPECT_EQ(text.find("A only"), std::string::npos) << text;
+  auto missing = w.compareWith(QString::fromStdString(scratch_dir() + "/none.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("none.db"), std::string::npos);
 }
 
 TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {

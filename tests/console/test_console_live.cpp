@@ -202,6 +202,26 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   EXPECT_EQ(sent["params"]["lookahead"], 3);
   ASSERT_TRUE(wait_for([&] { return w.findChild<QLabel*>("replyLabel")->text().contains("ok"); }));
 
+  // findep's r2 and shared-expert order: enabled for findep only, sent with set_policy.
+  auto* chunks = w.findChild<QSpinBox*>("expertChunksSpin");
+  auto* order = w.findChild<QComboBox*>("orderCombo");
+  ASSERT_TRUE(chunks && order);
+  EXPECT_FALSE(chunks->isEnabled());
+  EXPECT_FALSE(order->isEnabled());
+  policy->setCurrentIndex(policy->findText("findep"));
+  EXPECT_TRUE(chunks->isEnabled());
+  EXPECT_TRUE(order->isEnabled());
+  chunks->setValue(3);
+  order->setCurrentIndex(order->findText("aass"));
+  const auto before = commands().size();
+  ASSERT_TRUE(testing::click_when_settled(apply));
+  ASSERT_TRUE(wait_for([&] { return commands().size() > before; }));
+  const json findep = commands().back();
+  EXPECT_EQ(findep["cmd"], "set_policy");
+  EXPECT_EQ(findep["policy"], "findep");
+  EXPECT_EQ(findep["params"]["expert_chunks"], 3);
+  EXPECT_EQ(findep["params"]["order"], "aass");
+
   // An error reply is shown in the log (red) and the status bar, with the engine's message.
   const int errors = w.log()->errorCount();
   ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("applyMicrobatchesButton")));

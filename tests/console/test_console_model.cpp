@@ -118,6 +118,21 @@ TEST(ConsoleModel, IngestsEveryTopic) {
 
 // A deployment across processes: which process runs each device, a dead one with its reason,
 // and the clock offsets; the `rank_lost` control event reads as what happened.
+TEST(ConsoleModel, FindepPolicyShowsItsChunksAndOrder) {
+  std::string meta = kMeta;
+  const std::string async = R"("policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2})";
+  ASSERT_NE(meta.find(async), std::string::npos);
+  meta.replace(meta.find(async), async.size(),
+               R"("policy":{"name":"findep","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2,)"
+               R"("expert_chunks":3,"order":"aass"})");
+  ConsoleModel m;
+  m.ingest(json_batch(Topic::Meta, "[" + meta + "]"));
+  ASSERT_TRUE(m.meta().has_value()) << m.last_error();
+  EXPECT_EQ(m.meta()->policy.expert_chunks, 3);
+  EXPECT_EQ(m.meta()->policy.order, "aass");
+  EXPECT_EQ(m.meta()->policy.describe(), "findep (r1=2, r2=3, AASS)");
+}
+
 TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
   ConsoleModel m;
   m.ingest(json_batch(Topic::Meta, R"json([{"schema_version":1,"run_id":7,"clock":"wall","backend":"cpu",
@@ -146,6 +161,12 @@ TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
   ASSERT_EQ(m.control_events().size(), 1u);
   EXPECT_EQ(m.control_events()[0].label(), "process lost: rank 2 stopped answering (no heartbeat for 610 ms)");
   EXPECT_EQ(m.bad_messages(), 0u);
+
+  // The adaptive policy's switches read as what it chose and why.
+  m.ingest(json_batch(Topic::Control, R"json([{"t_ns":950,"cmd":"adaptive_switch","request":null,"old":{"name":"sync"},
+      "new":{"name":"async"},"ok":true,"error":null,"reason":"offered 5210 tok/s per attention rank >= 4600"}])json"));
+  ASSERT_EQ(m.control_events().size(), 2u);
+  EXPECT_EQ(m.control_events()[1].label(), "adaptive: sync -> async (offered 5210 tok/s per attention rank >= 4600)");
 }
 
 TEST(ConsoleModel, BadJsonIsCountedAndNamedNotFatal) {
@@ -175,7 +196,14 @@ TEST(ConsoleModel, RetentionBoundsALiveRunButNotATrace) {
   }
   m.apply_retention();
   EXPECT_EQ(m.spans().size(), 11u);  // those ending at or after 9950 - 1000: i = 89..99
-  EXPECT_EQ(m.begin_ns(), 9950 - 1000);
+  EXPECT_EQ(m.spans().begin_ns(), 8900);
+  // The run's start stays: what retention dropped is still there at reduced detail.
+  EXPECT_EQ(m.begin_ns(), 0);
+  const WindowSeries* coarse = m.spans().history().coarse(0, telemetry::Lane::Compute);
+  ASSERT_NE(coarse, nullptr);
+  EXPECT_EQ(coarse->begin_ns(), 0);
+  EXPECT_EQ((*coarse)[0].spans, 100);
+  EXPECT_EQ((*coarse)[0].busy_ns(), 100 * 50);
 
   ConsoleModel trace;
   trace.set_bounded(false);

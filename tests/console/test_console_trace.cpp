@@ -2,13 +2,17 @@
 // every view's data, and exports as an SQLite copy.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <unistd.h>
 
 #include "console/model/console_model.h"
 #include "console/model/span_folding.h"
+#include "console/model/run_comparison.h"
 #include "console/model/trace_copy.h"
+#include "console/model/trace_detail.h"
 #include "console/model/trace_loader.h"
 #include "synthetic_trace.h"
 #include "telemetry/trace_reader.h"
@@ -104,6 +108,103 @@ TEST_F(TraceTest, CopyErrorsNameTheProblem) {
   auto self = copy_trace_database(dir_ / "run.db", dir_ / "run.db");
   ASSERT_FALSE(self.ok());
   EXPECT_FALSE(fs::exists(dir_ / "out.db"));
+}
+
+// A recording too large to load whole opens by its windows; zooming in reads the spans of the
+// range from the file, and only when the windows say they are few enough.
+TEST_F(TraceTest, ALargeRecordingOpensByItsOverviewAndReadsSpansOnZoom) {
+  auto reader = telemetry::TraceReader::open(dir_ / "run.db");
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  ASSERT_TRUE((*reader)->has_span_windows());
+  EXPECT_EQ((*reader)->span_count(), static_cast<std::int64_t>(counts_.spans));
+  EXPECT_FALSE(TraceDetail::wants_overview(**reader, 1'000'000));
+  ASSERT_TRUE(TraceDetail::wants_overview(**reader, 10'000));
+
+  ConsoleModel model;
+  ASSERT_TRUE(TraceDetail::open_overview(**reader, model).ok());
+  ASSERT_TRUE(model.overview().has_value());
+  EXPECT_TRUE(model.spans().empty());
+  EXPECT_EQ(model.begin_ns(), (*reader)->start_ns());
+  EXPECT_EQ(model.end_ns(), (*reader)->end_ns());
+  // The windows count every span of the file (transfers once, on their source's send lane).
+  std::int64_t counted = 0;
+  for (std::int32_t d = 0; d < model.device_count(); ++d)
+    for (int l = 0; l < kLaneCount; ++l)
+      counted += model.spans().history().totals(d, static_cast<telemetry::Lane>(l), model.begin_ns() - 1'000'000'000,
+                                                model.end_ns() + 1'000'000'000).spans;
+  EXPECT_EQ(counted, static_cast<std::int64_t>(counts_.spans));
+  EXPECT_NE(model.describe_held().find("overview of"), std::string::npos) << model.describe_held();
+  EXPECT_FALSE(model.requests().rows().empty()) << "requests, summaries and load come whole";
+
+  // The whole run holds too many spans for the limit: nothing is read.
+  TraceDetail detail;
+  const std::int64_t t0 = model.begin_ns();
+  auto read = detail.ensure(**reader, model, t0, model.end_ns(), 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
+  EXPECT_TRUE(model.spans().empty());
+  // A tenth of a second (its second's window counts some 72 000) is few enough: its spans are
+  // read, with what they overlap.
+  const std::int64_t a = t0 + 1'200'000'000, b = a + 100'000'000;
+  read = detail.ensure(**reader, model, a, b, 100'000);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_TRUE(*read);
+  ASSERT_FALSE(model.spans().empty());
+  auto spans = (*reader)->spans(model.overview()->detail_t0_ns, model.overview()->detail_t1_ns);
+  ASSERT_TRUE(spans.ok());
+  std::size_t transfers = 0;
+  for (const auto& s : *spans) transfers += s.kind == telemetry::SpanKind::Transfer && s.peer >= 0 ? 1 : 0;
+  EXPECT_EQ(model.spans().size(), spans->size() + transfers) << "each transfer also on its receive lane";
+  EXPECT_LE(model.overview()->detail_t0_ns, a);
+  EXPECT_GE(model.overview()->detail_t1_ns, b);
+  EXPECT_NE(model.describe_held().find("read from the file"), std::string::npos) << model.describe_held();
+  // Panning inside what was read reads nothing more.
+  read = detail.ensure(**reader, model, a + 10'000'000, b + 10'000'000, 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read);
+
+  // The console's way: the read runs on a thread, a later call hands its result over.
+  const std::int64_t c = t0 + 2'500'000'000, e = c + 100'000'000;
+  TraceDetail async;
+  read = async.ensure_async(**reader, model, c, e, 100'000);
+  ASSERT_TRUE(read.ok());
+  EXPECT_FALSE(*read) << "the first call only starts the read";
+  EXPECT_TRUE(async.reading());
+  bool applied = false;
+  for (int i = 0; i < 500 && !applied; ++i) {
+    read = async.ensure_async(**reader, model, c, e, 100'000);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    applied = *read;
+    if (!applied) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(applied);
+  EXPECT_FALSE(async.reading());
+  EXPECT_LE(model.overview()->detail_t0_ns, c);
+  EXPECT_GE(model.overview()->detail_t1_ns, e);
+  EXPECT_FALSE(model.spans().empty());
+}
+
+// The console's profile of what it holds (its whole-run windows, built from the spans it was
+// fed) agrees with the recording's own windows, so a live run compares fairly with a file.
+TEST_F(TraceTest, TheModelsProfileAgreesWithTheRecordings) {
+  auto reader = telemetry::TraceReader::open(dir_ / "run.db");
+  ASSERT_TRUE(reader.ok());
+  ConsoleModel model;
+  ASSERT_TRUE(load_trace(**reader, model).ok());
+  const telemetry::RunProfile m = profile_model(model, "model");
+  auto f = telemetry::profile_trace(**reader, "file");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(m.devices.size(), f->devices.size());
+  for (std::size_t i = 0; i < m.devices.size(); ++i) {
+    EXPECT_EQ(m.devices[i].name, f->devices[i].name);
+    EXPECT_NEAR(m.devices[i].busy_share, f->devices[i].busy_share, 0.01) << i;
+    EXPECT_NEAR(m.devices[i].stall_share, f->devices[i].stall_share, 0.01) << i;
+    EXPECT_NEAR(m.devices[i].rows_per_s, f->devices[i].rows_per_s, 0.01 * f->devices[i].rows_per_s) << i;
+    EXPECT_NEAR(m.devices[i].mean_queued_tokens, f->devices[i].mean_queued_tokens,
+                0.1 * f->devices[i].mean_queued_tokens + 1) << i;
+  }
+  const std::string table = telemetry::format_comparison(m, *f);
+  EXPECT_NE(table.find(m.devices[0].name), std::string::npos) << table;
 }
 
 TEST(TraceLoader, MetadataStoredAsOneObjectOrAsKeys) {

@@ -128,6 +128,9 @@ TEST(WireFormat, PolicyAndPlacementRoundTrip) {
   p.scheduler.name = "mtfs";
   p.scheduler.lookahead = 5;
   p.scheduler.decay = 0.75;
+  p.collective_barrier = false;
+  p.gate = true;
+  p.adaptive = true;
   ByteWriter w;
   put_policy(w, p);
   const ModelConfig config = mixtral_like();
@@ -145,6 +148,9 @@ TEST(WireFormat, PolicyAndPlacementRoundTrip) {
   EXPECT_EQ(q.scheduler.name, "mtfs");
   EXPECT_EQ(q.scheduler.lookahead, 5);
   EXPECT_EQ(q.scheduler.decay, 0.75);
+  EXPECT_FALSE(q.collective_barrier);
+  EXPECT_TRUE(q.gate);
+  EXPECT_TRUE(q.adaptive);
   Placement back;
   ASSERT_TRUE(get_placement(r, Placement(config), back).ok());
   EXPECT_EQ(back, placement);

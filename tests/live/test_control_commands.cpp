@@ -14,6 +14,7 @@
 
 #include "engine/model/random_model.h"
 #include "engine/serving/control_commands.h"
+#include "engine/sim/calibration.h"
 #include "engine/sim/sim_deployment.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "telemetry/subscriber.h"
@@ -46,6 +47,11 @@ class ControlCommandsTest : public ::testing::Test {
     o.skew_lambda = 0.5;
     o.link = profile_links(*hw, 8);
     o.coordinator.max_batch_per_rank = 64;
+    auto findep = std::make_shared<FindepCostBasis>();
+    findep->config = config_;
+    findep->primitives = findep_primitives_from_roofline(*hw);
+    findep->source = "the test's roofline";
+    o.findep_costs = findep;
     deployment_ = std::make_unique<SimDeployment>(config_, *hw, make_topology(), o);
     telemetry::HubOptions ho;
     ho.endpoint = "tcp://127.0.0.1:0";
@@ -128,6 +134,30 @@ TEST_F(ControlCommandsTest, PolicyChangesApplyAtTheSafePointWithoutLosingTokens)
   EXPECT_EQ(replies_["m2"]["old"]["microbatches"], 3);
   EXPECT_EQ(deployment_->coordinator().policy().kind, PolicyKind::Async);
   EXPECT_EQ(deployment_->coordinator().policy_switches(), 5);
+}
+
+TEST_F(ControlCommandsTest, FindepAutoAppliesTheSolversConfiguration) {
+  at(100'000'000, "auto", {{"cmd", "set_policy"}, {"policy", "findep"}, {"params", {{"expert_chunks", "auto"}}}});
+  at(300'000'000, "async", {{"cmd", "set_policy"}, {"policy", "async"}});
+  run_and_check_every_token();
+  ASSERT_TRUE(replies_.count("auto"));
+  const json& r = replies_["auto"];
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  // The reply names the choice and what it was planned for; the policy applied is that choice.
+  const json& f = r["findep"];
+  EXPECT_EQ(r["new"]["name"], "findep");
+  EXPECT_EQ(r["new"]["microbatches"], f["r1"]);
+  EXPECT_EQ(r["new"]["expert_chunks"], f["r2"]);
+  EXPECT_EQ(r["new"]["order"], f["order"]);
+  EXPECT_LE(f["r1"].get<std::int64_t>() * f["ma"].get<std::int64_t>(), 64);
+  EXPECT_GT(f["predicted_tokens_per_s"].get<double>(), 0);
+  EXPECT_EQ(f["attention_ranks"], 2);
+  EXPECT_EQ(f["expert_devices"], 4);
+  EXPECT_EQ(f["batch_per_rank"], 64);
+  EXPECT_GT(f["mean_context"].get<double>(), 1);  // requests were running at 100 ms
+  EXPECT_EQ(f["costs"], "the test's roofline");
+  EXPECT_TRUE(replies_["async"]["ok"].get<bool>());
+  EXPECT_EQ(deployment_->coordinator().policy_switches(), 2);
 }
 
 // Tokens routed per (block, expert, device), before and after the first placement switch.
@@ -320,6 +350,11 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
       {{{"cmd", "set_policy"}, {"params", {{"decay", 2.0}}}}, "decay"},
       {{{"cmd", "set_policy"}}, "nothing to change"},
       {{{"cmd", "set_policy"}, {"policy", 7}}, "'policy' must be a string"},
+      {{{"cmd", "set_policy"}, {"policy", "pingpong"}, {"params", {{"expert_chunks", "auto"}}}}, "is findep's"},
+      {{{"cmd", "set_policy"}, {"policy", "findep"}, {"params", {{"expert_chunks", "auto"}, {"microbatches", 2}}}},
+       "chooses microbatches too"},
+      {{{"cmd", "set_policy"}, {"policy", "findep"}, {"params", {{"expert_chunks", "many"}}}},
+       "expert_chunks must be an integer"},
       {{{"cmd", "set_microbatches"}, {"m", 0}}, "'m' must be in [1, 64]"},
       {{{"cmd", "set_microbatches"}, {"m", "three"}}, "'m' must be an integer"},
       {{{"cmd", "set_microbatches"}, {"m", 2.5}}, "'m' must be an integer"},

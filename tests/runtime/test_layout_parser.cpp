@@ -431,7 +431,7 @@ devices = ["a"]
 
 TEST(LayoutRefusals, BadPolicyValues) {
   expect_refused(kDevices + "[policy]\nname = \"turbo\"\n",
-                 {"test.toml:14:", "[policy]: unknown policy 'turbo' (expected async, pingpong, sync or findep)"});
+                 {"test.toml:14:", "[policy]: unknown policy 'turbo' (expected async, pingpong, sync, findep or adaptive)"});
   expect_refused(kDevices + "[policy]\nscheduler = \"fifo\"\n", {"unknown scheduler 'fifo' (expected defrag, mtfs or flfs)"});
   expect_refused(kDevices + "[policy]\nlookahead = -1\n",
                  {"test.toml:15:", "policy.lookahead must be in [0, 2147483647], got -1"});

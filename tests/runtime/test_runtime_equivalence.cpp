@@ -54,13 +54,33 @@ RuntimePolicy pingpong(std::int32_t m) {
   p.microbatches = m;
   return p;
 }
-RuntimePolicy findep(std::int32_t r1, std::int32_t r2) {
+RuntimePolicy findep(std::int32_t r1, std::int32_t r2, SharedExpertOrder order = SharedExpertOrder::Asas) {
   RuntimePolicy p;
   p.kind = PolicyKind::FinDep;
   p.microbatches = r1;
   p.expert_chunks = r2;
+  p.order = order;
   return p;
 }
+
+// The attention devices' executions in order: attention, shared expert (findep) and merges.
+struct AttentionSideLog final : RuntimeObserver {
+  struct Run {
+    std::int32_t device, block, group;
+    bool shared;
+  };
+  std::vector<Run> runs;
+  std::int64_t shared_rows = 0;
+  void on_execution(std::int32_t device, LayerKind kind, std::int32_t block, std::int32_t, std::int32_t group,
+                    std::int64_t, std::int64_t, std::int64_t) override {
+    if (kind == LayerKind::Attention) runs.push_back({device, block, group, false});
+  }
+  void on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group, std::int64_t tokens,
+                        std::int64_t, std::int64_t) override {
+    runs.push_back({device, block, group, true});
+    shared_rows += tokens;
+  }
+};
 RuntimePolicy sync_policy() {
   RuntimePolicy p;
   p.kind = PolicyKind::Sync;
@@ -134,7 +154,7 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
       {"async/defrag", async_policy("defrag")}, {"async/mtfs", async_policy("mtfs")},
       {"async/flfs", async_policy("flfs")},     {"pingpong-2", pingpong(2)},
       {"pingpong-3", pingpong(3)},              {"sync", sync_policy()},
-      {"findep-2x3", findep(2, 3)}};
+      {"findep-2x3", findep(2, 3)},            {"findep-3x2-aass", findep(3, 2, SharedExpertOrder::Aass)}};
   std::uint64_t seed = 1;
   for (const auto& [pname, topology] : placements) {
     for (const auto& [policy_name, policy] : policies) {
@@ -159,8 +179,8 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
     // findep(3, 2) -> pingpong(2) -> async/flfs. Each switch is requested `interval` (1 ms of virtual time, 0.1 ms of wall
     // time) after the previous one took effect (a request made while another is pending
     // replaces it), and only while requests are still being served.
-    const std::vector<RuntimePolicy> sequence = {pingpong(3), findep(2, 3), sync_policy(), findep(3, 2),
-                                                 pingpong(2), async_policy("flfs")};
+    const std::vector<RuntimePolicy> sequence = {pingpong(3), findep(2, 3), sync_policy(),
+                                                 findep(3, 2, SharedExpertOrder::Aass), pingpong(2), async_policy("flfs")};
     std::size_t requested = 0;
     std::function<void()> tick = [&] {
       Coordinator& co = d.coordinator();
@@ -175,6 +195,44 @@ TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
     expect_reference_outputs(d, 64, std::string("with switches, ") + std::string(clock_name(clock)) + " clock");
     EXPECT_EQ(d.coordinator().policy_switches(), 6);
     EXPECT_EQ(d.coordinator().policy().kind, PolicyKind::Async);
+  }
+}
+
+TEST_P(RuntimeEquivalence, FindepRunsTheSharedExpertApartInItsOrder) {
+  const ModelConfig& c = weights_->config();
+  for (const SharedExpertOrder order : {SharedExpertOrder::Asas, SharedExpertOrder::Aass}) {
+    const std::string what = order == SharedExpertOrder::Asas ? "ASAS" : "AASS";
+    CpuDeployment d(weights_, Topology::disaggregated(c, 2, 4), options(findep(3, 2, order), 7));
+    AttentionSideLog log;
+    d.observers().add(&log, nullptr);
+    expect_reference_outputs(d, 64, "findep " + what);
+    if (!c.has_shared_expert()) {
+      EXPECT_EQ(log.shared_rows, 0) << what;
+      continue;
+    }
+    // Every sparse block's attention rows ran through a shared-expert execution of their own.
+    ASSERT_GT(log.shared_rows, 0) << what;
+    std::int32_t interleaved = 0;  // shared experts that ran after a later attention (AASS)
+    for (std::size_t i = 0; i < log.runs.size(); ++i) {
+      const auto& s = log.runs[i];
+      if (!s.shared) continue;
+      // The latest execution of this device before it.
+      std::size_t j = i;
+      while (j > 0 && log.runs[j - 1].device != s.device) --j;
+      ASSERT_GT(j, 0u) << what << ": a shared expert before any attention";
+      const auto& prev = log.runs[j - 1];
+      const bool own_attention = !prev.shared && prev.block == s.block && prev.group == s.group;
+      if (order == SharedExpertOrder::Asas) {
+        EXPECT_TRUE(own_attention) << what << ": shared expert of block " << s.block << " group " << s.group
+                                   << " does not follow its attention";
+      } else if (!own_attention) {
+        ++interleaved;
+      }
+    }
+    if (order == SharedExpertOrder::Aass) {
+      EXPECT_GT(interleaved, 0) << "AASS never ran attention first";
+    }
+    d.observers().remove(&log, nullptr);
   }
 }
 

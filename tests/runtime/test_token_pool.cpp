@@ -112,6 +112,40 @@ TEST(TokenPool, GivesEachRequestItsSliceOfTheSharedExpertOutput) {
   EXPECT_EQ(values(done[1].hidden), (std::vector<float>{100, 100, 100}));
 }
 
+TEST(TokenPool, ASharedExpertRunApartIsWaitedForAndSlicedByPosition) {
+  HostActivationOps ops;
+  TokenPool pool;
+  // findep: the shared expert's rows come later, as a batch of their own (here in reverse
+  // request order, and the rows of request 2 split over two batches).
+  pool.hold(residual(ops, {1, 2}, {1, 2}, 1), 1, {}, /*shared_to_come=*/true);
+  std::vector<TokenPool::Completed> done;
+  pool.absorb(expert_output(ops, 2, {0, 1}), done);
+  pool.absorb(expert_output(ops, 1, {0}), done);
+  EXPECT_TRUE(done.empty());  // every expert output is back, the shared expert's is not
+  const auto shared_rows = [&](const std::vector<std::pair<std::int64_t, std::int32_t>>& rows) {
+    TokenBatch b;
+    std::vector<float> hidden;
+    for (const auto& [request, position] : rows) {
+      b.request.push_back(request);
+      b.position.push_back(position);
+      b.rank.push_back(0);
+      for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(request * 10 + position) + 0.5f);
+    }
+    b.hidden = host_rows(ops, hidden);
+    return b;
+  };
+  pool.absorb_shared(shared_rows({{2, 11}}), done);
+  EXPECT_TRUE(done.empty());
+  pool.absorb_shared(shared_rows({{2, 10}, {1, 10}}), done);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_TRUE(pool.empty());
+  EXPECT_EQ(done[0].request, 2);
+  EXPECT_EQ(values(done[0].shared_out), (std::vector<float>{30.5f, 30.5f, 30.5f, 31.5f, 31.5f, 31.5f}));
+  EXPECT_EQ(done[1].request, 1);
+  EXPECT_EQ(values(done[1].shared_out), (std::vector<float>{20.5f, 20.5f, 20.5f}));
+  EXPECT_EQ(values(done[1].hidden), (std::vector<float>{100, 100, 100}));
+}
+
 TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
   // 40 requests held in four residual batches, top-4, outputs split into random batches that
   // mix requests, delivered in a random global order.

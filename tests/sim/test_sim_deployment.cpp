@@ -150,6 +150,85 @@ TEST(RooflineCostModel, DecodeIsBoundByWeightsAndLargeBatchesByCompute) {
   EXPECT_GT(static_cast<double>(cost.attention_ns(0, 64, 1'000'000)), kv_ns);
 }
 
+TEST(SyncBaseline, CollectiveLatencyComesFromTheLinksAndHostTimeIsPerIteration) {
+  const HardwareProfile hw = test_gpu();
+  const SyncBaselineCosts one_node = sync_baseline_costs(hw, 8, 8);
+  EXPECT_EQ(one_node.collective_ns, 26'000);  // a 5 µs launch + 7 NVLink peers × 3 µs
+  EXPECT_EQ(one_node.host_ns, 1'000'000);
+  EXPECT_EQ(sync_baseline_costs(hw, 16, 8).collective_ns, 106'000);  // + 8 peers across the NIC × 10 µs
+}
+
+MetricsReport serve(const ModelConfig& c, const Layout& layout, const RuntimePolicy& policy,
+                    const std::vector<RequestSpec>& requests, Coordinator** coordinator = nullptr,
+                    std::unique_ptr<SimDeployment>* keep = nullptr) {
+  DeploymentOptions o;
+  o.policy = policy;
+  o.skew_lambda = 0.5;
+  o.link = profile_links(test_gpu(), 8);
+  auto d = std::make_unique<SimDeployment>(c, test_gpu(), Topology::from_layout(layout, c), o);
+  d->submit(requests);
+  const std::int64_t end = d->run();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const RequestRecord& r = d->coordinator().requests()[i];
+    EXPECT_EQ(r.state, RequestState::Finished) << policy.describe() << " request " << i;
+    EXPECT_EQ(static_cast<std::int32_t>(r.output.size()), requests[i].max_new_tokens) << policy.describe();
+  }
+  MetricsReport m = d->metrics().report(0, end);
+  if (coordinator) *coordinator = &d->coordinator();
+  if (keep) *keep = std::move(d);
+  return m;
+}
+
+TEST(SimDeployment, CollectiveBarrierCostsWhatItStatesPerIteration) {
+  // Too light a load to queue: each iteration of sync is its critical path, which the
+  // collective barrier lengthens by the host's scheduling and, per sparse block, the dispatch
+  // and combine all-to-alls.
+  const ModelConfig c = big_shape(1);
+  const auto requests = workload(c.vocab_size, 4, 1.0);
+  const Layout layout = make_colocated_layout(8, c);
+  RuntimePolicy collective = make_policy("sync", "defrag", 2), ideal = collective;
+  ideal.collective_barrier = false;
+  const double with = serve(c, layout, collective, requests).itl.mean_ms;
+  const double without = serve(c, layout, ideal, requests).itl.mean_ms;
+  const SyncBaselineCosts costs = sync_baseline_costs(test_gpu(), 8, 8);
+  const double expected_ms =
+      (static_cast<double>(costs.host_ns) + 2.0 * c.num_layers * static_cast<double>(costs.collective_ns)) * 1e-6;
+  EXPECT_NEAR(with - without, expected_ms, 0.1 * expected_ms) << "collective " << with << " ms, ideal " << without;
+}
+
+TEST(SimDeployment, GatedQueuesWakeUpAndServeEveryRequest) {
+  // The gate holds small queues and wakes the device when the first opens: no request may be
+  // left behind (serve() checks every request's length), at a light load (every queue small,
+  // the wake-ups do the work) and a heavy one (full queues first, the small ones starve only
+  // for the bounded time).
+  const ModelConfig c = big_shape(2);
+  RuntimePolicy gated = make_policy("async", "defrag", 2);
+  gated.gate = true;
+  for (double rate : {5.0, 80.0}) {
+    const MetricsReport m = serve(c, make_disaggregated_layout(4, 4, c), gated, workload(c.vocab_size, rate, 0.5));
+    EXPECT_GT(m.tokens_per_s, 0) << rate;
+  }
+}
+
+TEST(SimDeployment, AdaptiveSwitchesLiveWithItsReasonAndLosesNoToken) {
+  const ModelConfig c = big_shape(2);
+  const auto requests = workload(c.vocab_size, 60, 1.5);
+  PolicySpec spec;
+  spec.policy = "adaptive";
+  spec.adaptive_async_from = 300;  // far below this load: it must leave sync within two windows
+  Coordinator* co = nullptr;
+  std::unique_ptr<SimDeployment> keep;
+  serve(c, make_disaggregated_layout(4, 4, c), *runtime_policy(spec), requests, &co, &keep);
+  const auto& switches = co->adaptive_switches();
+  ASSERT_FALSE(switches.empty());
+  EXPECT_EQ(switches[0].from.kind, PolicyKind::Sync);
+  EXPECT_EQ(switches[0].to.kind, PolicyKind::Async);
+  EXPECT_LE(switches[0].t_ns, 3 * Coordinator::kAdaptiveWindowNs);
+  EXPECT_NE(switches[0].reason.find("async from 300"), std::string::npos) << switches[0].reason;
+  EXPECT_GE(co->policy_switches(), 1);
+  EXPECT_TRUE(co->policy().adaptive);
+}
+
 TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
   // A real model routes on cpu; the sim, given the recorded trace and the same workload,
   // sends exactly the same tokens to every expert of every block.

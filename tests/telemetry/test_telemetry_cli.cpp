@@ -194,5 +194,59 @@ TEST(TraceCommand, ExportsATimeRangeAndASetOfDevices) {
   EXPECT_NE(r.output.find("--devices: 'e9' is neither a device index nor a device name"), std::string::npos) << r.output;
 }
 
+// `trace compare A B`: a row per device with both runs' throughput, busy and stall shares and
+// queued tokens; a device of one run only is named as such; a missing file is an error naming it.
+TEST(TraceCommand, ComparesTwoRunsPerDevice) {
+  TempDir tmp;
+  auto record = [&](const std::filesystem::path& path, int devices, std::int64_t work_ms, bool windows) {
+    RecorderOptions options;
+    options.path = path;
+    options.span_windows = windows;
+    options.device_names = {"a0", "e0", "e1"};
+    auto recorder = TraceRecorder::open(options);
+    ASSERT_TRUE(recorder.ok());
+    std::vector<Span> spans;
+    for (std::int32_t d = 0; d < devices; ++d) {
+      for (std::int64_t k = 0; k < 10; ++k) {  // per second: work_ms of 16 rows, then a barrier stall
+        Span s;
+        s.device = d;
+        s.start_ns = k * 1'000'000'000;
+        s.end_ns = s.start_ns + work_ms * 1'000'000;
+        s.kind = SpanKind::Expert;
+        s.tokens = 16;
+        spans.push_back(s);
+        s.start_ns = s.end_ns;
+        s.end_ns = (k + 1) * 1'000'000'000;
+        s.kind = SpanKind::Stall;
+        s.stall_reason = StallReason::Barrier;
+        s.tokens = 0;
+        spans.push_back(s);
+      }
+    }
+    (*recorder)->add(spans);
+    ASSERT_TRUE((*recorder)->stop().ok());
+  };
+  record(tmp / "a.db", 2, 400, true);
+  record(tmp / "b.db", 3, 600, false);  // made before the overview: profiled from its spans
+  Result r = run("trace compare " + (tmp / "a.db").string() + " " + (tmp / "b.db").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("windows computed from spans"), std::string::npos) << r.output;
+  auto row = [&](const std::string& name) {
+    const auto at = r.output.find("\n" + name);
+    return at == std::string::npos ? std::string() : r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
+  };
+  const std::string a0 = row("a0");
+  EXPECT_NE(a0.find("16"), std::string::npos) << r.output;      // 16 rows/s in both
+  EXPECT_NE(a0.find("40.0%"), std::string::npos) << r.output;   // busy A
+  EXPECT_NE(a0.find("60.0%"), std::string::npos) << r.output;   // busy B
+  EXPECT_NE(a0.find("+20.0"), std::string::npos) << r.output;   // points
+  EXPECT_NE(a0.find("barrier -20.0"), std::string::npos) << r.output;
+  EXPECT_NE(row("e1 (B only)"), "") << r.output;
+
+  r = run("trace compare " + (tmp / "a.db").string() + " " + (tmp / "missing.db").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("missing.db: no such file"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace sy::telemetry
