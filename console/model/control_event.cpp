@@ -32,10 +32,11 @@ std::string ControlEvent::label() const {
   if (cmd == "adaptive_switch")  // nobody asked: the engine says what it chose and why
     return "adaptive: " + brief(old_json) + " -> " + brief(new_json) + (reason.empty() ? "" : " (" + reason + ")");
   if (!ok) return cmd + " failed: " + error;
+  const std::string what = phase == "copying" ? cmd + " (copying weights)" : phase.empty() ? cmd : cmd + " (" + phase + ")";
   const std::string from = brief(old_json);
   const std::string to = brief(new_json);
-  if (from.empty() && to.empty()) return cmd;
-  return cmd + ": " + from + " -> " + to;
+  if (from.empty() && to.empty()) return what;
+  return what + ": " + from + " -> " + to;
 }
 
 StatusOr<ControlEvent> parse_control_event(const std::string& json_object) {
@@ -53,6 +54,7 @@ StatusOr<ControlEvent> parse_control_event(const std::string& json_object) {
   if (auto it = j.find("ok"); it != j.end() && it->is_boolean()) e.ok = it->get<bool>();
   if (auto it = j.find("error"); it != j.end() && it->is_string()) e.error = it->get<std::string>();
   if (auto it = j.find("reason"); it != j.end() && it->is_string()) e.reason = it->get<std::string>();
+  if (auto it = j.find("phase"); it != j.end() && it->is_string()) e.phase = it->get<std::string>();
   return e;
 }
 

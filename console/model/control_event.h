@@ -18,6 +18,9 @@ struct ControlEvent {
   bool ok = false;
   std::string error;
   std::string reason;  // rank_lost: why the process counts as dead
+  // A placement change that copies weights is reported twice: "copying" when accepted,
+  // "applied" at its switch; empty for every other event.
+  std::string phase;
 
   // A one-line label: "set_policy: async/defrag -> pingpong" or "move_expert failed: ...".
   std::string label() const;

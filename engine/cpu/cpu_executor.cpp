@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <cstring>
 
 #include "kernels/cpu/sampling.h"
 
@@ -136,13 +137,97 @@ std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<Toke
     // The batch is already one contiguous gather of every arrival for this expert.
     const std::int64_t m = batch->rows();
     Activations y = activations_.allocate(m, H);
-    ops_.expert(block, batch->layer.index, HostActivationOps::data(batch->hidden), m, batch->weight.data(),
-                HostActivationOps::data(y), ws_);
+    // Only this device's own copy: an expert it does not hold is a bug of the placement switch.
+    const std::shared_ptr<const ExpertCopy> w = expert_copy(block, batch->layer.index);
+    assert(w && "an expert this device does not hold");
+    ops_.expert(w->weights, HostActivationOps::data(batch->hidden), m, batch->weight.data(), HostActivationOps::data(y),
+                ws_);
     // The input goes back to the pool of the device that gathered it.
     batch->hidden = std::move(y);
     rows.push_back(m);
   }
   return options_.cost_model ? options_.cost_model->experts_ns(block, rows) : elapsed_since(t0);
+}
+
+std::int64_t CpuExecutor::expert_bytes() const {
+  const ModelConfig& c = ops_.config();
+  for (std::int32_t b = 0; b < c.num_layers; ++b) {
+    if (!c.is_sparse(b)) continue;
+    const FfnWeights& w = ops_.weights().layer(b).experts.at(0);
+    std::int64_t n = 0;
+    for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down})
+      n += v->numel() * static_cast<std::int64_t>(kernels::dtype_size(v->dtype));
+    return n;
+  }
+  return 0;
+}
+
+std::int64_t CpuExecutor::kv_storage_bytes() const {
+  if (!options_.attention_rank) return 0;
+  const ModelConfig& c = ops_.config();
+  // K and V in float32 for every layer, as PagedKvCache allocates them.
+  return static_cast<std::int64_t>(options_.kv_pages) * options_.page_size * c.num_layers * c.num_kv_heads * c.head_dim *
+         2 * 4;
+}
+
+std::shared_ptr<const CpuExecutor::ExpertCopy> CpuExecutor::expert_copy(std::int32_t block, std::int32_t expert) const {
+  std::lock_guard lock(experts_mutex_);
+  const auto it = experts_.find({block, expert});
+  return it == experts_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const CpuExecutor::ExpertCopy> CpuExecutor::host_copy(std::int32_t block, std::int32_t expert) const {
+  auto copy = std::make_shared<ExpertCopy>();
+  copy->weights = ops_.weights().layer(block).experts.at(static_cast<std::size_t>(expert));
+  return copy;
+}
+
+void CpuExecutor::load_expert(std::int32_t block, std::int32_t expert) {
+  auto copy = host_copy(block, expert);
+  std::lock_guard lock(experts_mutex_);
+  experts_[{block, expert}] = std::move(copy);
+}
+
+void CpuExecutor::fetch_expert(std::int32_t block, std::int32_t expert, const Executor* source, Completion done) {
+  std::shared_ptr<const ExpertCopy> from;
+  if (source) {
+    const auto* cpu = dynamic_cast<const CpuExecutor*>(source);
+    assert(cpu && "a cpu device copies from a cpu device");
+    from = cpu->expert_copy(block, expert);
+    assert(from && "the source does not hold the expert");
+  } else {
+    from = host_copy(block, expert);
+  }
+  stream_->submit(
+      [this, block, expert, from] {
+        const std::int64_t t0 = wall_ns();
+        auto copy = std::make_shared<ExpertCopy>();
+        const kernels::WeightView* src[] = {&from->weights.gate, &from->weights.up, &from->weights.down};
+        kernels::WeightView* dst[] = {&copy->weights.gate, &copy->weights.up, &copy->weights.down};
+        std::size_t total = 0;
+        for (const kernels::WeightView* v : src) total += static_cast<std::size_t>(v->numel()) * kernels::dtype_size(v->dtype);
+        copy->storage.resize(total);
+        std::size_t at = 0;
+        for (int i = 0; i < 3; ++i) {
+          const std::size_t n = static_cast<std::size_t>(src[i]->numel()) * kernels::dtype_size(src[i]->dtype);
+          std::memcpy(copy->storage.data() + at, src[i]->data, n);
+          *dst[i] = *src[i];
+          dst[i]->data = copy->storage.data() + at;
+          at += n;
+        }
+        {
+          std::lock_guard lock(experts_mutex_);
+          experts_[{block, expert}] = std::move(copy);
+        }
+        // Its real time, on either clock: the cost model has no term for a copy.
+        return elapsed_since(t0);
+      },
+      std::move(done));
+}
+
+void CpuExecutor::drop_expert(std::int32_t block, std::int32_t expert) {
+  std::lock_guard lock(experts_mutex_);
+  experts_.erase({block, expert});
 }
 
 std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,

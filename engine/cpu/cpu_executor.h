@@ -7,7 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "engine/sim/cost_model.h"
@@ -52,7 +55,26 @@ class CpuExecutor final : public Executor {
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
 
+  bool owns_expert_weights() const override { return true; }
+  std::int64_t expert_bytes() const override;
+  std::int64_t kv_storage_bytes() const override;
+  void load_expert(std::int32_t block, std::int32_t expert) override;
+  // A memcpy of the source device's copy (or the checkpoint's) into memory this device owns,
+  // on the device's thread, in order with its executions; it lasts what the memcpy took.
+  void fetch_expert(std::int32_t block, std::int32_t expert, const Executor* source, Completion done) override;
+  void drop_expert(std::int32_t block, std::int32_t expert) override;
+
  private:
+  // One expert's weights as this device holds them: views of the checkpoint's mapped pages
+  // (loaded from the host: read-only, shared like the page cache), or of `storage`, a copy the
+  // device owns. Immutable once made; shared so that a copy being read survives its drop.
+  struct ExpertCopy {
+    FfnWeights weights;
+    std::vector<std::byte> storage;
+  };
+  std::shared_ptr<const ExpertCopy> expert_copy(std::int32_t block, std::int32_t expert) const;
+  std::shared_ptr<const ExpertCopy> host_copy(std::int32_t block, std::int32_t expert) const;
+
   // Each runs on the device's stream and returns the duration to charge on virtual time.
   std::int64_t run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
                              RoutedRows& routed);
@@ -72,6 +94,10 @@ class CpuExecutor final : public Executor {
   std::vector<float> logits_;
   // Before the stream: storage handed out here may be in use on its thread until it stops.
   HostActivationOps activations_;
+  // The experts this device holds: read on its thread, changed on the loop's (load, drop) and
+  // its own (a copy arriving).
+  mutable std::mutex experts_mutex_;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::shared_ptr<const ExpertCopy>> experts_;
   // Last: destroyed first, so its thread has finished before the state above goes.
   std::unique_ptr<DeviceStream> stream_;
 };

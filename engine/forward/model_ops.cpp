@@ -100,6 +100,11 @@ void ModelOps::expert(std::int32_t layer, std::int32_t e, const float* x, std::i
   run_ffn(weights_->layer(layer).experts[e], x, m, row_scale, out, ws);
 }
 
+void ModelOps::expert(const FfnWeights& w, const float* x, std::int64_t m, const float* row_scale, float* out,
+                      Workspace& ws) const {
+  run_ffn(w, x, m, row_scale, out, ws);
+}
+
 void ModelOps::shared_expert(std::int32_t layer, const float* x, std::int64_t n, float* out,
                              Workspace& ws) const {
   const LayerWeights& w = weights_->layer(layer);

@@ -49,6 +49,11 @@ class ModelOps {
   void expert(std::int32_t layer, std::int32_t e, const float* x, std::int64_t m,
               const float* row_scale, float* out, Workspace& ws) const;
 
+  // The same with the expert's weights given: a device's own copy of them (the runtime's cpu
+  // devices each hold the experts they host).
+  void expert(const FfnWeights& w, const float* x, std::int64_t m, const float* row_scale, float* out,
+              Workspace& ws) const;
+
   // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe).
   void shared_expert(std::int32_t layer, const float* x, std::int64_t n, float* out,
                      Workspace& ws) const;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "engine/runtime/cluster_peers.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/expert_residency.h"
 #include "engine/runtime/runtime_observer.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/topology.h"
@@ -78,8 +80,28 @@ class Cluster {
   // Only at a safe point (asserted).
   void set_policy(const RuntimePolicy& policy);
   // Replaces the expert placement (checked by Placement::check_shape and validate). Only at a safe
-  // point (asserted): the workers rebuild their μ-queues for the experts they now host.
+  // point (asserted): the workers rebuild their μ-queues for the experts they now host; weights
+  // the placement no longer puts on a device are freed there (unless a staged placement still
+  // wants them), and weights it needs but no copy brought (a device of another process) are
+  // loaded from the host's copy.
   void set_placement(Placement placement);
+
+  // Placement that moves weights: starts copying, on every device of this process, the expert
+  // weights `placement` puts there and the device lacks (serving goes on meanwhile); `ready`
+  // runs on the loop once every copy started so far has arrived (never from inside this call).
+  // Refused, starting nothing, when a device has no room (ExpertResidency::plan). Returns the
+  // copies started, empty when none was needed. Devices of other processes load from their
+  // host's copy when the placement is applied.
+  StatusOr<std::vector<WeightCopy>> stage_weights(const Placement& placement, std::function<void()> ready);
+  // Copies started and not yet arrived.
+  bool copying() const { return !copies_.empty(); }
+  std::vector<WeightCopy> copies_in_flight() const;
+  const ExpertResidency& residency() const { return residency_; }
+  // Copies prefer a source on the target's node (of this many devices; 0: one node).
+  void set_devices_per_node(std::int32_t n) { residency_.set_devices_per_node(n); }
+  // While a placement whose weights are ready waits for its safe point, idle devices stall for
+  // `weights` (the coordinator holds their rows back for the switch).
+  void set_weights_wait(bool waiting);
   // Closes every worker's open stall interval (end of a measurement window).
   void flush_stalls();
 
@@ -94,6 +116,19 @@ class Cluster {
   std::vector<std::unique_ptr<KvBlockManager>> kv_;  // [rank]
   std::unique_ptr<Transport> transport_;
   std::vector<std::unique_ptr<Worker>> workers_;
+
+  // One weight copy in flight; its completion is the Completion of the target's executor.
+  struct CopyJob {
+    Cluster* cluster;
+    WeightCopy copy;
+    void finish(ExecutionTiming timing) { cluster->copy_arrived(*this, timing); }
+  };
+  void copy_arrived(CopyJob& job, ExecutionTiming timing);
+  RuntimeObserver* observer_ = nullptr;
+  ExpertResidency residency_;
+  std::list<CopyJob> copies_;
+  std::function<void()> ready_;
+  std::optional<Placement> staged_;  // the placement waiting for the copies in flight
 };
 
 }  // namespace sy

@@ -4,6 +4,7 @@
 // recorded event fires). Until then the worker leaves the execution's arguments alone.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -67,6 +68,36 @@ class Executor {
   // back: hidden += Σ_k slot outputs + shared, summed in slot order so that arrival order does
   // not matter. Only called for requests that carry activations.
   virtual void merge(std::vector<TokenPool::Completed>& merges, Completion done) = 0;
+
+  // Expert weights. Each device holds its own copy of every expert it hosts and runs only
+  // those; a placement change copies weights between devices before it switches. The runtime
+  // calls these on the loop thread; the copy itself may run anywhere (cpu: the device's
+  // thread; cuda: a copy stream, device-to-device within a node or NCCL between GPUs; sim:
+  // the link's time), concurrently with the device's executions.
+  //
+  // Whether this device holds its own copy of the experts it hosts (cpu, sim). A backend whose
+  // devices read one shared copy of the model (one upload for every device) says no: its
+  // placement changes copy nothing and switch at the next safe point; the calls below are then
+  // never made, except the accounting ones. Saying yes takes implementing fetch_expert.
+  virtual bool owns_expert_weights() const { return false; }
+  // Bytes of one routed expert's weights on this device (every expert has the same shape).
+  virtual std::int64_t expert_bytes() const { return 0; }
+  // Bytes of KV storage this device keeps (an attention rank's cache), for memory accounting.
+  virtual std::int64_t kv_storage_bytes() const { return 0; }
+  // Makes (block, expert) resident from the backend's host copy at once (the checkpoint the
+  // deployment loaded): the start-up placement, and devices of another process, which cannot
+  // be copied from here.
+  virtual void load_expert(std::int32_t /*block*/, std::int32_t /*expert*/) {}
+  // Copies (block, expert) from `source` (a device of the same backend that holds it; null:
+  // from host memory) to this device; `done` runs on the loop once the copy is resident here,
+  // with the interval it took. The source's copy stays valid until the placement that drops it
+  // is applied, which waits for every copy. Only called when owns_expert_weights().
+  virtual void fetch_expert(std::int32_t /*block*/, std::int32_t /*expert*/, const Executor* /*source*/,
+                            Completion /*done*/) {
+    assert(false && "fetch_expert on a backend whose devices share the weights");
+  }
+  // Frees this device's copy of (block, expert). Only when no execution of it is in flight.
+  virtual void drop_expert(std::int32_t /*block*/, std::int32_t /*expert*/) {}
 
   // Whether attention and sampling read the sequences' block tables and sampling settings.
   // A backend without KV storage or logits (sim) says no, and the worker skips looking them

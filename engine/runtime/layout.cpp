@@ -82,6 +82,7 @@ std::string Layout::to_toml() const {
     out << "\n[[device]]\nname = " << quote(devices[d].name) << "\n";
     if (devices[d].attention) out << "attention = true\n";
     if (devices[d].process >= 0) out << "rank = " << devices[d].process << "\n";
+    if (devices[d].memory_gb > 0) out << "memory_gb = " << format_double(devices[d].memory_gb) << "\n";
     if (devices[d].gpu >= 0) out << "gpu = " << devices[d].gpu << "\n";
     if (!base[d].empty()) out << "experts = " << format_int_list(base[d]) << "\n";
   }

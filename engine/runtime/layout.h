@@ -24,6 +24,10 @@ struct DeviceSpec {
   // The `rank` key: which process of a multi-process deployment (its launcher rank) hosts the
   // device; -1 when the file does not say (devices are then split evenly over the ranks).
   std::int32_t process = -1;
+  // The `memory_gb` key: the device's memory in GB (10^9 bytes), against which the expert
+  // weights it holds and receives are counted; 0 when the file does not say (cpu: unchecked;
+  // sim: the hardware profile's).
+  double memory_gb = 0;
   // The `gpu` key: which GPU of its machine runs the device on the cuda backend (several
   // devices may share one); -1 when the file does not say.
   std::int32_t gpu = -1;

@@ -175,7 +175,7 @@ Status LayoutParser::parse_devices(const toml::table& root) {
   for (const toml::node& node : **tables) {
     const toml::table& t = *node.as_table();
     const std::string what = "[[device]] #" + std::to_string(index + 1);
-    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts", "rank", "gpu"}, what));
+    SY_RETURN_IF_ERROR(check_keys(t, {"name", "attention", "experts", "rank", "memory_gb", "gpu"}, what));
     const toml::node* name_node = t.get("name");
     if (!name_node) return error(t.source(), what + " has no name");
     auto name = read_string(*name_node, what + ": name");
@@ -200,6 +200,13 @@ Status LayoutParser::parse_devices(const toml::table& root) {
       auto process = read_int(*r, dev + ": rank", 0, 1 << 20);
       if (!process.ok()) return process.status();
       spec.process = *process;
+    }
+    if (const toml::node* m = t.get("memory_gb")) {
+      const std::optional<double> gb = m->value<double>();  // an integer reads as a number too
+      if (!gb || !(*gb > 0) || *gb > 1e9)
+        return error(m->source(), dev + ": memory_gb must be a positive number of GB, got " +
+                                      (gb ? format_double(*gb) : type_name(*m)));
+      spec.memory_gb = *gb;
     }
     if (const toml::node* g = t.get("gpu")) {
       auto gpu = read_int(*g, dev + ": gpu", 0, 1023);

@@ -7,6 +7,7 @@ std::string_view stall_reason_name(StallReason reason) {
     case StallReason::QueueEmpty: return "queue_empty";
     case StallReason::Barrier: return "barrier";
     case StallReason::Transfer: return "transfer";
+    case StallReason::Weights: return "weights";
   }
   return "?";
 }

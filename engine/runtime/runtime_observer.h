@@ -9,7 +9,9 @@
 
 namespace sy {
 
-enum class StallReason : std::uint8_t { QueueEmpty, Barrier, Transfer };
+// Weights: the coordinator holds rows back while a placement whose weights have been copied
+// switches in (the drain to its safe point); the device idles for the weights to change.
+enum class StallReason : std::uint8_t { QueueEmpty, Barrier, Transfer, Weights };
 std::string_view stall_reason_name(StallReason reason);
 
 class RuntimeObserver {
@@ -36,6 +38,11 @@ class RuntimeObserver {
   // free) and have all arrived at end_ns.
   virtual void on_transfer(std::int32_t /*src*/, std::int32_t /*dst*/, std::int64_t /*tokens*/,
                            std::int64_t /*bytes*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
+  // The weights of (block, expert), `bytes` of them, were copied to `device` from device
+  // `source` (-1: from host memory) between start_ns and end_ns: a placement change's copy.
+  virtual void on_weight_fetch(std::int32_t /*device*/, std::int32_t /*source*/, std::int32_t /*block*/,
+                               std::int32_t /*expert*/, std::int64_t /*bytes*/, std::int64_t /*start_ns*/,
+                               std::int64_t /*end_ns*/) {}
   // An execution took `tokens` rows from a μ-queue of `device` at at_ns; the oldest of them
   // had waited `waited_ns` there (head-of-line queueing delay: where async loses time).
   virtual void on_queue_wait(std::int32_t /*device*/, const LayerId& /*queue*/, std::int64_t /*tokens*/,

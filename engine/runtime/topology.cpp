@@ -63,6 +63,7 @@ Topology Topology::from_layout(const Layout& layout, const ModelConfig& c) {
   t.device_gpu.clear();
   for (const DeviceSpec& d : layout.devices) {
     t.device_names.push_back(d.name);
+    t.device_memory_bytes.push_back(static_cast<std::int64_t>(d.memory_gb * 1e9));
     t.device_gpu.push_back(d.gpu);
   }
   t.rank_device = layout.attention_devices();

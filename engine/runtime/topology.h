@@ -25,6 +25,9 @@ struct Topology {
   Placement placement;                         // which devices hold each routed expert (replicas)
   // device -> the process (launcher rank) that runs its worker; empty or all 0 in one process.
   std::vector<std::int32_t> device_process;
+  // device -> its memory in bytes, against which expert weights are counted (0 or absent:
+  // unknown, nothing refused). From the layout's memory_gb, else the sim's hardware profile.
+  std::vector<std::int64_t> device_memory_bytes;
   // device -> the GPU its worker runs on (cuda backend; the layout's `gpu` keys), -1 where unset.
   std::vector<std::int32_t> device_gpu;
   // Derived by finalize():

@@ -676,6 +676,7 @@ void Worker::dispatch_sampler() {
 StallReason Worker::current_stall_reason() const {
   if (policy_.grouped() && queued_tokens_ > 0) return StallReason::Barrier;
   if (transport_.in_flight_to(device_) > 0) return StallReason::Transfer;
+  if (weights_wait_) return StallReason::Weights;
   return StallReason::QueueEmpty;
 }
 

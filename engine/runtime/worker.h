@@ -59,6 +59,12 @@ class Worker {
   void set_policy(const RuntimePolicy& policy);
   // Re-reads the topology's placement (which experts this device hosts). Only at a safe point.
   void reload_placement();
+  // While on, an idle device stalls for `weights`: its rows are held back for a placement
+  // switch whose weights have been copied (Cluster::set_weights_wait).
+  void set_weights_wait(bool waiting) {
+    weights_wait_ = waiting;
+    update_stall();
+  }
   // Phase 1: a shipment is on its way here (a stall may now be waiting on a transfer).
   void announce(const ShipmentHeader& header);
   // Receptor (phase 2): queues arriving rows, holds expert outputs in the token pool.
@@ -197,6 +203,7 @@ class Worker {
   Job job_;
   bool running_ = false;
   bool stalled_ = false;
+  bool weights_wait_ = false;
   StallReason stall_reason_ = StallReason::QueueEmpty;
   std::int64_t stall_start_ = 0;
   // Dispatch scratch: per destination device, the batches being filled (one per expert, or

@@ -48,6 +48,29 @@ StatusOr<std::int32_t> int_field(const json& c, const char* key, std::int32_t lo
 
 json devices_json(const std::vector<std::int32_t>& devices) { return devices; }
 
+json weight_copy_json(const WeightCopy& w) {
+  return {{"block", w.block}, {"expert", w.expert}, {"from", w.source}, {"to", w.target}, {"bytes", w.bytes},
+          {"started_ns", w.started_ns}};
+}
+
+// get_state's "weights": what each device holds and what is on its way.
+json weights_json(const Cluster& cluster, const Coordinator& co) {
+  const ExpertResidency& r = cluster.residency();
+  json copies = json::array();
+  for (const WeightCopy& w : cluster.copies_in_flight()) copies.push_back(weight_copy_json(w));
+  json devices = json::array();
+  for (std::int32_t d = 0; d < r.num_devices(); ++d) {
+    devices.push_back({{"device", d},
+                       {"capacity_bytes", r.capacity(d) > 0 ? json(r.capacity(d)) : json(nullptr)},
+                       {"used_bytes", r.used_bytes(d)},
+                       {"kv_bytes", r.fixed(d)},
+                       {"experts", r.resident_experts(d)},
+                       {"arriving", r.arriving_experts(d)}});
+  }
+  return {{"expert_bytes", r.expert_bytes()}, {"staged", co.staging()}, {"copies", std::move(copies)},
+          {"devices", std::move(devices)}};
+}
+
 // The control topic's record of one command (docs/telemetry-protocol.md, `control`).
 json control_event(std::int64_t t_ns, const json& request, json old_value, json new_value, const std::string& error) {
   return {{"t_ns", t_ns},
@@ -151,6 +174,7 @@ void ControlCommands::get_state(const json& c, const Reply& reply) {
   // What requests hold right now: a cancelled request's pages are gone from here at once.
   state["kv"] = {{"pages_used", co.kv_pages_used()}, {"pages_total", co.kv_pages_total()}};
   state["requests"] = {{"open", co.open_requests()}, {"waiting", co.waiting_requests()}};
+  state["weights"] = weights_json(d_.cluster(), co);
   reply({{"ok", true}, {"cmd", "get_state"}, {"state", std::move(state)}});
 }
 
@@ -270,13 +294,42 @@ void ControlCommands::set_placement(const json& c, const Reply& reply) {
 void ControlCommands::apply_placement(const json& c, const Reply& reply, Placement placement, json old_value,
                                       json new_value, json fields) {
   std::weak_ptr<bool> alive = alive_;
-  Status s = d_.coordinator().request_placement(
-      std::move(placement), [this, alive, c, reply, old_value, new_value, fields](std::int64_t t) mutable {
+  // Weights to copy first: answered at once as pending, the switch announced on the control
+  // topic when it happens. Nothing to copy: answered once applied, as policy changes are.
+  auto pending = std::make_shared<bool>(false);
+  std::vector<WeightCopy> copies;
+  Coordinator& co = d_.coordinator();
+  Status s = co.request_placement(
+      std::move(placement),
+      [this, alive, c, reply, old_value, new_value, fields, pending](std::int64_t t) mutable {
         if (alive.expired()) return;
         fields["applied_at_ns"] = t;
-        succeed(c, reply, old_value, new_value, fields);
-      });
+        if (!*pending) return succeed(c, reply, old_value, new_value, fields);
+        json event = control_event(t, c, old_value, new_value, "");
+        event["phase"] = "applied";
+        event["applied_at_ns"] = t;
+        bridge_.publish_control(std::move(event));
+        bridge_.publish_meta();
+      },
+      &copies);
   if (!s.ok()) return fail(c, reply, s.message());
+  if (co.staging()) {
+    *pending = true;
+    json list = json::array();
+    for (const WeightCopy& w : copies) list.push_back(weight_copy_json(w));
+    json answer = fields;
+    answer["ok"] = true;
+    answer["cmd"] = cmd_of(c);
+    answer["old"] = old_value;
+    answer["new"] = new_value;
+    answer["pending"] = true;
+    answer["copies"] = list;
+    reply(answer);
+    json event = control_event(d_.loop().now(), c, old_value, new_value, "");
+    event["phase"] = "copying";
+    event["copies"] = std::move(list);
+    bridge_.publish_control(std::move(event));
+  }
   bridge_.publish_meta();
 }
 

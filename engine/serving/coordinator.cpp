@@ -510,15 +510,36 @@ Status Coordinator::request_policy(const RuntimePolicy& policy, ChangeDone done)
   return Status::Ok();
 }
 
-Status Coordinator::request_placement(Placement placement, ChangeDone done) {
+Status Coordinator::request_placement(Placement placement, ChangeDone done, std::vector<WeightCopy>* copies) {
   const Topology& topo = cluster_->topology();
   SY_RETURN_IF_ERROR(placement.check_shape(topo.num_experts, topo.sparse));
   SY_RETURN_IF_ERROR(placement.validate(topo.num_devices));
+  auto started = cluster_->stage_weights(placement, [this] { weights_ready(); });
+  if (!started.ok()) return started.status();
+  if (copies) *copies = *started;
+  if (cluster_->copying()) {
+    // Serving goes on under the current placement while the weights travel.
+    staged_placement_ = std::move(placement);
+    if (done) staged_done_.push_back(std::move(done));
+    return Status::Ok();
+  }
   pending_placement_ = std::move(placement);
   ++change_seq_;
   if (done) pending_done_.push_back(std::move(done));
   loop_.post_now([this] { check_safe_point(); });
   return Status::Ok();
+}
+
+void Coordinator::weights_ready() {
+  if (!staged_placement_) return;
+  // A pending placement not yet applied is superseded: its callers hear at this one's switch.
+  pending_placement_ = std::move(*staged_placement_);
+  staged_placement_.reset();
+  for (auto& fn : staged_done_) pending_done_.push_back(std::move(fn));
+  staged_done_.clear();
+  ++change_seq_;
+  cluster_->set_weights_wait(true);
+  loop_.post_now([this] { check_safe_point(); });
 }
 
 void Coordinator::fail(const std::string& why) {
@@ -559,6 +580,7 @@ void Coordinator::check_safe_point() {
 void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t seq, const std::vector<ChangeDone>& done) {
   releasing_ = false;
   const bool newer = seq != change_seq_;  // another change was asked for while this one was applied
+  cluster_->set_weights_wait(newer && pending_placement_.has_value());
   if (pending_policy_) ++switches_;
   if (pending_placement_) ++placement_changes_;
   policy_ = policy;

@@ -68,9 +68,17 @@ class Coordinator {
   using ChangeDone = std::function<void(std::int64_t applied_at_ns)>;
   // Switches policy at the next safe point. Errors name the bad parameter; serving continues.
   Status request_policy(const RuntimePolicy& policy, ChangeDone done = {});
-  // Moves, replicates or removes expert replicas at the next safe point ([block][expert] ->
-  // devices). Errors name the block, expert or device that is wrong; serving continues.
-  Status request_placement(Placement placement, ChangeDone done = {});
+  // Moves, replicates or removes expert replicas ([block][expert] -> devices) in two steps:
+  // first the weights the placement puts on devices that lack them are copied there while
+  // serving goes on under the current placement (staged); once every copy has arrived the change
+  // waits for the next safe point like any other, and the sources' surplus copies are freed
+  // there. Refused at once, changing nothing, when the shape is wrong (the message names the
+  // block, expert or device) or a device has no room for the weights it would receive.
+  // `copies` (may be null) gets the copies this request started. A request made while another
+  // is staged is staged behind the same copies, so placements apply in the order asked.
+  Status request_placement(Placement placement, ChangeDone done = {}, std::vector<WeightCopy>* copies = nullptr);
+  // A placement is staged: its weights are still being copied (serving goes on meanwhile).
+  bool staging() const { return staged_placement_.has_value(); }
   // Cancels the request with this RequestSpec::id (a client that went away): a waiting one
   // leaves the queue at once; a running one finishes, its KV pages freed, when the rows it has
   // in flight come back (the one safe place under every policy: no other request's token is
@@ -98,7 +106,8 @@ class Coordinator {
   bool switching() const { return pending_policy_.has_value() || pending_placement_.has_value(); }
   // The placement that will hold once the pending change (if any) is applied.
   const Placement& target_placement() const {
-    return pending_placement_ ? *pending_placement_ : cluster_->topology().placement;
+    return staged_placement_ ? *staged_placement_
+                             : pending_placement_ ? *pending_placement_ : cluster_->topology().placement;
   }
   // Every submitted request has arrived and finished or been rejected.
   bool done() const { return arrived_ == submitted_ && open_ == 0; }
@@ -194,6 +203,10 @@ class Coordinator {
   std::optional<RuntimePolicy> pending_policy_;
   std::optional<Placement> pending_placement_;
   std::vector<ChangeDone> pending_done_;
+  // Waiting for its weights to be copied (request_placement), then pending.
+  std::optional<Placement> staged_placement_;
+  std::vector<ChangeDone> staged_done_;
+  void weights_ready();
   std::uint64_t change_seq_ = 0;  // bumped by every requested change
   bool releasing_ = false;        // a change is being applied on every process
   std::optional<std::string> failure_;  // set by fail()

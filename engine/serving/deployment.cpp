@@ -26,6 +26,7 @@ Deployment::Deployment(Topology topology, DeploymentOptions options, std::int64_
                                                           : LoopTransport::factory(bytes_per_row, options_.link),
                                        Cluster::KvShape{options_.kv_pages_per_rank, options_.page_size}, &observers_,
                                        coordinator_.hooks(), options_.process);
+  cluster_->set_devices_per_node(options_.link.devices_per_node);
   coordinator_.attach(*cluster_, options_.policy);
 }
 

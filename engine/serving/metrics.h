@@ -18,8 +18,8 @@
 namespace sy {
 
 // Every StallReason, in report column order (update when the enum grows).
-inline constexpr std::array<StallReason, 3> kStallReasons = {StallReason::QueueEmpty, StallReason::Barrier,
-                                                             StallReason::Transfer};
+inline constexpr std::array<StallReason, 4> kStallReasons = {StallReason::QueueEmpty, StallReason::Barrier,
+                                                             StallReason::Transfer, StallReason::Weights};
 
 struct LatencyStats {
   std::int64_t count = 0;  // samples in the window; the other fields are 0 when there are none

@@ -45,6 +45,10 @@ class ObserverFanout final : public RuntimeObserver, public RequestObserver {
                    std::int64_t end_ns) override {
     for (auto* o : runtime_) o->on_transfer(src, dst, tokens, bytes, start_ns, end_ns);
   }
+  void on_weight_fetch(std::int32_t device, std::int32_t source, std::int32_t block, std::int32_t expert,
+                       std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) override {
+    for (auto* o : runtime_) o->on_weight_fetch(device, source, block, expert, bytes, start_ns, end_ns);
+  }
   void on_queue_wait(std::int32_t device, const LayerId& queue, std::int64_t tokens, std::int64_t waited_ns,
                      std::int64_t at_ns) override {
     for (auto* o : runtime_) o->on_queue_wait(device, queue, tokens, waited_ns, at_ns);

@@ -33,6 +33,7 @@ tm::StallReason stall_reason(StallReason reason) {
     case StallReason::QueueEmpty: return tm::StallReason::QueueEmpty;
     case StallReason::Barrier: return tm::StallReason::Barrier;
     case StallReason::Transfer: return tm::StallReason::Transfer;
+    case StallReason::Weights: return tm::StallReason::Weights;
   }
   return tm::StallReason::None;
 }
@@ -182,6 +183,23 @@ void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64
   producer(src).span(s);
 }
 
+void TelemetryBridge::on_weight_fetch(std::int32_t device, std::int32_t source, std::int32_t block,
+                                      std::int32_t expert, std::int64_t /*bytes*/, std::int64_t start_ns,
+                                      std::int64_t end_ns) {
+  // On the receiving device's receive lane: the copy runs beside its executions (a copy engine
+  // on a GPU), so it does not count as busy compute time.
+  tm::Span s;
+  s.start_ns = start_ns;
+  s.end_ns = end_ns;
+  s.kind = tm::SpanKind::WeightFetch;
+  s.device = device;
+  s.peer = source;
+  s.block = block;
+  s.index = expert;
+  s.lane = tm::Lane::Receive;
+  producer(device).span(s);
+}
+
 void TelemetryBridge::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                                 std::int64_t /*at_ns*/) {
   const Topology& topo = d_.cluster().topology();
@@ -306,9 +324,9 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
   for (std::size_t i = 0; i < window_.size(); ++i) {
     const DeviceWindow& w = window_[i];
     const auto fraction = [&](std::int64_t ns) { return std::min(1.0, static_cast<double>(ns) / span); };
-    // Stall fractions by reason's name; offload (weights) is not modelled, so it is always 0.
+    // Stall fractions by reason's name.
     const auto stall_json = [&](const DeviceWindow& dw) {
-      nlohmann::json stall = {{"weights", 0.0}};
+      nlohmann::json stall = nlohmann::json::object();
       for (std::size_t r = 0; r < kStallReasons.size(); ++r)
         stall[std::string(stall_reason_name(kStallReasons[r]))] = fraction(dw.stall_ns[r]);
       return stall;

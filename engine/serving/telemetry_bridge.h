@@ -94,6 +94,8 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
   void on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,
                 std::int64_t end_ns) override;
   void on_stall(std::int32_t device, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) override;
+  void on_weight_fetch(std::int32_t device, std::int32_t source, std::int32_t block, std::int32_t expert,
+                       std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) override;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                  std::int64_t at_ns) override;
   void on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t bytes, std::int64_t start_ns,

@@ -20,20 +20,36 @@ DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config
   return o;
 }
 
-Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const DeploymentOptions& options, ExecutorList list) {
+Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const DeploymentOptions& options, double pcie_gbps,
+                                       ExecutorList list) {
   RoutingOverride routing = [router = options.skew_routing](std::int32_t block, std::int64_t request,
                                                             std::int32_t position, std::int32_t k, std::int32_t* ids,
                                                             float* w) { router->route(block, request, position, k, ids, w); };
-  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(), routing,
-          list](std::int32_t, bool, EventLoop& loop) {
+  // An attention rank's KV pages in bf16: K and V of every layer.
+  const std::int64_t kv_bytes = static_cast<std::int64_t>(options.kv_pages_per_rank) * options.page_size *
+                                config.num_layers * config.num_kv_heads * config.head_dim * 2 * 2;
+  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(), routing, list,
+          link = options.link, pcie_gbps, kv_bytes](std::int32_t device, bool attention_rank, EventLoop& loop) {
     SimExecutorOptions o;
     o.cost_model = cost;
     o.routing = routing;
     o.routing_trace = trace;
+    o.device = device;
+    o.link = link;
+    o.host_bytes_per_ns = pcie_gbps;  // GB/s == bytes/ns
+    o.kv_bytes = attention_rank ? kv_bytes : 0;
     auto ex = std::make_unique<SimExecutor>(config, o, loop);
     list->push_back(ex.get());
     return std::unique_ptr<Executor>(std::move(ex));
   };
+}
+
+// Devices whose layout gives no memory_gb have the profile's memory.
+Topology with_device_memory(Topology t, const HardwareProfile& hw) {
+  t.device_memory_bytes.resize(static_cast<std::size_t>(t.num_devices), 0);
+  for (std::int64_t& bytes : t.device_memory_bytes)
+    if (bytes <= 0) bytes = static_cast<std::int64_t>(hw.memory_gib * 1024.0 * 1024.0 * 1024.0);
+  return t;
 }
 
 }  // namespace
@@ -53,14 +69,15 @@ LinkModel profile_links(const HardwareProfile& hw, std::int32_t devices_per_node
 
 SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& hw, Topology topology,
                              DeploymentOptions options)
-    : SimDeployment(config, with_cost_model(std::move(options), config, hw, topology.num_devices), std::move(topology),
+    : SimDeployment(config, hw, with_cost_model(std::move(options), config, hw, topology.num_devices),
+                    with_device_memory(topology, hw),
                     std::make_shared<std::vector<const SimExecutor*>>()) {}
 
-SimDeployment::SimDeployment(const ModelConfig& config, DeploymentOptions options, Topology topology,
-                             std::shared_ptr<std::vector<const SimExecutor*>> executors)
+SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& hw, DeploymentOptions options,
+                             Topology topology, std::shared_ptr<std::vector<const SimExecutor*>> executors)
     // bf16 activations cross the links.
     : Deployment(std::move(topology), options, static_cast<std::int64_t>(config.hidden_size) * 2,
-                 sim_executors(config, options, executors)),
+                 sim_executors(config, options, hw.pcie_gbps, executors)),
       executors_(std::move(executors)) {}
 
 std::int64_t SimDeployment::trace_misses() const {

@@ -28,7 +28,7 @@ class SimDeployment final : public Deployment {
   std::int64_t trace_misses() const;
 
  private:
-  SimDeployment(const ModelConfig& config, DeploymentOptions options, Topology topology,
+  SimDeployment(const ModelConfig& config, const HardwareProfile& hw, DeploymentOptions options, Topology topology,
                 std::shared_ptr<std::vector<const SimExecutor*>> executors);
   std::shared_ptr<std::vector<const SimExecutor*>> executors_;
 };

@@ -28,6 +28,31 @@ void SimExecutor::complete(void* executor, std::uint64_t) {
   done_now(self.pending_timing_);
 }
 
+std::int64_t SimExecutor::expert_bytes() const {
+  return 3 * static_cast<std::int64_t>(config_.hidden_size) * config_.moe_intermediate_size * 2;
+}
+
+void SimExecutor::fetch_expert(std::int32_t, std::int32_t, const Executor* source, Completion done) {
+  const LinkModel& link = options_.link;
+  const std::int64_t bytes = expert_bytes();
+  double bytes_per_ns = options_.host_bytes_per_ns;
+  std::int64_t latency = link.latency_ns;
+  if (source) {
+    const auto* sim = dynamic_cast<const SimExecutor*>(source);
+    assert(sim && "a sim device copies from a sim device");
+    const std::int32_t from = sim->options_.device;
+    const bool same_node =
+        link.devices_per_node <= 0 || from / link.devices_per_node == options_.device / link.devices_per_node;
+    bytes_per_ns = same_node ? link.bytes_per_ns : link.inter_node_bytes_per_ns;
+    latency = same_node ? link.latency_ns : link.inter_node_latency_ns;
+  }
+  const auto duration =
+      latency + (bytes_per_ns > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bytes_per_ns) : 0);
+  const ExecutionTiming timing{std::max(loop_.now(), copy_free_at_), std::max(loop_.now(), copy_free_at_) + duration};
+  copy_free_at_ = timing.end_ns;
+  loop_.post(timing.end_ns, [done, timing] { done(timing); });
+}
+
 void SimExecutor::on_policy(const RuntimePolicy& policy) {
   const bool collective = policy.kind == PolicyKind::Sync && policy.collective_barrier;
   collective_ns_ = collective ? options_.cost_model->collective_ns() : 0;

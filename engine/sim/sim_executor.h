@@ -12,6 +12,7 @@
 #include "engine/sim/routing_trace.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/executor.h"
+#include "engine/runtime/loop_transport.h"
 
 namespace sy {
 
@@ -19,6 +20,12 @@ struct SimExecutorOptions {
   const CostModel* cost_model = nullptr;         // required
   RoutingOverride routing;                       // skew model; required unless a trace covers every token
   const RoutingTrace* routing_trace = nullptr;   // recorded routing, looked up first
+  // Weight copies: this device's index, the links between devices (the deployment's), the
+  // host link's bandwidth in bytes/ns (PCIe; 0: infinite) and the KV storage it accounts.
+  std::int32_t device = 0;
+  LinkModel link;
+  double host_bytes_per_ns = 0;
+  std::int64_t kv_bytes = 0;
 };
 
 class SimExecutor final : public Executor {
@@ -44,6 +51,16 @@ class SimExecutor final : public Executor {
   std::optional<MuQueueGate> gate(LayerKind kind) const override;
   static constexpr std::int64_t kGateContext = 1024;
 
+  // bf16 weights, as the roofline assumes.
+  bool owns_expert_weights() const override { return true; }
+  std::int64_t expert_bytes() const override;
+  std::int64_t kv_storage_bytes() const override { return options_.kv_bytes; }
+  void load_expert(std::int32_t, std::int32_t) override {}
+  // Takes α + bytes/β of the link from the source (the host: PCIe) on virtual time, beside the
+  // device's executions (a copy engine); a device's copies run one after another.
+  void fetch_expert(std::int32_t block, std::int32_t expert, const Executor* source, Completion done) override;
+  void drop_expert(std::int32_t, std::int32_t) override {}
+
   // Tokens whose routing the trace lacked (they fell back to the skew model).
   std::int64_t trace_misses() const { return trace_misses_; }
 
@@ -58,6 +75,7 @@ class SimExecutor final : public Executor {
   ExecutionTiming pending_timing_;
   std::vector<std::int64_t> per_expert_;
   std::int64_t trace_misses_ = 0;
+  std::int64_t copy_free_at_ = 0;  // when this device's copy engine is free
   std::int64_t collective_ns_ = 0;  // per sparse attention and expert execution (sync, collective)
   std::int64_t host_ns_ = 0;        // per sampling (sync, collective)
 };

@@ -101,6 +101,16 @@ TEST(ConsoleModel, IngestsEveryTopic) {
       "old":{"name":"async","scheduler":"defrag"},"new":{"name":"pingpong"},"ok":true,"error":null}])"));
   ASSERT_EQ(m.control_events().size(), 1u);
   EXPECT_EQ(m.control_events()[0].label(), "set_policy: async/defrag -> pingpong");
+  // A move that copies weights first: accepted, then switched in.
+  m.ingest(json_batch(Topic::Control, R"([{"t_ns":600,"cmd":"move_expert","request":{"cmd":"move_expert"},
+      "old":[{"block":1,"devices":[3]}],"new":[{"block":1,"devices":[5]}],"ok":true,"error":null,"phase":"copying",
+      "copies":[{"block":1,"expert":1,"from":3,"to":5,"bytes":98304,"started_ns":600}]},
+      {"t_ns":900,"cmd":"move_expert","request":{"cmd":"move_expert"},"old":[{"block":1,"devices":[3]}],
+      "new":[{"block":1,"devices":[5]}],"ok":true,"error":null,"phase":"applied","applied_at_ns":900}])"));
+  ASSERT_EQ(m.control_events().size(), 3u);
+  EXPECT_EQ(m.control_events()[1].label(),
+            R"(move_expert (copying weights): [{"block":1,"devices":[3]}] -> [{"block":1,"devices":[5]}])");
+  EXPECT_EQ(m.control_events()[2].label(), R"(move_expert (applied): [{"block":1,"devices":[3]}] -> [{"block":1,"devices":[5]}])");
   EXPECT_EQ(m.bad_messages(), 0u);
   EXPECT_EQ(m.begin_ns(), 10);
   EXPECT_EQ(m.end_ns(), 2'000'000'000);

@@ -253,9 +253,9 @@ TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
     const auto at = multi.output.rfind(device);
     ASSERT_NE(at, std::string::npos) << multi.output;
     std::istringstream row(multi.output.substr(at + 1, multi.output.find('\n', at + 1) - at - 1));
-    std::string name, busy, empty, barrier, transfer;
+    std::string name, busy, empty, barrier, transfer, weights;
     long long executions = 0;
-    row >> name >> busy >> empty >> barrier >> transfer >> executions;
+    row >> name >> busy >> empty >> barrier >> transfer >> weights >> executions;
     EXPECT_GT(executions, 0) << device << " in\n" << multi.output;
     EXPECT_NE(busy, "0.0%") << device << " in\n" << multi.output;
   }
@@ -488,9 +488,9 @@ TEST_F(MultiProcess, DemoOnTheCpuBackendRunsUnderMpirunWithEveryDeviceReported) 
     ASSERT_NE(at, std::string::npos) << r.output;
     const std::string row = r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1);
     std::istringstream fields(row);
-    std::string name, busy, queue_empty, barrier, transfer;
+    std::string name, busy, queue_empty, barrier, transfer, weights;
     long executions = 0;
-    fields >> name >> busy >> queue_empty >> barrier >> transfer >> executions;
+    fields >> name >> busy >> queue_empty >> barrier >> transfer >> weights >> executions;
     EXPECT_GT(executions, 0) << row << "\n" << r.output;
   }
 }

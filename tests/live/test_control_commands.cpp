@@ -52,7 +52,7 @@ class ControlCommandsTest : public ::testing::Test {
     findep->primitives = findep_primitives_from_roofline(*hw);
     findep->source = "the test's roofline";
     o.findep_costs = findep;
-    deployment_ = std::make_unique<SimDeployment>(config_, *hw, Topology::disaggregated(config_, 2, 4), o);
+    deployment_ = std::make_unique<SimDeployment>(config_, *hw, make_topology(), o);
     telemetry::HubOptions ho;
     ho.endpoint = "tcp://127.0.0.1:0";
     auto hub = telemetry::TelemetryHub::start(ho);
@@ -78,6 +78,11 @@ class ControlCommandsTest : public ::testing::Test {
     requests_ = generate_workload(w);
     deployment_->submit(requests_);
   }
+
+  // 2 attention devices, then 4 expert devices holding the experts round-robin.
+  virtual Topology make_topology() { return Topology::disaggregated(config_, 2, 4); }
+  // One expert's weights on the sim (bf16).
+  std::int64_t expert_bytes() const { return 3 * static_cast<std::int64_t>(config_.hidden_size) * config_.moe_intermediate_size * 2; }
 
   // Runs `command` on the loop at run time `at`; the reply lands in replies_[tag].
   void at(std::int64_t at_ns, const std::string& tag, json command) {
@@ -155,17 +160,13 @@ TEST_F(ControlCommandsTest, FindepAutoAppliesTheSolversConfiguration) {
   EXPECT_EQ(deployment_->coordinator().policy_switches(), 2);
 }
 
-// Tokens routed per (block, expert, device), before and after a given run time (split()).
+// Tokens routed per (block, expert, device), before and after the first placement switch.
 struct RoutedCounter : RuntimeObserver {
-  using Key = std::tuple<std::int32_t, std::int32_t, std::int32_t>;
-  std::vector<std::tuple<Key, std::int64_t, std::int64_t>> log;  // key, at, tokens
-  std::map<Key, std::int64_t> before, after;
+  const Coordinator* co = nullptr;
+  std::map<std::tuple<std::int32_t, std::int32_t, std::int32_t>, std::int64_t> before, after;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
-                 std::int64_t at_ns) override {
-    log.push_back({Key{block, expert, device}, at_ns, tokens});
-  }
-  void split(std::int64_t at_ns) {
-    for (const auto& [key, at, tokens] : log) (at < at_ns ? before : after)[key] += tokens;
+                 std::int64_t /*at_ns*/) override {
+    (co->placement_changes() == 0 ? before : after)[{block, expert, device}] += tokens;
   }
 };
 
@@ -174,12 +175,21 @@ TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   const Placement& before = deployment_->cluster().topology().placement;
   ASSERT_EQ(before.devices(1, 1), std::vector<std::int32_t>{3});
   RoutedCounter routed;
+  routed.co = &deployment_->coordinator();
   deployment_->observers().add(&routed, nullptr);
   at(100'000'000, "move", {{"cmd", "move_expert"}, {"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}});
   at(100'000'000, "replicate", {{"cmd", "replicate_expert"}, {"expert", 0}, {"to", 4}});
   run_and_check_every_token();
   ASSERT_TRUE(replies_["move"]["ok"].get<bool>()) << replies_["move"].dump();
   ASSERT_TRUE(replies_["replicate"]["ok"].get<bool>()) << replies_["replicate"].dump();
+  // Both had weights to copy first: answered at once as pending, with the copies started.
+  EXPECT_EQ(replies_["move"]["pending"], true);
+  EXPECT_EQ(replies_["move"]["copies"],
+            json::array({{{"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}, {"bytes", expert_bytes()},
+                          {"started_ns", 100'000'000}}}));
+  ASSERT_EQ(replies_["replicate"]["copies"].size(), 4u);
+  for (const json& copy : replies_["replicate"]["copies"]) EXPECT_EQ(copy["from"], 2) << copy.dump();
+  EXPECT_EQ(deployment_->coordinator().placement_changes(), 1) << "staged together, switched at one safe point";
   const Topology& topo = deployment_->cluster().topology();
   EXPECT_EQ(topo.placement.devices(1, 1), std::vector<std::int32_t>{5});
   EXPECT_EQ(topo.placement.devices(2, 1), std::vector<std::int32_t>{3});  // other blocks unchanged
@@ -188,18 +198,148 @@ TEST_F(ControlCommandsTest, PlacementChangesMoveTheExpertsTokens) {
   const json state = now({{"cmd", "get_state"}})["state"];
   EXPECT_EQ(state["placement"][1][1], json::array({5}));
   EXPECT_EQ(state["placement"][3][0], json::array({2, 4}));
-  // Before the change its tokens went to device 3, after it to device 5 (applied within a
-  // safe point of the request); expert 0's tokens now reach both replicas.
-  // Split at the safe point: the rows in flight when the change was asked for (at 100 ms) are
-  // routed by the old placement until they have drained.
-  const auto applied = replies_["move"]["applied_at_ns"].get<std::int64_t>();
-  routed.split(applied);
+  // Before the switch its tokens went to device 3 (also while the weights were copied), after
+  // it to device 5; expert 0's tokens now reach both replicas.
   EXPECT_GT((routed.before[{1, 1, 3}]), 0);
-  EXPECT_EQ((routed.after[{1, 1, 3}]), 0) << "applied at " << applied;
+  EXPECT_EQ((routed.after[{1, 1, 3}]), 0);
   EXPECT_GT((routed.after[{1, 1, 5}]), 0);
   EXPECT_GT((routed.after[{2, 0, 2}]), 0);
   EXPECT_GT((routed.after[{2, 0, 4}]), 0);
   deployment_->observers().remove(&routed, nullptr);
+}
+
+// A move copies the expert's weights to its target before the switch: get_state shows the copy
+// pending, the recording shows it as a weight_fetch span on the target and the drain to the
+// switch as a `weights` stall, the control topic announces the switch, and the source's copy is
+// freed afterwards.
+TEST_F(ControlCommandsTest, AMoveCopiesTheWeightsAndTheRecordingShowsIt) {
+  const json started = now({{"cmd", "record_start"}, {"path", "weights.db"}});
+  ASSERT_TRUE(started["ok"].get<bool>()) << started.dump();
+  const json before = now({{"cmd", "get_state"}})["state"]["weights"];
+  EXPECT_EQ(before["expert_bytes"], expert_bytes());
+  EXPECT_EQ(before["devices"][3]["experts"], 8);  // experts 1 and 5 in 4 blocks
+  EXPECT_EQ(before["devices"][5]["used_bytes"], 8 * expert_bytes());
+  EXPECT_GT(before["devices"][5]["capacity_bytes"].get<std::int64_t>(), 70'000'000'000) << "the h100's memory";
+  EXPECT_GT(before["devices"][0]["kv_bytes"].get<std::int64_t>(), 0) << "an attention rank's KV pages count";
+  at(100'000'000, "move", {{"cmd", "move_expert"}, {"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}});
+  at(100'000'001, "during", {{"cmd", "get_state"}});
+  run_and_check_every_token();
+  ASSERT_EQ(replies_["move"]["pending"], true) << replies_["move"].dump();
+  const json during = replies_["during"]["state"]["weights"];
+  EXPECT_EQ(during["staged"], true);
+  ASSERT_EQ(during["copies"].size(), 1u);
+  EXPECT_EQ(during["copies"][0]["to"], 5);
+  EXPECT_EQ(during["devices"][5]["arriving"], 1);
+  EXPECT_EQ(during["devices"][5]["used_bytes"], 9 * expert_bytes());
+  EXPECT_EQ(replies_["during"]["state"]["placement"][1][1], json::array({3})) << "still serving the old placement";
+  const json after = now({{"cmd", "get_state"}})["state"]["weights"];
+  EXPECT_EQ(after["staged"], false);
+  EXPECT_TRUE(after["copies"].empty());
+  EXPECT_EQ(after["devices"][3]["experts"], 7);
+  EXPECT_EQ(after["devices"][5]["experts"], 9);
+
+  bridge_->finish();
+  std::promise<json> stopped;
+  commands_->handle({{"cmd", "record_stop"}}, [&](const json& r) { stopped.set_value(r); });
+  const json stop = stopped.get_future().get();
+  ASSERT_TRUE(stop["ok"].get<bool>()) << stop.dump();
+  auto trace = telemetry::TraceReader::open(stop["path"].get<std::string>());
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  auto spans = (*trace)->spans();
+  ASSERT_TRUE(spans.ok());
+  std::vector<telemetry::Span> fetches;
+  std::int64_t weights_stall_ns = 0;
+  for (const telemetry::Span& s : *spans) {
+    if (s.kind == telemetry::SpanKind::WeightFetch) fetches.push_back(s);
+    if (s.kind == telemetry::SpanKind::Stall && s.stall_reason == telemetry::StallReason::Weights)
+      weights_stall_ns += s.end_ns - s.start_ns;
+  }
+  ASSERT_EQ(fetches.size(), 1u);
+  const telemetry::Span& f = fetches[0];
+  EXPECT_EQ(std::tie(f.device, f.peer, f.block, f.index), std::make_tuple(5, 3, 1, 1));
+  EXPECT_EQ(f.lane, telemetry::Lane::Receive);
+  EXPECT_EQ(f.start_ns, 100'000'000);
+  // NVLink within the node: the link's latency plus the bytes at its bandwidth.
+  auto hw = find_hardware_profile("h100");
+  const auto link_ns = static_cast<std::int64_t>(hw->nvlink_latency_us * 1e3) +
+                       static_cast<std::int64_t>(static_cast<double>(expert_bytes()) / hw->nvlink_gbps);
+  EXPECT_EQ(f.end_ns - f.start_ns, link_ns);
+  EXPECT_GT(weights_stall_ns, 0) << "devices idle while the coordinator drains for the switch";
+  // The summaries carry the weights stall share; the control events the copy and the switch.
+  double weights_share = 0;
+  auto summaries = (*trace)->summaries();
+  ASSERT_TRUE(summaries.ok());
+  for (const std::string& text : *summaries) {
+    const json summary = json::parse(text);
+    for (const json& d : summary["devices"]) weights_share += d["stall"]["weights"].get<double>();
+  }
+  EXPECT_GT(weights_share, 0);
+  std::vector<std::string> phases;
+  auto control = (*trace)->control_events();
+  ASSERT_TRUE(control.ok());
+  for (const std::string& text : *control) {
+    const json e = json::parse(text);
+    if (e["cmd"] == "move_expert") phases.push_back(e.value("phase", ""));
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"copying", "applied"}));
+}
+
+// set_placement, the one path every placement takes (rebalancing included), under ping-pong:
+// experts 0 and 1 swap devices in every block, which copies both ways; no token is lost and
+// the swapped weights end up only where the new placement puts them.
+TEST_F(ControlCommandsTest, ASwappingPlacementUnderPingpongLosesNoToken) {
+  at(1, "pingpong", {{"cmd", "set_policy"}, {"policy", "pingpong"}, {"params", {{"microbatches", 2}}}});
+  Placement swapped = deployment_->cluster().topology().placement;
+  for (std::int32_t b = 0; b < 4; ++b) {
+    ASSERT_TRUE(swapped.set(b, 0, {3}).ok());
+    ASSERT_TRUE(swapped.set(b, 1, {2}).ok());
+  }
+  at(150'000'000, "swap", {{"cmd", "set_placement"}, {"placement", swapped.to_json()}});
+  run_and_check_every_token();
+  ASSERT_TRUE(replies_["swap"]["ok"].get<bool>()) << replies_["swap"].dump();
+  EXPECT_EQ(replies_["swap"]["pending"], true);
+  EXPECT_EQ(replies_["swap"]["copies"].size(), 8u);
+  EXPECT_EQ(deployment_->cluster().topology().placement, swapped);
+  const ExpertResidency& r = deployment_->cluster().residency();
+  for (std::int32_t b = 0; b < 4; ++b) {
+    EXPECT_TRUE(r.resident(b, 0, 3) && !r.resident(b, 0, 2)) << b;
+    EXPECT_TRUE(r.resident(b, 1, 2) && !r.resident(b, 1, 3)) << b;
+  }
+  EXPECT_EQ(r.resident_experts(2), 8);
+  EXPECT_EQ(r.resident_experts(3), 8);
+}
+
+// Device 5's memory holds exactly the experts it has: a copy to it is refused at once, naming
+// the device and the bytes, and nothing changes; a move away from it still goes ahead.
+class TightMemoryTest : public ControlCommandsTest {
+ protected:
+  Topology make_topology() override {
+    Topology t = Topology::disaggregated(config_, 2, 4);
+    t.device_memory_bytes = {0, 0, 0, 0, 0, 8 * expert_bytes()};
+    return t;
+  }
+};
+
+TEST_F(TightMemoryTest, ACopyThatDoesNotFitIsRefused) {
+  const json placement_before = now({{"cmd", "get_state"}})["state"]["placement"];
+  const std::string expected = "device 5 (" + deployment_->cluster().topology().device_names[5] +
+                               ") has no room for the weights: 1 expert needs " + std::to_string(expert_bytes()) +
+                               " bytes, 0 of its " + std::to_string(8 * expert_bytes()) + " bytes are free";
+  const json move = now({{"cmd", "move_expert"}, {"block", 1}, {"expert", 1}, {"from", 3}, {"to", 5}});
+  EXPECT_FALSE(move["ok"].get<bool>());
+  EXPECT_EQ(move["error"], "move_expert: " + expected);
+  const json replicate = now({{"cmd", "replicate_expert"}, {"expert", 0}, {"to", 5}});
+  EXPECT_FALSE(replicate["ok"].get<bool>());
+  EXPECT_NE(replicate["error"].get<std::string>().find("4 experts need"), std::string::npos) << replicate.dump();
+  const json state = now({{"cmd", "get_state"}})["state"];
+  EXPECT_EQ(state["placement"], placement_before);
+  EXPECT_TRUE(state["weights"]["copies"].empty());
+  EXPECT_EQ(state["weights"]["staged"], false);
+  const json away = now({{"cmd", "move_expert"}, {"block", 1}, {"expert", 3}, {"from", 5}, {"to", 2}});
+  EXPECT_TRUE(away["ok"].get<bool>()) << away.dump();
+  run_and_check_every_token();
+  EXPECT_EQ(deployment_->cluster().topology().placement.devices(1, 3), std::vector<std::int32_t>{2});
+  EXPECT_EQ(deployment_->cluster().residency().used_bytes(5), 7 * expert_bytes());
 }
 
 TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {

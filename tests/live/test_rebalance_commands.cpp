@@ -144,7 +144,9 @@ TEST_F(RebalanceCommandsTest, APreviewedProposalIsAppliedAsShownAtASafePoint) {
   const json& applied = replies_["apply"];
   ASSERT_TRUE(applied["ok"].get<bool>()) << applied.dump();
   EXPECT_TRUE(applied["applied"].get<bool>());
-  EXPECT_GE(applied["applied_at_ns"].get<std::int64_t>(), 310'000'000);
+  // EPLB moves experts: their weights are copied first, so the apply is answered as pending.
+  EXPECT_EQ(applied["pending"], true) << applied.dump();
+  EXPECT_FALSE(applied["copies"].empty());
   auto expected = Placement::from_json(p["placement"], config_.num_experts, config_.sparse_layers);
   ASSERT_TRUE(expected.ok());
   EXPECT_EQ(deployment_->cluster().topology().placement, *expected);
@@ -156,12 +158,18 @@ TEST_F(RebalanceCommandsTest, APreviewedProposalIsAppliedAsShownAtASafePoint) {
             std::string::npos);
 
   const std::vector<json> events = recorded("rebalance");
-  ASSERT_EQ(events.size(), 2u);  // the apply, and the refused second apply
-  EXPECT_TRUE(events[0]["ok"].get<bool>());
-  EXPECT_EQ(events[0]["new"]["load"], p["load_after"]);
-  EXPECT_EQ(events[0]["old"]["load"], p["load_before"]);
-  EXPECT_EQ(events[0]["new"]["imbalance"], p["imbalance_after"]);
-  EXPECT_FALSE(events[1]["ok"].get<bool>());
+  // The apply (copying, then switched in), and the refused second apply.
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0]["phase"], "copying");
+  EXPECT_EQ(events[1]["phase"], "applied");
+  EXPECT_GE(events[1]["applied_at_ns"].get<std::int64_t>(), 310'000'000);
+  for (const json& e : {events[0], events[1]}) {
+    EXPECT_TRUE(e["ok"].get<bool>());
+    EXPECT_EQ(e["new"]["load"], p["load_after"]);
+    EXPECT_EQ(e["old"]["load"], p["load_before"]);
+    EXPECT_EQ(e["new"]["imbalance"], p["imbalance_after"]);
+  }
+  EXPECT_FALSE(events[2]["ok"].get<bool>());
 }
 
 TEST_F(RebalanceCommandsTest, ThePeriodicRebalancerAppliesGreedyProposalsByItself) {

@@ -238,6 +238,28 @@ TEST(LayoutFormat, IntegerDecayIsANumber) {
   EXPECT_EQ(l->policy.lookahead, 0);
 }
 
+// memory_gb: what expert weights a device may take (placement that moves weights); it
+// reaches the topology in bytes and survives the to_toml round trip.
+TEST(LayoutFormat, DeviceMemoryInGigabytes) {
+  std::string text = kDevices;
+  text.insert(text.find("experts = \"auto\"") + 16, "\nmemory_gb = 80");
+  text.insert(text.rfind("experts = \"auto\"") + 16, "\nmemory_gb = 0.5");
+  auto l = parse(text);
+  ASSERT_TRUE(l.ok()) << l.status().message() << "\n" << text;
+  EXPECT_EQ(l->devices[0].memory_gb, 0);
+  EXPECT_EQ(l->devices[2].memory_gb, 80.0);
+  EXPECT_EQ(l->devices[3].memory_gb, 0.5);
+  const Topology t = Topology::from_layout(*l, mixtral_like());
+  EXPECT_EQ(t.device_memory_bytes, (std::vector<std::int64_t>{0, 0, 80'000'000'000, 500'000'000}));
+  testing::expect_round_trip(*l, mixtral_like());
+  std::string bad = kDevices;
+  bad.insert(bad.find("experts = \"auto\"") + 16, "\nmemory_gb = -1");
+  expect_refused(bad, {"test.toml:", "device 'e0': memory_gb must be a positive number of GB"});
+  bad = kDevices;
+  bad.insert(bad.find("experts = \"auto\"") + 16, "\nmemory_gb = \"lots\"");
+  expect_refused(bad, {"memory_gb must be a positive number of GB, got a string"});
+}
+
 TEST(LayoutFormat, GpuKeyPlacesDevicesOnGpus) {
   auto l = parse("[[device]]\nname = \"a\"\nattention = true\ngpu = 1\n[[device]]\nname = \"e\"\nexperts = \"auto\"\n");
   ASSERT_TRUE(l.ok()) << l.status().message();

@@ -204,13 +204,16 @@ TEST(Metrics, TableIsAligned) {
   std::getline(lines, row0);
   std::getline(lines, row1);
   EXPECT_EQ(header,
-            "device               busy  stall:queue_empty  stall:barrier  stall:transfer  executions  rows/exec  exec/s"
+            "device               busy  stall:queue_empty  stall:barrier  stall:transfer  stall:weights  executions  rows/exec"
+            "  exec/s"
             "  wait ms  transfers  rows/xfer");
   EXPECT_EQ(row0,
-            "gpu0                50.0%               0.0%           0.0%            0.0%           0        0.0       0"
+            "gpu0                50.0%               0.0%           0.0%            0.0%           0.0%           0        0.0"
+            "       0"
             "     0.00          0        0.0");
   EXPECT_EQ(row1,
-            "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0        0.0       0"
+            "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0.0%           0        0.0"
+            "       0"
             "     0.00          0        0.0");
   EXPECT_EQ(row0.size(), header.size());
 }
