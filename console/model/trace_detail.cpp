@@ -24,18 +24,7 @@ Status TraceDetail::open_overview(const telemetry::TraceReader& reader, ConsoleM
   for (const auto& w : *windows) model.spans().history().add_window(w);
   model.note_range(reader.start_ns(), reader.end_ns());
 
-  auto loads = reader.expert_load();
-  if (!loads.ok()) return Status::Error("reading expert load: " + loads.status().message());
-  for (const auto& l : *loads) model.add_expert_load(l);
-  auto requests = reader.requests();
-  if (!requests.ok()) return Status::Error("reading requests: " + requests.status().message());
-  for (const auto& r : *requests) model.add_request_event(r);
-  auto summaries = reader.summaries();
-  if (!summaries.ok()) return Status::Error("reading summaries: " + summaries.status().message());
-  for (const auto& s : *summaries) model.add_summary_json(s);
-  auto control = reader.control_events();
-  if (!control.ok()) return Status::Error("reading control events: " + control.status().message());
-  for (const auto& c : *control) model.add_control_json(c);
+  SY_RETURN_IF_ERROR(load_trace_events(reader, model));
   model.set_overview(TraceOverview{reader.span_count(), 0, 0});
   return Status::Ok();
 }

@@ -74,6 +74,10 @@ Status load_trace(const telemetry::TraceReader& reader, ConsoleModel& model) {
   model.queues().set_per_queue_capacity(std::max<std::size_t>(most, 16));
   for (const auto& q : *queues) model.add_queue_sample(q);
 
+  return load_trace_events(reader, model);
+}
+
+Status load_trace_events(const telemetry::TraceReader& reader, ConsoleModel& model) {
   auto loads = reader.expert_load();
   if (!loads.ok()) return Status::Error("reading expert load: " + loads.status().message());
   for (const auto& l : *loads) model.add_expert_load(l);
