@@ -1,5 +1,7 @@
 #include "engine/runtime/defrag_scheduler.h"
 
+#include <algorithm>
+
 namespace sy {
 
 std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
@@ -11,7 +13,6 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
   occupied_.clear();
   for (std::int32_t b = 0; b < nb; ++b)
     if (grid.block_tokens(b) != 0) occupied_.push_back(b);
-  const double per_column = 1.0 / ne;
   std::optional<GridPick> best;
   double best_score = 0;
   for (std::int32_t b : occupied_) {  // ascending: ties go to the lowest (block, expert)
@@ -20,7 +21,8 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
     for (std::int32_t k = 1; k <= lookahead_; ++k) {
       weight *= decay_;
       if (++ahead == nb) ahead = 0;  // the sampler's block wraps to block 0 (the next token)
-      lscore += static_cast<double>(grid.block_tokens(ahead)) * per_column * weight;
+      const std::int64_t tokens = grid.block_tokens(ahead);
+      if (tokens != 0) lscore += static_cast<double>(tokens) / std::max(1, grid.block_width(ahead)) * weight;
     }
     for (std::int32_t e = 0; e < ne; ++e) {
       const std::int64_t q = grid.at(b, e);

@@ -28,7 +28,19 @@ class QueueGrid {
     columns_ = c;
     tokens_.assign(static_cast<std::size_t>(b) * static_cast<std::size_t>(c), 0);
     block_tokens_.assign(static_cast<std::size_t>(b), 0);
+    block_width_.clear();
     held_.clear();
+  }
+  // How many of the columns are the block's own: the experts (and attention rank) the device
+  // hosts in that block. The columns are the union over all blocks, so a placement that differs
+  // from block to block leaves each block fewer than all of them; the defrag lookahead divides a
+  // block's tokens by its own count (Algorithm 1's N_E). Every column until set.
+  void set_block_width(std::int32_t b, std::int32_t width) {
+    if (block_width_.empty()) block_width_.assign(static_cast<std::size_t>(blocks_), columns_);
+    block_width_[static_cast<std::size_t>(b)] = width;
+  }
+  std::int32_t block_width(std::int32_t b) const {
+    return block_width_.empty() ? columns_ : block_width_[static_cast<std::size_t>(b)];
   }
   std::int32_t blocks() const { return blocks_; }
   std::int32_t columns() const { return columns_; }
@@ -57,6 +69,7 @@ class QueueGrid {
   std::int32_t columns_ = 0;
   std::vector<std::int64_t> tokens_;        // [block * columns + column]
   std::vector<std::int64_t> block_tokens_;  // [block]
+  std::vector<std::int32_t> block_width_;   // [block], or empty: every block has every column
   std::vector<std::uint8_t> held_;          // [block * columns + column], or empty: none held
 };
 

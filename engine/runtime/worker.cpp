@@ -62,6 +62,15 @@ void Worker::reload_placement() {
   grid_.reset(topo_.num_blocks + 1, columns_);
   pooled_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
   inbound_expert_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
+  // The columns are every expert the device holds in any block; where the placement differs
+  // between blocks, each block has only its own (the sampler's block keeps the whole width).
+  for (std::int32_t b = 0; b < topo_.num_blocks; ++b) {
+    std::int32_t width = rank_ >= 0 ? 1 : 0;
+    if (topo_.placement.is_sparse(b))
+      for (std::int32_t e : column_expert_)
+        if (e >= 0 && topo_.placement.holds(b, e, device_)) ++width;
+    if (width != columns_) grid_.set_block_width(b, width);
+  }
 }
 
 void Worker::set_policy(const RuntimePolicy& policy) {

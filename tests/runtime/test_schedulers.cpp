@@ -55,6 +55,19 @@ TEST(Schedulers, DefragLookaheadWrapsAndDecays) {
   EXPECT_EQ(*make("defrag", 2, 1.0)->pick(grid(3, 2, {10, 10, 4, 0, 2, 0})), (GridPick{1, 0}));
 }
 
+// Algorithm 1's N_E is the number of experts the device hosts in the block looked at. Where the
+// placement differs between blocks the grid's columns are their union, and a block's own width
+// divides its tokens. Q = [[2,0,0,0],[3,0,0,0]], K=1, δ=1: over all 4 columns, block 0 scores
+// 2 + 3/4 and block 1 3 + 2/4, so (1,0); block 1 holding one expert of its own, block 0 scores
+// 2 + 3/1 = 5 and takes the pick.
+TEST(Schedulers, DefragDividesEachBlockByItsOwnExperts) {
+  QueueGrid g = grid(2, 4, {2, 0, 0, 0, 3, 0, 0, 0});
+  EXPECT_EQ(*make("defrag", 1, 1.0)->pick(g), (GridPick{1, 0}));
+  g.set_block_width(1, 1);
+  EXPECT_EQ(g.block_width(0), 4);
+  EXPECT_EQ(*make("defrag", 1, 1.0)->pick(g), (GridPick{0, 0}));
+}
+
 TEST(Schedulers, DefragWithoutLookaheadIsMostTokensFirst) {
   const QueueGrid g = grid(4, 3, {1, 2, 0, 0, 0, 7, 3, 3, 3, 0, 0, 1});
   EXPECT_EQ(*make("defrag", 0, 0.5)->pick(g), *make("mtfs")->pick(g));
