@@ -5,23 +5,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/cuda/cuda_must.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
 namespace {
 
-// A failed CUDA call here is a broken device or our bug: the activations cannot be trusted.
-void must(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return;
-  std::fprintf(stderr, "cuda backend: %s: %s\n", what, cudaGetErrorString(err));
-  std::abort();
-}
-
-void must(const Status& s) {
-  if (s.ok()) return;
-  std::fprintf(stderr, "cuda backend: %s\n", s.message().c_str());
-  std::abort();
-}
+using cuda_backend::must;
 
 std::int32_t size_class(std::int64_t floats) {
   std::int32_t c = 10;  // at least 1024 floats

@@ -9,24 +9,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/cuda/cuda_must.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
 namespace {
 
-// The executor cannot hand an error back through Executor; a failing CUDA call mid-run is a
-// broken device or our bug, and results after it would be garbage.
-void must(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return;
-  std::fprintf(stderr, "cuda backend: %s: %s\n", what, cudaGetErrorString(err));
-  std::abort();
-}
-
-void must(const Status& s) {
-  if (s.ok()) return;
-  std::fprintf(stderr, "cuda backend: %s\n", s.message().c_str());
-  std::abort();
-}
+using cuda_backend::must;
 
 // Event times are float milliseconds: rebase well before their resolution gets coarse.
 constexpr std::int64_t kRebaseNs = 60'000'000'000;
