@@ -112,6 +112,8 @@ void MainWindow::buildDocks() {
   skew_widget_->setDrawFunction([this] { skew_view_.draw(model_, view_state_); });
   charts_widget_ = new ImGuiWidget;
   charts_widget_->setDrawFunction([this] { charts_view_.draw(model_, view_state_); });
+  devices_widget_ = new ImGuiWidget;
+  devices_widget_->setDrawFunction([this] { device_view_.draw(model_, view_state_); });
   requests_widget_ = new ImGuiWidget;
   requests_widget_->setDrawFunction([this] { request_view_.draw(model_, view_state_); });
 
@@ -119,9 +121,11 @@ void MainWindow::buildDocks() {
   QDockWidget* skew = addViewDock(tr("Expert load"), "skewDock", skew_widget_, Qt::BottomDockWidgetArea);
   QDockWidget* charts = addViewDock(tr("Charts"), "chartsDock", charts_widget_, Qt::BottomDockWidgetArea);
   QDockWidget* requests = addViewDock(tr("Requests"), "requestsDock", requests_widget_, Qt::BottomDockWidgetArea);
+  QDockWidget* devices = addViewDock(tr("Devices"), "devicesDock", devices_widget_, Qt::BottomDockWidgetArea);
   splitDockWidget(queues, skew, Qt::Horizontal);
   splitDockWidget(skew, charts, Qt::Horizontal);
   tabifyDockWidget(charts, requests);
+  tabifyDockWidget(requests, devices);
   charts->raise();
 
   control_panel_ = new ControlPanel;
@@ -366,7 +370,7 @@ void MainWindow::repaintViews(bool force) {
   // The other views change with windows of a second; 5 Hz keeps them current for a quarter of
   // the drawing (which matters with a software rasteriser), unless the scrubber moved.
   if (!force && ticks_ % 4 != 0) return;
-  for (ImGuiWidget* w : {queue_widget_, skew_widget_, charts_widget_, requests_widget_})
+  for (ImGuiWidget* w : {queue_widget_, skew_widget_, charts_widget_, requests_widget_, devices_widget_})
     if (visible(w)) w->update();
 }
 
@@ -666,7 +670,8 @@ Status MainWindow::saveScreenshot(const QString& path) {
   // Render every view and the control panel with the newest data before grabbing.
   control_panel_->refresh();
   updateStatus();
-  for (ImGuiWidget* w : {timeline_widget_, queue_widget_, skew_widget_, charts_widget_, requests_widget_}) w->repaint();
+  for (ImGuiWidget* w : {timeline_widget_, queue_widget_, skew_widget_, charts_widget_, requests_widget_, devices_widget_})
+    w->repaint();
   const QPixmap pixmap = grab();
   if (pixmap.isNull()) return Status::Error("grabbing the window failed");
   if (!pixmap.save(path, "PNG"))

@@ -11,6 +11,7 @@
 #include "console/app/connection_settings.h"
 #include "console/model/console_model.h"
 #include "console/views/charts_view.h"
+#include "console/views/device_view.h"
 #include "console/views/queue_view.h"
 #include "console/views/request_table_view.h"
 #include "console/views/skew_view.h"
@@ -98,6 +99,7 @@ class MainWindow : public QMainWindow {
   QueueView queue_view_;
   SkewView skew_view_;
   ChartsView charts_view_;
+  DeviceView device_view_;
   RequestTableView request_view_;
 
   std::unique_ptr<LiveConnection> live_;
@@ -113,6 +115,7 @@ class MainWindow : public QMainWindow {
   ImGuiWidget* queue_widget_;
   ImGuiWidget* skew_widget_;
   ImGuiWidget* charts_widget_;
+  ImGuiWidget* devices_widget_;
   ImGuiWidget* requests_widget_;
   ControlPanel* control_panel_;
   LogPanel* log_;

@@ -75,6 +75,16 @@ StatusOr<SummaryPoint> parse_summary(const std::string& json_object) {
         }
         w.executions = integer(d, "executions");
         w.rows_per_execution = number(d, "rows_per_execution");
+        if (d.contains("transfers")) {
+          w.has_traffic = true;
+          w.transfers = integer(d, "transfers");
+          w.rows_per_transfer = number(d, "rows_per_transfer");
+          w.queue_takes = integer(d, "queue_takes");
+          if (auto q = d.find("queue_wait_ms"); q != d.end() && q->is_object()) {
+            w.queue_wait_mean_ms = number(*q, "mean");
+            w.queue_wait_max_ms = number(*q, "max");
+          }
+        }
         p.devices.push_back(w);
         ++position;
       }

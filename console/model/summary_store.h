@@ -23,6 +23,14 @@ struct DeviceWindow {
   double stall_queue_empty = 0, stall_barrier = 0, stall_transfer = 0, stall_weights = 0;
   std::int64_t executions = 0;
   double rows_per_execution = 0;
+  // Shipments sent and the head-of-line wait of queue takes; false in summaries that predate
+  // them (recordings made before the engine reported them).
+  bool has_traffic = false;
+  std::int64_t transfers = 0;
+  double rows_per_transfer = 0;
+  std::int64_t queue_takes = 0;
+  double queue_wait_mean_ms = 0;
+  double queue_wait_max_ms = 0;
 };
 
 struct SummaryPoint {

@@ -181,6 +181,17 @@ void TelemetryBridge::on_transfer(std::int32_t src, std::int32_t dst, std::int64
   // One record per transfer: consumers show it on the destination's receive lane too (the
   // protocol says so), which halves the most frequent record of the stream.
   producer(src).span(s);
+  DeviceWindow& w = window_[static_cast<std::size_t>(src)];
+  ++w.transfers;
+  w.transfer_rows += tokens;
+}
+
+void TelemetryBridge::on_queue_wait(std::int32_t device, const LayerId& /*queue*/, std::int64_t /*tokens*/,
+                                    std::int64_t waited_ns, std::int64_t /*at_ns*/) {
+  DeviceWindow& w = window_[static_cast<std::size_t>(device)];
+  ++w.queue_takes;
+  w.queue_wait_ns += waited_ns;
+  w.queue_wait_max_ns = std::max(w.queue_wait_max_ns, waited_ns);
 }
 
 void TelemetryBridge::on_weight_fetch(std::int32_t device, std::int32_t source, std::int32_t block,
@@ -338,7 +349,15 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
          {"stall",
           stall_json(w)},
          {"executions", w.executions},
-         {"rows_per_execution", w.executions > 0 ? static_cast<double>(w.rows) / static_cast<double>(w.executions) : 0.0}});
+         {"rows_per_execution", w.executions > 0 ? static_cast<double>(w.rows) / static_cast<double>(w.executions) : 0.0},
+         {"transfers", w.transfers},
+         {"rows_per_transfer",
+          w.transfers > 0 ? static_cast<double>(w.transfer_rows) / static_cast<double>(w.transfers) : 0.0},
+         {"queue_takes", w.queue_takes},
+         {"queue_wait_ms",
+          {{"mean", w.queue_takes > 0 ? static_cast<double>(w.queue_wait_ns) * 1e-6 / static_cast<double>(w.queue_takes)
+                                      : 0.0},
+           {"max", static_cast<double>(w.queue_wait_max_ns) * 1e-6}}}});
   }
   // Imbalance of each sparse block over the window: tokens of its busiest expert over the mean.
   nlohmann::json imbalance = nlohmann::json::array();

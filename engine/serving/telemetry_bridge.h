@@ -98,6 +98,8 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
                        std::int64_t bytes, std::int64_t start_ns, std::int64_t end_ns) override;
   void on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                  std::int64_t at_ns) override;
+  void on_queue_wait(std::int32_t device, const LayerId& queue, std::int64_t tokens, std::int64_t waited_ns,
+                     std::int64_t at_ns) override;
   void on_transfer(std::int32_t src, std::int32_t dst, std::int64_t tokens, std::int64_t bytes, std::int64_t start_ns,
                    std::int64_t end_ns) override;
   // RequestObserver
@@ -146,6 +148,12 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
     std::array<std::int64_t, kStallReasons.size()> stall_ns{};  // by kStallReasons position
     std::int64_t executions = 0;
     std::int64_t rows = 0;
+    // Where async loses (issue 17): shipments it sent and the head-of-line wait of its queue takes.
+    std::int64_t transfers = 0;
+    std::int64_t transfer_rows = 0;
+    std::int64_t queue_takes = 0;
+    std::int64_t queue_wait_ns = 0;
+    std::int64_t queue_wait_max_ns = 0;
   };
   std::vector<DeviceWindow> window_;
   // Publishes a compute-lane span and counts it as busy time; returns the device's window.

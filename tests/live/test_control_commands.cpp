@@ -284,6 +284,59 @@ TEST_F(ControlCommandsTest, AMoveCopiesTheWeightsAndTheRecordingShowsIt) {
   EXPECT_EQ(phases, (std::vector<std::string>{"copying", "applied"}));
 }
 
+// The window summaries say where each device's time goes (issue 17's diagnostics, the console's
+// Devices view): shipments sent and the head-of-line wait of every queue take, adding up over
+// the run to what the metrics collector counted.
+TEST_F(ControlCommandsTest, SummariesCountShipmentsAndQueueWaits) {
+  const json started = now({{"cmd", "record_start"}, {"path", "traffic.db"}});
+  ASSERT_TRUE(started["ok"].get<bool>()) << started.dump();
+  run_and_check_every_token();
+  bridge_->finish();
+  std::promise<json> stopped;
+  commands_->handle({{"cmd", "record_stop"}}, [&](const json& r) { stopped.set_value(r); });
+  const json stop = stopped.get_future().get();
+  ASSERT_TRUE(stop["ok"].get<bool>()) << stop.dump();
+  auto trace = telemetry::TraceReader::open(stop["path"].get<std::string>());
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  const std::size_t D = 6;
+  std::vector<std::int64_t> transfers(D, 0), takes(D, 0), executions(D, 0);
+  std::vector<double> transfer_rows(D, 0), wait_ms(D, 0), wait_max_ms(D, 0);
+  auto summaries = (*trace)->summaries();
+  ASSERT_TRUE(summaries.ok());
+  for (const std::string& text : *summaries) {
+    const json summary = json::parse(text);
+    for (const json& d : summary["devices"]) {
+      const auto i = d["device"].get<std::size_t>();
+      ASSERT_TRUE(d.contains("transfers") && d.contains("queue_takes") && d.contains("queue_wait_ms")) << d.dump();
+      transfers[i] += d["transfers"].get<std::int64_t>();
+      transfer_rows[i] += d["rows_per_transfer"].get<double>() * d["transfers"].get<double>();
+      const auto n = d["queue_takes"].get<std::int64_t>();
+      takes[i] += n;
+      executions[i] += d["executions"].get<std::int64_t>();
+      const double mean = d["queue_wait_ms"]["mean"].get<double>(), max = d["queue_wait_ms"]["max"].get<double>();
+      EXPECT_GE(mean, 0);
+      EXPECT_GE(max, mean);
+      wait_ms[i] += mean * static_cast<double>(n);
+      wait_max_ms[i] = std::max(wait_max_ms[i], max);
+    }
+  }
+  const MetricsReport whole = deployment_->metrics().report(0, deployment_->loop().now() + 1);
+  ASSERT_EQ(whole.devices.size(), D);
+  for (std::size_t i = 0; i < D; ++i) {
+    const DeviceUsage& u = whole.devices[i];
+    EXPECT_GT(transfers[i], 0) << "device " << i;
+    EXPECT_EQ(transfers[i], u.transfers) << "device " << i;
+    EXPECT_NEAR(transfer_rows[i], u.rows_per_transfer * static_cast<double>(u.transfers), 1e-6 * transfer_rows[i])
+        << "device " << i;
+    EXPECT_GT(takes[i], 0) << "device " << i;
+    EXPECT_EQ(takes[i], u.queue_waits) << "device " << i;
+    EXPECT_NEAR(wait_ms[i] / static_cast<double>(takes[i]), u.queue_wait_mean_ms, 1e-6 * u.queue_wait_mean_ms + 1e-9)
+        << "device " << i;
+    EXPECT_DOUBLE_EQ(wait_max_ms[i], u.queue_wait_max_ms) << "device " << i;
+    EXPECT_GT(executions[i], 0) << "device " << i;
+  }
+}
+
 // set_placement, the one path every placement takes (rebalancing included), under ping-pong:
 // experts 0 and 1 swap devices in every block, which copies both ways; no token is lost and
 // the swapped weights end up only where the new placement puts them.
