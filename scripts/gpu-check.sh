@@ -1,0 +1,62 @@
+#!/bin/bash
+# The GPU checks of the cuda backend, for a machine lent through the device tool: builds them
+# here, packs them with ../shared/tools/gpu-bundle into .gpu/ (git-ignored), and writes
+# .gpu/check.sh, which runs them there in one call within a time budget.
+#
+#   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda; pack
+#   .gpu/check.sh [tests|bench|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
+#
+# check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
+# back). Each step has its own timeout (SY_GPU_STEP_S, default 150 s) so a hang in one still
+# leaves the others' results.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bundle=${SY_GPU_BUNDLE:-../shared/tools/gpu-bundle}
+[[ -x $bundle ]] || { echo "gpu-check: $bundle not found (it is in ../shared/tools)" >&2; exit 1; }
+export PATH=/usr/local/cuda/bin:$PATH
+command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found: the CUDA checks need the CUDA compiler here" >&2; exit 1; }
+[[ -f build/CMakeCache.txt ]] || cmake --preset default
+cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_backend bench_cuda
+rm -rf .gpu
+# bench_cuda needs no library beyond CUDA's, which gpu-bundle's library scan treats as a failure:
+# it travels as an extra file.
+"$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend -- build/bin/bench_cuda
+cat > .gpu/check.sh <<'CHECK'
+#!/bin/bash
+# Runs the packed GPU checks (see scripts/gpu-check.sh); logs go to $OUT when set.
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$here/logs}
+mkdir -p "$out"
+step_s=${SY_GPU_STEP_S:-150}
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=(tests bench)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+status=0
+run() {  # name, command...
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  timeout "$step_s" "$here/run.sh" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 40 "$out/$name.log"
+  echo "=== $name: exit $rc after $((SECONDS - t0)) s"
+  [[ $rc -eq 0 ]] || status=1
+}
+for step in "${steps[@]}"; do
+  case $step in
+    tests)
+      run test_cuda_kernels "$here/test_cuda_kernels" --gtest_brief=1
+      run test_cuda_backend "$here/test_cuda_backend" --gtest_brief=1 ;;
+    bench) run bench_cuda "$here/bench_cuda" ;;
+    ncu)
+      # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.
+      run ncu_bench_cuda ncu --set basic --launch-count 40 --csv "$here/bench_cuda" ;;
+    *) echo "check.sh: unknown step '$step' (tests, bench, ncu)"; status=1 ;;
+  esac
+done
+exit $status
+CHECK
+chmod +x .gpu/check.sh
+du -sh .gpu
+echo "packed: run .gpu/check.sh on the device machine (device tool, carry [\".gpu\"])"
