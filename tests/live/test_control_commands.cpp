@@ -107,6 +107,16 @@ class ControlCommandsTest : public ::testing::Test {
     EXPECT_TRUE(deployment_->cluster().quiescent());
   }
 
+  // Ends the run's telemetry, stops the recording and opens it.
+  StatusOr<std::unique_ptr<telemetry::TraceReader>> stop_recording() {
+    bridge_->finish();
+    std::promise<json> stopped;
+    commands_->handle({{"cmd", "record_stop"}}, [&](const json& r) { stopped.set_value(r); });
+    const json stop = stopped.get_future().get();
+    if (!stop["ok"].get<bool>()) return Status::Error("record_stop: " + stop.dump());
+    return telemetry::TraceReader::open(stop["path"].get<std::string>());
+  }
+
   ModelConfig config_;
   std::unique_ptr<SimDeployment> deployment_;
   std::unique_ptr<telemetry::TelemetryHub> hub_;
@@ -238,12 +248,7 @@ TEST_F(ControlCommandsTest, AMoveCopiesTheWeightsAndTheRecordingShowsIt) {
   EXPECT_EQ(after["devices"][3]["experts"], 7);
   EXPECT_EQ(after["devices"][5]["experts"], 9);
 
-  bridge_->finish();
-  std::promise<json> stopped;
-  commands_->handle({{"cmd", "record_stop"}}, [&](const json& r) { stopped.set_value(r); });
-  const json stop = stopped.get_future().get();
-  ASSERT_TRUE(stop["ok"].get<bool>()) << stop.dump();
-  auto trace = telemetry::TraceReader::open(stop["path"].get<std::string>());
+  auto trace = stop_recording();
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   auto spans = (*trace)->spans();
   ASSERT_TRUE(spans.ok());
@@ -291,12 +296,7 @@ TEST_F(ControlCommandsTest, SummariesCountShipmentsAndQueueWaits) {
   const json started = now({{"cmd", "record_start"}, {"path", "traffic.db"}});
   ASSERT_TRUE(started["ok"].get<bool>()) << started.dump();
   run_and_check_every_token();
-  bridge_->finish();
-  std::promise<json> stopped;
-  commands_->handle({{"cmd", "record_stop"}}, [&](const json& r) { stopped.set_value(r); });
-  const json stop = stopped.get_future().get();
-  ASSERT_TRUE(stop["ok"].get<bool>()) << stop.dump();
-  auto trace = telemetry::TraceReader::open(stop["path"].get<std::string>());
+  auto trace = stop_recording();
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   const std::size_t D = 6;
   std::vector<std::int64_t> transfers(D, 0), takes(D, 0), executions(D, 0);
