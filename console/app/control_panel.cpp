@@ -439,7 +439,9 @@ void ControlPanel::syncFromMeta() {
   if (!policy_edited_ || new_run) {
     const QSignalBlocker b1(policy_), b2(scheduler_), b3(lookahead_), b4(decay_), b5(policy_microbatches_),
         b6(expert_chunks_), b7(order_);
-    if (int i = policy_->findText(q(meta->policy.name)); i >= 0) policy_->setCurrentIndex(i);
+    // Under the adaptive policy the combo says so (Apply keeps it adaptive), not the policy it chose.
+    if (int i = policy_->findText(meta->policy.adaptive ? QStringLiteral("adaptive") : q(meta->policy.name)); i >= 0)
+      policy_->setCurrentIndex(i);
     if (int i = scheduler_->findText(q(meta->policy.scheduler)); i >= 0) scheduler_->setCurrentIndex(i);
     if (meta->policy.lookahead > 0) lookahead_->setValue(meta->policy.lookahead);
     decay_->setValue(meta->policy.decay);

@@ -24,7 +24,8 @@ void read(const json& object, const char* key, T& out) {
 }  // namespace
 
 std::string PolicyInfo::describe() const {
-  std::string out = name.empty() ? "?" : name;
+  std::string out = adaptive ? "adaptive, now " : "";
+  out += name.empty() ? "?" : name;
   char buf[96];
   if (name == "async") {
     out += "/" + (scheduler.empty() ? std::string("?") : scheduler);
@@ -36,9 +37,11 @@ std::string PolicyInfo::describe() const {
     std::snprintf(buf, sizeof buf, " (r1=%d, r2=%d, %s)", microbatches, expert_chunks,
                   order == "aass" ? "AASS" : "ASAS");
     out += buf;
-  } else if (microbatches > 0) {
+  } else if (name == "pingpong" && microbatches > 0) {
     std::snprintf(buf, sizeof buf, " (m=%d)", microbatches);
     out += buf;
+  } else if (name == "sync" && barrier == "ideal") {
+    out += " (ideal barrier)";  // the collective barrier is what sync means by default
   }
   return out;
 }
@@ -109,6 +112,8 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
       read(*it, "microbatches", m.policy.microbatches);
       read(*it, "expert_chunks", m.policy.expert_chunks);
       read(*it, "order", m.policy.order);
+      read(*it, "barrier", m.policy.barrier);
+      read(*it, "adaptive", m.policy.adaptive);
     }
     read(j, "admission_paused", m.admission_paused);
     if (auto it = j.find("recording"); it != j.end() && it->is_object()) {

@@ -39,8 +39,11 @@ struct PolicyInfo {
   std::int32_t microbatches = 0;
   std::int32_t expert_chunks = 0;  // findep's r2
   std::string order;               // findep's shared-expert order: asas, aass
+  std::string barrier;             // sync's barrier: collective, ideal (empty: not reported)
+  bool adaptive = false;           // the `adaptive` policy chose `name` and may switch again
 
-  // "async/defrag (lookahead 3, decay 0.5)", "pingpong (m=2)", "findep (r1=2, r2=3, ASAS)".
+  // "async/defrag (lookahead 3, decay 0.5)", "pingpong (m=2)", "findep (r1=2, r2=3, ASAS)",
+  // "sync (ideal barrier)"; under the adaptive policy "adaptive, now sync".
   std::string describe() const;
 };
 

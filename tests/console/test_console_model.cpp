@@ -133,6 +133,31 @@ TEST(ConsoleModel, FindepPolicyShowsItsChunksAndOrder) {
   EXPECT_EQ(m.meta()->policy.describe(), "findep (r1=2, r2=3, AASS)");
 }
 
+// Under the adaptive policy the run says so beside the policy it chose; sync names an ideal
+// barrier (the collective one is the default), and only pingpong names its micro-batches.
+TEST(ConsoleModel, AdaptivePolicyAndSyncBarrierRead) {
+  std::string meta = kMeta;
+  const std::string async = R"("policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2})";
+  ASSERT_NE(meta.find(async), std::string::npos);
+  const auto with_policy = [&](const std::string& policy) {
+    std::string m = meta;
+    m.replace(m.find(async), async.size(), policy);
+    ConsoleModel model;
+    model.ingest(json_batch(Topic::Meta, "[" + m + "]"));
+    EXPECT_TRUE(model.meta().has_value()) << model.last_error();
+    return model.meta() ? model.meta()->policy : PolicyInfo{};
+  };
+  const PolicyInfo adaptive = with_policy(
+      R"("policy":{"name":"sync","scheduler":"defrag","microbatches":2,"barrier":"collective","adaptive":true})");
+  EXPECT_TRUE(adaptive.adaptive);
+  EXPECT_EQ(adaptive.describe(), "adaptive, now sync");
+  const PolicyInfo ideal = with_policy(R"("policy":{"name":"sync","microbatches":2,"barrier":"ideal","adaptive":false})");
+  EXPECT_FALSE(ideal.adaptive);
+  EXPECT_EQ(ideal.barrier, "ideal");
+  EXPECT_EQ(ideal.describe(), "sync (ideal barrier)");
+  EXPECT_EQ(with_policy(R"("policy":{"name":"pingpong","microbatches":3})").describe(), "pingpong (m=3)");
+}
+
 TEST(ConsoleModel, ProcessesOfADeploymentAcrossRanksAndALostOne) {
   ConsoleModel m;
   m.ingest(json_batch(Topic::Meta, R"json([{"schema_version":1,"run_id":7,"clock":"wall","backend":"cpu",
