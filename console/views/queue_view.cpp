@@ -126,11 +126,17 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
   const std::int64_t t0 = state.queue_window_ns == ViewState::kWholeRun
                               ? model.begin_ns()
                               : std::max(t1 - state.queue_window_ns, model.begin_ns());
-  const auto rows = queue_rows(model, state.queue_grouping);
+  // A recording read by its overview, before any zoom, holds no samples and only per-device
+  // windows: its rows are the devices, whatever the selector says (the note says so).
+  const QueueGrouping grouping =
+      model.queues().queue_count() == 0 && model.queue_history().row_keys(QueueGrouping::DeviceBlock).empty()
+          ? QueueGrouping::Device
+          : state.queue_grouping;
+  const auto rows = queue_rows(model, grouping);
   const auto [held0, held1] = model.queue_samples_held();
   const QueueHistory& history = model.queue_history();
   // Whether any of the window lies outside the held samples and so is drawn from the history.
-  const bool from_history = state.queue_grouping != QueueGrouping::EachQueue && (t0 < held0 || t1 > held1) &&
+  const bool from_history = grouping != QueueGrouping::EachQueue && (t0 < held0 || t1 > held1) &&
                             history.end_ns() > t0 && history.begin_ns() < t1;
   if (rows.empty()) {
     ImGui::TextDisabled("no queue samples yet");
@@ -150,7 +156,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     for (const QueueKey& k : rows[r].members)
       model.queues().accumulate_bins(k, t0, t1, state.queue_bin_mode, grid_[r], held0, held1);
     // Mean: the history's share of each bin adds to the samples'; peak: the larger of the two.
-    history.accumulate_bins(state.queue_grouping, rows[r].first, t0, t1, state.queue_bin_mode, held0, held1, grid_[r]);
+    history.accumulate_bins(grouping, rows[r].first, t0, t1, state.queue_bin_mode, held0, held1, grid_[r]);
     for (double v : grid_[r]) max_v = std::max(max_v, v);
   }
   // Wrapped rather than cut off in a narrow dock.
@@ -158,7 +164,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
   ImGui::TextWrapped("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)%s", rows.size(),
                      format_time(t0, 1'000'000).c_str(), format_time(t1, 1'000'000).c_str(),
                      format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak",
-                     from_history ? history_note(model, state.queue_grouping, held0, held1).c_str() : "");
+                     from_history ? history_note(model, grouping, held0, held1).c_str() : "");
   ImGui::PopStyleColor();
 
   const float map_h = std::max(60.0f, ImGui::GetContentRegionAvail().y - plot_h - 6);
@@ -183,7 +189,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     if ((room || rows[r].first.device != last_device) && y >= last_label_y + ImGui::GetTextLineHeight() - 2) {
       last_label_y = y;
       // Rows too thin for their own label are named by device at the device's first row.
-      const std::string label = room ? queue_row_label(rows[r], state.queue_grouping, meta)
+      const std::string label = room ? queue_row_label(rows[r], grouping, meta)
                                      : (meta != nullptr ? meta->device_name(rows[r].first.device)
                                                         : "dev " + std::to_string(rows[r].first.device));
       const ImVec4 clip(origin.x, y, origin.x + label_w - 4, y + std::max(row_h, ImGui::GetTextLineHeight()));
@@ -216,7 +222,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     if (hovered && mouse.y >= y && mouse.y < y + row_h) {
       const int b = static_cast<int>((mouse.x - origin.x - label_w) / cell_w);
       ImGui::BeginTooltip();
-      ImGui::Text("%s", queue_row_label(rows[r], state.queue_grouping, meta).c_str());
+      ImGui::Text("%s", queue_row_label(rows[r], grouping, meta).c_str());
       if (b >= 0 && b < bins) {
         const std::int64_t bin_ns = (t1 - t0) / bins;
         ImGui::Text("%s .. %s", format_time(t0 + bin_ns * b, 1'000'000).c_str(),

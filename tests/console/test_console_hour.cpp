@@ -71,6 +71,15 @@ TEST(ConsoleHour, AnHourLongRecordingOpensByItsOverviewAndReadsDetailOnZoom) {
                                       std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(),
                                       bins);
   EXPECT_GT(*std::max_element(bins.begin(), bins.end()), 0.0) << "no queue depth over the hour";
+  // The heatmap draws the devices' rows from those windows before any sample is read.
+  auto* queues = w.findChild<ImGuiWidget*>("queuesDockView");
+  ASSERT_NE(queues, nullptr);
+  queues->requestFrames(2);
+  QTest::qWait(300);
+  const long heat = testing::count_span_colours(queues->grabFramebuffer()).saturated;
+  std::printf("the μ-queue heatmap shows %ld strongly coloured pixels before any zoom\n", heat);
+  // The dock's widgets alone (selectors, tabs) make about 700 (measured with the rows empty).
+  EXPECT_GT(heat, 1400) << "no heat cells";
   const LoadWindow* early = m.load_at(m.begin_ns() + 60 * kS);
   ASSERT_NE(early, nullptr) << "no expert load for the run's first minute";
   EXPECT_LE(early->start_ns, m.begin_ns() + 60 * kS);
