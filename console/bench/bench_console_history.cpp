@@ -3,7 +3,8 @@
 // second at a time, printing spans held, the time they cover, bytes per span and ingest speed
 // beside what the former 48-byte records held under their 4 M-span budget; then opens the
 // recording by its overview (as the console does for a large one) and reads the spans of a
-// zoomed range, printing each step's time. A benchmark, not a test.
+// zoomed range, printing each step's time and what the whole-run histories of the μ-queues,
+// expert load and summaries hold. A benchmark, not a test.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   sy::console::ConsoleModel live;
   double read_s = 0, ingest_s = 0;
   std::uint64_t ingested = 0;
+  std::size_t queue_samples = 0;
   std::printf("%10s %12s %12s %10s %12s %14s   %s\n", "run time", "spans held", "covering", "MB", "bytes/span",
               "ingest spans/s", "4 M x 48-byte records would cover");
   const std::int64_t stop = std::min<std::int64_t>(end, begin + static_cast<std::int64_t>(seconds * 1e9));
@@ -63,12 +65,18 @@ int main(int argc, char** argv) {
   for (std::int64_t t = begin; t < stop; t += 1'000'000'000) {
     const auto a = Clock::now();
     auto spans = r.spans(t, t + 999'999'999);
+    // The μ-queue samples and expert load too, for the whole-run histories beside the spans.
+    auto queues = r.queue_samples(t, t + 999'999'999);
+    auto loads = r.expert_load(t, t + 999'999'999);
     read_s += since(a);
-    if (!spans.ok()) return 1;
+    if (!spans.ok() || !queues.ok() || !loads.ok()) return 1;
     const auto b = Clock::now();
     const std::size_t before = live.spans().size() + live.spans().evicted();
     for (const auto& s : *spans)
       if (s.start_ns >= t) live.add_span(s);  // once: spans(t0, t1) also returns those overlapping t0
+    for (const auto& q : *queues) live.add_queue_sample(q);
+    queue_samples += queues->size();
+    for (const auto& l : *loads) live.add_expert_load(l);
     live.apply_retention();
     ingest_s += since(b);
     const std::size_t added = live.spans().size() + live.spans().evicted() - before;
@@ -86,8 +94,13 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\nheader: %s\n", live.describe_held().c_str());
-  std::printf("window totals: %.1f MB; reading the recording took %.1f s, the model %.1f s\n\n",
-              static_cast<double>(live.spans().history().held_bytes()) / 1e6, read_s, ingest_s);
+  std::printf("window totals: %.1f MB; reading the recording took %.1f s, the model %.1f s (with %s queue samples)\n",
+              static_cast<double>(live.spans().history().held_bytes()) / 1e6, read_s, ingest_s,
+              format_count(static_cast<double>(queue_samples)).c_str());
+  std::printf("whole-run histories: μ-queues %.2f MB, expert load %.2f MB (windows of %s)\n\n",
+              static_cast<double>(live.queue_history().held_bytes()) / 1e6,
+              static_cast<double>(live.load_history().held_bytes()) / 1e6,
+              format_duration(live.load_history().window_ns()).c_str());
 
   // Post-mortem: the overview, then the spans of a zoomed range.
   sy::console::ConsoleModel model;
@@ -100,6 +113,12 @@ int main(int argc, char** argv) {
   }
   std::printf("overview (the console uses it: %s) opened in %.2f s: %s\n", overview ? "yes" : "no, small enough to load whole",
               since(t0), model.describe_held().c_str());
+  std::printf("its whole-run histories: μ-queues %.2f MB, expert load %.2f MB (windows of %s), summaries %.2f MB (%zu points); window totals %.1f MB\n",
+              static_cast<double>(model.queue_history().held_bytes()) / 1e6,
+              static_cast<double>(model.load_history().held_bytes()) / 1e6,
+              format_duration(model.load_history().window_ns()).c_str(),
+              static_cast<double>(model.summary_history().held_bytes()) / 1e6, model.summary_points().size(),
+              static_cast<double>(model.spans().history().held_bytes()) / 1e6);
   sy::console::TraceDetail detail;
   for (std::int64_t range : {std::int64_t{1'000'000'000}, std::int64_t{5'000'000'000}}) {
     const std::int64_t mid = (begin + end) / 2;

@@ -38,12 +38,16 @@ void ConsoleModel::add_span(const telemetry::Span& s) {
 }
 
 void ConsoleModel::add_queue_sample(const telemetry::QueueSample& q) {
-  if (queues_.add(q)) note_time(q.t_ns);
+  if (queues_.add(q)) {
+    queue_history_.add(q);
+    note_time(q.t_ns);
+  }
   ++records_;
 }
 
 void ConsoleModel::add_expert_load(const telemetry::ExpertLoad& l) {
   loads_.add(l);
+  load_history_.add(l);
   note_time(l.window_end_ns);
   ++records_;
 }
@@ -59,7 +63,7 @@ void ConsoleModel::add_summary_json(const std::string& object) {
   ++records_;
   if (!p.ok()) return note_error(p.status().message());
   note_time(p->t_end_ns);
-  summaries_.add(*p);
+  if (summaries_.add(*p)) summary_history_.add(*p);
 }
 
 void ConsoleModel::add_control_json(const std::string& object) {
@@ -132,7 +136,9 @@ void ConsoleModel::set_bounded(bool bounded) {
   bounded_ = bounded;
   constexpr auto kAll = std::numeric_limits<std::size_t>::max();
   queues_.set_per_queue_capacity(bounded ? 4096 : queues_.per_queue_capacity());
-  loads_.set_max_windows(bounded ? 900 : kAll);
+  // A recording's older load windows are read from the history (folded) too: an hour of them
+  // exact would be the demo's 1536 records a second.
+  loads_.set_max_windows(900);
   requests_.set_max_rows(bounded ? 20000 : kAll);
 }
 
@@ -154,6 +160,10 @@ void ConsoleModel::clear() {
   queues_.clear();
   loads_.clear();
   summaries_.clear();
+  queue_history_.clear();
+  load_history_.clear();
+  summary_history_.clear();
+  folded_load_.reset();
   requests_.clear();
   control_events_.clear();
   meta_.reset();
@@ -163,6 +173,46 @@ void ConsoleModel::clear() {
   bad_messages_ = 0;
   last_error_.clear();
   ++version_;
+}
+
+std::pair<std::int64_t, std::int64_t> ConsoleModel::queue_samples_held() const {
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (overview_) {
+    if (queues_.queue_count() == 0) return {0, 0};
+    return {overview_->detail_t0_ns, overview_->detail_t1_ns};
+  }
+  if (!bounded_) return {kMin, kMax};
+  return {queues_.complete_from_ns(), kMax};
+}
+
+const LoadWindow* ConsoleModel::load_at(std::int64_t t_ns) const {
+  const auto& held = loads_.windows();
+  if (!held.empty() && t_ns >= held.front().start_ns) return loads_.at(t_ns);
+  folded_load_ = load_history_.at(t_ns);
+  if (folded_load_) return &*folded_load_;
+  return held.empty() ? nullptr : loads_.at(t_ns);
+}
+
+std::vector<const SummaryPoint*> ConsoleModel::summary_points() const {
+  const auto& held = summaries_.points();
+  std::vector<const SummaryPoint*> out =
+      summary_history_.points(held.empty() ? std::numeric_limits<std::int64_t>::max() : held.front().t_begin_ns);
+  out.reserve(out.size() + held.size());
+  for (const SummaryPoint& p : held) out.push_back(&p);
+  return out;
+}
+
+const SummaryPoint* ConsoleModel::summary_at(std::int64_t t_ns) const {
+  const auto& held = summaries_.points();
+  if (!held.empty() && t_ns >= held.front().t_begin_ns) return summaries_.at(t_ns);
+  const auto pts = summary_points();
+  const SummaryPoint* best = nullptr;
+  for (const SummaryPoint* p : pts) {
+    if (p->t_begin_ns > t_ns) break;
+    best = p;
+  }
+  return best;
 }
 
 std::int64_t ConsoleModel::begin_ns() const {

@@ -8,13 +8,18 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "console/model/control_event.h"
 #include "console/model/expert_load_store.h"
+#include "console/model/load_history.h"
+#include "console/model/queue_history.h"
 #include "console/model/queue_store.h"
 #include "console/model/request_table.h"
 #include "console/model/run_meta.h"
 #include "console/model/span_store.h"
+#include "console/model/summary_history.h"
 #include "console/model/summary_store.h"
 #include "telemetry/wire.h"
 
@@ -76,6 +81,25 @@ class ConsoleModel {
   const ExpertLoadStore& loads() const { return loads_; }
   ExpertLoadStore& loads() { return loads_; }
   const SummaryStore& summaries() const { return summaries_; }
+
+  // The whole run at reduced detail, beside what retention keeps (queue_history.h,
+  // load_history.h, summary_history.h).
+  const QueueHistory& queue_history() const { return queue_history_; }
+  QueueHistory& queue_history() { return queue_history_; }
+  const LoadHistory& load_history() const { return load_history_; }
+  const SummaryHistory& summary_history() const { return summary_history_; }
+  // The time range whose μ-queue samples are held (live: since retention or a full ring last
+  // dropped one; a recording read by its overview: the range last read); the heatmap draws the
+  // rest from queue_history(). Empty (a == b) when none are held.
+  std::pair<std::int64_t, std::int64_t> queue_samples_held() const;
+  // The expert-load window at t: an exact one while held, else the folded window of the
+  // history; null when there is none. Valid until the next call or change.
+  const LoadWindow* load_at(std::int64_t t_ns) const;
+  // The window summaries to chart, in time order: the history's folded windows before the
+  // first held summary, then the held ones.
+  std::vector<const SummaryPoint*> summary_points() const;
+  // The summary window holding t (or the last before it), held or folded; null when none.
+  const SummaryPoint* summary_at(std::int64_t t_ns) const;
   const RequestTable& requests() const { return requests_; }
   RequestTable& requests() { return requests_; }
   const std::deque<ControlEvent>& control_events() const { return control_events_; }
@@ -106,6 +130,10 @@ class ConsoleModel {
   QueueStore queues_;
   ExpertLoadStore loads_;
   SummaryStore summaries_;
+  QueueHistory queue_history_;
+  LoadHistory load_history_;
+  SummaryHistory summary_history_;
+  mutable std::optional<LoadWindow> folded_load_;
   RequestTable requests_;
   std::deque<ControlEvent> control_events_;
   std::optional<RunMeta> meta_;

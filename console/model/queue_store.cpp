@@ -22,7 +22,9 @@ bool QueueStore::add(const telemetry::QueueSample& sample) {
     ++out_of_order_;
     return false;
   }
+  const bool drops = s.full();
   s.push_back({sample.t_ns, sample.depth_tokens, sample.oldest_age_ns});
+  if (drops) complete_from_ns_ = std::max(complete_from_ns_, s.front().t_ns);
   max_depth_ = std::max(max_depth_, sample.depth_tokens);
   return true;
 }
@@ -31,13 +33,17 @@ void QueueStore::trim(std::int64_t cutoff_ns) {
   for (auto& [key, s] : series_) {
     // Keep the last sample before the cutoff: it gives the depth at the cutoff.
     const std::ptrdiff_t last = last_at_or_before(s, cutoff_ns);
-    if (last > 0) s.pop_front(static_cast<std::size_t>(last));
+    if (last > 0) {
+      s.pop_front(static_cast<std::size_t>(last));
+      complete_from_ns_ = std::max(complete_from_ns_, s.front().t_ns);
+    }
   }
 }
 
 void QueueStore::clear() {
   series_.clear();
   max_depth_ = 0;
+  complete_from_ns_ = std::numeric_limits<std::int64_t>::min();
 }
 
 std::vector<QueueKey> QueueStore::keys() const {
@@ -78,7 +84,7 @@ std::int64_t QueueStore::depth_at(const QueueKey& key, std::int64_t t_ns) const 
 }
 
 void QueueStore::accumulate_bins(const QueueKey& key, std::int64_t t0_ns, std::int64_t t1_ns, BinMode mode,
-                                 std::vector<double>& out) const {
+                                 std::vector<double>& out, std::int64_t from_ns, std::int64_t to_ns) const {
   const auto* s = series(key);
   if (s == nullptr || s->empty() || out.empty() || t1_ns <= t0_ns) return;
   const std::size_t bins = out.size();
@@ -92,14 +98,15 @@ void QueueStore::accumulate_bins(const QueueKey& key, std::int64_t t0_ns, std::i
   std::size_t next = static_cast<std::size_t>(i + 1);
   while (a < t1_ns) {
     const std::int64_t b = next < s->size() ? std::min(t1_ns, (*s)[next].t_ns) : t1_ns;
-    if (b > a && v != 0.0) {
-      const auto first_bin = static_cast<std::size_t>(static_cast<double>(a - t0_ns) / bin_ns);
+    const std::int64_t ca = std::max(a, from_ns), cb = std::min(b, to_ns);
+    if (cb > ca && v != 0.0) {
+      const auto first_bin = static_cast<std::size_t>(static_cast<double>(ca - t0_ns) / bin_ns);
       for (std::size_t bin = std::min(first_bin, bins - 1); bin < bins; ++bin) {
         const double lo = static_cast<double>(t0_ns) + bin_ns * static_cast<double>(bin);
         const double hi = lo + bin_ns;
-        const double overlap = std::min(hi, static_cast<double>(b)) - std::max(lo, static_cast<double>(a));
+        const double overlap = std::min(hi, static_cast<double>(cb)) - std::max(lo, static_cast<double>(ca));
         if (overlap <= 0) {
-          if (lo >= static_cast<double>(b)) break;
+          if (lo >= static_cast<double>(cb)) break;
           continue;
         }
         if (mode == BinMode::Mean)

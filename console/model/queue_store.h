@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,8 +62,13 @@ class QueueStore {
   // Fills out[0..bins) with the queue's depth over [t0, t1) split into equal bins: the
   // time-weighted mean (Mean) or the largest value held (Max) in each bin. Adds to `out`, so a
   // row's members sum by calling it for each member on the same buffer.
+  // Only the time inside [from_ns, to_ns) counts (the rest is drawn from the whole-run history).
   void accumulate_bins(const QueueKey& key, std::int64_t t0_ns, std::int64_t t1_ns, BinMode mode,
-                       std::vector<double>& out) const;
+                       std::vector<double>& out, std::int64_t from_ns = std::numeric_limits<std::int64_t>::min(),
+                       std::int64_t to_ns = std::numeric_limits<std::int64_t>::max()) const;
+  // Every queue's depth is known from this time on: before it, retention or a full ring dropped
+  // samples of some queue (the minimum int64 while nothing was dropped).
+  std::int64_t complete_from_ns() const { return complete_from_ns_; }
 
   std::int64_t max_depth_seen() const { return max_depth_; }
   std::uint64_t out_of_order() const { return out_of_order_; }
@@ -72,6 +78,7 @@ class QueueStore {
   std::map<QueueKey, RingBuffer<DepthPoint>> series_;
   std::int64_t max_depth_ = 0;
   std::uint64_t out_of_order_ = 0;
+  std::int64_t complete_from_ns_ = std::numeric_limits<std::int64_t>::min();
 };
 
 }  // namespace sy::console

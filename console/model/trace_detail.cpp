@@ -21,7 +21,12 @@ Status TraceDetail::open_overview(const telemetry::TraceReader& reader, ConsoleM
 
   auto windows = reader.span_windows();
   if (!windows.ok()) return Status::Error("reading span windows: " + windows.status().message());
-  for (const auto& w : *windows) model.spans().history().add_window(w);
+  for (const auto& w : *windows) {
+    model.spans().history().add_window(w);
+    // The μ-queues' whole run at the detail the file keeps: each device's mean depth per window.
+    if (w.lane == telemetry::Lane::Compute)
+      model.queue_history().add_device_window(w.device, w.start_ns, w.window_ns, w.queue_token_ns);
+  }
   model.note_range(reader.start_ns(), reader.end_ns());
 
   SY_RETURN_IF_ERROR(load_trace_events(reader, model));

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <imgui.h>
 
@@ -24,31 +25,35 @@ struct Series {
 };
 
 // One chart of summary series over [t0, t1]; hovering shows the values of the nearest window.
-void chart(const char* id, const char* title, const char* unit, ImVec2 size, const RingBuffer<SummaryPoint>& pts,
+using Points = std::vector<const SummaryPoint*>;
+
+void chart(const char* id, const char* title, const char* unit, ImVec2 size, const Points& pts,
            std::size_t first, std::size_t last, std::int64_t t0, std::int64_t t1, std::int64_t cursor,
            std::initializer_list<Series> series) {
   double peak = 0;
   for (std::size_t i = first; i < last; ++i)
-    for (const Series& s : series) peak = std::max(peak, s.get(pts[i]));
+    for (const Series& s : series) peak = std::max(peak, s.get(*pts[i]));
   ImGui::BeginGroup();
   const plot::Chart c = plot::begin_chart(id, title, size, t0, t1, peak, unit);
   int k = 0;
   for (const Series& s : series)
-    plot::line(c, last - first, [&](std::size_t i) { return std::pair<std::int64_t, double>{pts[first + i].t_end_ns, s.get(pts[first + i])}; },
+    plot::line(c, last - first, [&](std::size_t i) { return std::pair<std::int64_t, double>{pts[first + i]->t_end_ns, s.get(*pts[first + i])}; },
                palette::series(k++));
   plot::cursor_line(c, cursor, palette::kCursor);
   if (c.hovered && last > first) {
     const std::int64_t t = c.t_at(ImGui::GetIO().MousePos.x);
     std::size_t best = first;
     for (std::size_t i = first; i < last; ++i)
-      if (std::llabs(pts[i].t_end_ns - t) < std::llabs(pts[best].t_end_ns - t)) best = i;
-    const float x = c.x(pts[best].t_end_ns);
+      if (std::llabs(pts[i]->t_end_ns - t) < std::llabs(pts[best]->t_end_ns - t)) best = i;
+    const float x = c.x(pts[best]->t_end_ns);
     ImGui::GetWindowDrawList()->AddLine(ImVec2(x, c.min.y), ImVec2(x, c.max.y), IM_COL32(255, 255, 255, 60));
     ImGui::BeginTooltip();
-    ImGui::Text("%s  window ending %s", title, format_time(pts[best].t_end_ns, 1'000'000).c_str());
+    // A folded window of the run's older part is longer than the engine's: say how long.
+    ImGui::Text("%s  window ending %s (%s)", title, format_time(pts[best]->t_end_ns, 1'000'000).c_str(),
+                format_duration(pts[best]->t_end_ns - pts[best]->t_begin_ns).c_str());
     k = 0;
     for (const Series& s : series)
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::series(k++)), "%-12s %.4g", s.name, s.get(pts[best]));
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::series(k++)), "%-12s %.4g", s.name, s.get(*pts[best]));
     ImGui::EndTooltip();
   }
   if (series.size() > 1) {
@@ -62,7 +67,8 @@ void chart(const char* id, const char* title, const char* unit, ImVec2 size, con
 }  // namespace
 
 void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
-  const auto& pts = model.summaries().points();
+  // The whole run: folded windows (summary_history.h) before the windows retention keeps.
+  const Points pts = model.summary_points();
   if (pts.empty()) {
     ImGui::TextDisabled("no window summaries yet");
     return;
@@ -78,7 +84,7 @@ void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
     ImGui::SameLine();
   }
   {
-    if (const SummaryPoint* p = model.summaries().at(state.now(model))) {
+    if (const SummaryPoint* p = model.summary_at(state.now(model))) {
       ImGui::TextDisabled("%s", describe_summary(*p).c_str());
     }
   }
@@ -87,11 +93,11 @@ void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
   const std::int64_t t1 = state.live ? std::max(state.now(model), model.begin_ns() + 1'000'000) : model.end_ns();
   const std::int64_t t0 = state.live ? std::max(t1 - state.chart_window_ns, model.begin_ns()) : model.begin_ns();
   auto first = static_cast<std::size_t>(
-      std::lower_bound(pts.begin(), pts.end(), t0, [](const SummaryPoint& p, std::int64_t t) { return p.t_end_ns < t; }) -
+      std::lower_bound(pts.begin(), pts.end(), t0, [](const SummaryPoint* p, std::int64_t t) { return p->t_end_ns < t; }) -
       pts.begin());
   if (first > 0) --first;  // draw the line into the left edge
   const auto last = static_cast<std::size_t>(
-      std::upper_bound(pts.begin(), pts.end(), t1, [](std::int64_t t, const SummaryPoint& p) { return t < p.t_end_ns; }) -
+      std::upper_bound(pts.begin(), pts.end(), t1, [](std::int64_t t, const SummaryPoint* p) { return t < p->t_end_ns; }) -
       pts.begin());
 
   const ImVec2 avail = ImGui::GetContentRegionAvail();

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <imgui.h>
 
@@ -24,6 +28,40 @@ const char* layer_short(telemetry::LayerKind k) {
   return "?";
 }
 
+// The rows of the held samples, and those only the whole-run history still knows (a recording
+// read by its overview: its devices before any zoom).
+std::vector<QueueRow> queue_rows(const ConsoleModel& model, QueueGrouping grouping) {
+  std::vector<QueueRow> rows = model.queues().rows(grouping);
+  auto same_row = [&](const QueueKey& a, const QueueKey& b) {
+    if (grouping == QueueGrouping::Device) return a.device == b.device;
+    return a.device == b.device && a.layer == b.layer && a.block == b.block;
+  };
+  for (const QueueKey& k : model.queue_history().row_keys(grouping)) {
+    if (std::none_of(rows.begin(), rows.end(), [&](const QueueRow& r) { return same_row(r.first, k); }))
+      rows.push_back({k, {}});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const QueueRow& a, const QueueRow& b) {
+    return std::tie(a.first.device, a.first.layer, a.first.block) < std::tie(b.first.device, b.first.layer, b.first.block);
+  });
+  return rows;
+}
+
+std::string history_note(const ConsoleModel& model, QueueGrouping grouping, std::int64_t held0, std::int64_t held1) {
+  std::string held = held1 <= held0 ? "no samples held"
+                                    : (held0 == std::numeric_limits<std::int64_t>::min()
+                                           ? std::string("samples held")
+                                           : "samples held from " + format_time(held0, 1'000'000));
+  if (held1 > held0 && held1 != std::numeric_limits<std::int64_t>::max())
+    held += " to " + format_time(held1, 1'000'000);
+  std::string note = "; " + held + ", the rest from whole-run windows of " +
+                     format_duration(QueueHistory::kWindowNs);
+  if (model.overview())
+    note += " (the recording keeps each device's mean only: rows by device, cell mean)";
+  else if (grouping == QueueGrouping::DeviceBlock)
+    note += " (peak: of each row's total)";
+  return note;
+}
+
 }  // namespace
 
 std::string queue_row_label(const QueueRow& row, QueueGrouping grouping, const RunMeta* meta) {
@@ -37,10 +75,19 @@ std::string queue_row_label(const QueueRow& row, QueueGrouping grouping, const R
       else
         std::snprintf(buf, sizeof buf, "%s %s b%d r%d", dev.c_str(), layer_short(k.layer), k.block, k.index);
       break;
+    // A row only the whole-run history knows has no members held: no count to give.
     case QueueGrouping::DeviceBlock:
-      std::snprintf(buf, sizeof buf, "%s %s b%d (%zu)", dev.c_str(), layer_short(k.layer), k.block, row.members.size());
+      if (row.members.empty())
+        std::snprintf(buf, sizeof buf, "%s %s b%d", dev.c_str(), layer_short(k.layer), k.block);
+      else
+        std::snprintf(buf, sizeof buf, "%s %s b%d (%zu)", dev.c_str(), layer_short(k.layer), k.block, row.members.size());
       break;
-    case QueueGrouping::Device: std::snprintf(buf, sizeof buf, "%s (%zu queues)", dev.c_str(), row.members.size()); break;
+    case QueueGrouping::Device:
+      if (row.members.empty())
+        std::snprintf(buf, sizeof buf, "%s", dev.c_str());
+      else
+        std::snprintf(buf, sizeof buf, "%s (%zu queues)", dev.c_str(), row.members.size());
+      break;
   }
   return buf;
 }
@@ -53,13 +100,17 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     ImGui::SetNextItemWidth(120);
     if (ImGui::Combo("rows", &g, "each queue\0device x block\0device\0")) state.queue_grouping = static_cast<QueueGrouping>(g);
     ImGui::SameLine();
-    static constexpr std::int64_t kWindows[] = {1'000'000'000, 5'000'000'000, 10'000'000'000, 30'000'000'000,
-                                                60'000'000'000, 120'000'000'000};
+    // Past the samples retention keeps, the heatmap reads the whole-run history (queue_history.h).
+    static constexpr std::int64_t kWindows[] = {1'000'000'000,   5'000'000'000,   10'000'000'000,    30'000'000'000,
+                                                60'000'000'000,  120'000'000'000, 600'000'000'000,   3'600'000'000'000,
+                                                ViewState::kWholeRun};
+    constexpr int kChoices = static_cast<int>(sizeof kWindows / sizeof kWindows[0]);
     int w = 2;
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < kChoices; ++i)
       if (kWindows[i] == state.queue_window_ns) w = i;
-    ImGui::SetNextItemWidth(70);
-    if (ImGui::Combo("window", &w, "1 s\0 5 s\0 10 s\0 30 s\0 60 s\0 120 s\0")) state.queue_window_ns = kWindows[w];
+    ImGui::SetNextItemWidth(90);
+    if (ImGui::Combo("window", &w, "1 s\0 5 s\0 10 s\0 30 s\0 60 s\0 120 s\0 10 min\0 1 h\0whole run\0"))
+      state.queue_window_ns = kWindows[w];
     ImGui::SameLine();
     int m = static_cast<int>(state.queue_bin_mode);
     ImGui::SetNextItemWidth(70);
@@ -72,8 +123,21 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
 
   // The window ends at the scrubber; a run younger than the window fills it from its start.
   const std::int64_t t1 = std::max(state.now(model), model.begin_ns() + 1'000'000);
-  const std::int64_t t0 = std::max(t1 - state.queue_window_ns, model.begin_ns());
-  const auto rows = model.queues().rows(state.queue_grouping);
+  const std::int64_t t0 = state.queue_window_ns == ViewState::kWholeRun
+                              ? model.begin_ns()
+                              : std::max(t1 - state.queue_window_ns, model.begin_ns());
+  // A recording read by its overview, before any zoom, holds no samples and only per-device
+  // windows: its rows are the devices, whatever the selector says (the note says so).
+  const QueueGrouping grouping =
+      model.queues().queue_count() == 0 && model.queue_history().row_keys(QueueGrouping::DeviceBlock).empty()
+          ? QueueGrouping::Device
+          : state.queue_grouping;
+  const auto rows = queue_rows(model, grouping);
+  const auto [held0, held1] = model.queue_samples_held();
+  const QueueHistory& history = model.queue_history();
+  // Whether any of the window lies outside the held samples and so is drawn from the history.
+  const bool from_history = grouping != QueueGrouping::EachQueue && (t0 < held0 || t1 > held1) &&
+                            history.end_ns() > t0 && history.begin_ns() < t1;
   if (rows.empty()) {
     ImGui::TextDisabled("no queue samples yet");
     return;
@@ -89,14 +153,18 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
   double max_v = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     grid_[r].assign(static_cast<std::size_t>(bins), 0.0);
-    for (const QueueKey& k : rows[r].members) model.queues().accumulate_bins(k, t0, t1, state.queue_bin_mode, grid_[r]);
+    for (const QueueKey& k : rows[r].members)
+      model.queues().accumulate_bins(k, t0, t1, state.queue_bin_mode, grid_[r], held0, held1);
+    // Mean: the history's share of each bin adds to the samples'; peak: the larger of the two.
+    history.accumulate_bins(grouping, rows[r].first, t0, t1, state.queue_bin_mode, held0, held1, grid_[r]);
     for (double v : grid_[r]) max_v = std::max(max_v, v);
   }
   // Wrapped rather than cut off in a narrow dock.
   ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
-  ImGui::TextWrapped("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)", rows.size(),
+  ImGui::TextWrapped("%zu rows, %s to %s; colour scale 0 .. %s tokens (%s)%s", rows.size(),
                      format_time(t0, 1'000'000).c_str(), format_time(t1, 1'000'000).c_str(),
-                     format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak");
+                     format_count(max_v).c_str(), state.queue_bin_mode == BinMode::Mean ? "time-weighted mean" : "peak",
+                     from_history ? history_note(model, grouping, held0, held1).c_str() : "");
   ImGui::PopStyleColor();
 
   const float map_h = std::max(60.0f, ImGui::GetContentRegionAvail().y - plot_h - 6);
@@ -121,7 +189,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     if ((room || rows[r].first.device != last_device) && y >= last_label_y + ImGui::GetTextLineHeight() - 2) {
       last_label_y = y;
       // Rows too thin for their own label are named by device at the device's first row.
-      const std::string label = room ? queue_row_label(rows[r], state.queue_grouping, meta)
+      const std::string label = room ? queue_row_label(rows[r], grouping, meta)
                                      : (meta != nullptr ? meta->device_name(rows[r].first.device)
                                                         : "dev " + std::to_string(rows[r].first.device));
       const ImVec4 clip(origin.x, y, origin.x + label_w - 4, y + std::max(row_h, ImGui::GetTextLineHeight()));
@@ -154,7 +222,7 @@ void QueueView::draw(const ConsoleModel& model, ViewState& state) {
     if (hovered && mouse.y >= y && mouse.y < y + row_h) {
       const int b = static_cast<int>((mouse.x - origin.x - label_w) / cell_w);
       ImGui::BeginTooltip();
-      ImGui::Text("%s", queue_row_label(rows[r], state.queue_grouping, meta).c_str());
+      ImGui::Text("%s", queue_row_label(rows[r], grouping, meta).c_str());
       if (b >= 0 && b < bins) {
         const std::int64_t bin_ns = (t1 - t0) / bins;
         ImGui::Text("%s .. %s", format_time(t0 + bin_ns * b, 1'000'000).c_str(),

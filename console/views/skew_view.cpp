@@ -58,14 +58,17 @@ ImU32 load_colour(double) { return palette::span_kind(telemetry::SpanKind::Exper
 void SkewView::draw(const ConsoleModel& model, ViewState& state) {
   const RunMeta* meta = model.meta() ? &*model.meta() : nullptr;
   const std::int64_t now = state.now(model);
-  const LoadWindow* w = state.cursor_ns >= 0 ? model.loads().at(now) : model.loads().latest();
+  // Older than the load windows held, the history's folded window (longer) stands in.
+  const LoadWindow* w = state.cursor_ns >= 0 ? model.load_at(now) : model.loads().latest();
   if (w == nullptr) {
     ImGui::TextDisabled("no expert-load window yet");
     return;
   }
-  if (w != window_ || model.version() != version_) {
+  if (w != window_ || w->start_ns != window_start_ || w->end_ns != window_end_ || model.version() != version_) {
     analysis_ = analyze_skew(*w, meta);
     window_ = w;
+    window_start_ = w->start_ns;
+    window_end_ = w->end_ns;
     version_ = model.version();
   }
   const SkewAnalysis& a = analysis_;

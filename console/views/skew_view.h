@@ -18,6 +18,7 @@ class SkewView {
   // Cached against the window and the model version.
   SkewAnalysis analysis_;
   const LoadWindow* window_ = nullptr;
+  std::int64_t window_start_ = 0, window_end_ = 0;  // the folded window is one object: tell them apart by time
   std::uint64_t version_ = ~0ull;
 };
 

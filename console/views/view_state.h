@@ -23,6 +23,8 @@ struct ViewState {
   std::set<QueueKey> selected_queues;
   QueueGrouping queue_grouping = QueueGrouping::DeviceBlock;
   BinMode queue_bin_mode = BinMode::Mean;
+  // The heatmap's window ending at the scrubber; kWholeRun shows the run from its start.
+  static constexpr std::int64_t kWholeRun = -1;
   std::int64_t queue_window_ns = 10'000'000'000;
   std::int64_t chart_window_ns = 120'000'000'000;
   double min_fold_px = 3.0;
