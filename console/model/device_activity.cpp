@@ -89,12 +89,13 @@ std::string DeviceActivity::main_stall() const {
   return best->first > 0 ? best->second : "";
 }
 
-ActivityTable device_activity(const RingBuffer<SummaryPoint>& points, const RunMeta* meta, std::int64_t t0_ns,
-                              std::int64_t t1_ns) {
+ActivityTable device_activity(const std::vector<const SummaryPoint*>& points, const RunMeta* meta,
+                              std::int64_t t0_ns, std::int64_t t1_ns) {
   ActivityTable table;
   std::map<std::int32_t, Accumulator> acc;
   bool first = true;
-  for (const SummaryPoint& p : points) {
+  for (const SummaryPoint* point : points) {
+    const SummaryPoint& p = *point;
     if (p.t_end_ns <= t0_ns || p.t_end_ns > t1_ns) continue;
     const double s = static_cast<double>(std::max<std::int64_t>(0, p.t_end_ns - p.t_begin_ns)) * 1e-9;
     if (s <= 0) continue;

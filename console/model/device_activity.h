@@ -44,10 +44,12 @@ struct ActivityTable {
   std::int32_t windows = 0;
 };
 
-// Aggregates the summaries whose windows end in (t0, t1]. Per-window rates are weighted by
-// window length; means of rows by the executions (or shipments, or queue takes) behind them.
-// meta supplies names and which devices are attention ranks; without it devices are numbered.
-ActivityTable device_activity(const RingBuffer<SummaryPoint>& points, const RunMeta* meta, std::int64_t t0_ns,
-                              std::int64_t t1_ns);
+// Aggregates the summaries (in time order, e.g. ConsoleModel::summary_points(): the whole run's
+// folded windows, then the held ones) whose windows end in (t0, t1]. Per-window rates are
+// weighted by window length; means of rows by the executions (or shipments, or queue takes)
+// behind them. meta supplies names and which devices are attention ranks; without it devices
+// are numbered.
+ActivityTable device_activity(const std::vector<const SummaryPoint*>& points, const RunMeta* meta,
+                              std::int64_t t0_ns, std::int64_t t1_ns);
 
 }  // namespace sy::console

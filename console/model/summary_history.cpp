@@ -49,6 +49,17 @@ void fold_summary(SummaryPoint& a, const SummaryPoint& b) {
     const auto ea = static_cast<double>(it->executions), eb = static_cast<double>(d.executions);
     it->rows_per_execution = weighted(it->rows_per_execution, ea, d.rows_per_execution, eb);
     it->executions += d.executions;
+    if (d.has_traffic) {
+      // Means of rows by the shipments behind them, waits by the takes; the longest wait stays.
+      const auto xa = static_cast<double>(it->transfers), xb = static_cast<double>(d.transfers);
+      it->rows_per_transfer = weighted(it->rows_per_transfer, xa, d.rows_per_transfer, xb);
+      it->transfers += d.transfers;
+      const auto qa = static_cast<double>(it->queue_takes), qb = static_cast<double>(d.queue_takes);
+      it->queue_wait_mean_ms = weighted(it->queue_wait_mean_ms, qa, d.queue_wait_mean_ms, qb);
+      it->queue_takes += d.queue_takes;
+      it->queue_wait_max_ms = std::max(it->queue_wait_max_ms, d.queue_wait_max_ms);
+      it->has_traffic = true;
+    }
   }
   if (a.expert_imbalance.size() < b.expert_imbalance.size()) a.expert_imbalance.resize(b.expert_imbalance.size(), 0.0);
   for (std::size_t i = 0; i < b.expert_imbalance.size(); ++i)

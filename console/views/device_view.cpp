@@ -74,7 +74,8 @@ void row(const DeviceActivity& d, const char* label, bool group) {
 }  // namespace
 
 void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
-  const auto& pts = model.summaries().points();
+  // The whole run: folded windows (summary_history.h) before the windows retention keeps.
+  const std::vector<const SummaryPoint*> pts = model.summary_points();
   if (pts.empty()) {
     ImGui::TextDisabled("no window summaries yet");
     return;
@@ -86,7 +87,7 @@ void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
   const std::int64_t t0 = span > 0 ? t1 - span : std::numeric_limits<std::int64_t>::min();
   const RunMeta* meta = model.meta() ? &*model.meta() : nullptr;
   // A window ends after t when it contains it: take the one holding the scrubber too.
-  const SummaryPoint* at = model.summaries().at(t1);
+  const SummaryPoint* at = model.summary_at(t1);
   const ActivityTable table = device_activity(pts, meta, t0, at ? at->t_end_ns : t1);
   ImGui::SameLine();
   if (table.windows == 0) {
@@ -133,7 +134,7 @@ void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
 
   if (!with_chart) return;
   // Rows per execution over the range, attention and expert devices: fragmentation over time.
-  const std::int64_t c0 = std::max(table.t0_ns, pts.front().t_begin_ns);
+  const std::int64_t c0 = std::max(table.t0_ns, pts.front()->t_begin_ns);
   const std::int64_t c1 = std::max(table.t1_ns, c0 + 1);
   std::vector<std::pair<std::string, std::vector<std::pair<std::int64_t, double>>>> series;
   const auto is_attention = [&](std::int32_t device) {
@@ -145,7 +146,8 @@ void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
   series.emplace_back("attention", std::vector<std::pair<std::int64_t, double>>{});
   series.emplace_back(meta ? "expert" : "all devices", std::vector<std::pair<std::int64_t, double>>{});
   double peak = 0;
-  for (const SummaryPoint& p : pts) {
+  for (const SummaryPoint* point : pts) {
+    const SummaryPoint& p = *point;
     if (p.t_end_ns < c0 || p.t_end_ns > c1) continue;
     double rows[2] = {0, 0}, execs[2] = {0, 0};
     for (const DeviceWindow& w : p.devices) {

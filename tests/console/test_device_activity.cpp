@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "console/model/device_activity.h"
+#include "console/model/summary_history.h"
 #include "console/model/summary_store.h"
 
 namespace sy::console {
@@ -11,6 +12,12 @@ SummaryPoint parse(const std::string& json) {
   auto p = parse_summary(json);
   EXPECT_TRUE(p.ok()) << p.status().message();
   return *p;
+}
+
+std::vector<const SummaryPoint*> pointers(const SummaryStore& store) {
+  std::vector<const SummaryPoint*> out;
+  for (const SummaryPoint& p : store.points()) out.push_back(&p);
+  return out;
 }
 
 RunMeta two_devices() {
@@ -62,7 +69,7 @@ TEST(DeviceActivity, WeighsRatesByTimeAndRowsByExecutions) {
       {"device": 1, "busy": 0.1, "stall": {"queue_empty": 0.9}, "executions": 5, "rows_per_execution": 4,
        "transfers": 5, "rows_per_transfer": 4, "queue_takes": 5, "queue_wait_ms": {"mean": 0, "max": 0}}]})"));
   const RunMeta meta = two_devices();
-  const ActivityTable t = device_activity(store.points(), &meta, 0, 2'000'000'000);
+  const ActivityTable t = device_activity(pointers(store), &meta, 0, 2'000'000'000);
   EXPECT_EQ(t.windows, 3);
   EXPECT_EQ(t.t0_ns, 0);
   EXPECT_EQ(t.t1_ns, 2'000'000'000);
@@ -92,7 +99,7 @@ TEST(DeviceActivity, WeighsRatesByTimeAndRowsByExecutions) {
   EXPECT_NEAR(t.groups[1].mean.rows_per_execution, e.rows_per_execution, 1e-12);
 
   // A range holds only the windows ending inside it.
-  const ActivityTable last = device_activity(store.points(), &meta, 1'000'000'000, 2'000'000'000);
+  const ActivityTable last = device_activity(pointers(store), &meta, 1'000'000'000, 2'000'000'000);
   EXPECT_EQ(last.windows, 1);
   EXPECT_NEAR(last.devices[0].rows_per_execution, 20, 1e-12);
   EXPECT_DOUBLE_EQ(last.devices[0].queue_wait_mean_ms, 0);
@@ -109,7 +116,7 @@ TEST(DeviceActivity, GroupsAveragePerDeviceAndWithoutMetaThereAreNone) {
   e1.index = 2;
   e1.name = "e1";
   meta.devices.push_back(e1);
-  const ActivityTable t = device_activity(store.points(), &meta, 0, 1'000'000'000);
+  const ActivityTable t = device_activity(pointers(store), &meta, 0, 1'000'000'000);
   ASSERT_EQ(t.groups.size(), 2u);
   const DeviceActivity& experts = t.groups[1].mean;
   EXPECT_EQ(t.groups[1].devices, 2);
@@ -117,8 +124,28 @@ TEST(DeviceActivity, GroupsAveragePerDeviceAndWithoutMetaThereAreNone) {
   EXPECT_NEAR(experts.executions_per_s, 5, 1e-12);  // per device
   EXPECT_NEAR(experts.rows_per_execution, 10, 1e-12);
   EXPECT_FALSE(experts.has_traffic);
-  EXPECT_TRUE(device_activity(store.points(), nullptr, 0, 1'000'000'000).groups.empty());
-  EXPECT_EQ(device_activity(store.points(), nullptr, 0, 1'000'000'000).devices[1].name, "device 1");
+  EXPECT_TRUE(device_activity(pointers(store), nullptr, 0, 1'000'000'000).groups.empty());
+  EXPECT_EQ(device_activity(pointers(store), nullptr, 0, 1'000'000'000).devices[1].name, "device 1");
+}
+
+
+TEST(DeviceActivity, FoldedWindowsKeepShipmentsAndWaitsWeighted) {
+  SummaryPoint a = parse(R"({"t_begin_ns": 0, "t_end_ns": 1000000000, "devices": [
+      {"device": 0, "executions": 10, "rows_per_execution": 2,
+       "transfers": 30, "rows_per_transfer": 2, "queue_takes": 10, "queue_wait_ms": {"mean": 1, "max": 5}}]})");
+  const SummaryPoint b = parse(R"({"t_begin_ns": 1000000000, "t_end_ns": 2000000000, "devices": [
+      {"device": 0, "executions": 30, "rows_per_execution": 6,
+       "transfers": 10, "rows_per_transfer": 6, "queue_takes": 30, "queue_wait_ms": {"mean": 3, "max": 4}}]})");
+  fold_summary(a, b);
+  ASSERT_EQ(a.devices.size(), 1u);
+  const DeviceWindow& d = a.devices[0];
+  EXPECT_TRUE(d.has_traffic);
+  EXPECT_EQ(d.transfers, 40);
+  EXPECT_DOUBLE_EQ(d.rows_per_transfer, (30.0 * 2 + 10 * 6) / 40);
+  EXPECT_EQ(d.queue_takes, 40);
+  EXPECT_DOUBLE_EQ(d.queue_wait_mean_ms, (10.0 * 1 + 30 * 3) / 40);
+  EXPECT_DOUBLE_EQ(d.queue_wait_max_ms, 5);
+  EXPECT_DOUBLE_EQ(d.rows_per_execution, (10.0 * 2 + 30 * 6) / 40);
 }
 
 }  // namespace
