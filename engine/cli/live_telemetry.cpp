@@ -147,7 +147,12 @@ void LiveTelemetry::attach(Deployment& deployment, RunInfo info, ControlCommands
     r.span_windows = flags_.record_windows;
     r.metadata = bridge_->recording_metadata();
     r.device_names = deployment.cluster().topology().device_names;
-    check(hub_->start_recording(r));
+    if (Status started = hub_->start_recording(r); !started.ok()) {
+      // The error unwinds past the deployment, which goes first: nothing may outlive it.
+      commands_.reset();
+      bridge_.reset();
+      check(started);
+    }
     recording_started_ = true;
   }
   std::lock_guard lock(target_mutex_);

@@ -380,6 +380,14 @@ TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
                    " --record ../out.db",
                {"'..' leaves the recording directory"});
   expect_error("bench --backend sim --model mixtral-8x7b --layout disaggregated:4", {"disaggregated:A+E"});
+  // A recording that exists already is an error naming it, with status 1 (it crashed once: the
+  // error unwound past the deployment that the telemetry still referred to).
+  const fs::path taken = root_ / "taken.db";
+  std::ofstream(taken) << "x";
+  const CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout colocated:8 --duration 0.05 --record " +
+                              taken.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(taken.string() + ": file exists"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, MakeModelRefusesNonEmptyDirectory) {
