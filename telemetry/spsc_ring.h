@@ -31,13 +31,17 @@ class SpscRing {
   // Producer thread only. Never blocks or allocates: when the ring is full the record is
   // dropped and counted, because a worker must never wait for telemetry.
   bool push(const T& record) noexcept {
+    if (try_push(record)) return true;
+    dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return false;
+  }
+
+  // Producer thread only: push() without counting a drop; false when the ring is full.
+  bool try_push(const T& record) noexcept {
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
     if (head - cached_tail_ >= capacity_) {
       cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (head - cached_tail_ >= capacity_) {
-        dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        return false;
-      }
+      if (head - cached_tail_ >= capacity_) return false;
     }
     slots_[head & mask_] = record;
     head_.store(head + 1, std::memory_order_release);

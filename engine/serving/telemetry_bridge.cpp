@@ -56,6 +56,13 @@ TelemetryBridge::TelemetryBridge(Deployment& deployment, tm::TelemetryHub& hub, 
   const Topology& topo = d_.cluster().topology();
   for (std::int32_t dev = 0; dev < topo.num_devices; ++dev) devices_.push_back(&hub_.add_producer(topo.device_names[dev]));
   requests_ = &hub_.add_producer("coordinator");
+  // On a virtual clock a wait for the publisher changes no simulated time, so an unpaced run
+  // waits for it rather than losing records when the recorder falls behind (a wall clock's
+  // workers never wait for telemetry).
+  if (d_.options().clock == Clock::Virtual) {
+    for (telemetry::Producer* p : devices_) p->wait_when_full(kVirtualClockWait);
+    requests_->wait_when_full(kVirtualClockWait);
+  }
   if (prometheus_) prometheus_->set_device_names(topo.device_names);
   last_nonzero_.resize(static_cast<std::size_t>(topo.num_devices));
   window_.resize(static_cast<std::size_t>(topo.num_devices));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -40,6 +41,8 @@ struct RunInfo {
 
 class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
  public:
+  // How long a virtual-clock run's producer waits for the publisher per record before it drops.
+  static constexpr std::chrono::microseconds kVirtualClockWait{1'000'000};
   struct Options {
     std::int64_t queue_sample_ns = 10'000'000;        // μ-queue depths every 10 ms of run time
     std::int64_t load_window_ns = 250'000'000;        // expert load (and meta) per 250 ms window

@@ -192,6 +192,34 @@ TEST(TelemetryHub, FullRingsDropAndCount) {
   EXPECT_TRUE(p.span(Span{}));
 }
 
+// A producer told to wait (a virtual clock's) loses nothing while the publisher drains; with
+// nobody draining it gives up after its limit and drops, as any producer.
+TEST(TelemetryHub, AWaitingProducerLosesNothingWhileThePublisherDrains) {
+  HubOptions options;
+  options.endpoint = "";
+  options.rings.spans = 16;
+  options.drain_interval = std::chrono::milliseconds(1);
+  auto hub = TelemetryHub::start(options);
+  ASSERT_TRUE(hub.ok()) << hub.status().message();
+  Producer& p = (*hub)->add_producer("w");
+  p.wait_when_full(std::chrono::seconds(5));
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(p.span(Span{})) << "record " << i;
+  (*hub)->flush();
+  EXPECT_EQ(p.dropped(), 0u);
+  EXPECT_EQ((*hub)->counters(Topic::Spans).records, 2000u);
+
+  options.drain_interval = std::chrono::hours(1);  // only flush() drains: nobody does
+  auto idle = TelemetryHub::start(options);
+  ASSERT_TRUE(idle.ok()) << idle.status().message();
+  Producer& q = (*idle)->add_producer("w");
+  q.wait_when_full(std::chrono::milliseconds(20));
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(q.span(Span{}));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(q.span(Span{}));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20)) << "it gave up before its limit";
+  EXPECT_EQ(q.dropped(), 1u);
+}
+
 TEST(TelemetryHub, PublishJsonChecksItsInput) {
   HubOptions options;
   options.endpoint = "";
