@@ -27,7 +27,7 @@ struct RecorderOptions {
   std::filesystem::path path;
   TraceFormat format = TraceFormat::Blocks;
   BlockCodec codec = BlockCodec::Zstd;
-  int codec_level = 3;  // zstd's level
+  int codec_level = 5;  // zstd's level (docs/trace-schema.md: why 5)
   // Blocks format: also write per-second span aggregates (SPAN_WINDOWS), the overview a reader
   // opens without decoding blocks. Off: a file as before the overview (the benchmark's baseline).
   bool span_windows = true;
