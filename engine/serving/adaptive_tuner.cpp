@@ -15,7 +15,10 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-AdaptiveTuner::AdaptiveTuner(AdaptiveTuning tuning, PolicyKind current) : t_(std::move(tuning)), current_(current) {}
+AdaptiveTuner::AdaptiveTuner(AdaptiveTuning tuning, PolicyKind current) : t_(std::move(tuning)), current_(current) {
+  if (t_.candidates.empty())
+    for (PolicyKind k : {PolicyKind::Sync, PolicyKind::PingPong, PolicyKind::Async}) t_.candidates.push_back(k);
+}
 
 void AdaptiveTuner::set_current(PolicyKind kind) {
   current_ = kind;

@@ -14,7 +14,7 @@
 namespace sy {
 
 struct AdaptiveTuning {
-  std::vector<PolicyKind> candidates{PolicyKind::Sync, PolicyKind::PingPong, PolicyKind::Async};
+  std::vector<PolicyKind> candidates;  // probed in this order; empty: sync, pingpong, async
   // Windows served under the starting policy before the first probe: an empty system filling
   // up is not the load that the policies should be compared at.
   std::int32_t warmup_windows = 5;

@@ -141,9 +141,7 @@ void Coordinator::start_adaptive(bool restart) {
   } else {
     chooser_.reset();
     if (!tuner_) {
-      AdaptiveTuning t;
-      t.candidates = {PolicyKind::Sync, PolicyKind::PingPong, PolicyKind::Async};
-      tuner_.emplace(t, policy_.kind);
+      tuner_.emplace(AdaptiveTuning{}, policy_.kind);
     }
     // Its own probe's switch leaves it as it was; anyone else's (an operator) ends a probe.
     if (tuner_->current() != policy_.kind) tuner_->set_current(policy_.kind);
