@@ -56,6 +56,7 @@ std::optional<TunerDecision> AdaptiveTuner::observe(const TunerObservation& o) {
     // (an operator's switch raced the probe) measures nothing the probe asked for.
     if (to_probe_.empty() || o.policy != to_probe_.front()) return std::nullopt;
     measured_.push_back({o.policy, o});
+    probe_drain_ms_ += o.drain_ms;
     to_probe_.erase(to_probe_.begin());
     if (to_probe_.empty()) return finish_probe();
     TunerDecision d;
@@ -86,6 +87,7 @@ std::optional<TunerDecision> AdaptiveTuner::observe(const TunerObservation& o) {
   probing_ = true;
   incumbent_ = current_;
   measured_.assign(1, {current_, o});
+  probe_drain_ms_ = 0;
   moved_windows_ = 0;
   TunerDecision d;
   d.from = current_;
@@ -120,6 +122,7 @@ TunerDecision AdaptiveTuner::finish_probe() {
   }
   d.reason += " keeps " + policy_name(d.to);
   if (d.to == incumbent_ && best == &incumbent && measured_.size() > 1) d.reason += " (in force before the probe)";
+  d.reason += "; the probe's switches drained " + fixed(probe_drain_ms_, 1) + " ms";
   current_ = d.to;
   probing_ = false;
   to_probe_.clear();

@@ -52,6 +52,10 @@ struct TunerObservation {
   double served_tokens_per_s = 0;
   double itl_ms = 0;  // mean gap between two tokens of a request, both sampled under `policy`
   std::int64_t itl_samples = 0;
+  // The drain of the switch that put `policy` in force just before this window (0: none): from
+  // the decision to the safe point, time in which the deployment finished what was in flight
+  // and admitted nothing. A probe's cost, reported with its choice.
+  double drain_ms = 0;
 };
 
 struct TunerDecision {
@@ -102,6 +106,7 @@ class AdaptiveTuner {
   PolicyKind incumbent_ = PolicyKind::Sync;  // in force when the probe began
   std::vector<PolicyKind> to_probe_;         // candidates not yet measured, next first
   std::vector<Measured> measured_;
+  double probe_drain_ms_ = 0;  // the drains of the probe's switches so far
 };
 
 }  // namespace sy

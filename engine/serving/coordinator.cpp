@@ -196,13 +196,15 @@ void Coordinator::adaptive_window() {
     o.served_tokens_per_s = window_s > 0 ? static_cast<double>(window_tokens_) / window_s : 0;
     o.itl_ms = window_gaps_ > 0 ? static_cast<double>(window_gap_sum_ns_) / static_cast<double>(window_gaps_) * 1e-6 : 0;
     o.itl_samples = window_gaps_;
+    o.drain_ms = static_cast<double>(last_drain_ns_) * 1e-6;
+    last_drain_ns_ = 0;
     if (auto d = tuner_->observe(o)) {
       RuntimePolicy next = policy_;
       next.kind = d->to;
       AdaptiveSwitch sw{now, policy_, next, d->reason};
       adaptive_switches_.push_back(sw);
       if (on_adaptive_switch_) on_adaptive_switch_(sw);
-      if (d->to != d->from) (void)request_policy(next);
+      if (d->to != d->from && request_policy(next).ok()) adaptive_asked_ns_ = now;
     }
   } else if (!switching() && chooser_) {
     AdaptiveObservation o;
@@ -650,6 +652,8 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
   const bool kind_changed = policy.kind != policy_.kind;
   policy_ = policy;
   if (kind_changed) policy_since_ns_ = loop_.now();
+  if (adaptive_asked_ns_ >= 0) last_drain_ns_ = loop_.now() - adaptive_asked_ns_;
+  adaptive_asked_ns_ = -1;
   if (!newer) {
     pending_placement_.reset();
     pending_policy_.reset();

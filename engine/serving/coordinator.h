@@ -260,7 +260,9 @@ class Coordinator {
   std::int64_t window_tokens_ = 0;
   std::int64_t window_gap_sum_ns_ = 0;
   std::int64_t window_gaps_ = 0;
-  std::int64_t policy_since_ns_ = 0;  // the policy in force was applied then: older gaps span a switch
+  std::int64_t policy_since_ns_ = 0;
+  std::int64_t adaptive_asked_ns_ = -1;  // the tuner asked for the pending switch then
+  std::int64_t last_drain_ns_ = 0;       // its drain, for the first window after it  // the policy in force was applied then: older gaps span a switch
   std::function<void(const AdaptiveSwitch&)> on_adaptive_switch_;
   std::vector<AdaptiveSwitch> adaptive_switches_;
 };

@@ -248,6 +248,12 @@ TEST(SimDeployment, AdaptiveTunerProbesEveryPolicyLiveAndLosesNoToken) {
   for (const char* p : {"sync ", "pingpong ", "async "})
     EXPECT_NE(switches[2].reason.find(p), std::string::npos) << switches[2].reason;
   EXPECT_NE(switches[2].reason.find("keeps "), std::string::npos) << switches[2].reason;
+  // The two probe switches drained what was in flight: some time, less than a window.
+  const auto at = switches[2].reason.find("drained ");
+  ASSERT_NE(at, std::string::npos) << switches[2].reason;
+  const double drained_ms = std::stod(switches[2].reason.substr(at + 8));
+  EXPECT_GT(drained_ms, 0);
+  EXPECT_LT(drained_ms, 2 * Coordinator::kAdaptiveWindowNs * 1e-6);
   EXPECT_GE(co->policy_switches(), 2);
   EXPECT_TRUE(co->policy().adaptive);
 }
