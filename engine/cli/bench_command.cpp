@@ -199,6 +199,11 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
     if (!ranks->failure().empty()) throw CommandError{"the deployment stopped: " + ranks->failure()};
   }
   if (live) live->detach();
+  // The adaptive policy's decisions, when and why (a sweep would print every load's).
+  if (!a.json && a.sweep.empty())
+    for (const Coordinator::AdaptiveSwitch& sw : deployment->coordinator().adaptive_switches())
+      std::fprintf(stderr, "adaptive at %.3f s: %s -> %s: %s\n", static_cast<double>(sw.t_ns) * 1e-9,
+                   policy_name(sw.from.kind).c_str(), policy_name(sw.to.kind).c_str(), sw.reason.c_str());
   return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
           deployment->events_run(), ran_with, deployment->metrics().expert_load(), deployment->metrics().routed_per_device()};
 }

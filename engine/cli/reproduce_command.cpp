@@ -390,8 +390,27 @@ class Reproduction {
     return s;
   }
   SimPoint max_point(const SimScenario& s) {
-    return max_sustained_throughput(s, a_.itl_target_ms, 20, 1.6, a_.duration, a_.duration / 4, 12,
-                                    [this](const SimPoint& p) { account(p); });
+    constexpr double kStep = 1.6;
+    SimPoint best = max_sustained_throughput(s, a_.itl_target_ms, 20, kStep, a_.duration, a_.duration / 4, 12,
+                                             [this](const SimPoint& p) { account(p); });
+    // The ×1.6 search stops at the last rate within the ITL target; the most the scenario
+    // sustains lies between it and the next rate. Three bisections (geometric) narrow that to
+    // 6 %: otherwise two policies compare by where the grid happens to fall (top-2 short: async
+    // missed 150 ms by 2 ms at the rate where it would have served 6 % more than sync).
+    if (best.rate <= 0) return best;
+    double lo = best.rate, hi = best.rate * kStep;
+    for (int i = 0; i < 3; ++i) {
+      const double mid = std::sqrt(lo * hi);
+      SimPoint p = run_sim_point(s, mid, a_.duration, a_.duration / 4);
+      account(p);
+      if (p.report.itl.count > 0 && p.report.itl.mean_ms <= a_.itl_target_ms) {
+        if (p.report.tokens_per_s > best.report.tokens_per_s) best = p;
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    return best;
   }
   double max_tp(const SimScenario& s) { return max_point(s).report.tokens_per_s; }
   void account(const SimPoint& p) {

@@ -68,6 +68,8 @@ void Coordinator::reject(std::int64_t idx, RejectReason reason, std::string why)
 }
 
 void Coordinator::pop_waiting() {
+  window_queue_delay_ns_ += loop_.now() - record(waiting_.front()).spec.arrival_ns;
+  ++window_left_queue_;
   waiting_tokens_ -= static_cast<std::int64_t>(record(waiting_.front()).spec.prompt.size());
   waiting_.pop_front();
 }
@@ -122,19 +124,45 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
   start_adaptive();
 }
 
-void Coordinator::start_adaptive() {
-  if (!policy_.adaptive || adaptive_timer_ || failure_) return;
-  AdaptiveThresholds t;
-  t.pingpong_from = policy_.adaptive_pingpong_from;
-  t.async_from = policy_.adaptive_async_from;
-  if (!chooser_ || chooser_->thresholds().pingpong_from != t.pingpong_from ||
-      chooser_->thresholds().async_from != t.async_from)
-    chooser_.emplace(t, policy_.kind);
-  chooser_->set_current(policy_.kind);
+void Coordinator::start_adaptive(bool restart) {
+  if (!policy_.adaptive || failure_) return;
+  if (adaptive_timer_ && !restart) return;
+  // Thresholds set by the operator pin the bands; without them the tuner measures.
+  const bool bands = policy_.adaptive_pingpong_from < 1e9 || policy_.adaptive_async_from < 1e9;
+  if (bands) {
+    tuner_.reset();
+    AdaptiveThresholds t;
+    t.pingpong_from = policy_.adaptive_pingpong_from;
+    t.async_from = policy_.adaptive_async_from;
+    if (!chooser_ || chooser_->thresholds().pingpong_from != t.pingpong_from ||
+        chooser_->thresholds().async_from != t.async_from)
+      chooser_.emplace(t, policy_.kind);
+    chooser_->set_current(policy_.kind);
+  } else {
+    chooser_.reset();
+    if (!tuner_) {
+      tuner_.emplace(AdaptiveTuning{}, policy_.kind);
+    }
+    // Its own probe's switch leaves it as it was; anyone else's (an operator) ends a probe.
+    if (tuner_->current() != policy_.kind) tuner_->set_current(policy_.kind);
+  }
   adaptive_timer_ = true;
+  reset_adaptive_window();
+  loop_.post(loop_.now() + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+    if (seq == adaptive_window_seq_) adaptive_window();
+  });
+}
+
+void Coordinator::reset_adaptive_window() {
+  ++adaptive_window_seq_;
   window_start_ns_ = loop_.now();
   window_offered_tokens_ = 0;
-  loop_.post(loop_.now() + kAdaptiveWindowNs, [this] { adaptive_window(); });
+  window_arrivals_ = 0;
+  window_queue_delay_ns_ = 0;
+  window_left_queue_ = 0;
+  window_tokens_ = 0;
+  window_gap_sum_ns_ = 0;
+  window_gaps_ = 0;
 }
 
 void Coordinator::adaptive_window() {
@@ -147,14 +175,41 @@ void Coordinator::adaptive_window() {
   }
   const std::int64_t now = loop_.now();
   const double window_s = static_cast<double>(now - window_start_ns_) * 1e-9;
-  AdaptiveObservation o;
-  o.t_ns = now;
-  o.offered_tokens_per_s_per_rank =
-      window_s > 0 ? window_offered_tokens_ / window_s / std::max(1, cluster_->topology().num_ranks()) : 0;
-  window_start_ns_ = now;
-  window_offered_tokens_ = 0;
+  const double per_rank = window_s > 0 ? 1.0 / window_s / std::max(1, cluster_->topology().num_ranks()) : 0;
+  // The queue's delay: the mean wait of the requests that left it in the window, or the wait
+  // so far of the oldest still in it, whichever is longer (a policy far behind admits nobody).
+  double queue_delay_ns = window_left_queue_ > 0 ? static_cast<double>(window_queue_delay_ns_) / static_cast<double>(window_left_queue_) : 0;
+  if (!waiting_.empty())
+    queue_delay_ns = std::max(queue_delay_ns, static_cast<double>(now - record(waiting_.front()).spec.arrival_ns));
   // A switch still on its way to its safe point is not second-guessed.
-  if (!switching()) {
+  if (!switching() && tuner_) {
+    TunerObservation o;
+    o.t_ns = now;
+    o.window_s = window_s;
+    o.policy = policy_.kind;
+    o.offered_tokens_per_s_per_rank = window_offered_tokens_ * per_rank;
+    o.arrivals = window_arrivals_;
+    double running = 0;
+    for (std::int32_t n : running_per_rank_) running += n;
+    o.running_per_rank = running / static_cast<double>(std::max<std::size_t>(1, running_per_rank_.size()));
+    o.queue_delay_ms = queue_delay_ns * 1e-6;
+    o.served_tokens_per_s = window_s > 0 ? static_cast<double>(window_tokens_) / window_s : 0;
+    o.itl_ms = window_gaps_ > 0 ? static_cast<double>(window_gap_sum_ns_) / static_cast<double>(window_gaps_) * 1e-6 : 0;
+    o.itl_samples = window_gaps_;
+    o.drain_ms = static_cast<double>(last_drain_ns_) * 1e-6;
+    last_drain_ns_ = 0;
+    if (auto d = tuner_->observe(o)) {
+      RuntimePolicy next = policy_;
+      next.kind = d->to;
+      AdaptiveSwitch sw{now, policy_, next, d->reason};
+      adaptive_switches_.push_back(sw);
+      if (on_adaptive_switch_) on_adaptive_switch_(sw);
+      if (d->to != d->from && request_policy(next).ok()) adaptive_asked_ns_ = now;
+    }
+  } else if (!switching() && chooser_) {
+    AdaptiveObservation o;
+    o.t_ns = now;
+    o.offered_tokens_per_s_per_rank = window_offered_tokens_ * per_rank;
     if (auto d = chooser_->observe(o)) {
       RuntimePolicy next = policy_;
       next.kind = d->to;
@@ -164,7 +219,10 @@ void Coordinator::adaptive_window() {
       (void)request_policy(next);
     }
   }
-  loop_.post(now + kAdaptiveWindowNs, [this] { adaptive_window(); });
+  reset_adaptive_window();
+  loop_.post(now + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+    if (seq == adaptive_window_seq_) adaptive_window();
+  });
 }
 
 bool Coordinator::hold_for_wave(std::int32_t rank) const {
@@ -253,6 +311,7 @@ void Coordinator::on_arrival(std::int64_t idx) {
   waiting_.push_back(idx);
   waiting_tokens_ += prompt;
   window_offered_tokens_ += r.spec.max_new_tokens;
+  ++window_arrivals_;
   if (policy_.grouped()) {
     start_idle_slots();
   } else {
@@ -406,6 +465,13 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
     reason = FinishReason::Cancelled;  // nobody wants the token any more
   } else {
     r.output.push_back(token);
+    const std::int64_t now = loop_.now();
+    ++window_tokens_;
+    if (r.last_token_ns >= policy_since_ns_) {  // both tokens under the policy in force
+      window_gap_sum_ns_ += now - r.last_token_ns;
+      ++window_gaps_;
+    }
+    r.last_token_ns = now;
     notify(idx, RequestPhase::Token, RejectReason::None, logprobs);
     if (stops_at(r, token)) {
       reason = FinishReason::Stop;
@@ -583,7 +649,11 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
   cluster_->set_weights_wait(newer && pending_placement_.has_value());
   if (pending_policy_) ++switches_;
   if (pending_placement_) ++placement_changes_;
+  const bool kind_changed = policy.kind != policy_.kind;
   policy_ = policy;
+  if (kind_changed) policy_since_ns_ = loop_.now();
+  if (adaptive_asked_ns_ >= 0) last_drain_ns_ = loop_.now() - adaptive_asked_ns_;
+  adaptive_asked_ns_ = -1;
   if (!newer) {
     pending_placement_.reset();
     pending_policy_.reset();
@@ -615,7 +685,8 @@ void Coordinator::release_safe_point(const RuntimePolicy& policy, std::uint64_t 
     }
     admit_async();
   }
-  start_adaptive();
+  // A new policy's first window starts now, not mid-way through the drain.
+  start_adaptive(kind_changed && adaptive_timer_);
 }
 
 }  // namespace sy

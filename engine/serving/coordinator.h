@@ -13,6 +13,7 @@
 
 #include "engine/runtime/cluster.h"
 #include "engine/serving/adaptive_chooser.h"
+#include "engine/serving/adaptive_tuner.h"
 #include "engine/runtime/placement.h"
 #include "engine/serving/request_observer.h"
 #include "engine/runtime/runtime_policy.h"
@@ -51,6 +52,7 @@ struct RequestRecord {
   std::int32_t slot = -1;  // grouped policies: the micro-batch it rides in
   bool cancel = false;     // running, cancelled: finishes when its rows in flight come back
   FinishReason finish_reason = FinishReason::None;
+  std::int64_t last_token_ns = -1;  // the adaptive policy measures inter-token gaps
 };
 
 class Coordinator {
@@ -131,9 +133,11 @@ class Coordinator {
   // Requests rejected because the admission queue was full.
   std::int64_t rejected_queue_full() const { return rejected_queue_full_; }
 
-  // The adaptive policy's windows: every kAdaptiveWindowNs of loop time the chooser sees the
-  // offered load and may switch the concrete policy (through request_policy, at a safe point).
-  static constexpr std::int64_t kAdaptiveWindowNs = 250'000'000;
+  // The adaptive policy's windows: every kAdaptiveWindowNs of loop time the tuner (or, with
+  // thresholds set, the band chooser) sees the window's load and what it served, and may switch
+  // the concrete policy (through request_policy, at a safe point). A window restarts when a
+  // switch is applied, so no window holds a drain or two policies.
+  static constexpr std::int64_t kAdaptiveWindowNs = 100'000'000;
   struct AdaptiveSwitch {
     std::int64_t t_ns = 0;  // decided at
     RuntimePolicy from, to;
@@ -143,8 +147,8 @@ class Coordinator {
   void on_adaptive_switch(std::function<void(const AdaptiveSwitch&)> fn) { on_adaptive_switch_ = std::move(fn); }
   // Every switch the adaptive policy decided, oldest first.
   const std::vector<AdaptiveSwitch>& adaptive_switches() const { return adaptive_switches_; }
-  // The chooser's smoothed offered load (tok/s per attention rank); 0 unless adaptive.
-  double adaptive_load() const { return chooser_ ? chooser_->load() : 0; }
+  // The smoothed offered load (tok/s per attention rank); 0 unless adaptive.
+  double adaptive_load() const { return tuner_ ? tuner_->load() : chooser_ ? chooser_->load() : 0; }
 
  private:
   struct Slot {
@@ -181,8 +185,10 @@ class Coordinator {
   bool hold_for_wave(std::int32_t rank) const;
   // The requests held for the wave of `rank` enter block 0 with it.
   void release_wave(std::int32_t rank);
-  // Adaptive: starts the window timer (when the policy is adaptive and no timer runs).
-  void start_adaptive();
+  // Adaptive: starts the window timer (when the policy is adaptive and no timer runs), or with
+  // `restart` begins a new window now (a switch was applied).
+  void start_adaptive(bool restart = false);
+  void reset_adaptive_window();
   void adaptive_window();
 
   EventLoop& loop_;
@@ -241,10 +247,22 @@ class Coordinator {
   std::vector<std::vector<std::int64_t>> held_;  // async: per rank, admitted and waiting for its wave
   std::vector<std::int64_t> held_count_;          // held_[rank].size(), kept while held_ is swapped out
   // Adaptive policy.
+  // Thresholds set: the band chooser; otherwise the online tuner (adaptive_tuner.h).
   std::optional<AdaptiveChooser> chooser_;
+  std::optional<AdaptiveTuner> tuner_;
   bool adaptive_timer_ = false;
+  std::uint64_t adaptive_window_seq_ = 0;  // a restarted window's timer outdates the earlier one
   double window_offered_tokens_ = 0;  // max_new_tokens of the requests that arrived in the window
   std::int64_t window_start_ns_ = 0;
+  std::int64_t window_arrivals_ = 0;
+  std::int64_t window_queue_delay_ns_ = 0;  // summed over the requests that left the queue in the window
+  std::int64_t window_left_queue_ = 0;
+  std::int64_t window_tokens_ = 0;
+  std::int64_t window_gap_sum_ns_ = 0;
+  std::int64_t window_gaps_ = 0;
+  std::int64_t policy_since_ns_ = 0;
+  std::int64_t adaptive_asked_ns_ = -1;  // the tuner asked for the pending switch then
+  std::int64_t last_drain_ns_ = 0;       // its drain, for the first window after it  // the policy in force was applied then: older gaps span a switch
   std::function<void(const AdaptiveSwitch&)> on_adaptive_switch_;
   std::vector<AdaptiveSwitch> adaptive_switches_;
 };

@@ -229,6 +229,35 @@ TEST(SimDeployment, AdaptiveSwitchesLiveWithItsReasonAndLosesNoToken) {
   EXPECT_TRUE(co->policy().adaptive);
 }
 
+TEST(SimDeployment, AdaptiveTunerProbesEveryPolicyLiveAndLosesNoToken) {
+  // No thresholds: the tuner serves a window under each of sync, pingpong and async once the
+  // warm-up is over, and says what it measured; serve() checks every request's length.
+  const ModelConfig c = big_shape(2);
+  const auto requests = workload(c.vocab_size, 60, 1.5);
+  PolicySpec spec;
+  spec.policy = "adaptive";
+  Coordinator* co = nullptr;
+  std::unique_ptr<SimDeployment> keep;
+  serve(c, make_disaggregated_layout(4, 4, c), *runtime_policy(spec), requests, &co, &keep);
+  const auto& switches = co->adaptive_switches();
+  ASSERT_GE(switches.size(), 3u);
+  EXPECT_EQ(switches[0].from.kind, PolicyKind::Sync);
+  EXPECT_EQ(switches[0].to.kind, PolicyKind::PingPong);
+  EXPECT_NE(switches[0].reason.find("first probe"), std::string::npos) << switches[0].reason;
+  EXPECT_EQ(switches[1].to.kind, PolicyKind::Async);
+  for (const char* p : {"sync ", "pingpong ", "async "})
+    EXPECT_NE(switches[2].reason.find(p), std::string::npos) << switches[2].reason;
+  EXPECT_NE(switches[2].reason.find("keeps "), std::string::npos) << switches[2].reason;
+  // The two probe switches drained what was in flight: some time, less than a window.
+  const auto at = switches[2].reason.find("drained ");
+  ASSERT_NE(at, std::string::npos) << switches[2].reason;
+  const double drained_ms = std::stod(switches[2].reason.substr(at + 8));
+  EXPECT_GT(drained_ms, 0);
+  EXPECT_LT(drained_ms, 2 * Coordinator::kAdaptiveWindowNs * 1e-6);
+  EXPECT_GE(co->policy_switches(), 2);
+  EXPECT_TRUE(co->policy().adaptive);
+}
+
 TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
   // A real model routes on cpu; the sim, given the recorded trace and the same workload,
   // sends exactly the same tokens to every expert of every block.
