@@ -198,7 +198,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
   }
 }
 
-MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
+MetricsCollector::Device& MetricsCollector::add_device(std::int32_t index) {
   assert(index >= 0);
   if (devices_.size() <= static_cast<std::size_t>(index)) devices_.resize(static_cast<std::size_t>(index) + 1);
   return devices_[static_cast<std::size_t>(index)];
@@ -238,12 +238,6 @@ void MetricsCollector::on_merge(std::int32_t dev, std::int32_t /*block*/, std::i
 
 void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64_t start_ns, std::int64_t end_ns) {
   on_device_stall(dev, reason, start_ns, end_ns);
-}
-
-MetricsCollector::Bucket& MetricsCollector::BucketLog::at(std::int64_t t) {
-  const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
-  if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
-  return buckets.back();
 }
 
 void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t tokens, std::int64_t,

@@ -3,6 +3,7 @@
 // (virtual or wall clock) by the coordinator and, as a RuntimeObserver, by the workers.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -160,8 +161,13 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   };
   struct BucketLog {
     std::vector<Bucket> buckets;  // ascending index
-    // The bucket of time t (a late report joins the newest bucket).
-    Bucket& at(std::int64_t t);
+    // The bucket of time t (a late report joins the newest bucket). Inline: every transfer
+    // and queue take lands here.
+    Bucket& at(std::int64_t t) {
+      const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
+      if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+      return buckets.back();
+    }
   };
   struct Device {
     IntervalLog busy;
@@ -171,7 +177,12 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     BucketLog traffic;  // transfers by their start, queue waits by the take
   };
 
-  Device& device(std::int32_t index);
+  // The device's record, made on first use; the common case inline (a call per report).
+  Device& device(std::int32_t index) {
+    if (index >= 0 && static_cast<std::size_t>(index) < devices_.size()) return devices_[static_cast<std::size_t>(index)];
+    return add_device(index);
+  }
+  Device& add_device(std::int32_t index);
 
   mutable std::mutex mutex_;
   std::vector<std::string> names_;
