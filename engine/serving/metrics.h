@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,9 +70,16 @@ std::size_t stall_reason_index(StallReason reason);
 // interpolation: every percentile reported is a latency that really occurred.
 double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent);
 
-// Not copyable (it owns a mutex); every method may be called from any thread.
+// On the deployment's loop thread only, like every observer (workers and transports report
+// from their events, other ranks' reports are relayed by post_external, and every reader runs
+// on the loop or after it): no lock, since the simulator reports over a million events a
+// second. Not copyable: the observers hold it by address.
 class MetricsCollector : public RuntimeObserver, public RequestObserver {
  public:
+  MetricsCollector() = default;
+  MetricsCollector(const MetricsCollector&) = delete;
+  MetricsCollector& operator=(const MetricsCollector&) = delete;
+
   // Names for report rows; devices without one are called dev<i>.
   void set_device_names(std::vector<std::string> names);
 
@@ -184,7 +190,6 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   }
   Device& add_device(std::int32_t index);
 
-  mutable std::mutex mutex_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Request> requests_;
   std::vector<Device> devices_;
