@@ -131,6 +131,16 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
 }
 
 void MetricsCollector::IntervalLog::add(Interval i) {
+  if (ordered && !intervals.empty() && i.start <= intervals.back().end && i.end >= intervals.back().end) {
+    // It continues the last interval (a busy device's next execution starts as the last one
+    // ends): extend that one. Reports count the union clipped to their window, the same either
+    // way; forget_before(t) keeps a stretch whole where it would have dropped its early pieces,
+    // but those ended before t, so no window from t on reaches them.
+    Interval& last = intervals.back();
+    last.end = i.end;
+    longest = std::max(longest, last.end - last.start);
+    return;
+  }
   if (!intervals.empty() && i.end < intervals.back().end) ordered = false;
   longest = std::max(longest, i.end - i.start);
   intervals.push_back(i);
