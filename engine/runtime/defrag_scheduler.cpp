@@ -4,6 +4,11 @@
 
 namespace sy {
 
+DefragScheduler::DefragScheduler(std::int32_t lookahead, double decay) : lookahead_(lookahead), decay_(decay) {
+  double weight = 1;
+  for (std::int32_t k = 1; k <= lookahead_; ++k) weights_.push_back(weight *= decay_);
+}
+
 std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
   const std::int32_t nb = grid.blocks(), ne = grid.columns();
   if (nb == 0 || ne == 0) return std::nullopt;
@@ -11,18 +16,20 @@ std::optional<GridPick> DefragScheduler::pick(const QueueGrid& grid) {
   // each time, and the grid keeps each block's total: O(NB + NB·K) instead of O(NB·K·NE). Only
   // blocks with a waiting token can be picked, so the lookahead is summed for those alone.
   occupied_.clear();
-  for (std::int32_t b = 0; b < nb; ++b)
-    if (grid.block_tokens(b) != 0) occupied_.push_back(b);
+  density_.resize(static_cast<std::size_t>(nb));
+  grid.for_each_occupied_block([&](std::int32_t b) {
+    occupied_.push_back(b);
+    density_[static_cast<std::size_t>(b)] = static_cast<double>(grid.block_tokens(b)) / std::max(1, grid.block_width(b));
+  });
   std::optional<GridPick> best;
   double best_score = 0;
   for (std::int32_t b : occupied_) {  // ascending: ties go to the lowest (block, expert)
-    double lscore = 0, weight = 1;
+    double lscore = 0;
     std::int32_t ahead = b;
     for (std::int32_t k = 1; k <= lookahead_; ++k) {
-      weight *= decay_;
       if (++ahead == nb) ahead = 0;  // the sampler's block wraps to block 0 (the next token)
-      const std::int64_t tokens = grid.block_tokens(ahead);
-      if (tokens != 0) lscore += static_cast<double>(tokens) / std::max(1, grid.block_width(ahead)) * weight;
+      if (grid.block_tokens(ahead) != 0)
+        lscore += density_[static_cast<std::size_t>(ahead)] * weights_[static_cast<std::size_t>(k - 1)];
     }
     for (std::int32_t e = 0; e < ne; ++e) {
       const std::int64_t q = grid.at(b, e);

@@ -11,7 +11,7 @@ namespace sy {
 
 class DefragScheduler final : public Scheduler {
  public:
-  DefragScheduler(std::int32_t lookahead, double decay) : lookahead_(lookahead), decay_(decay) {}
+  DefragScheduler(std::int32_t lookahead, double decay);
   std::optional<GridPick> pick(const QueueGrid& grid) override;
   std::string name() const override { return "defrag"; }
 
@@ -19,6 +19,11 @@ class DefragScheduler final : public Scheduler {
   std::int32_t lookahead_;
   double decay_;
   std::vector<std::int32_t> occupied_;  // blocks with a waiting token, ascending
+  // δ^k for k = 1..K, multiplied up in the order Algorithm 1 does, so scores stay bit-identical.
+  std::vector<double> weights_;
+  // Per pick: an occupied block's tokens per expert (TotalTokens / N_E), divided once per
+  // block rather than once for each of the K blocks that look ahead at it.
+  std::vector<double> density_;
 };
 
 }  // namespace sy

@@ -106,8 +106,7 @@ const QueueGrid& Worker::open_queues() {
   tiers_.clear();
   std::int64_t first_open = std::numeric_limits<std::int64_t>::max();
   int best = 3;
-  for (std::int32_t b = 0; b < grid_.blocks(); ++b) {
-    if (grid_.block_tokens(b) == 0) continue;
+  grid_.for_each_occupied_block([&](std::int32_t b) {
     for (std::int32_t c = 0; c < columns_; ++c) {
       const std::int64_t rows = grid_.at(b, c);
       if (rows == 0) continue;
@@ -131,7 +130,7 @@ const QueueGrid& Worker::open_queues() {
       best = std::min(best, tier);
       tiers_.push_back({b * columns_ + c, tier});
     }
-  }
+  });
   gated_grid_ = grid_;
   for (const auto& [cell, tier] : tiers_)
     if (tier > best || tier == 3) gated_grid_.hold(cell / columns_, cell % columns_);

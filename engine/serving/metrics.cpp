@@ -100,34 +100,28 @@ double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t p
 }
 
 void MetricsCollector::set_device_names(std::vector<std::string> names) {
-  std::lock_guard lock(mutex_);
   names_ = std::move(names);
 }
 
 void MetricsCollector::on_request_arrival(std::int64_t id, std::int64_t t) {
-  std::lock_guard lock(mutex_);
   requests_[id].arrival = t;
 }
 
 void MetricsCollector::on_request_admitted(std::int64_t id, std::int64_t t, std::int32_t dp_rank) {
-  std::lock_guard lock(mutex_);
   Request& r = requests_[id];
   r.admitted = t;
   r.rank = dp_rank;
 }
 
 void MetricsCollector::on_token(std::int64_t id, std::int64_t t) {
-  std::lock_guard lock(mutex_);
   requests_[id].tokens.push_back(t);
 }
 
 void MetricsCollector::on_request_finished(std::int64_t id, std::int64_t t) {
-  std::lock_guard lock(mutex_);
   requests_[id].finished = t;
 }
 
 void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
-  std::lock_guard lock(mutex_);
   requests_.erase(id);  // a rejected request produced no token: only its time counts
   if (!rejected_at_.empty() && t < rejected_at_.back()) {
     rejected_at_.insert(std::upper_bound(rejected_at_.begin(), rejected_at_.end(), t), t);
@@ -137,6 +131,16 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
 }
 
 void MetricsCollector::IntervalLog::add(Interval i) {
+  if (ordered && !intervals.empty() && i.start <= intervals.back().end && i.end >= intervals.back().end) {
+    // It continues the last interval (a busy device's next execution starts as the last one
+    // ends): extend that one. Reports count the union clipped to their window, the same either
+    // way; forget_before(t) keeps a stretch whole where it would have dropped its early pieces,
+    // but those ended before t, so no window from t on reaches them.
+    Interval& last = intervals.back();
+    last.end = i.end;
+    longest = std::max(longest, last.end - last.start);
+    return;
+  }
   if (!intervals.empty() && i.end < intervals.back().end) ordered = false;
   longest = std::max(longest, i.end - i.start);
   intervals.push_back(i);
@@ -174,7 +178,6 @@ void MetricsCollector::on_request(const RequestUpdate& u) {
 }
 
 void MetricsCollector::forget_before(std::int64_t t) {
-  std::lock_guard lock(mutex_);
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second.finished >= 0 && it->second.finished <= t) {
       it = requests_.erase(it);
@@ -198,7 +201,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
   }
 }
 
-MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
+MetricsCollector::Device& MetricsCollector::add_device(std::int32_t index) {
   assert(index >= 0);
   if (devices_.size() <= static_cast<std::size_t>(index)) devices_.resize(static_cast<std::size_t>(index) + 1);
   return devices_[static_cast<std::size_t>(index)];
@@ -206,20 +209,17 @@ MetricsCollector::Device& MetricsCollector::device(std::int32_t index) {
 
 void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
-  std::lock_guard lock(mutex_);
   device(dev).busy.add({start, end});
 }
 
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
-  std::lock_guard lock(mutex_);
   device(dev).stall[stall_reason_index(reason)].add({start, end});
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
                                     std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t tokens,
                                     std::int64_t start_ns, std::int64_t end_ns) {
-  std::lock_guard lock(mutex_);  // one lock for both logs: the simulator reports ~100 000 executions a second
   Device& d = device(dev);
   if (end_ns > start_ns) d.busy.add({start_ns, end_ns});
   if (!d.executions.empty() && end_ns < d.executions.back().end) d.executions_ordered = false;
@@ -240,15 +240,8 @@ void MetricsCollector::on_stall(std::int32_t dev, StallReason reason, std::int64
   on_device_stall(dev, reason, start_ns, end_ns);
 }
 
-MetricsCollector::Bucket& MetricsCollector::BucketLog::at(std::int64_t t) {
-  const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
-  if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
-  return buckets.back();
-}
-
 void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t tokens, std::int64_t,
                                    std::int64_t start_ns, std::int64_t) {
-  std::lock_guard lock(mutex_);
   Bucket& b = device(src).traffic.at(start_ns);
   ++b.transfers;
   b.transfer_rows += tokens;
@@ -256,7 +249,6 @@ void MetricsCollector::on_transfer(std::int32_t src, std::int32_t, std::int64_t 
 
 void MetricsCollector::on_queue_wait(std::int32_t dev, const LayerId&, std::int64_t, std::int64_t waited_ns,
                                      std::int64_t at_ns) {
-  std::lock_guard lock(mutex_);
   Bucket& b = device(dev).traffic.at(at_ns);
   ++b.waits;
   b.waited_ns += waited_ns;
@@ -264,7 +256,6 @@ void MetricsCollector::on_queue_wait(std::int32_t dev, const LayerId&, std::int6
 }
 
 MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end) const {
-  std::lock_guard lock(mutex_);
   MetricsReport out;
   out.t_begin_ns = t_begin;
   out.t_end_ns = t_end;
@@ -350,7 +341,6 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
 
 void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                                  std::int64_t) {
-  std::lock_guard lock(mutex_);
   if (device >= 0) {
     if (static_cast<std::size_t>(device) >= routed_per_device_.size()) routed_per_device_.resize(static_cast<std::size_t>(device) + 1, 0);
     routed_per_device_[static_cast<std::size_t>(device)] += tokens;
@@ -362,12 +352,10 @@ void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::i
 }
 
 std::vector<std::vector<std::int64_t>> MetricsCollector::expert_load() const {
-  std::lock_guard lock(mutex_);
   return expert_load_;
 }
 
 std::vector<std::int64_t> MetricsCollector::routed_per_device() const {
-  std::lock_guard lock(mutex_);
   return routed_per_device_;
 }
 

@@ -3,9 +3,9 @@
 // (virtual or wall clock) by the coordinator and, as a RuntimeObserver, by the workers.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -70,9 +70,16 @@ std::size_t stall_reason_index(StallReason reason);
 // interpolation: every percentile reported is a latency that really occurred.
 double percentile_nearest_rank(const std::vector<double>& sorted, std::int32_t percent);
 
-// Not copyable (it owns a mutex); every method may be called from any thread.
+// On the deployment's loop thread only, like every observer (workers and transports report
+// from their events, other ranks' reports are relayed by post_external, and every reader runs
+// on the loop or after it): no lock, since the simulator reports over a million events a
+// second. Not copyable: the observers hold it by address.
 class MetricsCollector : public RuntimeObserver, public RequestObserver {
  public:
+  MetricsCollector() = default;
+  MetricsCollector(const MetricsCollector&) = delete;
+  MetricsCollector& operator=(const MetricsCollector&) = delete;
+
   // Names for report rows; devices without one are called dev<i>.
   void set_device_names(std::vector<std::string> names);
 
@@ -160,8 +167,13 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   };
   struct BucketLog {
     std::vector<Bucket> buckets;  // ascending index
-    // The bucket of time t (a late report joins the newest bucket).
-    Bucket& at(std::int64_t t);
+    // The bucket of time t (a late report joins the newest bucket). Inline: every transfer
+    // and queue take lands here.
+    Bucket& at(std::int64_t t) {
+      const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
+      if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+      return buckets.back();
+    }
   };
   struct Device {
     IntervalLog busy;
@@ -171,9 +183,13 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     BucketLog traffic;  // transfers by their start, queue waits by the take
   };
 
-  Device& device(std::int32_t index);
+  // The device's record, made on first use; the common case inline (a call per report).
+  Device& device(std::int32_t index) {
+    if (index >= 0 && static_cast<std::size_t>(index) < devices_.size()) return devices_[static_cast<std::size_t>(index)];
+    return add_device(index);
+  }
+  Device& add_device(std::int32_t index);
 
-  mutable std::mutex mutex_;
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Request> requests_;
   std::vector<Device> devices_;

@@ -22,17 +22,14 @@ DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config
 
 Cluster::ExecutorFactory sim_executors(const ModelConfig& config, const DeploymentOptions& options, double pcie_gbps,
                                        ExecutorList list) {
-  RoutingOverride routing = [router = options.skew_routing](std::int32_t block, std::int64_t request,
-                                                            std::int32_t position, std::int32_t k, std::int32_t* ids,
-                                                            float* w) { router->route(block, request, position, k, ids, w); };
   // An attention rank's KV pages in bf16: K and V of every layer.
   const std::int64_t kv_bytes = static_cast<std::int64_t>(options.kv_pages_per_rank) * options.page_size *
                                 config.num_layers * config.num_kv_heads * config.head_dim * 2 * 2;
-  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(), routing, list,
+  return [config, cost = options.cost_model.get(), trace = options.routing_trace.get(), skew = options.skew_routing, list,
           link = options.link, pcie_gbps, kv_bytes](std::int32_t device, bool attention_rank, EventLoop& loop) {
     SimExecutorOptions o;
     o.cost_model = cost;
-    o.routing = routing;
+    o.skew = skew;
     o.routing_trace = trace;
     o.device = device;
     o.link = link;

@@ -103,19 +103,23 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
     routed.expert_weights.resize(static_cast<std::size_t>(rows * K));
     routed.ffn_in.reset();  // no activations on the sim backend
     routed.shared_out.reset();
-    for (std::int64_t r = 0; r < rows; ++r) {
+    if (!options_.routing_trace) {
+      // The skew model alone: the whole batch in one call.
+      assert(options_.skew && "no routing for a token the trace lacks");
+      options_.skew->route_rows(block, batch.request.data(), batch.position.data(), rows, K, routed.expert_ids.data(),
+                                routed.expert_weights.data());
+    }
+    for (std::int64_t r = 0; options_.routing_trace && r < rows; ++r) {
       const auto i = static_cast<std::size_t>(r);
       std::int32_t* ids = routed.expert_ids.data() + r * K;
       float* w = routed.expert_weights.data() + r * K;
-      if (options_.routing_trace) {
-        if (options_.routing_trace->lookup(block, batch.request[i], batch.position[i], ids)) {
-          std::fill(w, w + K, 1.0f / static_cast<float>(K));
-          continue;
-        }
-        ++trace_misses_;
+      if (options_.routing_trace->lookup(block, batch.request[i], batch.position[i], ids)) {
+        std::fill(w, w + K, 1.0f / static_cast<float>(K));
+        continue;
       }
-      assert(options_.routing && "no routing for a token the trace lacks");
-      options_.routing(block, batch.request[i], batch.position[i], K, ids, w);
+      ++trace_misses_;
+      assert(options_.skew && "no routing for a token the trace lacks");
+      options_.skew->route(block, batch.request[i], batch.position[i], K, ids, w);
     }
   }
   complete_after(duration + (config_.is_sparse(block) ? collective_ns_ : 0), std::move(done));

@@ -10,6 +10,7 @@
 #include "engine/sim/cost_model.h"
 #include "engine/cpu/cpu_executor.h"
 #include "engine/sim/routing_trace.h"
+#include "engine/sim/skew_router.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/executor.h"
 #include "engine/runtime/loop_transport.h"
@@ -18,7 +19,7 @@ namespace sy {
 
 struct SimExecutorOptions {
   const CostModel* cost_model = nullptr;         // required
-  RoutingOverride routing;                       // skew model; required unless a trace covers every token
+  std::shared_ptr<const SkewRouting> skew;       // required unless a trace covers every token
   const RoutingTrace* routing_trace = nullptr;   // recorded routing, looked up first
   // Weight copies: this device's index, the links between devices (the deployment's), the
   // host link's bandwidth in bytes/ns (PCIe; 0: infinite) and the KV storage it accounts.

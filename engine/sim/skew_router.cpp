@@ -94,10 +94,26 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
   }
 }
 
+std::uint64_t SkewRouter::block_hash(std::int32_t block) const {
+  return mix(seed_hash_ ^ static_cast<std::uint64_t>(block));
+}
+
 void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t k, std::int32_t* expert_ids,
                        float* weights) const {
   assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
-  std::uint64_t state = mix(mix(seed_hash_ ^ static_cast<std::uint64_t>(block)) ^ token_key);
+  route_from(mix(block_hash(block) ^ token_key), block, k, expert_ids, weights);
+}
+
+void SkewRouter::route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position,
+                            std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const {
+  assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
+  const std::uint64_t hash = block_hash(block);
+  for (std::int64_t i = 0; i < rows; ++i)
+    route_from(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k);
+}
+
+void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
+                            float* weights) const {
   // Sample ranks (the rank distribution is the same in every block), keeping them in
   // expert_ids until the end; ranks already picked are flagged in a stack buffer.
   constexpr std::int32_t kStackExperts = 1024;

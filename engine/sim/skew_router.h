@@ -27,6 +27,11 @@ class SkewRouter {
   // same token the same way, and a run replays exactly. Requires 1 <= k <= num_experts.
   void route(std::int32_t block, std::uint64_t token_key, std::int32_t k, std::int32_t* expert_ids,
              float* weights) const;
+  // route() for `rows` tokens of one block at once, token i keyed skew_token_key(request[i],
+  // position[i]), its k picks at expert_ids[i·k] and weights[i·k]: the same picks and weights
+  // as one route() per token, for one call per execution instead of one per row.
+  void route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position, std::int64_t rows,
+                  std::int32_t k, std::int32_t* expert_ids, float* weights) const;
 
   // Per expert id, the probability that it is the first pick in `block`; sums to 1.
   const std::vector<double>& popularity(std::int32_t block) const { return popularity_[static_cast<std::size_t>(block)]; }
@@ -38,6 +43,12 @@ class SkewRouter {
   double lambda() const { return lambda_; }
 
  private:
+  // The hash every token of `block` starts from (route's state is it mixed with the token key).
+  std::uint64_t block_hash(std::int32_t block) const;
+  // route() from a token's starting state.
+  void route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
+                  float* weights) const;
+
   std::int32_t num_experts_;
   double lambda_;
   std::uint64_t seed_hash_;
@@ -61,6 +72,11 @@ class SkewRouting {
   // Routes one token (request, position) of `block`, as SkewRouter::route does.
   void route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k, std::int32_t* expert_ids,
              float* weights) const;
+  // Routes `rows` tokens of `block`, as SkewRouter::route_rows does.
+  void route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position, std::int64_t rows,
+                  std::int32_t k, std::int32_t* expert_ids, float* weights) const {
+    router_->route_rows(block, request, position, rows, k, expert_ids, weights);
+  }
   // From now on popularity ∝ exp(−lambda·rank), with the same per-block expert order.
   void set_lambda(double lambda) { router_ = std::make_unique<SkewRouter>(layers_, experts_, lambda, seed_); }
   double lambda() const { return router_->lambda(); }

@@ -74,6 +74,39 @@ TEST(Schedulers, DefragWithoutLookaheadIsMostTokensFirst) {
   EXPECT_EQ(*make("mtfs")->pick(g), (GridPick{1, 2}));
 }
 
+// The schedulers visit occupied blocks only: the grid tracks them as cells fill and drain,
+// across words of its block set (a 94-layer model has 95 blocks).
+TEST(Schedulers, GridVisitsOccupiedBlocksAscending) {
+  QueueGrid g;
+  g.reset(130, 2);
+  const auto visited = [&] {
+    std::vector<std::int32_t> out;
+    g.for_each_occupied_block([&](std::int32_t b) { out.push_back(b); });
+    return out;
+  };
+  EXPECT_TRUE(visited().empty());
+  for (std::int32_t b : {129, 0, 64, 63, 65}) g.set(b, 1, 3);
+  g.set(64, 0, 2);
+  EXPECT_EQ(visited(), (std::vector<std::int32_t>{0, 63, 64, 65, 129}));
+  g.set(64, 1, 0);  // one cell of block 64 drains: still occupied
+  g.set(63, 1, 0);
+  g.set(129, 1, 0);
+  EXPECT_EQ(visited(), (std::vector<std::int32_t>{0, 64, 65}));
+  g.set(64, 0, 0);
+  EXPECT_EQ(visited(), (std::vector<std::int32_t>{0, 65}));
+  // Defrag across the word boundary, K=1, δ=1: Q[63] = [4,0], Q[64] = [8,8], Q[65] = [4,3],
+  // Q[0] = [0,3]. Block 63 scores 4 + 16/2 = 12, block 64 8 + 7/2 = 11.5, block 65 4, block 0
+  // 3: the small queue before the wave goes first, where MTFS takes the fullest.
+  g.set(63, 0, 4);
+  g.set(64, 0, 8);
+  g.set(64, 1, 8);
+  g.set(65, 0, 4);
+  EXPECT_EQ(*make("defrag", 1, 1.0)->pick(g), (GridPick{63, 0}));
+  EXPECT_EQ(*make("mtfs")->pick(g), (GridPick{64, 0}));
+  g.reset(130, 2);
+  EXPECT_TRUE(visited().empty());
+}
+
 TEST(Schedulers, FlfsTakesTheFullestQueueOfTheEarliestBlock) {
   EXPECT_EQ(*make("flfs")->pick(grid(3, 3, {0, 0, 0, 1, 5, 2, 9, 9, 9})), (GridPick{1, 1}));
 }

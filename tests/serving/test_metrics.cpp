@@ -143,6 +143,27 @@ TEST(Metrics, BusyAndStallFractionsMergeOverlapsAndClipToTheWindow) {
   EXPECT_DOUBLE_EQ(r.devices[2].busy, 1.0);
 }
 
+// A busy device's executions follow each other end to start: the log keeps them as one
+// stretch, and every window still sees exactly its part of it, before and after the history
+// before a point is forgotten. Device 1 gets the same busy time as separate, gapped pieces.
+TEST(Metrics, BackToBackIntervalsCountLikeTheirUnion) {
+  MetricsCollector m;
+  for (std::int64_t t = 0; t < 100 * ms; t += 10 * ms) m.on_device_busy(0, t, t + 10 * ms);  // [0, 100] in ten
+  m.on_device_busy(0, 95 * ms, 105 * ms);   // overlaps the end
+  m.on_device_busy(0, 120 * ms, 130 * ms);  // after a gap
+  m.on_device_busy(1, 0, 40 * ms);
+  m.on_device_busy(1, 50 * ms, 60 * ms);
+  const auto busy = [&](std::int32_t d, std::int64_t lo, std::int64_t hi) { return m.report(lo, hi).devices[d].busy; };
+  EXPECT_DOUBLE_EQ(busy(0, 0, 130 * ms), 115.0 / 130.0);
+  EXPECT_DOUBLE_EQ(busy(0, 25 * ms, 35 * ms), 1.0);
+  EXPECT_DOUBLE_EQ(busy(0, 100 * ms, 125 * ms), 10.0 / 25.0);
+  EXPECT_DOUBLE_EQ(busy(1, 30 * ms, 55 * ms), 15.0 / 25.0);
+  m.forget_before(45 * ms);
+  EXPECT_DOUBLE_EQ(busy(0, 45 * ms, 130 * ms), 70.0 / 85.0);
+  EXPECT_DOUBLE_EQ(busy(0, 50 * ms, 60 * ms), 1.0);
+  EXPECT_DOUBLE_EQ(busy(1, 45 * ms, 65 * ms), 10.0 / 20.0);
+}
+
 TEST(Metrics, IsARuntimeObserver) {
   MetricsCollector m;
   RuntimeObserver& observer = m;
