@@ -31,7 +31,9 @@ Status validate_policy(const PolicySpec& p) {
   if (!(p.adaptive_pingpong_from >= 0) || !(p.adaptive_async_from >= 0))  // NaN fails too
     return Status::Error("adaptive_pingpong_from and adaptive_async_from must be >= 0, got " +
                          format_double(p.adaptive_pingpong_from) + " and " + format_double(p.adaptive_async_from));
-  if (p.lookahead < 0) return Status::Error("lookahead must be >= 0, got " + std::to_string(p.lookahead));
+  if (p.lookahead < 0 || p.lookahead > kMaxLookahead)
+    return Status::Error("lookahead must be in [0, " + std::to_string(kMaxLookahead) + "], got " +
+                         std::to_string(p.lookahead));
   if (!(p.decay > 0.0 && p.decay <= 1.0))  // written so that NaN fails too
     return Status::Error("decay must be in (0, 1], got " + format_double(p.decay));
   if (p.microbatches < 1 || p.microbatches > kMaxMicrobatches)

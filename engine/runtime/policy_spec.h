@@ -16,6 +16,9 @@ namespace sy {
 inline constexpr std::int32_t kMaxMicrobatches = 64;
 // The most findep expert chunks (r2) per micro-batch.
 inline constexpr std::int32_t kMaxExpertChunks = 64;
+// The most blocks defrag looks ahead (K; the paper's is 3): each pick costs K per waiting block,
+// so an unbounded K from a control command or a peer could stall the engine or exhaust memory.
+inline constexpr std::int32_t kMaxLookahead = 1024;
 
 // The execution scheme and its parameters. Every field is kept whatever the policy, so that a
 // live switch (e.g. sync -> async) has the scheduler parameters to hand.

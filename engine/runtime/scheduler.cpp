@@ -3,12 +3,15 @@
 #include "engine/runtime/defrag_scheduler.h"
 #include "engine/runtime/flfs_scheduler.h"
 #include "engine/runtime/mtfs_scheduler.h"
+#include "engine/runtime/policy_spec.h"
 
 namespace sy {
 
 StatusOr<std::unique_ptr<Scheduler>> make_scheduler(const SchedulerParams& p) {
   if (p.name == "defrag") {
-    if (p.lookahead < 0) return Status::Error("defrag lookahead must be >= 0, got " + std::to_string(p.lookahead));
+    if (p.lookahead < 0 || p.lookahead > kMaxLookahead)
+      return Status::Error("defrag lookahead must be in [0, " + std::to_string(kMaxLookahead) + "], got " +
+                           std::to_string(p.lookahead));
     if (!(p.decay > 0 && p.decay <= 1)) return Status::Error("defrag decay must be in (0, 1], got " + std::to_string(p.decay));
     return std::unique_ptr<Scheduler>(new DefragScheduler(p.lookahead, p.decay));
   }

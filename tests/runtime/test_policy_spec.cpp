@@ -18,7 +18,10 @@ TEST(PolicySpecTest, ValidateNamesTheBadField) {
   EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2, 0}).message(), "expert_chunks must be in [1, 64], got 0");
   EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
             "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
-  EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be >= 0, got -2");
+  EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be in [0, 1024], got -2");
+  // A lookahead the engine would spend its time (or memory) on is refused, not run.
+  EXPECT_EQ(validate_policy({"async", "defrag", 1 << 30, 0.5, 2}).message(), "lookahead must be in [0, 1024], got 1073741824");
+  EXPECT_TRUE(validate_policy({"async", "defrag", 1024, 0.5, 2}).ok());
   EXPECT_EQ(validate_policy({"async", "defrag", 3, -0.5, 2}).message(), "decay must be in (0, 1], got -0.5");
   EXPECT_EQ(validate_policy({"async", "defrag", 3, 0.5, 65}).message(), "microbatches must be in [1, 64], got 65");
 }
