@@ -51,7 +51,10 @@ unset SWITCHYARD_ASSETS SWITCHYARD_LAYOUTS
   --layout colocated-4 >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; fail "sim demo from the installed path"; }
 
 "$bin" --threads 1 make-model --arch mixtral --preset tiny --seed 1 --dtype f32 --out "$work/model" >/dev/null
-"$bin" --threads 1 serve --model "$work/model" --port 0 --no-telemetry --no-console >"$work/serve.log" 2>&1 &
+# The log exists before the server starts: the loop below may read it before the background
+# shell has opened it (under load it did, and set -e ended the test on sed's error).
+: >"$work/serve.log"
+"$bin" --threads 1 serve --model "$work/model" --port 0 --no-telemetry --no-console >>"$work/serve.log" 2>&1 &
 server=$!
 url=""
 for _ in $(seq 1 300); do
