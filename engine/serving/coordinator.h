@@ -189,6 +189,7 @@ class Coordinator {
   // `restart` begins a new window now (a switch was applied).
   void start_adaptive(bool restart = false);
   void reset_adaptive_window();
+  std::int64_t adaptive_window_ns() const;  // a probe's windows may be shorter
   void adaptive_window();
 
   EventLoop& loop_;
