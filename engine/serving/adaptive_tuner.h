@@ -38,13 +38,14 @@ struct AdaptiveTuning {
   // steady_windows windows the requests running, and those waiting, per attention rank spread at most
   // steady_spread of their mean (or min_running_change requests, whichever is more), and
   // arrivals have not stopped: none for as long as drain_arrivals of them were due at the
-  // recent rate. A load still ramping (a run's first
+  // recent rate. (A false alarm only delays the probe a window; a probe in the drain serves
+  // the losers for nothing, as it did at 12 and 24 req/s on the sweep with 3 due.) A load still ramping (a run's first
   // seconds; a queue growing behind a full batch) or draining (arrivals stopped) is not the
   // load the choice will serve, and a probe there serves its slower windows for nothing: on
   // the README's example every such probe kept sync and cost 2 % of its throughput.
   std::int32_t steady_windows = 5;
   double steady_spread = 0.15;
-  double drain_arrivals = 3;
+  double drain_arrivals = 1;
   // A challenger replaces the policy in force before the probe only when its ITL is this
   // fraction lower (hysteresis on the choice: the switch back costs a drain).
   double margin = 0.03;
@@ -58,6 +59,7 @@ struct AdaptiveTuning {
   // load still gives each candidate hundreds of inter-token gaps (30 ms gave async too few).
   // Gaps are counted only where both tokens fall in the window, which favours short gaps the
   // more the shorter the window: it narrows the policies' differences, never reverses them.
+  // One with fewer than min_itl_samples gaps runs on to 100 ms (the coordinator's window).
   std::int64_t probe_window_ns = 50'000'000;  // fewer inter-token gaps: the window measures nothing
 };
 

@@ -178,6 +178,16 @@ void Coordinator::adaptive_window() {
     return;
   }
   const std::int64_t now = loop_.now();
+  // A probe's short window that has not yet seen enough inter-token gaps runs on, up to a
+  // whole window (a small batch gives few tokens in 50 ms).
+  if (tuner_ && tuner_->probing() && !switching() && window_gaps_ < tuner_->tuning().min_itl_samples &&
+      now - window_start_ns_ < kAdaptiveWindowNs) {
+    ++adaptive_window_seq_;
+    loop_.post(window_start_ns_ + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+      if (seq == adaptive_window_seq_) adaptive_window();
+    });
+    return;
+  }
   const double window_s = static_cast<double>(now - window_start_ns_) * 1e-9;
   const double per_rank = window_s > 0 ? 1.0 / window_s / std::max(1, cluster_->topology().num_ranks()) : 0;
   // The queue's delay: the mean wait of the requests that left it in the window, or the wait
