@@ -29,7 +29,7 @@ struct AdaptiveTuning {
   // policies that lost: where the runner-up was w behind (ITL, or tokens/s where one fell
   // behind), the move that re-probes is reprobe_change * w / clear_win when that is more, at
   // most max_reprobe_change. (Our reading of weighing a probe's cost against the gain it could
-  // find; the demo's load wanders 16-24 requests per rank and sync wins there by 24 %.)
+  // find; the demo's load wanders 16-24 requests per rank and sync wins there by 23 %.)
   double clear_win = 0.1;
   double max_reprobe_change = 0.8;
   double min_running_change = 1.0;
