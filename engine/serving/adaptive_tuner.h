@@ -1,7 +1,8 @@
-// The `adaptive` policy's online tuner as a pure object: when the offered load changes
-// materially it serves one window under each candidate policy, measures what each served, and
-// keeps the best, so the order of the policies over load is whatever the cluster shows, not a
-// band order fixed in advance. Tested on synthetic observations.
+// The `adaptive` policy's online tuner as a pure object: once the load holds, and when the
+// decode batch has since moved materially, it serves one window under each candidate policy,
+// measures what each served, and keeps the best (remembered for that batch), so the order of
+// the policies over load is whatever the cluster shows, not a band order fixed in advance.
+// Tested on synthetic observations.
 #pragma once
 
 #include <cstdint>
@@ -35,14 +36,14 @@ struct AdaptiveTuning {
   double min_running_change = 1.0;
   std::int32_t confirm_windows = 3;
   // A probe (or a switch to a remembered choice) waits for a steady load: over the last
-  // steady_windows windows the requests running, and those waiting, per attention rank spread at most
-  // steady_spread of their mean (or min_running_change requests, whichever is more), and
-  // arrivals have not stopped: none for as long as drain_arrivals of them were due at the
-  // recent rate. (A false alarm only delays the probe a window; a probe in the drain serves
-  // the losers for nothing, as it did at 12 and 24 req/s on the sweep with 3 due.) A load still ramping (a run's first
-  // seconds; a queue growing behind a full batch) or draining (arrivals stopped) is not the
-  // load the choice will serve, and a probe there serves its slower windows for nothing: on
-  // the README's example every such probe kept sync and cost 2 % of its throughput.
+  // steady_windows windows the requests running, and those waiting, per attention rank spread
+  // at most steady_spread of their mean (or min_running_change requests, whichever is more),
+  // and arrivals have not stopped: none for as long as drain_arrivals of them were due at the
+  // recent rate. A load still ramping (a run's first seconds; a queue growing behind a full
+  // batch) or draining is not the load the choice will serve, and a probe there serves its
+  // slower windows for nothing: on the README's example every such probe kept sync and cost 2 %
+  // of its throughput. (A false drain alarm only delays a probe a window; with 3 due, the
+  // sweep's 12 and 24 req/s runs probed after their arrivals had ended.)
   std::int32_t steady_windows = 5;
   double steady_spread = 0.15;
   double drain_arrivals = 1;
@@ -53,14 +54,14 @@ struct AdaptiveTuning {
   // fell behind the load (one that keeps up admits at the next iteration); where one did, the
   // policies compare by tokens/s served, not by ITL.
   double max_queue_itls = 3;
-  std::int64_t min_itl_samples = 20;
+  std::int64_t min_itl_samples = 20;  // fewer inter-token gaps: the window measures nothing
   // A probe's windows under the candidates last this long (the coordinator's other windows
   // 100 ms): half as long serves half as much under the slower policies, and on the demo's
   // load still gives each candidate hundreds of inter-token gaps (30 ms gave async too few).
   // Gaps are counted only where both tokens fall in the window, which favours short gaps the
   // more the shorter the window: it narrows the policies' differences, never reverses them.
   // One with fewer than min_itl_samples gaps runs on to 100 ms (the coordinator's window).
-  std::int64_t probe_window_ns = 50'000'000;  // fewer inter-token gaps: the window measures nothing
+  std::int64_t probe_window_ns = 50'000'000;
 };
 
 // One window, served wholly under `policy` (the coordinator starts a new window whenever a
