@@ -148,9 +148,13 @@ void Coordinator::start_adaptive(bool restart) {
   }
   adaptive_timer_ = true;
   reset_adaptive_window();
-  loop_.post(loop_.now() + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+  loop_.post(loop_.now() + adaptive_window_ns(), [this, seq = adaptive_window_seq_] {
     if (seq == adaptive_window_seq_) adaptive_window();
   });
+}
+
+std::int64_t Coordinator::adaptive_window_ns() const {
+  return tuner_ && tuner_->probing() ? tuner_->tuning().probe_window_ns : kAdaptiveWindowNs;
 }
 
 void Coordinator::reset_adaptive_window() {
@@ -174,6 +178,16 @@ void Coordinator::adaptive_window() {
     return;
   }
   const std::int64_t now = loop_.now();
+  // A probe's short window that has not yet seen enough inter-token gaps runs on, up to a
+  // whole window (a small batch gives few tokens in 50 ms).
+  if (tuner_ && tuner_->probing() && !switching() && window_gaps_ < tuner_->tuning().min_itl_samples &&
+      now - window_start_ns_ < kAdaptiveWindowNs) {
+    ++adaptive_window_seq_;
+    loop_.post(window_start_ns_ + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+      if (seq == adaptive_window_seq_) adaptive_window();
+    });
+    return;
+  }
   const double window_s = static_cast<double>(now - window_start_ns_) * 1e-9;
   const double per_rank = window_s > 0 ? 1.0 / window_s / std::max(1, cluster_->topology().num_ranks()) : 0;
   // The queue's delay: the mean wait of the requests that left it in the window, or the wait
@@ -192,6 +206,7 @@ void Coordinator::adaptive_window() {
     double running = 0;
     for (std::int32_t n : running_per_rank_) running += n;
     o.running_per_rank = running / static_cast<double>(std::max<std::size_t>(1, running_per_rank_.size()));
+    o.waiting_per_rank = static_cast<double>(waiting_.size()) / static_cast<double>(std::max<std::size_t>(1, running_per_rank_.size()));
     o.queue_delay_ms = queue_delay_ns * 1e-6;
     o.served_tokens_per_s = window_s > 0 ? static_cast<double>(window_tokens_) / window_s : 0;
     o.itl_ms = window_gaps_ > 0 ? static_cast<double>(window_gap_sum_ns_) / static_cast<double>(window_gaps_) * 1e-6 : 0;
@@ -220,7 +235,7 @@ void Coordinator::adaptive_window() {
     }
   }
   reset_adaptive_window();
-  loop_.post(now + kAdaptiveWindowNs, [this, seq = adaptive_window_seq_] {
+  loop_.post(now + adaptive_window_ns(), [this, seq = adaptive_window_seq_] {
     if (seq == adaptive_window_seq_) adaptive_window();
   });
 }

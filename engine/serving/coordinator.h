@@ -136,7 +136,8 @@ class Coordinator {
   // The adaptive policy's windows: every kAdaptiveWindowNs of loop time the tuner (or, with
   // thresholds set, the band chooser) sees the window's load and what it served, and may switch
   // the concrete policy (through request_policy, at a safe point). A window restarts when a
-  // switch is applied, so no window holds a drain or two policies.
+  // switch is applied, so no window holds a drain or two policies. A probe's windows are the
+  // tuner's probe_window_ns, run on to kAdaptiveWindowNs until they hold enough tokens.
   static constexpr std::int64_t kAdaptiveWindowNs = 100'000'000;
   struct AdaptiveSwitch {
     std::int64_t t_ns = 0;  // decided at
@@ -189,6 +190,7 @@ class Coordinator {
   // `restart` begins a new window now (a switch was applied).
   void start_adaptive(bool restart = false);
   void reset_adaptive_window();
+  std::int64_t adaptive_window_ns() const;  // a probe's windows may be shorter
   void adaptive_window();
 
   EventLoop& loop_;

@@ -15,6 +15,7 @@ AdaptiveTuning tuning() {
   t.warmup_windows = 2;
   t.load_windows = 1;  // each window's batch decides (averaging is the coordinator's window count)
   t.confirm_windows = 2;
+  t.steady_windows = 2;
   return t;
 }
 
@@ -86,9 +87,76 @@ TEST(AdaptiveTuner, FollowsWhicheverOrderTheClusterShows) {
   EXPECT_NE(d[0].reason.find("20.0 requests running"), std::string::npos) << d[0].reason;
   EXPECT_EQ(d.back().to, PolicyKind::Sync);  // 14 ms against pingpong's 18 and async's 22
   EXPECT_EQ(tuner.current(), PolicyKind::Sync);
-  // And back when the batch falls again.
-  run(tuner, kCrossing, {1, 1, 1, 1, 1, 1});
+  // And back when the batch falls again: to the choice measured there before, without a probe.
+  const auto back = run(tuner, kCrossing, {1, 1, 1, 1, 1, 1});
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_FALSE(back[0].probing);
+  EXPECT_EQ(back[0].to, PolicyKind::Async);
+  EXPECT_NE(back[0].reason.find("(not probed again)"), std::string::npos) << back[0].reason;
   EXPECT_EQ(tuner.current(), PolicyKind::Async);
+  EXPECT_EQ(tuner.probed().size(), 2u);
+}
+
+TEST(AdaptiveTuner, NoProbeWhileTheBatchRampsOrAQueueGrowsOnlyOnceTheLoadHolds) {
+  AdaptiveTuning t = tuning();
+  t.steady_windows = 5;
+  AdaptiveTuner tuner(t, PolicyKind::Sync);
+  std::int64_t at = 0;
+  // A run's first seconds: the batch grows two requests per window.
+  for (double r = 2; r <= 40; r += 2) EXPECT_FALSE(tuner.observe(window(kCrossing, tuner.current(), r, at += 100'000'000)).has_value()) << r;
+  // Then the batch is full and the queue behind it grows two requests per rank per window.
+  for (int w = 0; w < 10; ++w) {
+    TunerObservation o = window(kCrossing, tuner.current(), 40, at += 100'000'000);
+    o.waiting_per_rank = 2 * w;
+    EXPECT_FALSE(tuner.observe(o).has_value()) << w;
+  }
+  // The queue holds at 20: once the last steady_windows windows spread at most 15 % (18 to 20
+  // after three more), the probe.
+  std::vector<TunerDecision> d;
+  for (int w = 0; w < 4; ++w) {
+    TunerObservation o = window(kCrossing, tuner.current(), 40, at += 100'000'000);
+    o.waiting_per_rank = 20;
+    if (auto x = tuner.observe(o)) d.push_back(*x);
+  }
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d[0].probing);
+}
+
+TEST(AdaptiveTuner, NoProbeOnceArrivalsStop) {
+  AdaptiveTuner tuner(tuning(), PolicyKind::Sync);
+  std::int64_t at = 0;
+  for (int w = 0; w < 10; ++w) {
+    TunerObservation o = window(kCrossing, tuner.current(), 20, at += 100'000'000);
+    o.arrivals = 0;  // a batch still steady while the last requests finish
+    EXPECT_FALSE(tuner.observe(o).has_value()) << w;
+  }
+  // Sparse arrivals (one every third window) are no drain: at that rate three empty windows
+  // are due about once.
+  AdaptiveTuner sparse(tuning(), PolicyKind::Sync);
+  std::vector<TunerDecision> d;
+  for (int w = 0; w < 6; ++w) {
+    TunerObservation o = window(kCrossing, sparse.current(), 20, at += 100'000'000);
+    o.arrivals = w % 3 == 0 ? 1 : 0;
+    if (auto x = sparse.observe(o)) d.push_back(*x);
+  }
+  ASSERT_FALSE(d.empty());
+  EXPECT_TRUE(d[0].probing);
+}
+
+TEST(AdaptiveTuner, AClearWinNeedsALargerMoveToProbeAgain) {
+  // At 20 requests sync wins by 29 % (pingpong 18 ms against 14): the batch must move 80 %
+  // (the most), not 30 %, before the losers are served again.
+  AdaptiveTuner tuner(tuning(), PolicyKind::Sync);
+  const auto d = run(tuner, kCrossing, {20, 20, 20, 20, 20, 20});
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_NE(d.back().reason.find("probes again when the batch moves 80 %"), std::string::npos) << d.back().reason;
+  EXPECT_TRUE(run(tuner, kCrossing, {30, 30, 30, 30, 10, 10, 10, 10}).empty());
+  EXPECT_FALSE(run(tuner, kCrossing, {3, 3, 3}).empty());
+  // A close win (async 12.5 against pingpong 13.25 at one request: 6 %) keeps the 30 %.
+  AdaptiveTuner close(tuning(), PolicyKind::Sync);
+  const auto c = run(close, kCrossing, {1, 1, 1, 1, 1, 1});
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_NE(c.back().reason.find("probes again when the batch moves 30 %"), std::string::npos) << c.back().reason;
 }
 
 TEST(AdaptiveTuner, ASmallOrShortChangeOfTheBatchDoesNotProbeAgain) {

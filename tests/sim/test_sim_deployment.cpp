@@ -258,6 +258,27 @@ TEST(SimDeployment, AdaptiveTunerProbesEveryPolicyLiveAndLosesNoToken) {
   EXPECT_TRUE(co->policy().adaptive);
 }
 
+TEST(SimDeployment, AdaptiveTunerLeavesALoadThatNeverHoldsToSyncTokenForToken) {
+  // Far more arrivals than the cluster serves: the batch fills, the queue grows behind it until
+  // arrivals stop, then the run drains. No window of that is a load the choice would serve, so
+  // the tuner probes nothing and the run is sync's, to the token and the nanosecond.
+  const ModelConfig c = big_shape(2);
+  const auto requests = workload(c.vocab_size, 800, 1.0);
+  PolicySpec spec;
+  spec.policy = "adaptive";
+  Coordinator* co = nullptr;
+  std::unique_ptr<SimDeployment> keep;
+  const Layout layout = make_disaggregated_layout(4, 4, c);
+  const MetricsReport adaptive = serve(c, layout, *runtime_policy(spec), requests, &co, &keep);
+  // Requests queued: the median waited for admission many iterations.
+  EXPECT_GT(adaptive.ttft.p50_ms, 10 * adaptive.itl.p50_ms);
+  for (const auto& sw : co->adaptive_switches()) ADD_FAILURE() << sw.t_ns << " ns: " << sw.reason;
+  EXPECT_EQ(co->policy_switches(), 0);
+  const MetricsReport sync = serve(c, layout, make_policy("sync", "defrag", 2), requests);
+  EXPECT_EQ(adaptive.tokens_per_s, sync.tokens_per_s);
+  EXPECT_EQ(adaptive.itl.p50_ms, sync.itl.p50_ms);
+}
+
 TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
   // A real model routes on cpu; the sim, given the recorded trace and the same workload,
   // sends exactly the same tokens to every expert of every block.
