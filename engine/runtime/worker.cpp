@@ -319,7 +319,9 @@ bool Worker::take_async_job() {
   if (expert >= 0) {
     job_.kind = LayerKind::Expert;
     job_.index = expert;
-    job_.per_expert.push_back(recycler_.take());
+    // The job keeps its batches between executions (emptied by try_run): one is filled here.
+    if (job_.per_expert.empty()) job_.per_expert.push_back(recycler_.take());
+    recycler_.trim_list(job_.per_expert, 1);
     drain(qi, -1, job_.per_expert[0]);
   } else {
     job_.kind = pick->block == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention;
@@ -351,16 +353,14 @@ bool Worker::take_grouped_job() {
   job_.group = group;
   if (kind == LayerKind::Expert) {
     job_.index = -1;  // every expert of the block hosted here, as one grouped execution
+    std::size_t filled = 0;  // the job's (emptied) batches are filled in place, the empty ones dropped
     for (std::int32_t c = 0; c < columns_; ++c) {
       if (column_expert_[c] < 0) continue;
-      TokenBatch rows = recycler_.take();
-      drain(static_cast<std::size_t>(block * columns_ + c), group, rows);
-      if (rows.empty()) {
-        recycler_.give(std::move(rows));
-      } else {
-        job_.per_expert.push_back(std::move(rows));
-      }
+      if (filled == job_.per_expert.size()) job_.per_expert.push_back(recycler_.take());
+      drain(static_cast<std::size_t>(block * columns_ + c), group, job_.per_expert[filled]);
+      if (!job_.per_expert[filled].empty()) ++filled;
     }
+    recycler_.trim_list(job_.per_expert, filled);
   } else {
     job_.index = rank_;
     drain(static_cast<std::size_t>(block * columns_), group, job_.batch);
@@ -371,8 +371,7 @@ bool Worker::take_grouped_job() {
 void Worker::try_run() {
   if (running_) return;
   job_.batch.clear();
-  for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
-  job_.per_expert.clear();
+  for (TokenBatch& b : job_.per_expert) b.clear();
   job_.tokens = 0;
   job_.shared = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
@@ -413,8 +412,8 @@ void Worker::execute() {
   close_stall();
   const Completion done = Completion::of<Worker, &Worker::finish>(this);
   if (job_.kind == LayerKind::Expert) {
-    std::vector<TokenBatch*> batches;
-    batches.reserve(job_.per_expert.size());
+    std::vector<TokenBatch*>& batches = job_.expert_batches;
+    batches.clear();
     for (TokenBatch& b : job_.per_expert) {
       job_.tokens += b.rows();
       batches.push_back(&b);

@@ -96,6 +96,7 @@ class Worker {
     bool shared = false;                 // findep: the shared expert of an attention block's rows
     TokenBatch batch;                    // attention, shared expert and sampler
     std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
+    std::vector<TokenBatch*> expert_batches;  // what the executor is handed: per_expert's addresses
     RoutedRows routed;
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
     std::vector<TokenPool::Completed> merges;     // merge executions
