@@ -370,8 +370,8 @@ bool Worker::take_grouped_job() {
 
 void Worker::try_run() {
   if (running_) return;
-  job_.batch.clear();
-  for (TokenBatch& b : job_.per_expert) b.clear();
+  // The last job's batches were emptied when it ended (run_next_or_stall): most calls come
+  // from arrivals at an idle device that find nothing to run, and need not empty them again.
   job_.tokens = 0;
   job_.shared = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
@@ -452,6 +452,8 @@ void Worker::finish_merges(ExecutionTiming timing) {
 
 void Worker::run_next_or_stall(std::int64_t idle_since) {
   running_ = false;
+  job_.batch.clear();
+  for (TokenBatch& b : job_.per_expert) b.clear();
   try_run();
   if (!running_) {
     stalled_ = true;
