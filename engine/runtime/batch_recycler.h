@@ -3,7 +3,10 @@
 // serving moves rows without allocating (the sim spends most of its time doing exactly that).
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "engine/runtime/token_batch.h"
@@ -29,31 +32,47 @@ class BatchRecycler {
   // Keeps b's storage for a later take(); beyond a bound it is simply freed.
   void give(TokenBatch&& b) {
     if (spare_.size() >= kMaxSpare) return;
-    b.clear();
-    b.layer = {};
-    b.group = -1;
-    b.oldest_ns = 0;
+    reset(b);
     spare_.push_back(std::move(b));
   }
   std::size_t spare() const { return spare_.size(); }
 
-  // The same for the lists of batches a shipment carries.
-  std::vector<TokenBatch> take_list() {
-    if (spare_lists_.empty()) return {};
-    std::vector<TokenBatch> l = std::move(spare_lists_.back());
-    spare_lists_.pop_back();
+  // The lists of batches a shipment carries come back whole: a delivered shipment's list keeps
+  // its batches, emptied in place, so that the next dispatch fills them where they are instead
+  // of moving each batch out of the list and into it again (a TokenBatch is seven vectors and a
+  // handle: moving one in and out of the spares cost more than the rows of most batches).
+  // take_list(n) returns a list of up to n such empty batches (n: how many the caller expects
+  // to fill), or an empty list; lists are kept by their length so that one usually fits.
+  std::vector<TokenBatch> take_list(std::size_t n = 0) {
+    auto& lists = spare_lists_[std::min(n, kListLengths - 1)];
+    if (lists.empty()) return {};
+    std::vector<TokenBatch> l = std::move(lists.back());
+    lists.pop_back();
     return l;
   }
   void give_list(std::vector<TokenBatch>&& l) {
-    if (spare_lists_.size() >= kMaxSpare) return;
-    l.clear();
-    spare_lists_.push_back(std::move(l));
+    auto& lists = spare_lists_[std::min(l.size(), kListLengths - 1)];
+    if (lists.size() >= kMaxSpare) return;
+    for (TokenBatch& b : l) reset(b);
+    lists.push_back(std::move(l));
+  }
+  // Hands the batches of `l` from position `used` on to the spares and drops them from `l`.
+  void trim_list(std::vector<TokenBatch>& l, std::size_t used) {
+    for (std::size_t i = used; i < l.size(); ++i) give(std::move(l[i]));
+    l.resize(used);
   }
 
  private:
+  static void reset(TokenBatch& b) {
+    b.clear();
+    b.layer = {};
+    b.group = -1;
+    b.oldest_ns = 0;
+  }
   static constexpr std::size_t kMaxSpare = 4096;
+  static constexpr std::size_t kListLengths = 8;  // lists of 7 batches or more share the last bucket
   std::vector<TokenBatch> spare_;
-  std::vector<std::vector<TokenBatch>> spare_lists_;
+  std::array<std::vector<std::vector<TokenBatch>>, kListLengths> spare_lists_;
 };
 
 }  // namespace sy

@@ -33,7 +33,19 @@ struct TokenBatch {
   void clear();
   // Appends row `r` of `src`'s metadata only: the activations of a batch built row by row are
   // gathered afterwards by the backend, in one call for the whole batch.
-  void append_row(const TokenBatch& src, std::int64_t r);
+  // Inline: the expert dispatch calls it once per row (a million times per cluster second of
+  // the demo), and the call cost as much as the copy.
+  void append_row(const TokenBatch& src, std::int64_t r) {
+    const auto i = static_cast<std::size_t>(r);
+    request.push_back(src.request[i]);
+    position.push_back(src.position[i]);
+    rank.push_back(src.rank[i]);
+    if (!src.token.empty()) token.push_back(src.token[i]);
+    if (!src.slot.empty()) {
+      slot.push_back(src.slot[i]);
+      weight.push_back(src.weight[i]);
+    }
+  }
   // Appends every row of `src`, activations included (by their backend); when this batch is
   // empty it takes src's storage instead.
   void append(TokenBatch&& src);

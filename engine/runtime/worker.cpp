@@ -38,6 +38,7 @@ Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, E
       hooks_(std::move(hooks)),
       kv_(kv) {
   outgoing_.resize(static_cast<std::size_t>(topo_.num_devices));
+  outgoing_used_.assign(static_cast<std::size_t>(topo_.num_devices), 0);
   gather_rows_.resize(static_cast<std::size_t>(topo_.num_devices));
   reload_placement();
   set_policy(RuntimePolicy{});
@@ -192,18 +193,17 @@ void Worker::account(std::size_t qi, std::int64_t rows) {
   grid_.set(qi, q.tokens);
 }
 
-void Worker::enqueue(TokenBatch&& batch) {
+void Worker::enqueue(TokenBatch& batch) {
   const std::int64_t rows = batch.rows();
   if (rows == 0) return;
   const std::size_t qi = queue_index(batch.layer);
   TokenBatch& tail = queue_tail(qi, batch.layer, batch.group);
   if (tail.empty()) {
-    // Take the arriving rows' storage and give the tail's (empty) storage back.
+    // Take the arriving rows' storage and leave the tail's (empty) storage in the shipment.
     tail.swap_rows(batch);
   } else {
     tail.append(std::move(batch));
   }
-  recycler_.give(std::move(batch));
   account(qi, rows);
 }
 
@@ -233,11 +233,11 @@ void Worker::receive(Shipment&& shipment) {
   for (TokenBatch& batch : shipment.batches) {
     if (batch.layer.kind != LayerKind::Expert && !batch.slot.empty()) {
       absorb_expert_outputs(batch);
-      recycler_.give(std::move(batch));
     } else {
-      enqueue(std::move(batch));
+      enqueue(batch);
     }
   }
+  // The list goes back with its batches, emptied where they are, for a later dispatch to fill.
   recycler_.give_list(std::move(shipment.batches));
   if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
   update_stall();
@@ -319,7 +319,9 @@ bool Worker::take_async_job() {
   if (expert >= 0) {
     job_.kind = LayerKind::Expert;
     job_.index = expert;
-    job_.per_expert.push_back(recycler_.take());
+    // The job keeps its batches between executions (emptied by try_run): one is filled here.
+    if (job_.per_expert.empty()) job_.per_expert.push_back(recycler_.take());
+    recycler_.trim_list(job_.per_expert, 1);
     drain(qi, -1, job_.per_expert[0]);
   } else {
     job_.kind = pick->block == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention;
@@ -351,16 +353,14 @@ bool Worker::take_grouped_job() {
   job_.group = group;
   if (kind == LayerKind::Expert) {
     job_.index = -1;  // every expert of the block hosted here, as one grouped execution
+    std::size_t filled = 0;  // the job's (emptied) batches are filled in place, the empty ones dropped
     for (std::int32_t c = 0; c < columns_; ++c) {
       if (column_expert_[c] < 0) continue;
-      TokenBatch rows = recycler_.take();
-      drain(static_cast<std::size_t>(block * columns_ + c), group, rows);
-      if (rows.empty()) {
-        recycler_.give(std::move(rows));
-      } else {
-        job_.per_expert.push_back(std::move(rows));
-      }
+      if (filled == job_.per_expert.size()) job_.per_expert.push_back(recycler_.take());
+      drain(static_cast<std::size_t>(block * columns_ + c), group, job_.per_expert[filled]);
+      if (!job_.per_expert[filled].empty()) ++filled;
     }
+    recycler_.trim_list(job_.per_expert, filled);
   } else {
     job_.index = rank_;
     drain(static_cast<std::size_t>(block * columns_), group, job_.batch);
@@ -370,9 +370,8 @@ bool Worker::take_grouped_job() {
 
 void Worker::try_run() {
   if (running_) return;
-  job_.batch.clear();
-  for (TokenBatch& b : job_.per_expert) recycler_.give(std::move(b));
-  job_.per_expert.clear();
+  // The last job's batches were emptied when it ended (run_next_or_stall): most calls come
+  // from arrivals at an idle device that find nothing to run, and need not empty them again.
   job_.tokens = 0;
   job_.shared = false;
   // Merges first: a grouped policy's next micro-batch, or an async scheduler's next pick, may
@@ -413,8 +412,8 @@ void Worker::execute() {
   close_stall();
   const Completion done = Completion::of<Worker, &Worker::finish>(this);
   if (job_.kind == LayerKind::Expert) {
-    std::vector<TokenBatch*> batches;
-    batches.reserve(job_.per_expert.size());
+    std::vector<TokenBatch*>& batches = job_.expert_batches;
+    batches.clear();
     for (TokenBatch& b : job_.per_expert) {
       job_.tokens += b.rows();
       batches.push_back(&b);
@@ -453,6 +452,8 @@ void Worker::finish_merges(ExecutionTiming timing) {
 
 void Worker::run_next_or_stall(std::int64_t idle_since) {
   running_ = false;
+  job_.batch.clear();
+  for (TokenBatch& b : job_.per_expert) b.clear();
   try_run();
   if (!running_) {
     stalled_ = true;
@@ -494,13 +495,14 @@ std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std
 
 std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group) {
   std::vector<TokenBatch>& batches = outgoing_[static_cast<std::size_t>(device)];
-  if (batches.empty()) touched_.push_back(device);
-  for (std::size_t i = 0; i < batches.size(); ++i)
+  std::size_t& used = outgoing_used_[static_cast<std::size_t>(device)];
+  if (used == 0) touched_.push_back(device);
+  for (std::size_t i = 0; i < used; ++i)
     if (batches[i].layer == layer) return i;
-  TokenBatch& b = recycler_.take_into(batches);
+  TokenBatch& b = used < batches.size() ? batches[used] : recycler_.take_into(batches);
   b.layer = layer;
   b.group = group;
-  return batches.size() - 1;
+  return used++;
 }
 
 std::vector<SourceRow>& Worker::gather_list(std::int32_t device, std::size_t batch) {
@@ -513,7 +515,8 @@ void Worker::gather_outgoing(ActivationOps& ops) {
   for (std::int32_t d : touched_) {
     auto& batches = outgoing_[static_cast<std::size_t>(d)];
     auto& lists = gather_rows_[static_cast<std::size_t>(d)];
-    for (std::size_t i = 0; i < batches.size() && i < lists.size(); ++i) {
+    const std::size_t used = outgoing_used_[static_cast<std::size_t>(d)];
+    for (std::size_t i = 0; i < used && i < lists.size(); ++i) {
       if (lists[i].empty()) continue;
       ops.gather(lists[i], batches[i].hidden);
       lists[i].clear();
@@ -525,16 +528,20 @@ void Worker::send_outgoing(LayerKind kind, std::int32_t block, std::int32_t grou
                            const std::vector<std::int32_t>& always) {
   // Grouped policies ship to every expected receiver, rows or not: that is their barrier.
   for (std::int32_t d : always)
-    if (outgoing_[static_cast<std::size_t>(d)].empty() &&
+    if (outgoing_used_[static_cast<std::size_t>(d)] == 0 &&
         std::find(touched_.begin(), touched_.end(), d) == touched_.end())
       touched_.push_back(d);
   std::sort(touched_.begin(), touched_.end());
   for (std::int32_t d : touched_) {
     auto& batches = outgoing_[static_cast<std::size_t>(d)];
+    std::size_t& used = outgoing_used_[static_cast<std::size_t>(d)];
+    recycler_.trim_list(batches, used);
     if (observer_ && kind == LayerKind::Expert)
       for (const TokenBatch& b : batches) observer_->on_routed(block, b.layer.index, d, b.rows(), loop_.now());
-    Shipment s{device_, d, kind, block, group, recycler_.take_list()};
+    // The next shipment to d likely carries as many batches: ask for a list of that length.
+    Shipment s{device_, d, kind, block, group, recycler_.take_list(used)};
     std::swap(s.batches, batches);
+    used = 0;
     transport_.send(std::move(s));
   }
   touched_.clear();

@@ -96,6 +96,7 @@ class Worker {
     bool shared = false;                 // findep: the shared expert of an attention block's rows
     TokenBatch batch;                    // attention, shared expert and sampler
     std::vector<TokenBatch> per_expert;  // expert executions, ascending expert id
+    std::vector<TokenBatch*> expert_batches;  // what the executor is handed: per_expert's addresses
     RoutedRows routed;
     std::vector<SequenceContext> sequences;       // attention and sampler: one per request
     std::vector<TokenPool::Completed> merges;     // merge executions
@@ -109,7 +110,9 @@ class Worker {
   // The batch of queue `qi` that rows of `group` append to, created (and stamped) when absent.
   TokenBatch& queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);
   void account(std::size_t qi, std::int64_t rows);
-  void enqueue(TokenBatch&& batch);
+  // Queues the rows of `batch`, a batch of a delivered shipment: it is left empty or holding
+  // rows already copied, and goes back to the recycler with its shipment's list.
+  void enqueue(TokenBatch& batch);
   void absorb_expert_outputs(const TokenBatch& outputs);
   // Requests the token pool let go (completed_): merged by an execution, or (sim) queued at once.
   void take_completed();
@@ -208,7 +211,10 @@ class Worker {
   std::int64_t stall_start_ = 0;
   // Dispatch scratch: per destination device, the batches being filled (one per expert, or
   // one for the attention rank), and the devices touched so far.
+  // outgoing_[d] holds outgoing_used_[d] batches being filled, then empty ones that came with a
+  // recycled list (filled next, in place).
   std::vector<std::vector<TokenBatch>> outgoing_;
+  std::vector<std::size_t> outgoing_used_;
   std::vector<std::int32_t> touched_;
   std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
   std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
