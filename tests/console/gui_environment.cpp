@@ -1,5 +1,7 @@
 #include "gui_environment.h"
 
+#include "console/imgui_glue/imgui_widget.h"
+
 #include <QScrollArea>
 #include <QTest>
 #include <QWidget>
@@ -9,6 +11,7 @@
 
 #include <QDir>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +110,17 @@ SpanColours count_span_colours(const QImage& image) {
     }
   }
   return c;
+}
+
+StatusOr<double> open_trace_and_draw(MainWindow& w, const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = w.openTrace(QString::fromStdString(path));
+  if (!st.ok()) return st;
+  auto* timeline = w.findChild<ImGuiWidget*>("timelineView");
+  if (timeline == nullptr) return Status::Error("the main window has no timelineView");
+  timeline->requestFrames(1);
+  QTest::qWait(1);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace sy::console::testing

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "base/status.h"
+#include "console/app/main_window.h"
 #include "xvfb_server.h"
 
 namespace sy::console::testing {
@@ -32,5 +34,9 @@ struct SpanColours {
   long saturated = 0;  // any strongly coloured pixel: spans of every kind, stalls, heat cells
 };
 SpanColours count_span_colours(const QImage& image);
+
+// Opens the recording at `path` in `w` and draws the timeline's first frame: the seconds that
+// took (printed by the tests, never asserted), or why it did not open.
+StatusOr<double> open_trace_and_draw(MainWindow& w, const std::string& path);
 
 }  // namespace sy::console::testing
