@@ -137,11 +137,12 @@ void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
   const std::int64_t c0 = std::max(table.t0_ns, pts.front()->t_begin_ns);
   const std::int64_t c1 = std::max(table.t1_ns, c0 + 1);
   std::vector<std::pair<std::string, std::vector<std::pair<std::int64_t, double>>>> series;
+  // Which devices are attention ranks, as the table found them (no lookup per window).
+  std::vector<std::int32_t> attention_devices;
+  for (const DeviceActivity& d : table.devices)
+    if (d.attention) attention_devices.push_back(d.device);
   const auto is_attention = [&](std::int32_t device) {
-    if (!meta) return false;
-    for (const DeviceInfo& info : meta->devices)
-      if (info.index == device) return info.rank >= 0;
-    return false;
+    return std::find(attention_devices.begin(), attention_devices.end(), device) != attention_devices.end();
   };
   series.emplace_back("attention", std::vector<std::pair<std::int64_t, double>>{});
   series.emplace_back(meta ? "expert" : "all devices", std::vector<std::pair<std::int64_t, double>>{});

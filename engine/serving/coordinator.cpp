@@ -169,6 +169,15 @@ void Coordinator::reset_adaptive_window() {
   window_gaps_ = 0;
 }
 
+RuntimePolicy Coordinator::announce_adaptive_switch(std::int64_t now, PolicyKind to, const std::string& reason) {
+  RuntimePolicy next = policy_;
+  next.kind = to;
+  const AdaptiveSwitch sw{now, policy_, next, reason};
+  adaptive_switches_.push_back(sw);
+  if (on_adaptive_switch_) on_adaptive_switch_(sw);
+  return next;
+}
+
 void Coordinator::adaptive_window() {
   // The timer runs while the policy in force (or the one asked for) is adaptive and there is
   // work: an idle coordinator (between a service's requests, at the end of a run, on a rank that
@@ -214,25 +223,14 @@ void Coordinator::adaptive_window() {
     o.drain_ms = static_cast<double>(last_drain_ns_) * 1e-6;
     last_drain_ns_ = 0;
     if (auto d = tuner_->observe(o)) {
-      RuntimePolicy next = policy_;
-      next.kind = d->to;
-      AdaptiveSwitch sw{now, policy_, next, d->reason};
-      adaptive_switches_.push_back(sw);
-      if (on_adaptive_switch_) on_adaptive_switch_(sw);
+      const RuntimePolicy next = announce_adaptive_switch(now, d->to, d->reason);
       if (d->to != d->from && request_policy(next).ok()) adaptive_asked_ns_ = now;
     }
   } else if (!switching() && chooser_) {
     AdaptiveObservation o;
     o.t_ns = now;
     o.offered_tokens_per_s_per_rank = window_offered_tokens_ * per_rank;
-    if (auto d = chooser_->observe(o)) {
-      RuntimePolicy next = policy_;
-      next.kind = d->to;
-      AdaptiveSwitch sw{now, policy_, next, d->reason};
-      adaptive_switches_.push_back(sw);
-      if (on_adaptive_switch_) on_adaptive_switch_(sw);
-      (void)request_policy(next);
-    }
+    if (auto d = chooser_->observe(o)) (void)request_policy(announce_adaptive_switch(now, d->to, d->reason));
   }
   reset_adaptive_window();
   loop_.post(now + adaptive_window_ns(), [this, seq = adaptive_window_seq_] {

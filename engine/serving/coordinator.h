@@ -192,6 +192,8 @@ class Coordinator {
   void reset_adaptive_window();
   std::int64_t adaptive_window_ns() const;  // a probe's windows may be shorter
   void adaptive_window();
+  // Records an adaptive decision (the control event's source) and returns the policy it names.
+  RuntimePolicy announce_adaptive_switch(std::int64_t now, PolicyKind to, const std::string& reason);
 
   EventLoop& loop_;
   CoordinatorOptions options_;
