@@ -25,6 +25,15 @@ inline Status check_cublas(cublasStatus_t status, const char* what) {
   return Status::Ok();
 }
 
+// Points the handle at `stream`. cublasSetStream also resets the handle's workspace to
+// cuBLAS's default pool (cuBLAS docs, cublasSetStream), which would undo the cublasSetWorkspace
+// a CUDA graph capture needs: the stream is switched only when it differs.
+inline Status use_stream(cublasHandle_t handle, cudaStream_t stream) {
+  cudaStream_t current = nullptr;
+  if (cublasGetStream(handle, &current) == CUBLAS_STATUS_SUCCESS && current == stream) return Status::Ok();
+  return check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
+}
+
 inline Status require(bool condition, const char* message) {
   return condition ? Status::Ok() : Status::Error(message);
 }

@@ -176,6 +176,10 @@ class ExpertWorkspace {
 Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems, std::int64_t count,
                            std::int64_t H, std::int64_t I, DType type, ExpertWorkspace& ws, cudaStream_t stream);
 
+// y[r, 0..width) *= scale[r] for `rows` rows: the row weights swiglu_experts_cuda applies last,
+// for an FFN computed by plain linears (the executor's dense and shared FFNs).
+Status scale_rows_cuda(float* y, const float* scale, std::int64_t rows, std::int64_t width, cudaStream_t stream);
+
 // x[i] = 1 / (1 + exp(-x[i])) in place: the shared expert's gate (qwen2_moe).
 Status sigmoid_cuda(float* x, std::int64_t n, cudaStream_t stream);
 

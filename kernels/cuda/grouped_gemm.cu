@@ -114,7 +114,7 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
                                                         host_pointers.size() * sizeof(void*), cudaMemcpyHostToDevice,
                                                         stream),
                                         "grouped_linear_cuda: pointer upload"));
-  SY_RETURN_IF_ERROR(detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream"));
+  SY_RETURN_IF_ERROR(detail::use_stream(handle, stream));
   const cudaDataType_t t = cuda_type(type);
   const std::vector<cublasOperation_t> transa(static_cast<std::size_t>(G), CUBLAS_OP_T);
   const std::vector<cublasOperation_t> transb(static_cast<std::size_t>(G), CUBLAS_OP_N);

@@ -57,7 +57,7 @@ Status linear_cuda(cublasHandle_t handle, const void* x, DType type, std::int64_
   }
   const float alpha = 1.0f;
   const cudaDataType_t t = type == DType::BF16 ? CUDA_R_16BF : type == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
-  SY_RETURN_IF_ERROR(detail::check_cublas(cublasSetStream(handle, stream), "cublasSetStream"));
+  SY_RETURN_IF_ERROR(detail::use_stream(handle, stream));
   // cuBLAS is column-major: row-major y[M,N] is column-major yᵀ[N,M] = W[N,K] · xᵀ[K,M], where
   // row-major W[N,K] read column-major is Wᵀ (so op T) and row-major x[M,K] is xᵀ already.
   SY_RETURN_IF_ERROR(detail::check_cublas(

@@ -176,6 +176,20 @@ TEST(CudaKernels, SiluMulMatchesCpu) {
   EXPECT_LT(nmse(dh.host(), as_double(expected)), 1e-12);
 }
 
+TEST(CudaKernels, ScaleRowsMatchesCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  Rng rng(41);
+  const std::int64_t rows = 37, width = 1000;
+  const std::vector<float> y = rng.uniform_vector(static_cast<std::size_t>(rows * width)),
+                           scale = rng.uniform_vector(static_cast<std::size_t>(rows), 0.1f, 2.0f);
+  std::vector<float> expected = y;
+  for (std::int64_t i = 0; i < rows * width; ++i)
+    expected[static_cast<std::size_t>(i)] *= scale[static_cast<std::size_t>(i / width)];
+  DeviceBuffer<float> dy(y), ds(scale);
+  ASSERT_OK(kernels::scale_rows_cuda(dy.get(), ds.get(), rows, width, nullptr));
+  EXPECT_EQ(dy.host(), expected);
+}
+
 TEST(CudaKernels, RouterTopkMatchesCpu) {
   SKIP_WITHOUT_GPU();
   for (const std::int32_t E : {8, 60, 128, 256}) {
