@@ -38,18 +38,21 @@ fs::path resolve_model_config(const std::string& model) {
 }  // namespace
 
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
-                                        DeploymentOptions options, int gpu) {
+                                        DeploymentOptions options, int gpu, bool cuda_graphs) {
 #if SY_HAVE_CUDA
   // The layout's `gpu` keys where given, --gpu elsewhere.
-  std::vector<int> gpus(static_cast<std::size_t>(topology.num_devices), gpu);
-  for (std::size_t d = 0; d < gpus.size() && d < topology.device_gpu.size(); ++d)
-    if (topology.device_gpu[d] >= 0) gpus[d] = topology.device_gpu[d];
-  return take(CudaDeployment::create(std::move(weights), std::move(topology), std::move(options), std::move(gpus)));
+  CudaDeploymentOptions cuda;
+  cuda.device_gpu.assign(static_cast<std::size_t>(topology.num_devices), gpu);
+  for (std::size_t d = 0; d < cuda.device_gpu.size() && d < topology.device_gpu.size(); ++d)
+    if (topology.device_gpu[d] >= 0) cuda.device_gpu[d] = topology.device_gpu[d];
+  cuda.cuda_graphs = cuda_graphs;
+  return take(CudaDeployment::create(std::move(weights), std::move(topology), std::move(options), std::move(cuda)));
 #else
   (void)weights;
   (void)topology;
   (void)options;
   (void)gpu;
+  (void)cuda_graphs;
   throw CommandError{"--backend cuda: this build has no CUDA support (configured without nvcc, or with "
                      "SY_DISABLE_CUDA=ON)"};
 #endif
@@ -70,6 +73,10 @@ void BackendOptions::add_to(CLI::App& app, bool with_both) {
       ->check(CLI::IsMember({"cpu", "cuda", "sim"}))->capture_default_str();
   app.add_option("--gpu", gpu, "cuda: the GPU of the layout's devices that give no `gpu` key")
       ->check(CLI::Range(0, 1023))->capture_default_str();
+  app.add_option("--cuda-graphs", cuda_graphs,
+                 "cuda: on (decode attention as CUDA graphs, batches padded to 1, 2, 4, ..., 256 rows) or off "
+                 "(every execution eagerly)")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   app.add_option("--hardware", hardware,
                  "sim: device profile, a name from assets/hardware or a .toml file; cpu, cuda: the profile whose "
                  "[findep] table (switchyard calibrate) findep's solver plans with")
@@ -176,7 +183,8 @@ std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions
   check(check_host_memory(config_, topology, options.kv_pages_per_rank, options.page_size,
                           /*host_kv=*/!sim() && !cuda()));
   if (!options.findep_costs) options.findep_costs = findep_costs_;
-  if (cuda()) return deploy_cuda(weights_, std::move(topology), std::move(options), options_.gpu);
+  if (cuda()) return deploy_cuda(weights_, std::move(topology), std::move(options), options_.gpu,
+                                    options_.cuda_graphs == "on");
   if (sim()) {
     options.clock = Clock::Virtual;
     options.routing_trace = replay_;

@@ -21,6 +21,7 @@ namespace sy::cli {
 struct BackendOptions {
   std::string backend = "cpu";
   int gpu = 0;  // cuda: the GPU of devices whose layout entry has no `gpu` key
+  std::string cuda_graphs = "on";  // cuda: decode attention as CUDA graphs (on) or eagerly (off)
   std::string hardware = "h100";
   std::int32_t devices_per_node = 8;
   std::filesystem::path record_routing;  // cpu: write the model's routing here
@@ -35,9 +36,10 @@ struct BackendOptions {
 };
 
 // --backend cuda for a command that loads its weights itself (generate --prompts): the deployment
-// on gpu `gpu`, or a CommandError naming the problem (no GPU, no fit, a build without CUDA).
+// on gpu `gpu`, decode attention as CUDA graphs or not, or a CommandError naming the problem
+// (no GPU, no fit, a build without CUDA).
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
-                                        DeploymentOptions options, int gpu);
+                                        DeploymentOptions options, int gpu, bool cuda_graphs);
 
 class Backend {
  public:

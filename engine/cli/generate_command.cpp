@@ -37,6 +37,7 @@ struct GenerateArgs {
   std::string clock = "wall";
   std::string backend = "cpu";  // with --prompts: cpu or cuda
   int gpu = 0;
+  std::string cuda_graphs = "on";  // with --backend cuda: decode attention as CUDA graphs
   std::string switch_policy;       // with --prompts: switch to this policy mid-run
   std::filesystem::path switch_placement;  // and/or to this layout's expert placement
   std::int64_t switch_after = 1;   // after this many tokens
@@ -118,7 +119,7 @@ void run_many(const GenerateArgs& a) {
   if (cuda && ranks) throw CommandError{"--backend cuda runs in one process (launchers are for the cpu backend)"};
   if (cuda && options.clock != Clock::Wall) throw CommandError{"--backend cuda runs on the wall clock"};
   check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!cuda));
-  std::unique_ptr<Deployment> made = cuda ? deploy_cuda(weights, topology, options, a.gpu)
+  std::unique_ptr<Deployment> made = cuda ? deploy_cuda(weights, topology, options, a.gpu, a.cuda_graphs == "on")
                                           : std::make_unique<CpuDeployment>(weights, topology, options);
   Deployment& deployment = *made;
   // However this returns, the other ranks' messages stop reaching the loop before it goes.
@@ -237,6 +238,9 @@ void register_generate(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   sub->add_option("--gpu", args->gpu, "With --backend cuda: the GPU of the layout's devices that give no `gpu` key")
       ->check(CLI::Range(0, 1023))->capture_default_str();
+  sub->add_option("--cuda-graphs", args->cuda_graphs,
+                  "With --backend cuda: on (decode attention as CUDA graphs) or off (every execution eagerly)")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
   sub->add_option("--switch-policy", args->switch_policy,
                   "With --prompts: switch to this policy (async, pingpong, sync or findep; the layout's other policy keys) "
                   "mid-run, at the next safe point after --switch-after tokens")

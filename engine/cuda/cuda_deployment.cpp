@@ -21,8 +21,8 @@ std::int64_t scratch_bytes(const ModelConfig& c) {
 }
 
 Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model, const DeploymentOptions& options,
-                                        std::vector<int> device_gpu) {
-  return [model, device_gpu, kv_pages = options.kv_pages_per_rank, page_size = options.page_size](
+                                        std::vector<int> device_gpu, bool cuda_graphs) {
+  return [model, device_gpu, kv_pages = options.kv_pages_per_rank, page_size = options.page_size, cuda_graphs](
              std::int32_t device, bool attention_rank, EventLoop& loop) {
     CudaExecutorOptions o;
     o.gpu = device_gpu.empty() ? 0 : device_gpu[static_cast<std::size_t>(device)];
@@ -30,6 +30,7 @@ Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model
     o.attention_rank = attention_rank;
     o.kv_pages = kv_pages;
     o.page_size = page_size;
+    o.cuda_graphs = cuda_graphs;
     return std::unique_ptr<Executor>(std::make_unique<CudaExecutor>(model, o, loop));
   };
 }
@@ -40,7 +41,8 @@ std::string cuda_backend_problem() { return kernels::cuda_device_problem(); }
 
 StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr<const ModelWeights> weights,
                                                                  Topology topology, DeploymentOptions options,
-                                                                 std::vector<int> device_gpu) {
+                                                                 CudaDeploymentOptions cuda) {
+  const std::vector<int>& device_gpu = cuda.device_gpu;
   if (!kernels::cuda_device_available())
     return Status::Error("--backend cuda: no usable GPU (" + kernels::cuda_device_problem() + ")");
   if (!device_gpu.empty() && static_cast<std::int32_t>(device_gpu.size()) != topology.num_devices)
@@ -71,7 +73,9 @@ StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr
   needs.attention = attention_ranks > 0;
   // Every expert: the GPU is shared by all devices, so live placement changes need no upload.
   needs.experts.assign(static_cast<std::size_t>(c.num_layers), std::vector<bool>(static_cast<std::size_t>(c.num_experts), true));
-  needs.other_bytes = attention_ranks * CudaExecutor::kv_bytes(c, options.kv_pages_per_rank, options.page_size) +
+  needs.other_bytes = attention_ranks * (CudaExecutor::kv_bytes(c, options.kv_pages_per_rank, options.page_size) +
+                                         CudaExecutor::fixed_bytes(c, true, options.kv_pages_per_rank)) +
+                      (topology.num_devices - attention_ranks) * CudaExecutor::fixed_bytes(c, false, 0) +
                       topology.num_devices * scratch_bytes(c);
   needs.who = "gpu " + std::to_string(gpu) + " (";
   for (std::int32_t d = 0; d < topology.num_devices; ++d)
@@ -81,13 +85,13 @@ StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr
   if (!model.ok()) return model.status();
   options.clock = Clock::Wall;  // completions come from the GPU's streams, in real time
   return std::unique_ptr<CudaDeployment>(
-      new CudaDeployment(std::move(*model), std::move(topology), std::move(options), std::move(device_gpu)));
+      new CudaDeployment(std::move(*model), std::move(topology), std::move(options), std::move(cuda)));
 }
 
 CudaDeployment::CudaDeployment(std::shared_ptr<const DeviceModel> model, Topology topology, DeploymentOptions options,
-                               std::vector<int> device_gpu)
+                               CudaDeploymentOptions cuda)
     // float32 activations cross between workers (device-to-device on one GPU).
     : Deployment(std::move(topology), options, static_cast<std::int64_t>(model->config().hidden_size) * 4,
-                 cuda_executors(model, options, std::move(device_gpu))) {}
+                 cuda_executors(model, options, std::move(cuda.device_gpu), cuda.cuda_graphs)) {}
 
 }  // namespace sy

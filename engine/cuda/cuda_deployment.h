@@ -17,19 +17,25 @@ namespace sy {
 // Why no GPU can be used (the CUDA runtime's reason); empty when one can.
 std::string cuda_backend_problem();
 
+// What the cuda backend adds to DeploymentOptions.
+struct CudaDeploymentOptions {
+  std::vector<int> device_gpu;  // the GPU of device d (empty: all on GPU 0)
+  bool cuda_graphs = true;      // decode attention as CUDA graphs (CudaExecutorOptions::cuda_graphs)
+};
+
 class CudaDeployment final : public Deployment {
  public:
-  // device_gpu[d]: the GPU of device d (empty: all on GPU 0). Fails with a message when no
+  // Fails with a message when no
   // GPU can be used (the runtime's reason), when devices sit on different GPUs (transfers
   // between GPUs are not written yet), or when a GPU's weights and KV caches do not fit
   // (naming the GPU, its devices, the need and the free memory). Runs on the wall clock.
   static StatusOr<std::unique_ptr<CudaDeployment>> create(std::shared_ptr<const ModelWeights> weights,
                                                           Topology topology, DeploymentOptions options,
-                                                          std::vector<int> device_gpu = {});
+                                                          CudaDeploymentOptions cuda = {});
 
  private:
   CudaDeployment(std::shared_ptr<const DeviceModel> model, Topology topology, DeploymentOptions options,
-                 std::vector<int> device_gpu);
+                 CudaDeploymentOptions cuda);
 };
 
 }  // namespace sy

@@ -20,6 +20,22 @@ using cuda_backend::must;
 // Event times are float milliseconds: rebase well before their resolution gets coarse.
 constexpr std::int64_t kRebaseNs = 60'000'000'000;
 
+// The cuBLAS workspace every call of the executor uses, eager or captured: under stream
+// capture cuBLAS must not allocate, and a graph keeps the workspace address it was captured
+// with (cuBLAS docs, CUDA Graphs support and cublasSetWorkspace: 32 MiB suits Hopper). The
+// same workspace eagerly keeps cuBLAS's choice of kernels, and so the bits, the same as in
+// the graphs.
+constexpr std::size_t kCublasWorkspaceBytes = 32ull << 20;
+
+// Decode rows of requests longer than this many KV pages run eagerly: the decode buffers
+// keep every bucket row's block table at this fixed stride.
+constexpr std::int32_t kMaxGraphPages = 2048;
+
+constexpr std::size_t kAlign = 256;
+std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+std::int32_t graph_table_stride(std::int32_t kv_pages) { return std::max(1, std::min(kv_pages, kMaxGraphPages)); }
+
 }  // namespace
 
 DeviceScratch::~DeviceScratch() { cudaFree(p_); }
@@ -36,22 +52,62 @@ void* DeviceScratch::reserve(std::size_t bytes) {
   return p_;
 }
 
+// One page per layer beyond kv_pages: where padded decode rows write and read their keys
+// (the KV block manager never hands it out).
 std::int64_t CudaExecutor::kv_bytes(const ModelConfig& c, std::int32_t kv_pages, std::int32_t page_size) {
-  return 2 * static_cast<std::int64_t>(c.num_layers) * kv_pages * page_size * c.num_kv_heads * c.head_dim * 4;
+  return 2 * static_cast<std::int64_t>(c.num_layers) * (kv_pages + 1) * page_size * c.num_kv_heads * c.head_dim * 4;
+}
+
+CudaExecutor::Widths CudaExecutor::widths() const {
+  const ModelConfig& c = model_->config();
+  Widths w{};
+  w.hidden = c.hidden_size;
+  w.q = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
+  w.kv = static_cast<std::int64_t>(c.num_kv_heads) * c.head_dim;
+  w.out = std::max<std::int64_t>(c.hidden_size, c.num_experts);
+  w.ffn = std::max<std::int64_t>({1, c.intermediate_size, c.shared_expert_intermediate_size});
+  w.x_low = std::max({w.hidden, w.q, w.ffn});
+  return w;
+}
+
+// Must match ensure_decode_buffers' carving.
+std::int64_t CudaExecutor::fixed_bytes(const ModelConfig& c, bool attention_rank, std::int32_t kv_pages) {
+  std::int64_t bytes = static_cast<std::int64_t>(kCublasWorkspaceBytes);
+  if (!attention_rank) return bytes;
+  const std::int64_t H = c.hidden_size, q = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
+  const std::int64_t kv = static_cast<std::int64_t>(c.num_kv_heads) * c.head_dim;
+  const std::int64_t out = std::max<std::int64_t>(H, c.num_experts);
+  const std::int64_t ffn = std::max<std::int64_t>({1, c.intermediate_size, c.shared_expert_intermediate_size});
+  const std::int64_t floats_per_row = 4 * H + 2 * q + 2 * kv + out + 1 + 2 * ffn + std::max({H, q, ffn}) + 2 * c.top_k;
+  const std::int64_t ints_per_row = 3 + graph_table_stride(kv_pages);
+  return bytes + (floats_per_row + ints_per_row) * 4 * DecodeGraphs::kMaxBucket + 24 * static_cast<std::int64_t>(kAlign);  // 19 pieces, each aligned
 }
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecutorOptions options, EventLoop& loop)
-    : model_(std::move(model)), options_(options), loop_(loop), activations_(options.gpu) {
+    : model_(std::move(model)),
+      options_(options),
+      loop_(loop),
+      graphs_(options.cuda_graphs, options.device),
+      activations_(options.gpu) {
   must(cudaSetDevice(options_.gpu), "cudaSetDevice");
   must(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "cuda backend: cublasCreate failed on gpu %d\n", options_.gpu);
     std::abort();
   }
+  // The stream first: cublasSetStream resets the workspace (kernels::linear_cuda and
+  // grouped_linear_cuda only set the stream when it differs, so this one stays).
+  must(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)");
+  if (cublasSetStream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "cuda backend: cublasSetStream/cublasSetWorkspace failed on gpu %d\n", options_.gpu);
+    std::abort();
+  }
   for (cudaEvent_t* e : {&base_, &start_, &end_}) must(cudaEventCreate(e), "cudaEventCreate");
   if (options_.attention_rank) {
     const ModelConfig& c = model_->config();
-    kv_layer_floats_ = static_cast<std::int64_t>(options_.kv_pages) * options_.page_size * c.num_kv_heads * c.head_dim;
+    kv_layer_floats_ =
+        static_cast<std::int64_t>(options_.kv_pages + 1) * options_.page_size * c.num_kv_heads * c.head_dim;
     const auto bytes = static_cast<std::size_t>(kv_layer_floats_ * c.num_layers) * sizeof(float);
     must(cudaMalloc(reinterpret_cast<void**>(&kv_k_), std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache keys)");
     must(cudaMalloc(reinterpret_cast<void**>(&kv_v_), std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache values)");
@@ -73,8 +129,11 @@ CudaExecutor::~CudaExecutor() {
   cudaStreamSynchronize(stream_);
   cudaFree(kv_k_);
   cudaFree(kv_v_);
+  cudaFree(decode_.device);
+  cudaFreeHost(decode_.host);
   for (cudaEvent_t e : {base_, start_, end_}) cudaEventDestroy(e);
   cublasDestroy(cublas_);
+  cudaFree(cublas_workspace_);
   cudaStreamDestroy(stream_);
 }
 
@@ -136,29 +195,28 @@ void CudaExecutor::run_thread() {
 
 // ---- the math, on the executor's thread ----
 
-void CudaExecutor::linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
-                          bool accumulate) {
+Status CudaExecutor::linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
+                            void* x_low, bool accumulate) {
   assert(!w.empty() && "a weight this GPU did not load");
-  void* x_low = x_low_.get<float>(n * w.cols);  // 4 bytes per element: room for any type
-  must(kernels::convert_from_f32_cuda(x, x_low, w.dtype, n * w.cols, stream_));
-  must(kernels::linear_cuda(cublas_, x_low, w.dtype, n, w.data, w.rows, w.cols, bias, y, accumulate, stream_));
+  SY_RETURN_IF_ERROR(kernels::convert_from_f32_cuda(x, x_low, w.dtype, n * w.cols, stream_));
+  return kernels::linear_cuda(cublas_, x_low, w.dtype, n, w.data, w.rows, w.cols, bias, y, accumulate, stream_);
 }
 
-void CudaExecutor::ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y) {
+Status CudaExecutor::ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y,
+                         float* g, float* u, void* x_low) {
   assert(!w.empty() && "an FFN this GPU did not load");
-  kernels::ExpertProblem p;
-  p.x = x;
-  p.y = y;
-  p.row_scale = row_scale;
-  p.gate = w.gate.data;
-  p.up = w.up.data;
-  p.down = w.down.data;
-  p.m = n;
-  must(kernels::swiglu_experts_cuda(cublas_, &p, 1, w.down.rows, w.gate.rows, w.gate.dtype, experts_ws_, stream_));
+  // swiglu_experts_cuda's steps for one problem, by plain GEMMs: the same roundings (x and h
+  // to the weight type, silu as torch computes it) and the row weights applied last.
+  SY_RETURN_IF_ERROR(linear(x, n, w.gate, nullptr, g, x_low));
+  SY_RETURN_IF_ERROR(linear(x, n, w.up, nullptr, u, x_low));
+  SY_RETURN_IF_ERROR(kernels::silu_mul_cuda(g, u, g, n * w.gate.rows, stream_));
+  SY_RETURN_IF_ERROR(linear(g, n, w.down, nullptr, y, x_low));
+  if (row_scale == nullptr) return Status::Ok();
+  return kernels::scale_rows_cuda(y, row_scale, n, w.down.rows, stream_);
 }
 
-void CudaExecutor::rmsnorm(const float* x, const VectorView& w, std::int64_t rows, std::int64_t dim, float* y) {
-  must(kernels::rmsnorm_cuda(x, w.data, w.dtype, model_->config().rms_norm_eps, rows, dim, y, stream_));
+Status CudaExecutor::rmsnorm(const float* x, const VectorView& w, std::int64_t rows, std::int64_t dim, float* y) {
+  return kernels::rmsnorm_cuda(x, w.data, w.dtype, model_->config().rms_norm_eps, rows, dim, y, stream_);
 }
 
 void CudaExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
@@ -189,14 +247,28 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   const LayerWeights& w = model_->layer(block);
   const std::int64_t H = c.hidden_size;
   const std::int64_t n = batch.rows();
-  const std::int64_t q_width = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
-  const std::int64_t kv_width = static_cast<std::int64_t>(c.num_kv_heads) * c.head_dim;
+  const std::int64_t K = c.top_k;
   assert(options_.attention_rank);
+  const bool sparse = c.is_sparse(block);
+  const bool has_shared = sparse && !w.shared_expert.empty();
+  const bool shared_inline = has_shared && !routed.shared_apart;
+  routed.shared_out.reset();
+  routed.shared_pending = has_shared && routed.shared_apart;  // findep: run_shared_expert, an execution of its own
 
-  // Row metadata in one upload: [token_seq | positions | tokens | block tables].
   std::int32_t stride = 1;
   for (const SequenceContext& s : sequences) stride = std::max(stride, s.pages);
   const auto n_seqs = static_cast<std::int64_t>(sequences.size());
+  // A decode batch (one row per request, so row i is request i's) with a bucket and block
+  // tables that fit the decode buffers' stride.
+  if ((options_.cuda_graphs || options_.pad_decode) && n == n_seqs &&
+      stride <= graph_table_stride(options_.kv_pages)) {
+    if (const std::int32_t bucket = DecodeGraphs::bucket(n); bucket > 0) {
+      run_decode_attention(block, batch, sequences, routed, bucket, shared_inline);
+      return;
+    }
+  }
+
+  // Row metadata in one upload: [token_seq | positions | tokens | block tables].
   host_meta_.assign(static_cast<std::size_t>(3 * n + n_seqs * stride), -1);
   std::int32_t* token_seq = host_meta_.data();
   std::int32_t* positions = token_seq + n;
@@ -216,88 +288,244 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   must(cudaMemcpyAsync(d_meta, host_meta_.data(), host_meta_.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
                        stream_),
        "cudaMemcpyAsync (attention metadata)");
-  const std::int32_t* d_seq = d_meta;
-  const std::int32_t* d_pos = d_meta + n;
-  const std::int32_t* d_tokens = d_meta + 2 * n;
-  const std::int32_t* d_tables = d_meta + 3 * n;
 
-  if (block == 0) {
-    batch.hidden = activations_.allocate(n, H);
-    const kernels::WeightView& e = model_->embed_tokens();
-    must(kernels::embedding_cuda(e.data, e.dtype, e.rows, e.cols, d_tokens, n, CudaActivationOps::data(batch.hidden),
-                                 stream_));
-  }
+  if (block == 0) batch.hidden = activations_.allocate(n, H);
   assert(batch.hidden.rows() == n && batch.hidden.width() == H);
-  float* hidden = CudaActivationOps::data(batch.hidden);
-
-  // ModelOps::attention.
-  float* normed = normed_.get<float>(n * H);
-  float* q = q_.get<float>(n * q_width);
-  float* k = k_.get<float>(n * kv_width);
-  float* v = v_.get<float>(n * kv_width);
-  float* attn = attn_.get<float>(n * q_width);
-  rmsnorm(hidden, w.input_norm, n, H, normed);
-  linear(normed, n, w.q_proj, w.q_bias, q);
-  linear(normed, n, w.k_proj, w.k_bias, k);
-  linear(normed, n, w.v_proj, w.v_bias, v);
-  if (c.qk_norm) {
-    rmsnorm(q, w.q_norm, n * c.num_heads, c.head_dim, q);
-    rmsnorm(k, w.k_norm, n * c.num_kv_heads, c.head_dim, k);
-  }
-  must(kernels::rope_cuda(q, n, c.num_heads, c.head_dim, model_->inv_freq(), d_pos, stream_));
-  must(kernels::rope_cuda(k, n, c.num_kv_heads, c.head_dim, model_->inv_freq(), d_pos, stream_));
-  const kernels::KvLayerView view{kv_k_ + block * kv_layer_floats_, kv_v_ + block * kv_layer_floats_,
-                                  options_.kv_pages, options_.page_size, c.num_kv_heads, c.head_dim};
-  must(kernels::kv_cache_write_cuda(view, d_tables, stride, d_seq, d_pos, n, k, v, stream_));
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  must(kernels::paged_attention_prefill_cuda(q, n, c.num_heads, d_seq, d_pos, view, d_tables, stride, scale, attn,
-                                             stream_));
-  linear(attn, n, w.o_proj, nullptr, hidden, /*accumulate=*/true);
-
-  if (!c.is_sparse(block)) {
-    // ModelOps::ffn of a dense block: hidden += mlp(post_attention_norm(hidden)).
-    float* out = out_.get<float>(n * H);
-    rmsnorm(hidden, w.post_attention_norm, n, H, normed);
-    ffn(w.dense_mlp, normed, n, nullptr, out);
-    must(kernels::combine_cuda(out, nullptr, n, 1, H, hidden, stream_));
-    end_on_device();
-    return;
-  }
-  const std::int32_t K = c.top_k;
-  routed.ffn_in = activations_.allocate(n, H);
-  float* ffn_in = CudaActivationOps::data(routed.ffn_in);
-  rmsnorm(hidden, w.post_attention_norm, n, H, ffn_in);
-  float* router_logits = out_.get<float>(n * c.num_experts);
-  linear(ffn_in, n, w.router, nullptr, router_logits);
-  std::int32_t* d_ids = ids_.get<std::int32_t>(n * K);
-  float* d_weights = weights_.get<float>(n * K);
-  must(kernels::router_topk_cuda(router_logits, n, c.num_experts, K, c.norm_topk_prob, d_ids, d_weights, stream_));
-  routed.shared_out.reset();
-  routed.shared_pending = false;
-  if (!w.shared_expert.empty()) {
-    if (routed.shared_apart) {
-      routed.shared_pending = true;  // findep: run_shared_expert, an execution of its own
-    } else {
+  const Widths wd = widths();
+  AttentionRows r;
+  r.n = n;
+  r.hidden = CudaActivationOps::data(batch.hidden);
+  r.seq = d_meta;
+  r.pos = d_meta + n;
+  r.tokens = d_meta + 2 * n;
+  r.tables = d_meta + 3 * n;
+  r.stride = stride;
+  r.normed = normed_.get<float>(n * H);
+  r.q = q_.get<float>(n * wd.q);
+  r.k = k_.get<float>(n * wd.kv);
+  r.v = v_.get<float>(n * wd.kv);
+  r.attn = attn_.get<float>(n * wd.q);
+  r.out = out_.get<float>(n * wd.out);
+  r.gate = gate_.get<float>(n);
+  r.ffn_g = ffn_g_.get<float>(n * wd.ffn);
+  r.ffn_u = ffn_u_.get<float>(n * wd.ffn);
+  r.x_low = x_low_.get<float>(n * wd.x_low);  // 4 bytes per element: room for any type
+  r.ids = ids_.get<std::int32_t>(n * K);
+  r.weights = weights_.get<float>(n * K);
+  if (sparse) {
+    routed.ffn_in = activations_.allocate(n, H);
+    r.ffn_in = CudaActivationOps::data(routed.ffn_in);
+    if (shared_inline) {
       routed.shared_out = activations_.allocate(n, H);
-      shared_ffn(w, ffn_in, n, CudaActivationOps::data(routed.shared_out));
+      r.shared_out = CudaActivationOps::data(routed.shared_out);
     }
   }
-  routed.expert_ids.resize(static_cast<std::size_t>(n * K));
-  routed.expert_weights.resize(static_cast<std::size_t>(n * K));
-  must(cudaMemcpyAsync(routed.expert_ids.data(), d_ids, routed.expert_ids.size() * sizeof(std::int32_t),
-                       cudaMemcpyDeviceToHost, stream_),
-       "cudaMemcpyAsync (expert ids)");
-  must(cudaMemcpyAsync(routed.expert_weights.data(), d_weights, routed.expert_weights.size() * sizeof(float),
-                       cudaMemcpyDeviceToHost, stream_),
-       "cudaMemcpyAsync (expert weights)");
+  must(attention_math(block, r));
+  if (sparse) {
+    routed.expert_ids.resize(static_cast<std::size_t>(n * K));
+    routed.expert_weights.resize(static_cast<std::size_t>(n * K));
+    must(cudaMemcpyAsync(routed.expert_ids.data(), r.ids, routed.expert_ids.size() * sizeof(std::int32_t),
+                         cudaMemcpyDeviceToHost, stream_),
+         "cudaMemcpyAsync (expert ids)");
+    must(cudaMemcpyAsync(routed.expert_weights.data(), r.weights, routed.expert_weights.size() * sizeof(float),
+                         cudaMemcpyDeviceToHost, stream_),
+         "cudaMemcpyAsync (expert weights)");
+  }
   end_on_device();
 }
 
-void CudaExecutor::shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out) {
-  float* gate = gate_.get<float>(n);
-  linear(x, n, w.shared_expert_gate, nullptr, gate);
-  must(kernels::sigmoid_cuda(gate, n, stream_));
-  ffn(w.shared_expert, x, n, gate, out);
+void CudaExecutor::ensure_decode_buffers() {
+  if (decode_.device != nullptr) return;
+  const ModelConfig& c = model_->config();
+  const Widths w = widths();
+  const std::int64_t B = DecodeGraphs::kMaxBucket;
+  const std::int64_t K = c.top_k;
+  const std::int32_t ts = graph_table_stride(options_.kv_pages);
+  // One allocation carved into aligned pieces (fixed_bytes counts the same pieces).
+  std::size_t at = 0;
+  auto piece = [&](std::int64_t words) {
+    const std::size_t here = at;
+    at += aligned(static_cast<std::size_t>(std::max<std::int64_t>(words, 1)) * 4);
+    return here;
+  };
+  const std::size_t hidden = piece(B * w.hidden), ffn_in = piece(B * w.hidden), shared_out = piece(B * w.hidden),
+                    normed = piece(B * w.hidden), q = piece(B * w.q), attn = piece(B * w.q), k = piece(B * w.kv),
+                    v = piece(B * w.kv), out = piece(B * w.out), gate = piece(B), ffn_g = piece(B * w.ffn),
+                    ffn_u = piece(B * w.ffn), x_low = piece(B * w.x_low), ids = piece(B * K),
+                    weights = piece(B * K), seq = piece(B), pos = piece(B), tokens = piece(B),
+                    tables = piece(B * ts);
+  must(cudaMalloc(&decode_.device, at), "cudaMalloc (decode buffers)");
+  char* base = static_cast<char*>(decode_.device);
+  auto f = [&](std::size_t offset) { return reinterpret_cast<float*>(base + offset); };
+  auto i32 = [&](std::size_t offset) { return reinterpret_cast<std::int32_t*>(base + offset); };
+  AttentionRows& r = decode_.rows;
+  r.hidden = f(hidden);
+  r.ffn_in = f(ffn_in);
+  r.shared_out = f(shared_out);
+  r.normed = f(normed);
+  r.q = f(q);
+  r.attn = f(attn);
+  r.k = f(k);
+  r.v = f(v);
+  r.out = f(out);
+  r.gate = f(gate);
+  r.ffn_g = f(ffn_g);
+  r.ffn_u = f(ffn_u);
+  r.x_low = base + x_low;
+  r.ids = i32(ids);
+  r.weights = f(weights);
+  r.seq = i32(seq);
+  r.pos = decode_.pos = i32(pos);
+  r.tokens = decode_.tokens = i32(tokens);
+  r.tables = decode_.tables = i32(tables);
+  r.stride = ts;
+  decode_.table_stride = ts;
+  must(cudaMallocHost(reinterpret_cast<void**>(&decode_.host), static_cast<std::size_t>(2 * B + B * ts) * 4),
+       "cudaMallocHost (decode metadata staging)");
+  // Zeros everywhere (padded rows never see stale NaNs); row i of the bucket is sequence i.
+  must(cudaMemsetAsync(decode_.device, 0, at, stream_), "cudaMemsetAsync (decode buffers)");
+  std::vector<std::int32_t> identity(static_cast<std::size_t>(B));
+  for (std::int32_t i = 0; i < static_cast<std::int32_t>(B); ++i) identity[static_cast<std::size_t>(i)] = i;
+  must(cudaMemcpyAsync(i32(seq), identity.data(), identity.size() * 4, cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (decode rows)");
+  must(cudaStreamSynchronize(stream_), "decode buffers");
+}
+
+void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
+                                        std::span<const SequenceContext> sequences, RoutedRows& routed,
+                                        std::int32_t bucket, bool shared_inline) {
+  ensure_decode_buffers();
+  const ModelConfig& c = model_->config();
+  const std::int64_t H = c.hidden_size;
+  const std::int64_t n = batch.rows();
+  const std::int64_t K = c.top_k;
+  const std::int64_t B = bucket;
+  const bool sparse = c.is_sparse(block);
+  DecodeBuffers& d = decode_;
+  assert(n >= 1 && n <= B && B <= DecodeGraphs::kMaxBucket);
+
+  // Metadata of the B rows, staged in pinned memory (free: the previous execution's copies
+  // finished before it completed) and copied to the fixed device rows. Padded rows sit at
+  // position 0 of the page past the KV block manager's (kv_pages): their keys go there, so
+  // no sequence's cache is touched, and they attend to that one key. Their hidden rows are
+  // zeros (block 0: token 0's embedding), so every padded row is the same finite row.
+  std::int32_t stride = 1;
+  for (const SequenceContext& s : sequences) stride = std::max(stride, s.pages);
+  std::int32_t* pos = d.host;
+  std::int32_t* tokens = d.host + DecodeGraphs::kMaxBucket;
+  std::int32_t* tables = d.host + 2 * DecodeGraphs::kMaxBucket;
+  std::fill_n(tables, B * stride, -1);
+  for (std::int64_t i = 0; i < B; ++i) {
+    std::int32_t* table = tables + i * stride;
+    if (i < n) {
+      const SequenceContext& s = sequences[static_cast<std::size_t>(i)];
+      assert(s.request == batch.request[static_cast<std::size_t>(i)]);
+      pos[i] = batch.position[static_cast<std::size_t>(i)];
+      tokens[i] = block == 0 ? batch.token[static_cast<std::size_t>(i)] : 0;
+      std::copy_n(s.block_table, s.pages, table);
+    } else {
+      pos[i] = 0;
+      tokens[i] = 0;
+      table[0] = options_.kv_pages;
+    }
+  }
+  must(cudaMemcpyAsync(d.pos, pos, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (decode positions)");
+  if (block == 0)
+    must(cudaMemcpyAsync(d.tokens, tokens, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (decode tokens)");
+  // Row i's table at the fixed stride; entries past a sequence's pages are never read.
+  must(cudaMemcpy2DAsync(d.tables, static_cast<std::size_t>(d.table_stride) * 4, tables,
+                         static_cast<std::size_t>(stride) * 4, static_cast<std::size_t>(stride) * 4,
+                         static_cast<std::size_t>(B), cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpy2DAsync (decode block tables)");
+
+  AttentionRows r = d.rows;
+  r.n = B;
+  if (!shared_inline) r.shared_out = nullptr;
+  if (block > 0) {
+    assert(batch.hidden.rows() == n && batch.hidden.width() == H);
+    must(cudaMemcpyAsync(r.hidden, CudaActivationOps::data(batch.hidden), static_cast<std::size_t>(n * H) * 4,
+                         cudaMemcpyDeviceToDevice, stream_),
+         "cudaMemcpyAsync (decode hidden rows in)");
+    if (B > n)
+      must(cudaMemsetAsync(r.hidden + n * H, 0, static_cast<std::size_t>((B - n) * H) * 4, stream_),
+           "cudaMemsetAsync (padded rows)");
+  }
+  must(graphs_.run({block, bucket, shared_inline}, stream_, [&] { return attention_math(block, r); }));
+
+  // The n real rows back out of the fixed buffers.
+  if (block == 0) batch.hidden = activations_.allocate(n, H);
+  auto copy_out = [&](float* dst, const float* src, const char* what) {
+    must(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n * H) * 4, cudaMemcpyDeviceToDevice, stream_), what);
+  };
+  copy_out(CudaActivationOps::data(batch.hidden), r.hidden, "cudaMemcpyAsync (decode hidden rows out)");
+  if (sparse) {
+    routed.ffn_in = activations_.allocate(n, H);
+    copy_out(CudaActivationOps::data(routed.ffn_in), r.ffn_in, "cudaMemcpyAsync (decode ffn input out)");
+    if (shared_inline) {
+      routed.shared_out = activations_.allocate(n, H);
+      copy_out(CudaActivationOps::data(routed.shared_out), r.shared_out, "cudaMemcpyAsync (decode shared out)");
+    }
+    routed.expert_ids.resize(static_cast<std::size_t>(n * K));
+    routed.expert_weights.resize(static_cast<std::size_t>(n * K));
+    must(cudaMemcpyAsync(routed.expert_ids.data(), r.ids, routed.expert_ids.size() * sizeof(std::int32_t),
+                         cudaMemcpyDeviceToHost, stream_),
+         "cudaMemcpyAsync (expert ids)");
+    must(cudaMemcpyAsync(routed.expert_weights.data(), r.weights, routed.expert_weights.size() * sizeof(float),
+                         cudaMemcpyDeviceToHost, stream_),
+         "cudaMemcpyAsync (expert weights)");
+  }
+  end_on_device();
+}
+
+Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) {
+  const ModelConfig& c = model_->config();
+  const LayerWeights& w = model_->layer(block);
+  const std::int64_t H = c.hidden_size;
+  const std::int64_t n = r.n;
+  if (block == 0) {
+    const kernels::WeightView& e = model_->embed_tokens();
+    SY_RETURN_IF_ERROR(kernels::embedding_cuda(e.data, e.dtype, e.rows, e.cols, r.tokens, n, r.hidden, stream_));
+  }
+  // ModelOps::attention.
+  SY_RETURN_IF_ERROR(rmsnorm(r.hidden, w.input_norm, n, H, r.normed));
+  SY_RETURN_IF_ERROR(linear(r.normed, n, w.q_proj, w.q_bias, r.q, r.x_low));
+  SY_RETURN_IF_ERROR(linear(r.normed, n, w.k_proj, w.k_bias, r.k, r.x_low));
+  SY_RETURN_IF_ERROR(linear(r.normed, n, w.v_proj, w.v_bias, r.v, r.x_low));
+  if (c.qk_norm) {
+    SY_RETURN_IF_ERROR(rmsnorm(r.q, w.q_norm, n * c.num_heads, c.head_dim, r.q));
+    SY_RETURN_IF_ERROR(rmsnorm(r.k, w.k_norm, n * c.num_kv_heads, c.head_dim, r.k));
+  }
+  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.q, n, c.num_heads, c.head_dim, model_->inv_freq(), r.pos, stream_));
+  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.k, n, c.num_kv_heads, c.head_dim, model_->inv_freq(), r.pos, stream_));
+  const kernels::KvLayerView view{kv_k_ + block * kv_layer_floats_, kv_v_ + block * kv_layer_floats_,
+                                  options_.kv_pages + 1, options_.page_size, c.num_kv_heads, c.head_dim};
+  SY_RETURN_IF_ERROR(kernels::kv_cache_write_cuda(view, r.tables, r.stride, r.seq, r.pos, n, r.k, r.v, stream_));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  SY_RETURN_IF_ERROR(kernels::paged_attention_prefill_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables,
+                                                           r.stride, scale, r.attn, stream_));
+  SY_RETURN_IF_ERROR(linear(r.attn, n, w.o_proj, nullptr, r.hidden, r.x_low, /*accumulate=*/true));
+
+  if (!c.is_sparse(block)) {
+    // ModelOps::ffn of a dense block: hidden += mlp(post_attention_norm(hidden)).
+    SY_RETURN_IF_ERROR(rmsnorm(r.hidden, w.post_attention_norm, n, H, r.normed));
+    SY_RETURN_IF_ERROR(ffn(w.dense_mlp, r.normed, n, nullptr, r.out, r.ffn_g, r.ffn_u, r.x_low));
+    return kernels::combine_cuda(r.out, nullptr, n, 1, H, r.hidden, stream_);
+  }
+  SY_RETURN_IF_ERROR(rmsnorm(r.hidden, w.post_attention_norm, n, H, r.ffn_in));
+  SY_RETURN_IF_ERROR(linear(r.ffn_in, n, w.router, nullptr, r.out, r.x_low));
+  SY_RETURN_IF_ERROR(
+      kernels::router_topk_cuda(r.out, n, c.num_experts, c.top_k, c.norm_topk_prob, r.ids, r.weights, stream_));
+  if (r.shared_out == nullptr) return Status::Ok();
+  return shared_ffn(w, r.ffn_in, n, r.shared_out, r.gate, r.ffn_g, r.ffn_u, r.x_low);
+}
+
+Status CudaExecutor::shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out, float* gate,
+                                float* g, float* u, void* x_low) {
+  SY_RETURN_IF_ERROR(linear(x, n, w.shared_expert_gate, nullptr, gate, x_low));
+  SY_RETURN_IF_ERROR(kernels::sigmoid_cuda(gate, n, stream_));
+  return ffn(w.shared_expert, x, n, gate, out, g, u, x_low);
 }
 
 void CudaExecutor::run_shared_expert(std::int32_t block, TokenBatch& batch) {
@@ -305,7 +533,12 @@ void CudaExecutor::run_shared_expert(std::int32_t block, TokenBatch& batch) {
   const std::int64_t n = batch.rows();
   assert(batch.hidden.rows() == n && batch.hidden.width() == H);
   Activations out = activations_.allocate(n, H);
-  if (n > 0) shared_ffn(model_->layer(block), CudaActivationOps::data(batch.hidden), n, CudaActivationOps::data(out));
+  if (n > 0) {
+    const Widths wd = widths();
+    must(shared_ffn(model_->layer(block), CudaActivationOps::data(batch.hidden), n, CudaActivationOps::data(out),
+                    gate_.get<float>(n), ffn_g_.get<float>(n * wd.ffn), ffn_u_.get<float>(n * wd.ffn),
+                    x_low_.get<float>(n * wd.x_low)));
+  }
   end_on_device();
   batch.hidden = std::move(out);  // the input goes back to the pool once the GPU is done with it
 }
@@ -385,9 +618,9 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   // ModelOps::logits: final norm of the gathered rows, then lm_head.
   float* x = normed_.get<float>(m * H);
   must(kernels::gather_rows_cuda(CudaActivationOps::data(batch.hidden), d_rows, m, H, x, stream_));
-  rmsnorm(x, model_->final_norm(), m, H, x);
+  must(rmsnorm(x, model_->final_norm(), m, H, x));
   float* logits = logits_.get<float>(m * V);
-  linear(x, m, model_->lm_head(), nullptr, logits);
+  must(linear(x, m, model_->lm_head(), nullptr, logits, x_low_.get<float>(m * H)));
   std::int32_t* d_next = tokens_.get<std::int32_t>(m);
   must(kernels::sample_cuda(logits, m, V, d_params, d_next, stream_));
   next.resize(last_rows.size());

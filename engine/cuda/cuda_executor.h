@@ -2,7 +2,8 @@
 // workers may share a GPU, each with its stream). Each execution is queued on a host thread
 // of the worker's that launches its kernels, waits for the stream and posts the completion
 // to the wall-clock event loop, timed by CUDA events on the device. Attention ranks keep
-// their paged KV cache in GPU memory; activations live in CudaActivationOps pools.
+// their paged KV cache in GPU memory; activations live in CudaActivationOps pools. Decode
+// attention executions run as CUDA graphs (decode_graphs.h) over fixed decode buffers.
 #pragma once
 
 #include <cublas_v2.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "engine/cuda/cuda_activation_ops.h"
+#include "engine/cuda/decode_graphs.h"
 #include "engine/cuda/device_model.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/executor.h"
@@ -32,6 +34,12 @@ struct CudaExecutorOptions {
   bool attention_rank = false;
   std::int32_t kv_pages = 0;
   std::int32_t page_size = 16;
+  // Decode attention executions (one row per request) padded to a batch-size bucket and run
+  // as CUDA graphs; false (--cuda-graphs off) runs every execution eagerly, unpadded.
+  bool cuda_graphs = true;
+  // Without graphs: pad decode batches to the buckets all the same, so that the very kernels
+  // of the graphs run eagerly on the same shapes (the tests compare the two bit for bit).
+  bool pad_decode = false;
 };
 
 // Growable device memory for one kind of scratch; only the executor's thread uses it.
@@ -67,6 +75,12 @@ class CudaExecutor final : public Executor {
 
   // KV cache bytes of an attention rank with these options (the deployment's fit check).
   static std::int64_t kv_bytes(const ModelConfig& config, std::int32_t kv_pages, std::int32_t page_size);
+  // Device bytes an executor keeps besides its KV cache and growable scratch: the cuBLAS
+  // workspace and an attention rank's fixed decode buffers (the deployment's fit check).
+  static std::int64_t fixed_bytes(const ModelConfig& config, bool attention_rank, std::int32_t kv_pages);
+
+  // Graph captures and replays so far (tests check that graphs are reused).
+  CudaGraphStats graph_stats() const { return graphs_.stats(); }
 
  private:
   void submit(std::function<void()> work, Completion done);
@@ -74,28 +88,76 @@ class CudaExecutor final : public Executor {
   // Records the execution's end on the stream and waits for it: kernels are done after this.
   void end_on_device();
 
+  // Where an attention execution's rows and scratch live: the batch's activations and growable
+  // scratch (eager), or the fixed decode buffers a graph was captured over (padded decode).
+  struct AttentionRows {
+    std::int64_t n = 0;
+    float* hidden = nullptr;      // in place; block 0 embeds `tokens` into it first
+    float* ffn_in = nullptr;      // sparse blocks: the experts' input
+    float* shared_out = nullptr;  // sparse blocks with the shared expert inline, else null
+    std::int32_t* ids = nullptr;  // sparse blocks: router top-k, n × K
+    float* weights = nullptr;
+    const std::int32_t* seq = nullptr;  // device metadata, see kv_cache_write_cuda
+    const std::int32_t* pos = nullptr;
+    const std::int32_t* tokens = nullptr;
+    const std::int32_t* tables = nullptr;
+    std::int32_t stride = 1;
+    float *normed = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *out = nullptr,
+          *gate = nullptr, *ffn_g = nullptr, *ffn_u = nullptr;
+    void* x_low = nullptr;  // n × widest linear input, 4 bytes an element
+  };
+  // The fixed buffers of padded decode executions, for DecodeGraphs::kMaxBucket rows, made
+  // before the first capture and never moved (a graph replays the addresses it captured).
+  struct DecodeBuffers {
+    void* device = nullptr;
+    std::int32_t* host = nullptr;  // pinned staging: positions, tokens, block tables
+    std::int32_t table_stride = 0;
+    AttentionRows rows;            // for kMaxBucket rows; n is set per execution
+    std::int32_t* pos = nullptr;   // the device metadata rows.* point into
+    std::int32_t* tokens = nullptr;
+    std::int32_t* tables = nullptr;
+  };
+  // Widths of the scratch rows (floats per row).
+  struct Widths {
+    std::int64_t hidden, q, kv, out, ffn, x_low;
+  };
+  Widths widths() const;
+
   void run_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
                      RoutedRows& routed);
+  // A decode batch padded to `bucket` rows over the decode buffers, as a graph where possible.
+  void run_decode_attention(std::int32_t block, TokenBatch& batch, std::span<const SequenceContext> sequences,
+                            RoutedRows& routed, std::int32_t bucket, bool shared_inline);
+  // The math of ModelOps::attention (and the dense MLP, or the router and an inline shared
+  // expert) queued on the stream; capturable: no allocation, no host copy, no synchronisation.
+  Status attention_math(std::int32_t block, const AttentionRows& r);
+  void ensure_decode_buffers();
   void run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
   void run_shared_expert(std::int32_t block, TokenBatch& batch);
-  // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe), on the stream.
-  void shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out);
+  // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe), on the stream;
+  // gate: n floats, g and u: n × I, x_low: n × max(H, I) scratch.
+  Status shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out, float* gate, float* g, float* u,
+                    void* x_low);
   void run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
                   std::vector<kernels::TokenLogprobs>& logprobs);
   void run_merge(std::vector<TokenPool::Completed>& merges);
 
-  // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type first.
-  void linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
-              bool accumulate = false);
-  // y = row_scale ⊙ ffn(x) for one SwiGLU FFN.
-  void ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y);
-  void rmsnorm(const float* x, const VectorView& w, std::int64_t rows, std::int64_t dim, float* y);
+  // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type in x_low first.
+  Status linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
+                void* x_low, bool accumulate = false);
+  // y = row_scale ⊙ ffn(x) for one SwiGLU FFN (dense and shared), by plain GEMMs so that it
+  // can be captured (the grouped path uploads per-call pointer tables from the host); g and u
+  // are n × I scratch.
+  Status ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y, float* g,
+             float* u, void* x_low);
+  Status rmsnorm(const float* x, const VectorView& w, std::int64_t rows, std::int64_t dim, float* y);
 
   std::shared_ptr<const DeviceModel> model_;
   CudaExecutorOptions options_;
   EventLoop& loop_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
   cudaEvent_t base_ = nullptr, start_ = nullptr, end_ = nullptr;
   std::int64_t base_ns_ = 0;  // loop time of base_
   bool ended_ = false;
@@ -103,7 +165,9 @@ class CudaExecutor final : public Executor {
   float* kv_v_ = nullptr;
   std::int64_t kv_layer_floats_ = 0;
   DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
-      params_, tokens_;
+      params_, tokens_, ffn_g_, ffn_u_;
+  DecodeBuffers decode_;
+  DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;
   std::vector<std::int32_t> host_meta_;
   std::vector<float> host_logits_;
