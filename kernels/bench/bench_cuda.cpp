@@ -3,7 +3,9 @@
 // launch per expert and next to a dense GEMM of the same rows and FLOPs; then one decoder
 // layer as the cuda executor runs it (attention, router, routed experts, merge), scaled to
 // the 48 layers plus lm_head and sampling, as tokens/s for prefill 1×512 and decode batches
-// 1/32/128 next to the HBM roofline of the weights and KV each step must read.
+// 1/32/128 next to the HBM roofline of the weights and KV each step must read; decode also
+// with the attention part of each layer replayed from a CUDA graph, as the cuda executor does
+// (engine/cuda/decode_graphs.h), side by side with the eager launches.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -135,6 +137,13 @@ int main() {
   must(cudaStreamCreate(&s), "stream");
   cublasHandle_t blas;
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return 1;
+  // A workspace of our own, as the executor: cuBLAS must not allocate inside a capture, and
+  // eager and graph runs then use the same kernels.
+  constexpr std::size_t workspace_bytes = 32ull << 20;
+  void* workspace = device<char>(static_cast<std::int64_t>(workspace_bytes));
+  if (cublasSetStream(blas, s) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(blas, workspace, workspace_bytes) != CUBLAS_STATUS_SUCCESS)
+    return 1;
   // One layer's experts (the other layers' are the same bytes again: every step reads them
   // from HBM either way, 1.2 GB being far beyond L2).
   Experts ex;
@@ -228,9 +237,11 @@ int main() {
   std::vector<std::int32_t> host_ids(static_cast<std::size_t>(max_rows * K));
 
   // One step of n rows over n_seqs sequences (decode: n = n_seqs, each at position ctx-1;
-  // prefill: one sequence, positions 0..n-1).
-  auto layer = [&](std::int64_t n, std::int64_t n_seqs, bool prefill) {
-    const std::int64_t stride = ctx / page + 1;
+  // prefill: one sequence, positions 0..n-1). Metadata first (from the host, so not in a
+  // graph), then the attention part (capturable: what a decode graph holds), then the
+  // routed experts (eager, as in the executor: their row counts come back to the host).
+  const std::int64_t stride = ctx / page + 1;
+  auto upload_meta = [&](std::int64_t n, std::int64_t n_seqs, bool prefill) {
     std::vector<std::int32_t> m(static_cast<std::size_t>(2 * n + n_seqs * stride));
     for (std::int64_t t = 0; t < n; ++t) {
       m[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(prefill ? 0 : t);
@@ -238,6 +249,8 @@ int main() {
     }
     for (std::int64_t i = 0; i < n_seqs * stride; ++i) m[static_cast<std::size_t>(2 * n + i)] = static_cast<std::int32_t>(i % pages);
     must(cudaMemcpyAsync(meta, m.data(), m.size() * 4, cudaMemcpyHostToDevice, s), "meta");
+  };
+  auto attention_part = [&](std::int64_t n) {
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + n;
     const std::int32_t* tables = meta + 2 * n;
@@ -260,6 +273,8 @@ int main() {
     must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s));
     lin(normed, wr, E, H, logits, false);
     must(sy::kernels::router_topk_cuda(logits, n, E, K, true, ids, wts, s));
+  };
+  auto expert_part = [&](std::int64_t n) {
     // The runtime groups rows by expert on the host (routing comes back, rows go out again).
     must(cudaMemcpyAsync(host_ids.data(), ids, static_cast<std::size_t>(n * K) * 4, cudaMemcpyDeviceToHost, s), "ids");
     must(cudaStreamSynchronize(s), "ids");
@@ -276,6 +291,22 @@ int main() {
     must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws, s));
     must(sy::kernels::combine_cuda(slots, nullptr, n, static_cast<std::int32_t>(K), H, hidden, s));
   };
+  auto layer = [&](std::int64_t n, std::int64_t n_seqs, bool prefill) {
+    upload_meta(n, n_seqs, prefill);
+    attention_part(n);
+    expert_part(n);
+  };
+  // The attention part of a decode step of n rows as a graph (after the eager runs warmed it up).
+  auto capture = [&](std::int64_t n) {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    must(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    attention_part(n);
+    must(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+    must(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    must(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    return exec;
+  };
   auto head = [&](std::int64_t n_seqs) {
     std::vector<sy::kernels::DeviceSamplingParams> p(static_cast<std::size_t>(n_seqs), {0.0f, 1.0f, 0, 0.5});
     must(cudaMemcpyAsync(params, p.data(), p.size() * sizeof(p[0]), cudaMemcpyHostToDevice, s), "params");
@@ -288,7 +319,8 @@ int main() {
   const double attn_weight_bytes = 2.0 * static_cast<double>(qw * H + 2 * kvw * H + H * qw + E * H);
   std::printf("whole model, %lld layers (one layer timed, × %lld) + lm_head and sampling\n",
               static_cast<long long>(layers), static_cast<long long>(layers));
-  std::printf("%-14s | %10s %10s | %12s %14s %7s\n", "step", "layer", "step", "tokens/s", "HBM roofline", "of it");
+  std::printf("%-14s | %10s %10s | %12s %14s %7s | %10s %12s %7s\n", "step", "layer", "step", "tokens/s", "HBM roofline",
+              "of it", "graph step", "graph tok/s", "speedup");
   struct Case {
     const char* name;
     std::int64_t n, seqs;
@@ -306,8 +338,24 @@ int main() {
     const double kv = c.prefill ? 0.0 : static_cast<double>(c.seqs * ctx * kvw * 4 * 2);
     const double bytes = layers * (attn_weight_bytes + touched * expert_bytes + kv) + 2.0 * vocab * H;
     const double roofline = tokens / (bytes / hbm);
-    std::printf("%-14s | %8.3fms %8.2fms | %12.1f %14.1f %6.0f%%\n", c.name, layer_ms, step_ms, tokens / step_ms * 1e3,
+    std::printf("%-14s | %8.3fms %8.2fms | %12.1f %14.1f %6.0f%%", c.name, layer_ms, step_ms, tokens / step_ms * 1e3,
                 roofline, 100.0 * (tokens / step_ms * 1e3) / roofline);
+    if (c.prefill) {
+      std::printf(" | %10s %12s %7s\n", "-", "-", "-");
+      continue;
+    }
+    // The same step with the attention part replayed from a graph: the metadata upload and
+    // the experts stay eager (every layer's graph is the same launches, so one stands for all).
+    upload_meta(c.n, c.seqs, false);
+    cudaGraphExec_t exec = capture(c.n);
+    const double graph_layer_ms = time_ms(s, [&] {
+      upload_meta(c.n, c.seqs, false);
+      must(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+      expert_part(c.n);
+    }, 5);
+    must(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    const double graph_step_ms = graph_layer_ms * layers + head_ms;
+    std::printf(" | %8.2fms %12.1f %6.2fx\n", graph_step_ms, tokens / graph_step_ms * 1e3, step_ms / graph_step_ms);
   }
   std::printf("  (the KV cache is float32, %lld tokens of context per decode sequence; routing is the model's "
               "router on random weights)\n",
