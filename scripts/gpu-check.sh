@@ -47,7 +47,13 @@ for step in "${steps[@]}"; do
   case $step in
     tests)
       run test_cuda_kernels "$here/test_cuda_kernels" --gtest_brief=1
-      run test_cuda_backend "$here/test_cuda_backend" --gtest_brief=1 ;;
+      # The backend in three processes, eager first: a crash in the CUDA graphs' code cannot
+      # hide whether the rest of the backend works.
+      run test_cuda_backend_eager "$here/test_cuda_backend" --gtest_brief=1 \
+        --gtest_filter='CudaActivationOps.*:CudaBackendErrors.*:Models/CudaBackend.*_eager'
+      run test_cuda_graphs "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='DecodeGraph*:Models/CudaGraphs.*'
+      run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
+        --gtest_filter='Models/CudaBackend.*_graphs' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     ncu)
       # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.

@@ -54,9 +54,13 @@ RuntimePolicy policy_of(PolicyKind kind, std::int32_t microbatches = 1, std::int
   return p;
 }
 
+// graphs: decode attention as CUDA graphs (the default) or every execution eager. Each test
+// runs both ways, so that .gpu/check.sh can run the eager ones in a process of their own: a
+// failure of the graphs cannot hide whether the rest of the backend works.
 struct ModelCase {
   Arch arch;
   kernels::DType dtype;
+  bool graphs = true;
 };
 
 class CudaBackend : public ::testing::TestWithParam<ModelCase> {
@@ -65,6 +69,7 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     SKIP_WITHOUT_GPU();
     dir_ = fs::temp_directory_path() / ("sy_test_cuda_" + arch_name(GetParam().arch) + "_" +
                                         std::string(kernels::dtype_name(GetParam().dtype)) + "_" +
+                                        (GetParam().graphs ? "graphs_" : "eager_") +
                                         std::to_string(::getpid()));
     fs::remove_all(dir_);
     const ModelConfig config = preset_config(GetParam().arch, ModelPreset::Tiny, GetParam().dtype);
@@ -92,6 +97,12 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     o.policy = policy;
     o.kv_pages_per_rank = 256;
     o.page_size = 16;
+    return o;
+  }
+
+  CudaDeploymentOptions cuda() const {
+    CudaDeploymentOptions o;
+    o.cuda_graphs = GetParam().graphs;
     return o;
   }
 
@@ -131,32 +142,15 @@ TEST_P(CudaBackend, GreedyTokensMatchTheCpuReferenceUnderEveryPolicy) {
       {"sync", policy_of(PolicyKind::Sync)},
       {"findep-2x3", policy_of(PolicyKind::FinDep, 2, 3)}};
   for (const auto& [name, policy] : policies) {
-    auto d = CudaDeployment::create(weights_, topology, options(policy));
+    auto d = CudaDeployment::create(weights_, topology, options(policy), cuda());
     ASSERT_TRUE(d.ok()) << d.status().message();
     expect_reference_outputs(**d, name);
   }
 }
 
-// The default above replays decode attention from CUDA graphs; without them every execution
-// runs eagerly and unpadded, with the same tokens.
-TEST_P(CudaBackend, GreedyTokensMatchTheCpuReferenceWithoutCudaGraphs) {
-  // One bf16 model with a shared expert and one exact f32 model: the eager path is the one
-  // every build before graphs ran, so this guards it without doubling the GPU minutes.
-  const ModelCase m = GetParam();
-  if (!((m.arch == Arch::Qwen2Moe && m.dtype == kernels::DType::BF16) ||
-        (m.arch == Arch::Qwen3Moe && m.dtype == kernels::DType::F32)))
-    GTEST_SKIP() << "run for qwen2_moe bf16 and qwen3_moe f32 only";
-  CudaDeploymentOptions cuda;
-  cuda.cuda_graphs = false;
-  auto d = CudaDeployment::create(weights_, Topology::disaggregated(weights_->config(), 2, 2),
-                                  options(policy_of(PolicyKind::Async)), cuda);
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  expect_reference_outputs(**d, "async/defrag without graphs");
-}
-
 TEST_P(CudaBackend, LivePolicySwitchesMidRunKeepTheTokens) {
   auto made = CudaDeployment::create(weights_, Topology::disaggregated(weights_->config(), 2, 2),
-                                     options(policy_of(PolicyKind::Async)));
+                                     options(policy_of(PolicyKind::Async)), cuda());
   ASSERT_TRUE(made.ok()) << made.status().message();
   CudaDeployment& d = **made;
   const std::vector<RuntimePolicy> sequence = {policy_of(PolicyKind::PingPong, 3), policy_of(PolicyKind::FinDep, 2, 3),
@@ -183,13 +177,19 @@ TEST_P(CudaBackend, LivePolicySwitchesMidRunKeepTheTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaBackend,
-                         ::testing::Values(ModelCase{Arch::Mixtral, kernels::DType::BF16},
-                                           ModelCase{Arch::Qwen2Moe, kernels::DType::BF16},
-                                           ModelCase{Arch::Qwen3Moe, kernels::DType::BF16},
-                                           ModelCase{Arch::Mixtral, kernels::DType::F32},
-                                           ModelCase{Arch::Qwen3Moe, kernels::DType::F32}),
+                         ::testing::Values(ModelCase{Arch::Mixtral, kernels::DType::BF16, false},
+                                           ModelCase{Arch::Qwen2Moe, kernels::DType::BF16, false},
+                                           ModelCase{Arch::Qwen3Moe, kernels::DType::BF16, false},
+                                           ModelCase{Arch::Mixtral, kernels::DType::F32, false},
+                                           ModelCase{Arch::Qwen3Moe, kernels::DType::F32, false},
+                                           ModelCase{Arch::Mixtral, kernels::DType::BF16, true},
+                                           ModelCase{Arch::Qwen2Moe, kernels::DType::BF16, true},
+                                           ModelCase{Arch::Qwen3Moe, kernels::DType::BF16, true},
+                                           ModelCase{Arch::Mixtral, kernels::DType::F32, true},
+                                           ModelCase{Arch::Qwen3Moe, kernels::DType::F32, true}),
                          [](const auto& p) {
-                           return arch_name(p.param.arch) + "_" + std::string(kernels::dtype_name(p.param.dtype));
+                           return arch_name(p.param.arch) + "_" + std::string(kernels::dtype_name(p.param.dtype)) +
+                                  (p.param.graphs ? "_graphs" : "_eager");
                          });
 
 // Runs everywhere: without a GPU the deployment refuses with the runtime's reason, never crashes.
