@@ -178,7 +178,8 @@ class DecodeGraphsOnAStream : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(&v, word_, 4, cudaMemcpyDeviceToHost), cudaSuccess);
     return v;
   }
-  void clear() { ASSERT_EQ(cudaMemset(word_, 0, 4), cudaSuccess); }
+  // On the test's stream: a non-blocking stream is not ordered after the legacy stream.
+  void clear() { ASSERT_EQ(cudaMemsetAsync(word_, 0, 4, stream_), cudaSuccess); }
   cudaStream_t stream_ = nullptr;
   void* word_ = nullptr;
 };
