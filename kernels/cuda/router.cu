@@ -14,6 +14,20 @@ constexpr int kWarpsPerBlock = 4;
 constexpr int kPerLane = 8;
 constexpr int kMaxExperts = 32 * kPerLane;
 
+// The CPU kernel's selection order: a larger probability first, ties to the lower id, NaN below
+// every number, "none yet" (INT_MAX) last. NaN matters: a NaN or infinite logit makes the whole
+// softmax row NaN, where the CPU's strict-> scan keeps the first untaken expert each round
+// (ids 0, 1, .., k-1); plain > comparisons would leave every lane at INT_MAX, write that as an
+// expert id, and shift `taken` by best_e / 32 (undefined) — the runtime would then index an
+// expert far out of range.
+__device__ __forceinline__ bool ranks_before(float a, int ea, float b, int eb) {
+  if (ea == INT_MAX || eb == INT_MAX) return ea < eb;
+  const bool a_nan = isnan(a), b_nan = isnan(b);
+  if (a_nan != b_nan) return b_nan;
+  if (!a_nan && a != b) return a > b;
+  return ea < eb;
+}
+
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     router_kernel(const float* __restrict__ logits, long long n_tokens, int E, int k, bool renormalize,
                   std::int32_t* __restrict__ ids, float* __restrict__ weights) {
@@ -38,25 +52,28 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
   sum = detail::warp_sum(sum);
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? p[i] / sum : -1.0f;  // -1: never picked
+  for (int i = 0; i < kPerLane; ++i) p[i] = lane + 32 * i < E ? p[i] / sum : -1.0f;  // never picked: marked taken below
 
-  unsigned taken = 0;  // bit i: expert lane + 32·i already selected
+  unsigned taken = 0;  // bit i: expert lane + 32·i already selected, or no expert (≥ E)
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (lane + 32 * i >= E) taken |= 1u << i;
   float total = 0.0f;
   std::int32_t* out_ids = ids + t * k;
   float* out_w = weights + t * k;
   for (int r = 0; r < k; ++r) {
-    float best = -2.0f;
+    float best = 0.0f;
     int best_e = INT_MAX;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i)
-      if (((taken >> i) & 1u) == 0 && p[i] > best) {  // ascending e: strict > keeps the lower id
+      if (((taken >> i) & 1u) == 0 && ranks_before(p[i], lane + 32 * i, best, best_e)) {
         best = p[i];
         best_e = lane + 32 * i;
       }
     for (int offset = 16; offset > 0; offset >>= 1) {
       const float other = __shfl_xor_sync(0xffffffffu, best, offset);
       const int other_e = __shfl_xor_sync(0xffffffffu, best_e, offset);
-      if (other > best || (other == best && other_e < best_e)) {
+      if (ranks_before(other, other_e, best, best_e)) {
         best = other;
         best_e = other_e;
       }

@@ -213,6 +213,35 @@ TEST(CudaKernels, RouterTopkMatchesCpu) {
   }
 }
 
+// A NaN or infinite logit makes a softmax row NaN: the CPU kernel then takes experts 0..k-1
+// (its strict > never fires), and the GPU must name the same valid experts, never an id
+// outside 0..E-1 that the runtime would index with.
+TEST(CudaKernels, RouterTopkOnNanRowsPicksTheCpusExperts) {
+  SKIP_WITHOUT_GPU();
+  for (const std::int32_t E : {8, 60, 128}) {
+    SCOPED_TRACE("E=" + std::to_string(E));
+    const std::int32_t k = 8 < E ? 8 : E / 2;
+    const std::int64_t tokens = 5;
+    Rng rng(static_cast<std::uint64_t>(E));
+    std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(tokens * E), -4.0f, 4.0f);
+    logits[static_cast<std::size_t>(1 * E + E / 2)] = NAN;        // token 1: one NaN logit
+    logits[static_cast<std::size_t>(2 * E + 3)] = INFINITY;       // token 2: +inf (inf - inf = NaN)
+    for (std::int32_t e = 0; e < E; ++e) logits[static_cast<std::size_t>(3 * E + e)] = -INFINITY;  // token 3
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * k));
+    std::vector<float> w(ids.size());
+    kernels::router_topk(logits.data(), tokens, E, k, true, ids.data(), w.data());
+    ASSERT_EQ(ids[static_cast<std::size_t>(k)], 0) << "the CPU kernel takes the lowest ids on a NaN row";
+    DeviceBuffer<float> dlogits(logits), dw(w.size());
+    DeviceBuffer<std::int32_t> dids(ids.size());
+    ASSERT_OK(kernels::router_topk_cuda(dlogits.get(), tokens, E, k, true, dids.get(), dw.get(), nullptr));
+    EXPECT_EQ(dids.host(), ids);
+    const std::vector<float> got = dw.host();
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(std::isnan(got[i]) == std::isnan(w[i]) && (std::isnan(w[i]) || std::abs(got[i] - w[i]) < 1e-6f))
+          << "weight " << i << ": " << got[i] << " vs " << w[i];
+  }
+}
+
 TEST(CudaKernels, ArgmaxMatchesCpu) {
   SKIP_WITHOUT_GPU();
   Rng rng(5);
