@@ -756,7 +756,16 @@ TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
   }
 }
 
-// Arguments are checked before anything reaches the GPU, so this runs on every machine.
+// Arguments are checked before anything reaches the GPU, so these run on every machine.
+TEST(CudaKernels, RouterRejectsMoreTokensThanOneLaunchHolds) {
+  // One warp per token, four per block, at most 2^31 - 1 blocks: one token more must be refused,
+  // not launched with an invalid grid (or, capped, leave tokens unrouted).
+  const std::int64_t too_many = 0x7fffffffLL * 4 + 1;
+  const Status s = kernels::router_topk_cuda(nullptr, too_many, 8, 2, true, nullptr, nullptr, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("token count"), std::string::npos) << s.message();
+}
+
 TEST(CudaKernels, RejectsHeadDimAbove256) {
   const kernels::KvLayerView view{nullptr, nullptr, 1, 16, 1, 512};
   const Status s = kernels::paged_attention_decode_cuda(nullptr, 1, 1, nullptr, view, nullptr, 1, 1.0f, nullptr, nullptr);
