@@ -229,7 +229,12 @@ int main() {
   float* logits = device<float>(std::max(max_rows * E, max_seqs * vocab));
   auto* ids = device<std::int32_t>(max_rows * K);
   auto* wts = device<float>(max_rows * K);
+  // The experts below run in place on these rows, step after step, with no norm in between
+  // (a SwiGLU's output grows with the square of its input): from zeros they stay finite; from
+  // whatever an earlier buffer left in this memory they may grow to inf and NaN, which the
+  // combine carries into `hidden` and the router into NaN logits.
   float* slots = device<float>(max_rows * K * H);
+  must(cudaMemset(slots, 0, static_cast<std::size_t>(max_rows * K * H) * sizeof(float)), "cudaMemset");
   auto* meta = device<std::int32_t>(4 * max_rows + max_seqs * (ctx / page + 1));
   auto* params = device<sy::kernels::DeviceSamplingParams>(max_seqs);
   auto* next = device<std::int32_t>(max_seqs);
