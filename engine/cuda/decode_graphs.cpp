@@ -6,6 +6,9 @@
 namespace sy {
 namespace {
 
+// DecodeGraphs::process_stats.
+std::atomic<std::int64_t> all_warmups{0}, all_captures{0}, all_replays{0}, all_fallbacks{0};
+
 Status cuda(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::Ok();
   return Status::Error(std::string(what) + ": " + cudaGetErrorString(err));
@@ -29,6 +32,10 @@ CudaGraphStats DecodeGraphs::stats() const {
   return {warmups_.load(), captures_.load(), replays_.load(), fallbacks_.load()};
 }
 
+CudaGraphStats DecodeGraphs::process_stats() {
+  return {all_warmups.load(), all_captures.load(), all_replays.load(), all_fallbacks.load()};
+}
+
 Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::function<Status()>& body) {
   if (!enabled_) return body();
   Entry& e = graphs_[key];
@@ -39,6 +46,7 @@ Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::functio
       // warm up before capturing for the same reason).
       e.state = State::Warm;
       ++warmups_;
+      ++all_warmups;
       return body();
     case State::Warm:
       if (!capture(key, e, stream, body)) return body();
@@ -50,6 +58,7 @@ Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::functio
   }
   SY_RETURN_IF_ERROR(cuda(cudaGraphLaunch(e.exec, stream), "cudaGraphLaunch (decode attention)"));
   ++replays_;
+  ++all_replays;
   return Status::Ok();
 }
 
@@ -70,6 +79,7 @@ bool DecodeGraphs::capture(const Key& key, Entry& e, cudaStream_t stream, const 
   if (status.ok()) {
     e.state = State::Captured;
     ++captures_;
+    ++all_captures;
     return true;
   }
   // Capture errors (e.g. cudaErrorStreamCaptureUnsupported) are not sticky: clear the one the
@@ -79,6 +89,7 @@ bool DecodeGraphs::capture(const Key& key, Entry& e, cudaStream_t stream, const 
   e.exec = nullptr;
   e.state = State::Eager;
   ++fallbacks_;
+  ++all_fallbacks;
   if (!warned_) {
     warned_ = true;
     std::fprintf(stderr,

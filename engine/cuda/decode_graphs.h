@@ -61,6 +61,9 @@ class DecodeGraphs {
   bool enabled() const { return enabled_; }
   // Safe from any thread (tests read it after a run).
   CudaGraphStats stats() const;
+  // The sums over every DecodeGraphs of this process, so that whole-model tests, which cannot
+  // reach the executors inside a deployment, can tell whether serving ran any graph at all.
+  static CudaGraphStats process_stats();
 
  private:
   enum class State { Cold, Warm, Captured, Eager };

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_deployment.h"
+#include "engine/cuda/decode_graphs.h"
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
 
@@ -126,6 +127,20 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     EXPECT_TRUE(d.cluster().quiescent()) << what;
   }
 
+  // With graphs, serving must have replayed at least one decode graph since `before` (else the
+  // _graphs runs would pass just as well with the graphs never engaged); without, none may run.
+  void expect_graphs_used_since(const CudaGraphStats& before) const {
+    const CudaGraphStats now = DecodeGraphs::process_stats();
+    const std::int64_t replays = now.replays - before.replays, warmups = now.warmups - before.warmups;
+    if (GetParam().graphs) {
+      EXPECT_GT(replays, 0) << "no decode execution ran as a CUDA graph: " << warmups << " shapes warmed up, "
+                            << now.captures - before.captures << " captured, " << now.fallbacks - before.fallbacks
+                            << " captures failed (see the warning on stderr)";
+    } else {
+      EXPECT_EQ(replays + warmups, 0) << "--cuda-graphs off must run every execution eagerly";
+    }
+  }
+
   fs::path dir_;
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<RequestSpec> requests_;
@@ -141,11 +156,13 @@ TEST_P(CudaBackend, GreedyTokensMatchTheCpuReferenceUnderEveryPolicy) {
       {"pingpong-2", policy_of(PolicyKind::PingPong, 2)},
       {"sync", policy_of(PolicyKind::Sync)},
       {"findep-2x3", policy_of(PolicyKind::FinDep, 2, 3)}};
+  const CudaGraphStats before = DecodeGraphs::process_stats();
   for (const auto& [name, policy] : policies) {
     auto d = CudaDeployment::create(weights_, topology, options(policy), cuda());
     ASSERT_TRUE(d.ok()) << d.status().message();
     expect_reference_outputs(**d, name);
   }
+  expect_graphs_used_since(before);
 }
 
 TEST_P(CudaBackend, LivePolicySwitchesMidRunKeepTheTokens) {
