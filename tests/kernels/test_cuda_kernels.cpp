@@ -447,11 +447,11 @@ TEST(CudaKernels, GroupedLinearMatchesCpuWithEmptyAndUnevenGroups) {
   SKIP_WITHOUT_GPU();
   cublasHandle_t handle = nullptr;
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
-  kernels::GroupedGemmWorkspace ws;
   const std::int64_t N = 96, K = 80;
   const std::vector<std::int64_t> ms = {0, 1, 7, 0, 33, 7, 128};  // empty, repeated and uneven row counts
   for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
     SCOPED_TRACE(dtype_label(t));
+    kernels::GroupedGemmWorkspace ws;  // per type: fell_back must say which types cuBLAS refused
     Rng rng(14);
     std::vector<TestWeight> w;
     std::vector<std::vector<float>> x, expected;
@@ -476,8 +476,15 @@ TEST(CudaKernels, GroupedLinearMatchesCpuWithEmptyAndUnevenGroups) {
       if (ms[i] == 0) continue;
       EXPECT_LT(nmse(dy[i]->host(), as_double(expected[i])), 1e-10) << "problem " << i;
     }
+    std::cout << "[ grouped  ] " << dtype_label(t) << ": cublasGemmGroupedBatchedEx "
+              << (ws.fell_back ? "refused: ran GemmEx per problem" : "ran grouped") << "\n";
+    // The fallback also catches CUBLAS_STATUS_INVALID_VALUE, so wrong arguments of ours would
+    // pass above as a refusal; float32 in and out is in every grouped cuBLAS's list, so a
+    // refusal there means our arguments are wrong.
+    if (t == DType::F32) {
+      EXPECT_FALSE(ws.fell_back) << "cuBLAS refused a float32 grouped GEMM: check its arguments";
+    }
   }
-  std::cout << "[ grouped  ] cublasGemmGroupedBatchedEx " << (ws.fell_back ? "refused these types: ran GemmEx per problem" : "ran grouped") << "\n";
   cublasDestroy(handle);
 }
 
