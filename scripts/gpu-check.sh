@@ -40,6 +40,12 @@ run() {  # name, command...
   timeout "$step_s" "$here/run.sh" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   tail -n 40 "$out/$name.log"
+  # Every GPU test skips where the CUDA runtime finds no usable device (e.g. a driver older
+  # than CUDA 13 wants) and the binary still exits 0: here, on the GPU machine, that is a failure.
+  if [[ $rc -eq 0 ]] && grep -q "no CUDA device" "$out/$name.log"; then
+    echo "=== $name: the GPU tests SKIPPED on the GPU machine: $(grep -m1 "no CUDA device" "$out/$name.log")"
+    rc=1
+  fi
   echo "=== $name: exit $rc after $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || status=1
 }
