@@ -96,7 +96,7 @@ Status router_topk_cuda(const float* logits, std::int64_t n_tokens, std::int32_t
   SY_RETURN_IF_ERROR(detail::require(n_experts >= 1 && n_experts <= kMaxExperts, "router_topk_cuda: n_experts must be 1..256"));
   SY_RETURN_IF_ERROR(detail::require(k >= 1 && k <= n_experts, "router_topk_cuda: k must be 1..n_experts"));
   // One warp per token and no grid-stride loop: every token needs a block within gridDim.x's
-  // limit of 2^31 - 1 (a cap of 2^31, as before, is itself an invalid launch).
+  // limit of 2^31 - 1 (a grid of 2^31 blocks is itself an invalid launch).
   constexpr long long kMaxBlocks = 0x7fffffffLL;
   SY_RETURN_IF_ERROR(detail::require(n_tokens >= 0 && n_tokens <= kMaxBlocks * kWarpsPerBlock,
                                      "router_topk_cuda: token count must be 0..(2^31 - 1) * 4"));
