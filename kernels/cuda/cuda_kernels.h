@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -114,7 +115,16 @@ struct GroupedLinearProblem {
   std::int64_t m = 0;
 };
 
-// Device arrays of pointers that cuBLAS's grouped GEMM reads, grown on demand; one per stream.
+// Which way a grouped call ran (the last call on a workspace; tests and benchmarks print it).
+enum class GroupedRoute : std::uint8_t {
+  kNone,              // no call yet, or no problem had rows
+  kSmallM,            // our small-m kernel (grouped_small_m.cu), one launch per grouped GEMM
+  kCublasGrouped,     // cublasGemmGroupedBatchedEx, one call per grouped GEMM
+  kCublasPerProblem,  // cuBLAS refused the grouped call for the types: one cublasGemmEx each
+};
+
+// Device arrays that a grouped GEMM reads (cuBLAS's pointer arrays, the small-m kernel's
+// problem table), grown on demand; one per stream.
 class GroupedGemmWorkspace {
  public:
   GroupedGemmWorkspace() = default;
@@ -124,18 +134,29 @@ class GroupedGemmWorkspace {
   // Room for `problems` problems (three pointers each).
   Status reserve(std::int64_t problems);
   const void** device_pointers() const { return pointers_; }
+  // Room for a device table of `bytes` bytes (the small-m kernel's problems).
+  Status reserve_table(std::size_t bytes);
+  void* table() const { return table_; }
   // True once a call had to run the problems one cublasGemmEx each because this cuBLAS
   // refused the grouped call for the types (benchmarks print it).
   bool fell_back = false;
+  // false: every call takes the cuBLAS path, whatever m (as SY_CUDA_SMALL_M=0 does for all).
+  bool small_m = true;
+  GroupedRoute last_route = GroupedRoute::kNone;
 
  private:
   const void** pointers_ = nullptr;
   std::int64_t capacity_ = 0;
+  void* table_ = nullptr;
+  std::size_t table_bytes_ = 0;
 };
 
-// Every problem with the same N, K and weight type in ONE cuBLAS call
-// (cublasGemmGroupedBatchedEx, one group per distinct m); problems with m = 0 are skipped.
-// Weights of `type` (bf16, f16 or f32), float32 accumulation and output.
+// Every problem with the same N, K and weight type in ONE launch: our small-m kernel when
+// every problem has at most kSmallMMaxRows rows (kernels/cuda/small_m_plan.h: K a multiple of
+// one 16-byte load, weights 16-byte aligned, rows fit in shared memory; not with
+// ws.small_m = false or SY_CUDA_SMALL_M=0), else one cuBLAS call (cublasGemmGroupedBatchedEx,
+// one group per distinct m). Problems with m = 0 are skipped. Weights of `type` (bf16, f16
+// or f32), float32 accumulation and output.
 Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* problems, std::int64_t count,
                            std::int64_t N, std::int64_t K, DType type, GroupedGemmWorkspace& ws,
                            cudaStream_t stream);
@@ -171,8 +192,12 @@ class ExpertWorkspace {
   std::int64_t x_capacity = 0, gate_capacity = 0, up_capacity = 0, h_capacity = 0, segments_capacity = 0;
 };
 
-// All experts a worker drains in one execution: three grouped GEMMs (gate and up together,
-// then down) and three small kernels, whatever the number of experts or their row counts.
+// All experts a worker drains in one execution. With every expert's m within the small-m
+// kernel's bound (grouped_linear_cuda), two launches: gate and up of all experts together
+// (x rounded on the fly), then down (silu(g)·u rounded on the fly, row weights applied on
+// the way out). Otherwise three grouped cuBLAS GEMMs (gate and up together, then down) and
+// three small kernels, whatever the number of experts or their row counts.
+// ws.gemm.last_route says which ran.
 Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems, std::int64_t count,
                            std::int64_t H, std::int64_t I, DType type, ExpertWorkspace& ws, cudaStream_t stream);
 

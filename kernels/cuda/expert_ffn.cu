@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/grouped_small_m.h"
 
 namespace sy::kernels {
 namespace {
@@ -121,6 +122,57 @@ Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems,
   const auto P = static_cast<std::int64_t>(segs.size());
   SY_RETURN_IF_ERROR(detail::require(P <= 65535, "swiglu_experts_cuda: more than 65535 experts in one call"));
   SY_RETURN_IF_ERROR(ws.reserve(rows, H, I, P));
+
+  // Decode-sized experts: our small-m kernel, gate and up of every expert in one launch, then
+  // down in another; the gather-convert, silu·u and scale kernels are folded into them.
+  std::vector<const ExpertProblem*> live;
+  std::vector<std::int64_t> ms_gate_up, ms_down;
+  std::vector<const void*> w_gate_up, w_down;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const ExpertProblem& p = problems[i];
+    if (p.m == 0) continue;
+    live.push_back(&p);
+    ms_gate_up.insert(ms_gate_up.end(), {p.m, p.m});  // problem 2e: gate, 2e + 1: up
+    ms_down.push_back(p.m);
+    w_gate_up.insert(w_gate_up.end(), {p.gate, p.up});
+    w_down.push_back(p.down);
+  }
+  SmallMPlan plan_gate_up, plan_down;
+  SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms_gate_up, w_gate_up, I, H, type, ws.gemm.small_m, plan_gate_up));
+  if (plan_gate_up.use)
+    SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms_down, w_down, H, I, type, ws.gemm.small_m, plan_down));
+  if (plan_gate_up.use && plan_down.use) {
+    std::vector<SmallMProblem> table;
+    table.reserve(plan_gate_up.pieces.size() + plan_down.pieces.size());
+    for (const SmallMPiece& piece : plan_gate_up.pieces) {
+      const std::size_t e = static_cast<std::size_t>(piece.problem / 2);
+      const bool up = piece.problem % 2 == 1;
+      const Segment& sg = segs[e];
+      float* out = (up ? ws.up_out : ws.gate_out) + (sg.row0 + piece.row0) * I;
+      table.push_back({sg.x + piece.row0 * H, nullptr, up ? live[e]->up : live[e]->gate, out, nullptr,
+                       static_cast<long long>(piece.rows)});
+    }
+    for (const SmallMPiece& piece : plan_down.pieces) {
+      const std::size_t e = static_cast<std::size_t>(piece.problem);
+      const Segment& sg = segs[e];
+      const std::int64_t row = sg.row0 + piece.row0;
+      table.push_back({ws.gate_out + row * I, ws.up_out + row * I, live[e]->down, sg.y + piece.row0 * H,
+                       sg.scale != nullptr ? sg.scale + piece.row0 : nullptr, static_cast<long long>(piece.rows)});
+    }
+    const std::size_t bytes = table.size() * sizeof(SmallMProblem);
+    SY_RETURN_IF_ERROR(ws.gemm.reserve_table(bytes));
+    // Pageable source: staged before the call returns, ordered before the kernels on the stream.
+    SY_RETURN_IF_ERROR(detail::check_cuda(
+        cudaMemcpyAsync(ws.gemm.table(), table.data(), bytes, cudaMemcpyHostToDevice, stream),
+        "swiglu_experts_cuda: small-m table upload"));
+    const auto* d_table = static_cast<const SmallMProblem*>(ws.gemm.table());
+    SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan_gate_up, d_table, I, H, type, SmallMInput::kF32, stream));
+    SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan_down, d_table + plan_gate_up.pieces.size(), H, I, type,
+                                            SmallMInput::kSiluMul, stream));
+    ws.gemm.last_route = GroupedRoute::kSmallM;
+    return Status::Ok();
+  }
+
   // Pageable source: staged before the call returns, ordered before the kernels on the stream.
   SY_RETURN_IF_ERROR(detail::check_cuda(cudaMemcpyAsync(ws.segments, segs.data(), segs.size() * sizeof(Segment),
                                                         cudaMemcpyHostToDevice, stream),

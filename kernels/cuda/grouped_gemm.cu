@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/grouped_small_m.h"
 
 namespace sy::kernels {
 namespace {
@@ -53,7 +54,42 @@ Status convert_from_f32_cuda(const float* src, void* dst, DType type, std::int64
   return detail::check_launch("convert_from_f32_cuda");
 }
 
-GroupedGemmWorkspace::~GroupedGemmWorkspace() { cudaFree(pointers_); }
+GroupedGemmWorkspace::~GroupedGemmWorkspace() {
+  cudaFree(pointers_);
+  cudaFree(table_);
+}
+
+Status GroupedGemmWorkspace::reserve_table(std::size_t bytes) {
+  if (bytes <= table_bytes_) return Status::Ok();
+  const std::size_t grown = std::max(bytes, table_bytes_ * 2);
+  // cudaFree waits for the device, so no queued kernel still reads the old table.
+  SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(table_), "GroupedGemmWorkspace: cudaFree"));
+  table_ = nullptr;
+  table_bytes_ = 0;
+  SY_RETURN_IF_ERROR(detail::check_cuda(cudaMalloc(&table_, grown), "GroupedGemmWorkspace: cudaMalloc"));
+  table_bytes_ = grown;
+  return Status::Ok();
+}
+
+namespace detail {
+
+Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
+                        std::int64_t K, DType type, bool enabled, SmallMPlan& plan) {
+  SmallMRequest request;
+  request.ms = ms;
+  request.N = N;
+  request.K = K;
+  request.type = type;
+  request.enabled = enabled && small_m_enabled_by_env();
+  request.weights_aligned = true;
+  for (const void* w : weights) request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+  // Ask the device only when the cheap conditions leave the kernel a chance.
+  if (request.enabled && request.weights_aligned) SY_RETURN_IF_ERROR(small_m_device_limits(request.smem_limit, request.sm_count));
+  plan = plan_small_m(request);
+  return Status::Ok();
+}
+
+}  // namespace detail
 
 Status GroupedGemmWorkspace::reserve(std::int64_t problems) {
   if (problems <= capacity_) return Status::Ok();
@@ -83,7 +119,40 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
     SY_RETURN_IF_ERROR(detail::require(problems[i].m >= 0 && problems[i].m <= INT_MAX, "grouped_linear_cuda: bad m"));
     if (problems[i].m > 0) order.push_back(i);
   }
-  if (order.empty()) return Status::Ok();
+  if (order.empty()) {
+    ws.last_route = GroupedRoute::kNone;
+    return Status::Ok();
+  }
+
+  std::vector<std::int64_t> ms(static_cast<std::size_t>(count));
+  std::vector<const void*> weights;
+  for (std::int64_t i = 0; i < count; ++i) {
+    ms[static_cast<std::size_t>(i)] = problems[i].m;
+    if (problems[i].m > 0) weights.push_back(problems[i].w);
+  }
+  SmallMPlan plan;
+  SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms, weights, N, K, type, ws.small_m, plan));
+  if (plan.use) {
+    const std::int64_t esize = static_cast<std::int64_t>(dtype_size(type));
+    std::vector<SmallMProblem> table;
+    table.reserve(plan.pieces.size());
+    for (const SmallMPiece& piece : plan.pieces) {
+      const GroupedLinearProblem& p = problems[piece.problem];
+      table.push_back({static_cast<const char*>(p.x) + piece.row0 * K * esize, nullptr, p.w, p.y + piece.row0 * N,
+                       nullptr, static_cast<long long>(piece.rows)});
+    }
+    const std::size_t bytes = table.size() * sizeof(SmallMProblem);
+    SY_RETURN_IF_ERROR(ws.reserve_table(bytes));
+    // Pageable source: staged before the call returns, ordered before the kernel on the stream.
+    SY_RETURN_IF_ERROR(detail::check_cuda(
+        cudaMemcpyAsync(ws.table(), table.data(), bytes, cudaMemcpyHostToDevice, stream),
+        "grouped_linear_cuda: small-m table upload"));
+    SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan, static_cast<const SmallMProblem*>(ws.table()), N, K, type,
+                                            SmallMInput::kLow, stream));
+    ws.last_route = GroupedRoute::kSmallM;
+    return Status::Ok();
+  }
+
   std::stable_sort(order.begin(), order.end(),
                    [&](std::int64_t a, std::int64_t b) { return problems[a].m < problems[b].m; });
   const auto P = static_cast<std::int64_t>(order.size());
@@ -130,12 +199,16 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
       handle, transa.data(), transb.data(), m_arr.data(), group_m.data(), k_arr.data(), alpha.data(), d_a, t,
       lda.data(), d_b, t, lda.data(), beta.data(), d_c, CUDA_R_32F, ldc.data(), G, group_size.data(),
       CUBLAS_COMPUTE_32F);
-  if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
+  if (status == CUBLAS_STATUS_SUCCESS) {
+    ws.last_route = GroupedRoute::kCublasGrouped;
+    return Status::Ok();
+  }
   if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE)
     return detail::check_cublas(status, "grouped_linear_cuda: cublasGemmGroupedBatchedEx");
   // This cuBLAS does not group these types (low-precision inputs with float32 output are not
   // in every version's list): the same problems one GemmEx each, recorded for the benchmark.
   ws.fell_back = true;
+  ws.last_route = GroupedRoute::kCublasPerProblem;
   const float one = 1.0f, zero = 0.0f;
   for (std::int64_t j = 0; j < P; ++j) {
     const GroupedLinearProblem& p = problems[order[static_cast<std::size_t>(j)]];

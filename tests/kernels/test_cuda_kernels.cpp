@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -25,6 +26,7 @@
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/small_m_plan.h"
 #include "tests/kernels/reference.h"
 
 namespace sy::test {
@@ -544,6 +546,131 @@ TEST(CudaKernels, SwigluExpertsMatchCpu) {
   cublasDestroy(handle);
 }
 
+// One grouped_linear_cuda call over problems of `ms` rows against the cpu linear on the same
+// rounded activations; returns the route the call took.
+kernels::GroupedRoute grouped_linear_against_cpu(DType t, std::int64_t N, std::int64_t K,
+                                                 const std::vector<std::int64_t>& ms, bool small_m) {
+  cublasHandle_t handle = nullptr;
+  EXPECT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  kernels::GroupedGemmWorkspace ws;
+  ws.small_m = small_m;
+  Rng rng(21);
+  std::vector<std::vector<float>> expected;
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> dw, dx;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> dy;
+  std::vector<kernels::GroupedLinearProblem> problems;
+  for (const std::int64_t m : ms) {
+    const TestWeight w = make_weight(rng, t, N, K);
+    const std::vector<float> x = rounded(rng.uniform_vector(static_cast<std::size_t>(m * K)), t);
+    expected.emplace_back(static_cast<std::size_t>(m * N));
+    if (m > 0) kernels::linear(x.data(), m, w.view(), nullptr, expected.back().data());
+    std::vector<std::uint8_t> low(x.size() * kernels::dtype_size(t));
+    kernels::convert_from_f32(x.data(), low.data(), t, x.size());
+    dw.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w.bytes));
+    dx.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(low));
+    // NaN where nothing should be written stays visible: every element must be overwritten.
+    dy.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(expected.back().size(), NAN)));
+    problems.push_back({dx.back()->get(), dw.back()->get(), dy.back()->get(), m});
+  }
+  const Status status = kernels::grouped_linear_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()),
+                                                     N, K, t, ws, nullptr);
+  EXPECT_TRUE(status.ok()) << status.message();
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    if (ms[i] == 0) continue;
+    EXPECT_LT(nmse(dy[i]->host(), as_double(expected[i])), 1e-10) << "problem " << i << " (m " << ms[i] << ")";
+  }
+  cublasDestroy(handle);
+  return ws.last_route;
+}
+
+TEST(CudaKernels, SmallMGroupedLinearMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  // Empty, single-row, uneven and full pieces, and 24 rows (two pieces: 16 + 8); N = 100 is no
+  // multiple of a warp's 4 features nor of a tile, K = 72 no multiple of 32 lanes' loads.
+  const std::vector<std::int64_t> ms = {0, 1, 3, 8, 16, 0, 5, 24};
+  for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
+    SCOPED_TRACE(dtype_label(t));
+    EXPECT_EQ(grouped_linear_against_cpu(t, 100, 72, ms, true), kernels::GroupedRoute::kSmallM);
+    // 16 rows of K = 1024 are 64 KiB of shared memory: above the 48 KiB a launch gets unasked.
+    EXPECT_EQ(grouped_linear_against_cpu(t, 40, 1024, {16, 2, 0, 9}, true), kernels::GroupedRoute::kSmallM);
+    EXPECT_NE(grouped_linear_against_cpu(t, 100, 72, ms, false), kernels::GroupedRoute::kSmallM);
+  }
+}
+
+TEST(CudaKernels, SmallMFallsBackToCublasWhereItCannotRun) {
+  SKIP_WITHOUT_GPU();
+  // K = 70: a bf16/f16 weight row is 140 bytes, no 16-byte multiple; f32: 280, neither.
+  for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
+    SCOPED_TRACE(dtype_label(t));
+    EXPECT_NE(grouped_linear_against_cpu(t, 36, 70, {1, 4, 0}, true), kernels::GroupedRoute::kSmallM);
+  }
+  // More rows than the bound: cuBLAS, whatever the others.
+  EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 64, 64, {1, 33}, true), kernels::GroupedRoute::kSmallM);
+}
+
+TEST(CudaKernels, SwigluExpertsMatchCpuThroughBothRoutes) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const std::int64_t H = 136, I = 104;  // multiples of 8, not of a tile or a warp's loads
+  const std::vector<std::int64_t> ms = {3, 0, 16, 1, 8, 20};
+  for (const DType t : {DType::F32, DType::BF16, DType::F16}) {
+    Rng rng(22);
+    struct Expert {
+      TestWeight gate, up, down;
+      std::vector<float> x, scale, expected;
+    };
+    std::vector<Expert> experts;
+    std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> weights;
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> inputs;
+    std::vector<kernels::ExpertProblem> problems;
+    for (std::size_t e = 0; e < ms.size(); ++e) {
+      const std::int64_t m = ms[e];
+      Expert ex{make_weight(rng, t, I, H), make_weight(rng, t, I, H), make_weight(rng, t, H, I),
+                rounded(rng.uniform_vector(static_cast<std::size_t>(m * H)), t),
+                rng.uniform_vector(static_cast<std::size_t>(m), 0.1f, 1.0f), {}};
+      ex.expected.resize(static_cast<std::size_t>(m * H));
+      const bool scaled = e % 2 == 0;
+      kernels::SwigluScratch scratch;
+      if (m > 0)
+        kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
+                            scaled ? ex.scale.data() : nullptr);
+      kernels::ExpertProblem p;
+      for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down}) weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
+      p.gate = weights[weights.size() - 3]->get();
+      p.up = weights[weights.size() - 2]->get();
+      p.down = weights[weights.size() - 1]->get();
+      inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.x));
+      p.x = inputs.back()->get();
+      inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.scale));
+      p.row_scale = scaled ? inputs.back()->get() : nullptr;
+      p.m = m;
+      problems.push_back(p);
+      experts.push_back(std::move(ex));
+    }
+    for (const bool small_m : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_label(t)) + (small_m ? " small-m" : " cuBLAS"));
+      kernels::ExpertWorkspace ws;
+      ws.gemm.small_m = small_m;
+      std::vector<std::unique_ptr<DeviceBuffer<float>>> outputs;
+      for (std::size_t e = 0; e < ms.size(); ++e) {
+        outputs.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(experts[e].expected.size(), NAN)));
+        problems[e].y = outputs.back()->get();
+      }
+      ASSERT_OK(kernels::swiglu_experts_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()), H, I,
+                                             t, ws, nullptr));
+      EXPECT_EQ(ws.gemm.last_route == kernels::GroupedRoute::kSmallM, small_m);
+      for (std::size_t e = 0; e < ms.size(); ++e) {
+        if (ms[e] == 0) continue;
+        // Both routes round silu(g)·u to the weight type before the down projection; the cpu does not.
+        EXPECT_LT(nmse(outputs[e]->host(), as_double(experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4)
+            << "expert " << e;
+      }
+    }
+  }
+  cublasDestroy(handle);
+}
+
 TEST(CudaKernels, SharedExpertGateMatchesCpu) {
   SKIP_WITHOUT_GPU();
   // ModelOps::shared_expert: sigmoid(x · gate_wᵀ) scales the shared expert's output (qwen2_moe).
@@ -778,6 +905,111 @@ TEST(CudaKernels, RejectsHeadDimAbove256) {
   const Status s = kernels::paged_attention_decode_cuda(nullptr, 1, 1, nullptr, view, nullptr, 1, 1.0f, nullptr, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("head_dim must be 1..256"), std::string::npos) << s.message();
+}
+
+// The small-m kernel's route and launch shape, decided on the host: these run on every machine.
+kernels::SmallMRequest qwen_request(std::vector<std::int64_t> ms) {
+  kernels::SmallMRequest r;
+  r.ms = std::move(ms);
+  r.N = 768;
+  r.K = 2048;
+  r.type = DType::BF16;
+  r.weights_aligned = true;
+  r.smem_limit = 227 * 1024;  // an H100's opt-in limit
+  r.sm_count = 132;
+  return r;
+}
+
+TEST(SmallMPlan, SplitsProblemsIntoPiecesAndSkipsEmptyOnes) {
+  const kernels::SmallMPlan plan = kernels::plan_small_m(qwen_request({0, 1, 3, 8, 16, 0, 17, 32}));
+  ASSERT_TRUE(plan.use) << plan.why_not;
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> want = {
+      {1, 0, 1}, {2, 0, 3}, {3, 0, 8}, {4, 0, 16}, {6, 0, 16}, {6, 16, 1}, {7, 0, 16}, {7, 16, 16}};
+  ASSERT_EQ(plan.pieces.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(std::make_tuple(plan.pieces[i].problem, plan.pieces[i].row0, plan.pieces[i].rows), want[i]) << i;
+  }
+  EXPECT_EQ(plan.m_tile, 16);
+  EXPECT_EQ(plan.smem_bytes, 16u * 2048u * 4u);
+  EXPECT_EQ(plan.smem_limit, 227u * 1024u);
+}
+
+TEST(SmallMPlan, MTileIsThePowerOfTwoAboveTheLargestPiece) {
+  for (const auto& [m, tile] : std::vector<std::pair<std::int64_t, int>>{{1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {16, 16}}) {
+    const kernels::SmallMPlan plan = kernels::plan_small_m(qwen_request({1, m}));
+    ASSERT_TRUE(plan.use) << plan.why_not;
+    EXPECT_EQ(plan.m_tile, tile) << "m " << m;
+    EXPECT_EQ(plan.smem_bytes, static_cast<std::size_t>(m) * 2048 * 4);
+  }
+}
+
+TEST(SmallMPlan, TilesCoverEveryFeatureAndFillTheGpu) {
+  for (const std::int64_t N : {1, 4, 31, 100, 768, 2048, 5000}) {
+    for (const std::size_t problems : {1u, 8u, 128u}) {
+      kernels::SmallMRequest r = qwen_request(std::vector<std::int64_t>(problems, 1));
+      r.N = N;
+      const kernels::SmallMPlan plan = kernels::plan_small_m(r);
+      ASSERT_TRUE(plan.use) << plan.why_not;
+      SCOPED_TRACE("N " + std::to_string(N) + ", problems " + std::to_string(problems));
+      EXPECT_EQ(plan.rows_per_cta % kernels::kSmallMTileQuantum, 0);
+      EXPECT_GT(plan.rows_per_cta, 0);
+      EXPECT_GE(plan.tiles_per_piece * plan.rows_per_cta, N);
+      EXPECT_LT((plan.tiles_per_piece - 1) * plan.rows_per_cta, N);  // no tile without features
+      EXPECT_EQ(plan.blocks, plan.tiles_per_piece * static_cast<std::int64_t>(problems));
+      EXPECT_LE(plan.rows_per_cta, 4 * kernels::kSmallMTileQuantum);
+      // A larger tile is taken only while the grid still gives every SM two CTAs.
+      if (plan.rows_per_cta > kernels::kSmallMTileQuantum && N > plan.rows_per_cta) {
+        EXPECT_GE(plan.blocks, 2 * r.sm_count);
+      }
+    }
+  }
+  // Batch 1 on Qwen3-30B-A3B (8 experts, gate and up together: 16 problems): 32 features per
+  // CTA make 384 CTAs; 64 would leave an H100's 132 SMs under two CTAs each.
+  const kernels::SmallMPlan b1 = kernels::plan_small_m(qwen_request(std::vector<std::int64_t>(16, 1)));
+  EXPECT_EQ(b1.rows_per_cta, 32);
+  EXPECT_EQ(b1.blocks, 16 * 24);
+}
+
+TEST(SmallMPlan, DeclinesWhatTheKernelCannotRun) {
+  auto why = [](kernels::SmallMRequest r) {
+    const kernels::SmallMPlan plan = kernels::plan_small_m(r);
+    EXPECT_FALSE(plan.use);
+    EXPECT_TRUE(plan.pieces.empty());
+    return plan.why_not;
+  };
+  kernels::SmallMRequest r = qwen_request({1, 33});
+  EXPECT_NE(why(r).find("kSmallMMaxRows"), std::string::npos);
+  r = qwen_request({0, 0});
+  EXPECT_NE(why(r).find("no problem has rows"), std::string::npos);
+  r = qwen_request({4});
+  r.K = 2044;  // bf16 rows of 4088 bytes: no 16-byte multiple
+  EXPECT_NE(why(r).find("16-byte weight load"), std::string::npos);
+  r.type = DType::F32;  // 8176 bytes: aligned for f32
+  EXPECT_TRUE(kernels::plan_small_m(r).use);
+  r.K = 2046;
+  EXPECT_NE(why(r).find("16-byte weight load"), std::string::npos);
+  r = qwen_request({4});
+  r.weights_aligned = false;
+  EXPECT_NE(why(r).find("aligned"), std::string::npos);
+  r = qwen_request({16});
+  r.smem_limit = 16 * 2048 * 4 - 1;
+  EXPECT_NE(why(r).find("shared memory"), std::string::npos);
+  r.smem_limit = 16 * 2048 * 4;
+  EXPECT_TRUE(kernels::plan_small_m(r).use);
+  r.enabled = false;
+  EXPECT_NE(why(r).find("disabled"), std::string::npos);
+  r = qwen_request({1, -1});
+  EXPECT_NE(why(r).find("negative"), std::string::npos);
+}
+
+TEST(SmallMPlan, EnvironmentSwitchForcesCublas) {
+  ASSERT_EQ(unsetenv("SY_CUDA_SMALL_M"), 0);
+  EXPECT_TRUE(kernels::small_m_enabled_by_env());
+  ASSERT_EQ(setenv("SY_CUDA_SMALL_M", "1", 1), 0);
+  EXPECT_TRUE(kernels::small_m_enabled_by_env());
+  ASSERT_EQ(setenv("SY_CUDA_SMALL_M", "0", 1), 0);
+  EXPECT_FALSE(kernels::small_m_enabled_by_env());
+  ASSERT_EQ(unsetenv("SY_CUDA_SMALL_M"), 0);
 }
 
 }  // namespace

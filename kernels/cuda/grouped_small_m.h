@@ -1,0 +1,50 @@
+// The small-m grouped linear kernel's launch API, shared by grouped_gemm.cu and expert_ffn.cu:
+// y[m, N] = x[m, K] · Wᵀ for many decode-sized problems in one launch (plan: small_m_plan.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/cpu/dtype.h"
+#include "kernels/cuda/small_m_plan.h"
+
+namespace sy::kernels {
+
+// How the kernel reads x (always rounded to the weight type exactly as convert_from_f32_cuda
+// does before it multiplies, so results match the cpu kernels on rounded activations).
+enum class SmallMInput : int {
+  kLow = 0,      // x: [rows, K] already in the weight type (grouped_linear_cuda's input)
+  kF32 = 1,      // x: [rows, K] float32, rounded while loading
+  kSiluMul = 2,  // x: gate [rows, K], x2: up [rows, K] float32; silu(g)·u as silu_mul_low, rounded
+};
+
+// One row of the device problem table: a piece (≤ kSmallMPieceRows rows) of one problem, its
+// pointers already offset to the piece's first row. Row strides: K for x and x2, N for y.
+struct SmallMProblem {
+  const void* x;
+  const float* x2;
+  const void* w;       // [N, K] in the weight type, 16-byte aligned
+  float* y;            // [rows, N] float32
+  const float* scale;  // [rows] or null: y row r is multiplied by scale[r] (swiglu's row weights)
+  long long rows;
+};
+
+// Queues the kernel over `table` (a device array of plan.pieces.size() entries, uploaded by
+// the caller on `stream`). The plan must have use = true and come from a request of N, K, type.
+Status grouped_small_m_cuda(const SmallMPlan& plan, const SmallMProblem* table, std::int64_t N, std::int64_t K,
+                            DType type, SmallMInput input, cudaStream_t stream);
+
+namespace detail {
+// plan_small_m for a call's problems: rows per problem, the weights of those with rows; asks
+// the current device for its limits (enabled: the workspace's switch, and the environment's).
+Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
+                        std::int64_t K, DType type, bool enabled, SmallMPlan& plan);
+}  // namespace detail
+
+// The current device's opt-in shared memory per block and multiprocessor count, for the plan.
+Status small_m_device_limits(std::size_t& smem_limit, int& sm_count);
+
+}  // namespace sy::kernels
