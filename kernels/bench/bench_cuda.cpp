@@ -1,6 +1,7 @@
 // bench_cuda: the cuda kernels on a Qwen3-30B-A3B-shaped model with random bf16 weights. One
-// table per run: the grouped expert GEMM (one cuBLAS grouped call per projection) next to one
-// launch per expert and next to a dense GEMM of the same rows and FLOPs; then one decoder
+// table per run: the grouped expert SwiGLU through our small-m kernel next to cuBLAS's grouped
+// GEMM (one call per projection), one launch per expert and a dense GEMM of the same rows and
+// FLOPs, with GB/s against a measured device copy; then one decoder
 // layer as the cuda executor runs it (attention, router, routed experts, merge), scaled to
 // the 48 layers plus lm_head and sampling, as tokens/s for prefill 1×512 and decode batches
 // 1/32/128 next to the HBM roofline of the weights and KV each step must read; decode also
@@ -155,10 +156,31 @@ int main() {
   const std::int64_t expert_bytes = 3 * I * H * 2;
   std::mt19937 rng(3);
 
-  std::printf("grouped expert SwiGLU (gate+up grouped GEMM, silu, down grouped GEMM, scale)\n");
-  std::printf("%6s %6s %8s | %10s %10s %10s | %9s %11s\n", "tokens", "rows", "experts", "grouped", "per-expert",
-              "dense", "TFLOP/s", "HBM bound");
-  sy::kernels::ExpertWorkspace ws_grouped, ws_loop, ws_dense;
+  // The copy bandwidth the kernels can hope for: a device-to-device copy of 1 GiB reads and
+  // writes it once (GB/s below count the bytes read and written).
+  double copy_bw = 0.0;
+  {
+    const std::int64_t n = 1ll << 30;
+    char* a = device<char>(n);
+    char* b = device<char>(n);
+    const double ms = time_ms(s, [&] { must(cudaMemcpyAsync(b, a, static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s), "copy"); }, 5);
+    copy_bw = 2.0 * static_cast<double>(n) / (ms * 1e-3);
+    cudaFree(a);
+    cudaFree(b);
+  }
+  std::printf("device-to-device copy: %.0f GB/s (read + write)\n\n", copy_bw / 1e9);
+
+  // Every route from one run: our small-m kernel (two launches), cuBLAS's grouped GEMM (or
+  // its one-GemmEx-per-expert fallback) with the small-m route switched off, one launch
+  // sequence per expert, and a dense cuBLAS SwiGLU of all rows through one expert: the same
+  // FLOPs with one expert's weights read.
+  std::printf("grouped expert SwiGLU: small-m kernel vs cuBLAS (gate+up, silu, down, scale)\n");
+  std::printf("%6s %6s %7s %5s | %9s %9s %9s %9s | %8s %8s %6s | %7s %7s\n", "tokens", "rows", "experts", "max m",
+              "small-m", "cuBLAS", "per-exp", "dense", "sm GB/s", "cB GB/s", "of cp", "cB/sm", "dn/sm");
+  sy::kernels::ExpertWorkspace ws_small, ws_grouped, ws_loop, ws_dense;
+  ws_grouped.gemm.small_m = false;
+  ws_loop.gemm.small_m = false;
+  ws_dense.gemm.small_m = false;
   for (const std::int64_t T : {1, 32, 128, 512}) {
     const std::vector<std::int64_t> rows = route(T, rng);
     const std::int64_t R = T * K;
@@ -166,14 +188,19 @@ int main() {
     float* y = device<float>(R * H);
     float* scale = random_f32(R, 0.0f, 1.0f);
     std::vector<sy::kernels::ExpertProblem> problems;
-    std::int64_t at = 0, active = 0;
+    std::int64_t at = 0, active = 0, max_m = 0;
     for (int e = 0; e < E; ++e) {
       const std::int64_t m = rows[static_cast<std::size_t>(e)];
       problems.push_back({x + at * H, y + at * H, scale + at, ex.gate[static_cast<std::size_t>(e)],
                           ex.up[static_cast<std::size_t>(e)], ex.down[static_cast<std::size_t>(e)], m});
       at += m;
       active += m > 0 ? 1 : 0;
+      max_m = std::max(max_m, m);
     }
+    const double small = time_ms(s, [&] {
+      must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws_small, s));
+    });
+    const bool small_ran = ws_small.gemm.last_route == sy::kernels::GroupedRoute::kSmallM;
     const double grouped = time_ms(s, [&] {
       must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws_grouped, s));
     });
@@ -183,19 +210,22 @@ int main() {
     });
     const sy::kernels::ExpertProblem dense{x, y, scale, ex.gate[0], ex.up[0], ex.down[0], R};
     const double one = time_ms(s, [&] { must(sy::kernels::swiglu_experts_cuda(blas, &dense, 1, H, I, DType::BF16, ws_dense, s)); });
-    const double flops = 2.0 * static_cast<double>(R) * 3.0 * I * H;
-    const double bound_ms = static_cast<double>(active * expert_bytes) / hbm * 1e3;
-    std::printf("%6lld %6lld %8lld | %8.3fms %8.3fms %8.3fms | %9.1f %9.3fms\n", static_cast<long long>(T),
-                static_cast<long long>(R), static_cast<long long>(active), grouped, loop, one, flops / grouped / 1e9,
-                bound_ms);
+    // Bytes the experts must move at least: their weights, x and y, gate and up out and in.
+    const double bytes = static_cast<double>(active * expert_bytes) + 4.0 * static_cast<double>(R) * (2.0 * H + 4.0 * I);
+    std::printf("%6lld %6lld %7lld %5lld | %7.3fms %7.3fms %7.3fms %7.3fms | %8.0f %8.0f %5.0f%% | %6.2fx %6.2fx%s\n",
+                static_cast<long long>(T), static_cast<long long>(R), static_cast<long long>(active),
+                static_cast<long long>(max_m), small, grouped, loop, one, bytes / small / 1e6, bytes / grouped / 1e6,
+                100.0 * bytes / (small * 1e-3) / copy_bw, grouped / small, one / small,
+                small_ran ? "" : "  (small-m declined: cuBLAS ran in its column too)");
     cudaFree(x);
     cudaFree(y);
     cudaFree(scale);
   }
-  std::printf("  (dense: all rows through one expert's weights, the same FLOPs with one weight read; per-expert: one "
-              "launch sequence per expert)%s\n\n",
-              ws_grouped.gemm.fell_back ? "\n  NOTE: cuBLAS refused the grouped call for bf16→f32; it ran one GemmEx per "
-                                          "problem"
+  std::printf("  (GB/s: weights of the experts hit plus activations, over the time; of cp: small-m's share of the "
+              "copy bandwidth; cB/sm: cuBLAS time over small-m's, dn/sm: dense cuBLAS at equal FLOPs over small-m's: "
+              "issue 13 asks >= 0.85)%s\n\n",
+              ws_grouped.gemm.fell_back ? "\n  NOTE: cuBLAS refused the grouped call for bf16→f32; its column ran one "
+                                          "GemmEx per problem"
                                         : "");
 
   // ---- one decoder layer as CudaExecutor::run_attention + run_experts + run_merge ----

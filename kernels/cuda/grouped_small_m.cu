@@ -5,6 +5,8 @@
 // it keeps (rounded to the weight type, widened to float32) in shared memory.
 #include <cuda_fp16.h>
 
+#include <atomic>
+
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/grouped_small_m.h"
 
@@ -196,11 +198,19 @@ Status launch(const SmallMPlan& plan, const SmallMProblem* table, int N, int K, 
               cudaStream_t stream) {
   auto* kernel = &small_m_kernel<MT, T>;
   // Above 48 KiB a kernel must opt in. The attribute is the device's limit rather than this
-  // launch's size, so concurrent callers with other sizes never undo each other.
+  // launch's size, so concurrent callers with other sizes never undo each other, and it is
+  // set once per device (bit d of opted_in) rather than a driver call per layer.
+  static std::atomic<unsigned long long> opted_in{0};
   if (plan.smem_bytes > 48 * 1024) {
-    SY_RETURN_IF_ERROR(detail::check_cuda(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(plan.smem_limit)),
-        "grouped_small_m_cuda: cudaFuncSetAttribute"));
+    int device = 0;
+    SY_RETURN_IF_ERROR(detail::check_cuda(cudaGetDevice(&device), "grouped_small_m_cuda: cudaGetDevice"));
+    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
+    if (bit == 0 || (opted_in.load() & bit) == 0) {
+      SY_RETURN_IF_ERROR(detail::check_cuda(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(plan.smem_limit)),
+          "grouped_small_m_cuda: cudaFuncSetAttribute"));
+      opted_in.fetch_or(bit);
+    }
   }
   kernel<<<static_cast<unsigned>(plan.blocks), kSmallMThreads, plan.smem_bytes, stream>>>(
       table, N, K, plan.rows_per_cta, static_cast<int>(plan.tiles_per_piece), input);
