@@ -4,7 +4,7 @@
 # .gpu/check.sh, which runs them there in one call within a time budget.
 #
 #   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda; pack
-#   .gpu/check.sh [tests|bench|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
+#   .gpu/check.sh [tests|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
 # back). Each step has its own timeout (SY_GPU_STEP_S, default 150 s) so a hang in one still
@@ -61,10 +61,13 @@ for step in "${steps[@]}"; do
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_graphs' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
+    # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
+    # the whole-model decode tokens/s.
+    bench-cublas) run bench_cuda_cublas env SY_CUDA_SMALL_M=0 "$here/bench_cuda" ;;
     ncu)
       # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.
       run ncu_bench_cuda ncu --set basic --launch-count 40 --csv "$here/bench_cuda" ;;
-    *) echo "check.sh: unknown step '$step' (tests, bench, ncu)"; status=1 ;;
+    *) echo "check.sh: unknown step '$step' (tests, bench, bench-cublas, ncu)"; status=1 ;;
   esac
 done
 exit $status

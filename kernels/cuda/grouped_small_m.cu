@@ -114,21 +114,23 @@ __global__ void __launch_bounds__(kSmallMThreads)
   const int m = static_cast<int>(pr.rows);  // 1..MT (the plan sized MT and the shared memory)
   const int chunks = K / VE;                // K % VE == 0 (plan_small_m)
 
-  const int total = m * K;  // ≤ smem_limit / 4
-  for (int e = static_cast<int>(threadIdx.x); e < total; e += kSmallMThreads) {
-    float v;
-    if (input == SmallMInput::kLow) {
-      v = load_low<T>(pr.x, e);
-    } else if (input == SmallMInput::kF32) {
-      v = round_to<T>(static_cast<const float*>(pr.x)[e]);
-    } else {
-      // silu_mul_low_kernel's expression (expert_ffn.cu), then its rounding.
-      const float g = static_cast<const float*>(pr.x)[e];
-      v = round_to<T>(g / (1.0f + expf(-g)) * pr.x2[e]);
+  // m · K ≤ smem_limit / 4, so int indices hold. Row by row: no division by K per element.
+  for (int r = 0; r < m; ++r) {
+    for (int k = static_cast<int>(threadIdx.x); k < K; k += kSmallMThreads) {
+      const int e = r * K + k;
+      float v;
+      if (input == SmallMInput::kLow) {
+        v = load_low<T>(pr.x, e);
+      } else if (input == SmallMInput::kF32) {
+        v = round_to<T>(static_cast<const float*>(pr.x)[e]);
+      } else {
+        // silu_mul_low_kernel's expression (expert_ffn.cu), then its rounding.
+        const float g = static_cast<const float*>(pr.x)[e];
+        v = round_to<T>(g / (1.0f + expf(-g)) * pr.x2[e]);
+      }
+      const int c = k / VE, q = k - c * VE;
+      xs[((r * PL + q / 4) * chunks + c) * 4 + (q & 3)] = v;
     }
-    const int r = e / K, k = e - r * K;
-    const int c = k / VE, q = k - c * VE;
-    xs[((r * PL + q / 4) * chunks + c) * 4 + (q & 3)] = v;
   }
   __syncthreads();
 
