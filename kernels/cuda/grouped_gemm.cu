@@ -71,26 +71,6 @@ Status GroupedGemmWorkspace::reserve_table(std::size_t bytes) {
   return Status::Ok();
 }
 
-namespace detail {
-
-Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
-                        std::int64_t K, DType type, bool enabled, SmallMPlan& plan) {
-  SmallMRequest request;
-  request.ms = ms;
-  request.N = N;
-  request.K = K;
-  request.type = type;
-  request.enabled = enabled && small_m_enabled_by_env();
-  request.weights_aligned = true;
-  for (const void* w : weights) request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
-  // Ask the device only when the cheap conditions leave the kernel a chance.
-  if (request.enabled && request.weights_aligned) SY_RETURN_IF_ERROR(small_m_device_limits(request.smem_limit, request.sm_count));
-  plan = plan_small_m(request);
-  return Status::Ok();
-}
-
-}  // namespace detail
-
 Status GroupedGemmWorkspace::reserve(std::int64_t problems) {
   if (problems <= capacity_) return Status::Ok();
   const std::int64_t grown = std::max<std::int64_t>(problems, capacity_ * 2);

@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 
 #include <atomic>
+#include <cstdint>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/grouped_small_m.h"
@@ -249,6 +251,26 @@ Status grouped_small_m_cuda(const SmallMPlan& plan, const SmallMProblem* table, 
   }
   return Status::Error("grouped_small_m_cuda: unknown weight type");
 }
+
+namespace detail {
+
+Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
+                        std::int64_t K, DType type, bool enabled, SmallMPlan& plan) {
+  SmallMRequest request;
+  request.ms = ms;
+  request.N = N;
+  request.K = K;
+  request.type = type;
+  request.enabled = enabled && small_m_enabled_by_env();
+  request.weights_aligned = true;
+  for (const void* w : weights) request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+  // Ask the device only when the cheap conditions leave the kernel a chance.
+  if (request.enabled && request.weights_aligned) SY_RETURN_IF_ERROR(small_m_device_limits(request.smem_limit, request.sm_count));
+  plan = plan_small_m(request);
+  return Status::Ok();
+}
+
+}  // namespace detail
 
 Status small_m_device_limits(std::size_t& smem_limit, int& sm_count) {
   int device = 0, smem = 0;
