@@ -23,6 +23,8 @@ enum class SmallMInput : int {
 
 // One row of the device problem table: a piece (≤ kSmallMPieceRows rows) of one problem, its
 // pointers already offset to the piece's first row. Row strides: K for x and x2, N for y.
+// The table holds no prefix of blocks: all problems of a call share N, so every piece has the
+// same tiles_per_piece CTAs and CTA b works on piece b / tiles_per_piece.
 struct SmallMProblem {
   const void* x;
   const float* x2;
