@@ -77,7 +77,9 @@ RuntimePolicy policy(const std::string& kind, const std::string& scheduler = "de
     nlohmann::json j = nlohmann::json::parse(overrides, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object())
       throw CommandError{"--async-policy: '" + overrides + "' is not a JSON object of [policy] keys"};
-    p = take(PolicySpec::from_json(j, p));
+    auto parsed = PolicySpec::from_json(j, p);
+    if (!parsed.ok()) throw CommandError{"--async-policy: " + parsed.status().message()};
+    p = std::move(parsed).value();
   }
   return take(runtime_policy(p));
 }
