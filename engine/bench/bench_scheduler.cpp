@@ -30,4 +30,5 @@ void BM_Pick(benchmark::State& state, const char* name) {
 BENCHMARK_CAPTURE(BM_Pick, defrag, "defrag")->Args({64, 64})->Args({32, 8})->Args({8, 8});
 BENCHMARK_CAPTURE(BM_Pick, mtfs, "mtfs")->Args({64, 64})->Args({32, 8})->Args({8, 8});
 BENCHMARK_CAPTURE(BM_Pick, flfs, "flfs")->Args({64, 64})->Args({32, 8})->Args({8, 8});
+BENCHMARK_CAPTURE(BM_Pick, tail, "tail")->Args({64, 64})->Args({32, 8})->Args({8, 8});
 BENCHMARK_MAIN();

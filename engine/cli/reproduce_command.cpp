@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,9 +18,11 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/plan/block_balanced_placement.h"
 #include "engine/sim/calibration.h"
 #include "engine/sim/findep_model.h"
 #include "engine/sim/sim_experiment.h"
+#include "engine/sim/skew_router.h"
 #include "engine/util/progress.h"
 
 namespace sy::cli {
@@ -34,6 +37,15 @@ struct ReproduceArgs {
   bool quick = false;
   bool verbose = false;
   std::int64_t findep_samples = 2;  // FinDEP: bound on r1 · m_a per AG GPU
+  // amoe: [policy] keys applied over the async scenarios' policy (e.g. {"gate": "cost"}).
+  std::string async_policy;
+  // amoe: "TOPK:WORKLOAD:RATE" runs Fig. 9's two scenarios at that one rate and prints their
+  // metrics tables instead of the figures.
+  std::string point;
+  // amoe: the async scenarios' expert placement: "layout" (the disaggregated layout's, the
+  // same experts on a device in every block) or "block-balanced" (block_balanced_placement
+  // from the skew router's popularity).
+  std::string async_placement = "block-balanced";
 };
 
 // The signal that asked the run to stop (0: none). A second one ends the process at once.
@@ -55,11 +67,20 @@ ModelConfig model(const std::string& name) {
   return take(ModelConfig::from_file(assets_dir() / "models" / name / "config.json"));
 }
 
-RuntimePolicy policy(const std::string& kind, const std::string& scheduler = "defrag", std::int32_t m = 2) {
+RuntimePolicy policy(const std::string& kind, const std::string& scheduler = "defrag", std::int32_t m = 2,
+                     const std::string& overrides = "") {
   PolicySpec p;
   p.policy = kind;
   p.scheduler = scheduler;
   p.microbatches = m;
+  if (!overrides.empty()) {
+    nlohmann::json j = nlohmann::json::parse(overrides, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object())
+      throw CommandError{"--async-policy: '" + overrides + "' is not a JSON object of [policy] keys"};
+    auto parsed = PolicySpec::from_json(j, p);
+    if (!parsed.ok()) throw CommandError{"--async-policy: " + parsed.status().message()};
+    p = std::move(parsed).value();
+  }
   return take(runtime_policy(p));
 }
 
@@ -89,11 +110,11 @@ class Reproduction {
         if (a_.quick && w != 1) continue;
         SimScenario s = base(model("mixtral-8x7b"), a100_80, top_k, classes[w]);
         const double sync = max_tp(colocated(s, 8));
-        const double async = max_tp(disaggregated(s, 4, 4));
+        const double async = max_tp(ours(s, 4, 4, "tail"));
         add({"AMoE Fig. 9", std::string("top-") + std::to_string(top_k) + " " + classes[w] +
                                 ": async (4+4) / sync (8 colocated), max throughput",
              top_k == 1 ? fig9_paper_top1[w] : NAN, async / sync,
-             top_k == 1 ? "" : "paper: async ahead, by less than top-1"});
+             std::string(top_k == 1 ? "" : "paper: async ahead, by less than top-1; ") + "async: " + async_kind("tail")});
       }
     }
     {
@@ -101,16 +122,19 @@ class Reproduction {
       // points are the one-node runs of the 8-expert model.
       SimScenario s16 = base(model("mixtral-8x7b-16e-top1"), a100_40, 1, "medium");
       SimScenario s8 = base(model("mixtral-8x7b"), a100_40, 1, "medium");
-      const double sync16 = max_tp(colocated(s16, 16)), async16 = max_tp(disaggregated(s16, 8, 8));
-      const double sync8 = max_tp(colocated(s8, 8)), async8 = max_tp(disaggregated(s8, 4, 4));
+      const double sync16 = max_tp(colocated(s16, 16)), async16 = max_tp(ours(s16, 8, 8, "defrag"));
+      const double sync8 = max_tp(colocated(s8, 8)), async8 = max_tp(ours(s8, 4, 4, "defrag"));
       add({"AMoE Fig. 10", "sync 16 GPUs / sync 8 GPUs, max throughput", 1.0, sync16 / sync8,
            "paper: no throughput increase"});
-      add({"AMoE Fig. 10", "async 16 GPUs / async 8 GPUs, max throughput", 1.92, async16 / async8, ""});
-      add({"AMoE Fig. 10", "async / sync at 16 GPUs, max throughput", 3.0, async16 / sync16, ""});
+      add({"AMoE Fig. 10", "async 16 GPUs / async 8 GPUs, max throughput", 1.92, async16 / async8,
+           "async: " + async_kind("defrag")});
+      add({"AMoE Fig. 10", "async / sync at 16 GPUs, max throughput", 3.0, async16 / sync16, "async: " + async_kind("defrag")});
     }
     for (std::int32_t top_k : {1, 2}) {
       // §5.3: schedulers at 80 % of defrag's maximum throughput, medium workload.
       SimScenario s = disaggregated(base(model("mixtral-8x7b"), a100_80, top_k, "medium"), 4, 4);
+      s.policy = policy("async", "defrag", 2, a_.async_policy);
+      s.policy.scheduler.name = "defrag";
       const SimPoint peak = max_point(s);
       const double rate = 0.8 * peak.rate;
       const std::string k = "top-" + std::to_string(top_k);
@@ -118,7 +142,8 @@ class Reproduction {
       const char* names[] = {"defrag", "mtfs", "flfs"};
       for (int i = 0; i < 3; ++i) {
         SimScenario t = s;
-        t.policy = policy("async", names[i]);
+        t.policy = policy("async", names[i], 2, a_.async_policy);
+        t.policy.scheduler.name = names[i];  // the row's scheduler, whatever --async-policy says
         by[i] = run_sim_point(t, rate, a_.duration, a_.duration / 4);
         account(by[i]);
       }
@@ -133,6 +158,32 @@ class Reproduction {
              starved ? "no token in the window: new arrivals starve later blocks (paper Fig. 12)"
                      : "paper: defrag lowest (ratio > 1)"});
       }
+    }
+  }
+
+  // One rate of one Fig. 9 cell, sync and async, with each run's metrics table (per device:
+  // busy, stalls, rows per execution, queue waits): for measuring an operating point.
+  void amoe_point() {
+    std::vector<std::string> parts;
+    for (std::size_t b = 0, e = 0; e != std::string::npos; b = e + 1)
+      parts.push_back(a_.point.substr(b, (e = a_.point.find(':', b)) == std::string::npos ? e : e - b));
+    std::int32_t top_k = 0;
+    double rate = 0;
+    const auto whole = [](const std::string& t, auto& v) {
+      const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return !t.empty() && ec == std::errc() && ptr == t.data() + t.size();
+    };
+    if (parts.size() != 3 || !whole(parts[0], top_k) || top_k < 1 || top_k > 2 || !whole(parts[2], rate) ||
+        !(rate > 0) || !parse_length_class(parts[1]).ok())
+      throw CommandError{"--point: '" + a_.point + "' is not TOPK:WORKLOAD:RATE (top-k 1 or 2, short|medium|reasonable, requests/s > 0)"};
+    const HardwareProfile a100_80 = take(find_hardware_profile("a100-80g"));
+    const SimScenario s = base(model("mixtral-8x7b"), a100_80, top_k, parts[1]);
+    const std::pair<const char*, SimScenario> runs[] = {{"sync 8 colocated", colocated(s, 8)},
+                                                         {"async 4+4", ours(s, 4, 4, "tail")}};
+    for (const auto& [name, scenario] : runs) {
+      const SimPoint p = run_sim_point(scenario, rate, a_.duration, a_.duration / 4);
+      std::printf("%s, top-%d %s at %.0f requests/s (%s):\n%s\n", name, top_k, parts[1].c_str(), rate,
+                  scenario.policy.describe().c_str(), format_table(p.report).c_str());
     }
   }
 
@@ -389,6 +440,39 @@ class Reproduction {
     s.policy = policy("async", "defrag");
     return s;
   }
+  // Figs. 9 and 10's async: AMoE's disaggregation with `scheduler` and, unless
+  // --async-placement says layout, the block-balanced expert placement; then --async-policy.
+  // Fig. 9 (one node) runs our tail-first scheduler, which with that placement carries more
+  // within the ITL target than Algorithm 1; Fig. 10 runs defrag at both sizes, since across
+  // two nodes tail-first carries less (README). Fig. 11 keeps AMoE's deployment: it compares
+  // AMoE's schedulers.
+  SimScenario ours(SimScenario s, std::int32_t a, std::int32_t e, const std::string& scheduler) {
+    s = disaggregated(std::move(s), a, e);
+    s.policy = policy("async", scheduler, 2, a_.async_policy);
+    if (a_.async_placement == "block-balanced") {
+      // The load the skew router will route, block by block (its first-pick popularity, the
+      // expected share of each expert at top-1; at top-2 the same order, a little flatter):
+      // what a rebalancer would measure over a long run.
+      const SkewRouter router(s.config.num_layers, s.config.num_experts, s.skew_lambda, s.seed);
+      std::vector<std::vector<double>> load(static_cast<std::size_t>(s.config.num_layers));
+      std::vector<std::int32_t> experts;
+      for (std::int32_t b = 0; b < s.config.num_layers; ++b) {
+        if (!s.config.is_sparse(b)) continue;
+        load[static_cast<std::size_t>(b)] = router.popularity(b);
+        for (std::int32_t x = 0; x < s.config.num_experts; ++x)
+          for (std::int32_t d : s.layout.placement.devices(b, x)) experts.push_back(d);
+      }
+      std::sort(experts.begin(), experts.end());
+      experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
+      s.layout.placement = take(block_balanced_placement(load, experts, s.config.num_experts));
+    }
+    return s;
+  }
+  // What ours() runs, for the rows' notes.
+  std::string async_kind(const std::string& scheduler) const {
+    return scheduler + (a_.async_placement == "block-balanced" ? ", block-balanced placement" : "") +
+           (a_.async_policy.empty() ? "" : ", " + a_.async_policy);
+  }
   SimPoint max_point(const SimScenario& s) {
     constexpr double kStep = 1.6;
     SimPoint best = max_sustained_throughput(s, a_.itl_target_ms, 20, kStep, a_.duration, a_.duration / 4, 12,
@@ -454,7 +538,8 @@ void run(const ReproduceArgs& a) {
   ::sigaction(SIGTERM, &action, &previous_term);
   bool interrupted = false;
   try {
-    if (a.paper == "amoe") r.amoe();
+    if (a.paper == "amoe" && !a.point.empty()) r.amoe_point();
+    else if (a.paper == "amoe") r.amoe();
     if (a.paper == "megascale") r.megascale();
     if (a.paper == "findep") r.findep();
   } catch (const Interrupted&) {
@@ -490,6 +575,14 @@ void register_reproduce(CLI::App& app) {
   sub->add_option("--findep-samples", args->findep_samples,
                   "findep: most samples (r1 · m_a) per attention GPU, below what memory allows")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  sub->add_option("--async-policy", args->async_policy,
+                  "amoe: [policy] keys as JSON applied to every async scenario, e.g. '{\"gate\": \"cost\"}'");
+  sub->add_option("--async-placement", args->async_placement,
+                  "amoe: the async scenarios' expert placement: layout (the same experts on a device in every block) or "
+                  "block-balanced (each block's hot experts paired with its cold ones, device totals kept even)")
+      ->check(CLI::IsMember({"layout", "block-balanced"}))->capture_default_str();
+  sub->add_option("--point", args->point,
+                  "amoe: TOPK:WORKLOAD:RATE runs Fig. 9's sync and async scenarios at one rate and prints their metrics");
   sub->add_flag("--quick", args->quick, "One workload and one model per figure (a smoke run)");
   sub->add_flag("--verbose", args->verbose, "Print every simulated point's metrics table to stderr");
   sub->callback([args] { run(*args); });

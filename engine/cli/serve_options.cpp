@@ -25,7 +25,7 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
                  "wait) or 'off'; default: the layout's")
       ->check(CLI::IsMember({"cost", "off"}));
   app.add_option("--scheduler", scheduler, "Async scheduler (default: the layout's)")
-      ->check(CLI::IsMember({"defrag", "mtfs", "flfs"}));
+      ->check(CLI::IsMember({"defrag", "mtfs", "flfs", "tail"}));
   app.add_option("--microbatches", microbatches, "Pingpong micro-batches m, findep's r1 (default: the layout's)")
       ->check(CLI::Range(1, 64));
   app.add_option("--expert-chunks", expert_chunks,

@@ -11,7 +11,7 @@ namespace sy {
 namespace {
 
 constexpr std::string_view kPolicies[] = {"async", "pingpong", "sync", "findep", "adaptive"};
-constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs"};
+constexpr std::string_view kSchedulers[] = {"defrag", "mtfs", "flfs", "tail"};
 constexpr std::string_view kOrders[] = {"asas", "aass"};
 constexpr std::string_view kBarriers[] = {"collective", "ideal"};
 constexpr std::string_view kGates[] = {"cost", "off"};
@@ -22,7 +22,7 @@ Status validate_policy(const PolicySpec& p) {
   if (std::ranges::find(kPolicies, p.policy) == std::end(kPolicies))
     return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync", "findep", "adaptive"}) + ")");
   if (std::ranges::find(kSchedulers, p.scheduler) == std::end(kSchedulers))
-    return Status::Error("unknown scheduler '" + p.scheduler + "' (expected " + one_of({"defrag", "mtfs", "flfs"}) +
+    return Status::Error("unknown scheduler '" + p.scheduler + "' (expected " + one_of({"defrag", "mtfs", "flfs", "tail"}) +
                          ")");
   if (std::ranges::find(kBarriers, p.barrier) == std::end(kBarriers))
     return Status::Error("unknown barrier '" + p.barrier + "' (expected " + one_of({"collective", "ideal"}) + ")");

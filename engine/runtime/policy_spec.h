@@ -26,7 +26,7 @@ struct PolicySpec {
   // async | pingpong | sync | findep | adaptive (the coordinator picks sync, pingpong or async
   // live from the load it observes; see engine/serving/adaptive_chooser.h)
   std::string policy = "async";
-  std::string scheduler = "defrag";  // defrag | mtfs | flfs (async)
+  std::string scheduler = "defrag";  // defrag | mtfs | flfs | tail (async)
   std::int32_t lookahead = 3;     // defrag: blocks looked ahead (K in AMoE Algorithm 1)
   double decay = 1.0;             // defrag: weight δ^k of the k-th block ahead, 0 < δ ≤ 1
   std::int32_t microbatches = 2;  // pingpong: m micro-batches, 1 ≤ m ≤ kMaxMicrobatches (findep: r1)

@@ -4,6 +4,7 @@
 #include "engine/runtime/flfs_scheduler.h"
 #include "engine/runtime/mtfs_scheduler.h"
 #include "engine/runtime/policy_spec.h"
+#include "engine/runtime/tail_scheduler.h"
 
 namespace sy {
 
@@ -17,7 +18,8 @@ StatusOr<std::unique_ptr<Scheduler>> make_scheduler(const SchedulerParams& p) {
   }
   if (p.name == "mtfs") return std::unique_ptr<Scheduler>(new MtfsScheduler());
   if (p.name == "flfs") return std::unique_ptr<Scheduler>(new FlfsScheduler());
-  return Status::Error("unknown scheduler '" + p.name + "' (expected defrag, mtfs or flfs)");
+  if (p.name == "tail") return std::unique_ptr<Scheduler>(new TailScheduler());
+  return Status::Error("unknown scheduler '" + p.name + "' (expected defrag, mtfs, flfs or tail)");
 }
 
 QueueGrid QueueGrid::from(std::int32_t blocks, std::int32_t columns, std::vector<std::int64_t> tokens) {

@@ -104,7 +104,7 @@ class Scheduler {
 };
 
 struct SchedulerParams {
-  std::string name = "defrag";  // defrag | mtfs | flfs
+  std::string name = "defrag";  // defrag | mtfs | flfs | tail
   std::int32_t lookahead = 3;   // defrag: blocks looked ahead (K in AMoE Algorithm 1)
   double decay = 1.0;           // defrag: weight δ^k of the k-th block ahead (see layouts/README.md)
 };

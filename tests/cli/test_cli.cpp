@@ -337,6 +337,26 @@ TEST_F(Cli, ReproduceFindepPrintsTableFiveAgainstThePaper) {
   expect_error("reproduce findep --findep-samples 0", {"--findep-samples"});
 }
 
+// AMoE Fig. 9 at one rate: both scenarios' metrics tables, with what the async side ran; a
+// malformed point or policy is an error naming it.
+TEST_F(Cli, ReproduceAmoePointPrintsBothScenariosPerDevice) {
+  CliRun r = switchyard("reproduce amoe --point 1:medium:40 --duration 0.4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("sync 8 colocated, top-1 medium at 40 requests/s (sync"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("async 4+4, top-1 medium at 40 requests/s (async/tail"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rows/exec"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gpu7"), std::string::npos) << r.output;
+  CliRun d = switchyard("reproduce amoe --point 2:short:40 --duration 0.4 --async-policy '{\"scheduler\": \"defrag\"}'");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_NE(d.output.find("top-2 short at 40 requests/s (async/defrag"), std::string::npos) << d.output;
+  expect_error("reproduce amoe --point 3:medium:40", {"--point", "3:medium:40"});
+  expect_error("reproduce amoe --point 1:long:40", {"--point", "1:long:40"});
+  expect_error("reproduce amoe --point 1:medium", {"--point"});
+  expect_error("reproduce amoe --point 1:medium:40 --duration 0.4 --async-policy '{\"lookahead\": -1}'", {"--async-policy", "lookahead"});
+  expect_error("reproduce amoe --point 1:medium:40 --async-policy 'gate=cost'", {"--async-policy", "gate=cost"});
+  expect_error("reproduce amoe --async-placement random", {"--async-placement"});
+}
+
 TEST_F(Cli, BenchComparesFindepConfigurationsChosenAndHandPicked) {
   CliRun r = switchyard("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --workload short"
                         " --rate 100 --duration 0.2 --compare pingpong,findep:auto,findep:2x1:aass --json");

@@ -432,7 +432,7 @@ devices = ["a"]
 TEST(LayoutRefusals, BadPolicyValues) {
   expect_refused(kDevices + "[policy]\nname = \"turbo\"\n",
                  {"test.toml:14:", "[policy]: unknown policy 'turbo' (expected async, pingpong, sync, findep or adaptive)"});
-  expect_refused(kDevices + "[policy]\nscheduler = \"fifo\"\n", {"unknown scheduler 'fifo' (expected defrag, mtfs or flfs)"});
+  expect_refused(kDevices + "[policy]\nscheduler = \"fifo\"\n", {"unknown scheduler 'fifo' (expected defrag, mtfs, flfs or tail)"});
   expect_refused(kDevices + "[policy]\nlookahead = -1\n",
                  {"test.toml:15:", "policy.lookahead must be in [0, 2147483647], got -1"});
   expect_refused(kDevices + "[policy]\ndecay = 0.0\n", {"decay must be in (0, 1], got 0.0"});

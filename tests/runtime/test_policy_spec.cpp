@@ -17,7 +17,7 @@ TEST(PolicySpecTest, ValidateNamesTheBadField) {
             "unknown policy 'turbo' (expected async, pingpong, sync, findep or adaptive)");
   EXPECT_EQ(validate_policy({"findep", "defrag", 3, 0.5, 2, 0}).message(), "expert_chunks must be in [1, 64], got 0");
   EXPECT_EQ(validate_policy({"async", "lifo", 3, 0.5, 2}).message(),
-            "unknown scheduler 'lifo' (expected defrag, mtfs or flfs)");
+            "unknown scheduler 'lifo' (expected defrag, mtfs, flfs or tail)");
   EXPECT_EQ(validate_policy({"async", "defrag", -2, 0.5, 2}).message(), "lookahead must be in [0, 1024], got -2");
   // A lookahead the engine would spend its time (or memory) on is refused, not run.
   EXPECT_EQ(validate_policy({"async", "defrag", 1 << 30, 0.5, 2}).message(), "lookahead must be in [0, 1024], got 1073741824");

@@ -18,7 +18,7 @@ std::unique_ptr<Scheduler> make(const std::string& name, std::int32_t lookahead 
 }
 
 TEST(Schedulers, EmptyGridPicksNothing) {
-  for (const char* name : {"defrag", "mtfs", "flfs"}) {
+  for (const char* name : {"defrag", "mtfs", "flfs", "tail"}) {
     EXPECT_FALSE(make(name)->pick(grid(3, 2, {0, 0, 0, 0, 0, 0}))) << name;
     EXPECT_FALSE(make(name)->pick(grid(0, 0, {}))) << name;
   }
@@ -109,6 +109,32 @@ TEST(Schedulers, GridVisitsOccupiedBlocksAscending) {
 
 TEST(Schedulers, FlfsTakesTheFullestQueueOfTheEarliestBlock) {
   EXPECT_EQ(*make("flfs")->pick(grid(3, 3, {0, 0, 0, 1, 5, 2, 9, 9, 9})), (GridPick{1, 1}));
+}
+
+// Blocks 0..7 around a ring, one column. Occupied 1, 2, 5: the gaps before them are 3 (blocks
+// 6, 7 and 0), 0 and 2 (3, 4). The widest ends at block 1, the train's tail, though block 5
+// holds more.
+TEST(Schedulers, TailTakesTheBlockAfterTheWidestGap) {
+  EXPECT_EQ(*make("tail")->pick(grid(8, 1, {0, 1, 9, 0, 0, 9, 0, 0})), (GridPick{1, 0}));
+  // Occupied 0, 1, 6, 7 (a train wrapping from the sampler's block to block 0): the widest gap
+  // is 2-5, so the tail is block 6, where FLFS would take block 0.
+  EXPECT_EQ(*make("tail")->pick(grid(8, 1, {4, 4, 0, 0, 0, 0, 1, 4})), (GridPick{6, 0}));
+  EXPECT_EQ(*make("flfs")->pick(grid(8, 1, {4, 4, 0, 0, 0, 0, 1, 4})), (GridPick{0, 0}));
+  // One occupied block: its fullest queue; equal gaps: the lowest block.
+  EXPECT_EQ(*make("tail")->pick(grid(3, 3, {0, 0, 0, 1, 5, 2, 0, 0, 0})), (GridPick{1, 1}));
+  EXPECT_EQ(*make("tail")->pick(grid(4, 1, {2, 0, 3, 0})), (GridPick{0, 0}));
+}
+
+// A held queue does not count: the tail is the first block with a queue the gate lets run.
+TEST(Schedulers, TailSkipsHeldQueues) {
+  QueueGrid g = grid(8, 2, {0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 7, 1, 0, 0, 0, 0});
+  EXPECT_EQ(*make("tail")->pick(g), (GridPick{1, 0}));
+  g.hold(1, 0);
+  EXPECT_EQ(*make("tail")->pick(g), (GridPick{5, 0}));
+  g.hold(5, 0);
+  EXPECT_EQ(*make("tail")->pick(g), (GridPick{5, 1}));
+  g.hold(5, 1);
+  EXPECT_FALSE(make("tail")->pick(g));
 }
 
 TEST(Schedulers, FactoryNamesBadParameters) {
