@@ -55,7 +55,7 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     policy_->addItems({"async", "pingpong", "sync", "findep", "adaptive"});
     scheduler_ = new QComboBox;
     scheduler_->setObjectName("schedulerCombo");
-    scheduler_->addItems({"defrag", "mtfs", "flfs"});
+    scheduler_->addItems({"defrag", "mtfs", "flfs", "tail"});
     lookahead_ = new QSpinBox;
     lookahead_->setObjectName("lookaheadSpin");
     lookahead_->setRange(1, 64);

@@ -33,7 +33,7 @@ struct ProcessInfo {
 
 struct PolicyInfo {
   std::string name;       // async, pingpong, sync, ...
-  std::string scheduler;  // defrag, mtfs, flfs (async only)
+  std::string scheduler;  // defrag, mtfs, flfs, tail (async only)
   std::int32_t lookahead = 0;
   double decay = 0;
   std::int32_t microbatches = 0;
