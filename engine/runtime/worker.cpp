@@ -222,6 +222,8 @@ void Worker::announce(const ShipmentHeader& header) {
 }
 
 void Worker::receive(Shipment&& shipment) {
+  // Arrivals held while this device executes come first (see close_stall).
+  loop_.catch_up_lane(device_);
   if (shipment.kind == LayerKind::Expert) {
     // Never below zero: a transport that announces nothing leaves the count at zero.
     std::int64_t& inbound = inbound_expert_rows_[static_cast<std::size_t>(shipment.block)];
@@ -397,6 +399,12 @@ void Worker::close_stall() {
   }
   running_ = true;
   job_.start = loop_.now();
+  // Until this execution completes, an arrival here only fills the queues and the token pool
+  // (receive's try_run finds the device running, update_stall finds it not stalled), and
+  // nothing reads those before the completion: a virtual loop may hold the arrivals back and
+  // run them, each at its own time and in its own order, when the device catches up (at the
+  // completion, at an earlier arrival it could not hold, or when queue_depths reads them).
+  loop_.hold_lane(device_);
 }
 
 void Worker::collect_sequences() {
@@ -444,6 +452,7 @@ void Worker::execute_merges() {
 }
 
 void Worker::finish_merges(ExecutionTiming timing) {
+  loop_.catch_up_lane(device_);
   if (observer_) observer_->on_merge(device_, job_.block, job_.tokens, timing.start_ns, timing.end_ns);
   for (TokenPool::Completed& c : job_.merges) enqueue_merged(c);
   job_.merges.clear();
@@ -456,6 +465,8 @@ void Worker::run_next_or_stall(std::int64_t idle_since) {
   for (TokenBatch& b : job_.per_expert) b.clear();
   try_run();
   if (!running_) {
+    // Idle: every arrival from now on may start an execution, so each is an event again.
+    loop_.release_lane(device_);
     stalled_ = true;
     stall_start_ = idle_since;
     stall_reason_ = current_stall_reason();
@@ -463,6 +474,7 @@ void Worker::run_next_or_stall(std::int64_t idle_since) {
 }
 
 void Worker::finish(ExecutionTiming timing) {
+  loop_.catch_up_lane(device_);
   const std::int64_t end = loop_.now();
   // An expert job's group is a chunk of a micro-batch (findep); telemetry names the micro-batch.
   const std::int32_t group = job_.kind == LayerKind::Expert ? micro_batch_of(job_.group) : job_.group;
@@ -710,7 +722,8 @@ void Worker::flush_stall() {
   stall_start_ = loop_.now();
 }
 
-std::vector<Worker::QueueDepth> Worker::queue_depths() const {
+std::vector<Worker::QueueDepth> Worker::queue_depths() {
+  loop_.catch_up_lane(device_);
   std::vector<QueueDepth> out;
   for (std::int32_t b = 0; b <= topo_.num_blocks; ++b) {
     for (std::int32_t c = 0; c < columns_; ++c) {

@@ -77,8 +77,8 @@ class Worker {
   }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
-  // Every non-empty μ-queue.
-  std::vector<QueueDepth> queue_depths() const;
+  // Every non-empty μ-queue (with the arrivals held while it executes taken in first).
+  std::vector<QueueDepth> queue_depths();
   // Closes the open stall interval at `now` (end of a run).
   void flush_stall();
 
