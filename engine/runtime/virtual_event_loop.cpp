@@ -26,66 +26,50 @@ void VirtualEventLoop::post_call(std::int64_t at, Callback fn, void* ctx, std::u
   push(std::max(at, now_), seq_++, Call{fn, ctx, arg});
 }
 
-void VirtualEventLoop::post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
-  const auto l = static_cast<std::size_t>(lane);
-  if (l >= lanes_.size() || !lanes_[l].held) return post_call(at, fn, ctx, arg);
+void VirtualEventLoop::hold(Lane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
   assert(!catching_up_);
   // It takes its sequence number now, as a queued event would: the order is the same either way.
-  Lane& lane_ = lanes_[l];
   const Held h{std::max(at, now_), seq_++, Call{fn, ctx, arg}};
   // Its sequence is the newest: it goes after every held event not later than it. Arrivals
   // come mostly in time order, so the search from the back is short.
-  if (lane_.events.size() == lane_.head || lane_.events.back().at <= h.at) {
-    lane_.events.push_back(h);
+  if (lane.events.size() == lane.head || lane.events.back().at <= h.at) {
+    lane.events.push_back(h);
     return;
   }
-  auto it = lane_.events.end() - 1;
-  const auto first = lane_.events.begin() + static_cast<std::ptrdiff_t>(lane_.head);
+  auto it = lane.events.end() - 1;
+  const auto first = lane.events.begin() + static_cast<std::ptrdiff_t>(lane.head);
   while (it != first && (it - 1)->at > h.at) --it;
-  lane_.events.insert(it, h);
+  lane.events.insert(it, h);
 }
 
-void VirtualEventLoop::hold_lane(std::int32_t lane) {
-  const auto l = static_cast<std::size_t>(lane);
-  if (l >= lanes_.size()) lanes_.resize(l + 1);
-  lanes_[l].held = true;
-}
-
-void VirtualEventLoop::catch_up_lane(std::int32_t lane) {
-  const auto l = static_cast<std::size_t>(lane);
-  if (catching_up_ || l >= lanes_.size()) return;
-  Lane& lane_ = lanes_[l];
-  if (lane_.head == lane_.events.size()) return;
+void VirtualEventLoop::catch_up(Lane& lane) {
+  if (catching_up_) return;
   catching_up_ = true;
   const std::int64_t now = now_;
-  while (lane_.head < lane_.events.size()) {
-    const Held& h = lane_.events[lane_.head];
+  while (lane.head < lane.events.size()) {
+    const Held& h = lane.events[lane.head];
     if (h.at > current_at_ || (h.at == current_at_ && h.seq > current_seq_)) break;
     const Call call = h.call;
-    ++lane_.head;
+    ++lane.head;
     now_ = h.at;  // the event sees its own time
     call.fn(call.ctx, call.arg);
     ++events_run_;
   }
   now_ = now;
   catching_up_ = false;
-  if (lane_.head == lane_.events.size()) {
-    lane_.events.clear();
-    lane_.head = 0;
+  if (lane.head == lane.events.size()) {
+    lane.events.clear();
+    lane.head = 0;
   }
 }
 
-void VirtualEventLoop::release_lane(std::int32_t lane) {
-  const auto l = static_cast<std::size_t>(lane);
-  if (l >= lanes_.size()) return;
-  Lane& lane_ = lanes_[l];
-  lane_.held = false;
-  for (std::size_t i = lane_.head; i < lane_.events.size(); ++i) {
-    const Held& h = lane_.events[i];
+void VirtualEventLoop::requeue(Lane& lane) {
+  for (std::size_t i = lane.head; i < lane.events.size(); ++i) {
+    const Held& h = lane.events[i];
     push(h.at, h.seq, h.call);
   }
-  lane_.events.clear();
-  lane_.head = 0;
+  lane.events.clear();
+  lane.head = 0;
 }
 
 void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {

@@ -19,10 +19,26 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t now() const override { return now_; }
   void post(std::int64_t at, std::function<void()> fn) override;
   void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
-  void post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
-  void hold_lane(std::int32_t lane) override;
-  void catch_up_lane(std::int32_t lane) override;
-  void release_lane(std::int32_t lane) override;
+  void post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l < lanes_.size() && lanes_[l].held) return hold(lanes_[l], at, fn, ctx, arg);
+    post_call(at, fn, ctx, arg);
+  }
+  void hold_lane(std::int32_t lane) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l >= lanes_.size()) lanes_.resize(l + 1);
+    lanes_[l].held = true;
+  }
+  void catch_up_lane(std::int32_t lane) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l < lanes_.size() && lanes_[l].head != lanes_[l].events.size()) catch_up(lanes_[l]);
+  }
+  void release_lane(std::int32_t lane) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l >= lanes_.size()) return;
+    lanes_[l].held = false;
+    if (lanes_[l].head != lanes_[l].events.size()) requeue(lanes_[l]);
+  }
   // In a paced run an external post runs at the virtual time the wall clock says (never past
   // the next scheduled event); a paced wait is cut short.
   void post_external(std::function<void()> fn) override;
@@ -69,6 +85,10 @@ class VirtualEventLoop final : public EventLoop {
   };
   // Queues a call with the (time, sequence) it was given.
   void push(std::int64_t at, std::uint64_t seq, const Call& call);
+  // The lanes' slow paths: keep an event back, run those due, queue those left.
+  void hold(Lane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg);
+  void catch_up(Lane& lane);
+  void requeue(Lane& lane);
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;

@@ -222,8 +222,9 @@ void Worker::announce(const ShipmentHeader& header) {
 }
 
 void Worker::receive(Shipment&& shipment) {
-  // Arrivals held while this device executes come first (see close_stall).
-  loop_.catch_up_lane(device_);
+  // Arrivals held while this device executes come first (see close_stall); an idle device's
+  // lane holds nothing.
+  if (running_) loop_.catch_up_lane(device_);
   if (shipment.kind == LayerKind::Expert) {
     // Never below zero: a transport that announces nothing leaves the count at zero.
     std::int64_t& inbound = inbound_expert_rows_[static_cast<std::size_t>(shipment.block)];
