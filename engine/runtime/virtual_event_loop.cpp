@@ -26,12 +26,13 @@ void VirtualEventLoop::post_call(std::int64_t at, Callback fn, void* ctx, std::u
   push(std::max(at, now_), seq_++, Call{fn, ctx, arg});
 }
 
-void VirtualEventLoop::hold(Lane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
+void VirtualEventLoop::hold(HeldLane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
   assert(!catching_up_);
   // It takes its sequence number now, as a queued event would: the order is the same either way.
   const Held h{std::max(at, now_), seq_++, Call{fn, ctx, arg}};
   // Its sequence is the newest: it goes after every held event not later than it. Arrivals
   // come mostly in time order, so the search from the back is short.
+  ++lane.waiting;
   if (lane.events.size() == lane.head || lane.events.back().at <= h.at) {
     lane.events.push_back(h);
     return;
@@ -42,7 +43,7 @@ void VirtualEventLoop::hold(Lane& lane, std::int64_t at, Callback fn, void* ctx,
   lane.events.insert(it, h);
 }
 
-void VirtualEventLoop::catch_up(Lane& lane) {
+void VirtualEventLoop::catch_up(HeldLane& lane) {
   if (catching_up_) return;
   catching_up_ = true;
   const std::int64_t now = now_;
@@ -57,19 +58,28 @@ void VirtualEventLoop::catch_up(Lane& lane) {
   }
   now_ = now;
   catching_up_ = false;
-  if (lane.head == lane.events.size()) {
+  lane.waiting = lane.events.size() - lane.head;
+  if (lane.waiting == 0) {
     lane.events.clear();
     lane.head = 0;
   }
 }
 
-void VirtualEventLoop::requeue(Lane& lane) {
+void VirtualEventLoop::requeue(HeldLane& lane) {
   for (std::size_t i = lane.head; i < lane.events.size(); ++i) {
     const Held& h = lane.events[i];
     push(h.at, h.seq, h.call);
   }
   lane.events.clear();
   lane.head = 0;
+  lane.waiting = 0;
+}
+
+EventLoop::Lane* VirtualEventLoop::lane(std::int32_t lane) {
+  const auto l = static_cast<std::size_t>(lane);
+  if (l >= lanes_.size()) lanes_.resize(l + 1);
+  if (!lanes_[l]) lanes_[l] = std::make_unique<HeldLane>();
+  return lanes_[l].get();
 }
 
 void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -21,23 +22,19 @@ class VirtualEventLoop final : public EventLoop {
   void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
   void post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override {
     const auto l = static_cast<std::size_t>(lane);
-    if (l < lanes_.size() && lanes_[l].held) return hold(lanes_[l], at, fn, ctx, arg);
+    if (l < lanes_.size() && lanes_[l] && lanes_[l]->held) return hold(*lanes_[l], at, fn, ctx, arg);
     post_call(at, fn, ctx, arg);
   }
-  void hold_lane(std::int32_t lane) override {
-    const auto l = static_cast<std::size_t>(lane);
-    if (l >= lanes_.size()) lanes_.resize(l + 1);
-    lanes_[l].held = true;
-  }
+  Lane* lane(std::int32_t lane) override;
   void catch_up_lane(std::int32_t lane) override {
     const auto l = static_cast<std::size_t>(lane);
-    if (l < lanes_.size() && lanes_[l].head != lanes_[l].events.size()) catch_up(lanes_[l]);
+    if (l < lanes_.size() && lanes_[l] && lanes_[l]->waiting > 0) catch_up(*lanes_[l]);
   }
   void release_lane(std::int32_t lane) override {
     const auto l = static_cast<std::size_t>(lane);
-    if (l >= lanes_.size()) return;
-    lanes_[l].held = false;
-    if (lanes_[l].head != lanes_[l].events.size()) requeue(lanes_[l]);
+    if (l >= lanes_.size() || !lanes_[l]) return;
+    lanes_[l]->held = false;
+    if (lanes_[l]->waiting > 0) requeue(*lanes_[l]);
   }
   // In a paced run an external post runs at the virtual time the wall clock says (never past
   // the next scheduled event); a paced wait is cut short.
@@ -78,17 +75,16 @@ class VirtualEventLoop final : public EventLoop {
     std::uint64_t seq;
     Call call;
   };
-  struct Lane {
-    bool held = false;
-    std::size_t head = 0;
+  struct HeldLane : Lane {
+    std::size_t head = 0;  // events[head..] wait (waiting of them)
     std::vector<Held> events;
   };
   // Queues a call with the (time, sequence) it was given.
   void push(std::int64_t at, std::uint64_t seq, const Call& call);
   // The lanes' slow paths: keep an event back, run those due, queue those left.
-  void hold(Lane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg);
-  void catch_up(Lane& lane);
-  void requeue(Lane& lane);
+  void hold(HeldLane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg);
+  void catch_up(HeldLane& lane);
+  void requeue(HeldLane& lane);
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
@@ -106,7 +102,7 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t current_at_ = 0;
   std::uint64_t current_seq_ = 0;
   bool catching_up_ = false;
-  std::vector<Lane> lanes_;
+  std::vector<std::unique_ptr<HeldLane>> lanes_;
   std::uint64_t seq_ = 0;
   std::int64_t events_run_ = 0;
   double pace_ = 0;

@@ -23,7 +23,7 @@ struct Device {
   int executions = 0;
 
   void start(std::int64_t end) {
-    if (use_lanes) loop.hold_lane(0);
+    if (use_lanes) loop.lane(0)->held = true;
     loop.post_call(end, &Device::complete, this, 0);
   }
   static void complete(void* ctx, std::uint64_t) {
@@ -83,7 +83,7 @@ TEST(VirtualEventLoop, CatchUpBetweenRunsTakesHeldEventsUpToNow) {
     s.second->push_back(s.first->now());
   };
   std::pair<VirtualEventLoop*, std::vector<std::int64_t>*> ctx{&loop, &seen};
-  loop.hold_lane(3);
+  loop.lane(3)->held = true;
   loop.post_call_to(3, 20, record, &ctx, 0);
   loop.post_call_to(3, 10, record, &ctx, 0);
   loop.post_call_to(3, 50, record, &ctx, 0);
