@@ -219,6 +219,9 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
 
 void Worker::announce(const ShipmentHeader& header) {
   if (header.kind == LayerKind::Expert) inbound_expert_rows_[static_cast<std::size_t>(header.block)] += header.rows;
+  // The transport counts the shipment in flight before it announces it (Transport::Receiver):
+  // a device stalled on a transfer, and not at a barrier, stays stalled on a transfer.
+  if (stall_reason_ == StallReason::Transfer && !(policy_.grouped() && queued_tokens_ > 0)) return;
   update_stall();
 }
 
