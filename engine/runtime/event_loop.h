@@ -28,17 +28,17 @@ class EventLoop {
     post(at, [fn, ctx, arg] { fn(ctx, arg); });
   }
   // Lanes: the simulator's shortcut for arrivals at a busy device. A lane is one device's
-  // receptor. While its device executes, the device holds its lane (sets held), and an event posted to the
-  // lane (a shipment's delivery) changes only that device's own queues and token pool, which
-  // nothing reads before the device next catches up: when its execution completes, when another
-  // arrival reaches it by an ordinary event, or when its state is read (catch_up_lane). A virtual
-  // loop keeps such an event out of its queue and runs it at the catch-up, with now() at the
-  // event's own time, in the order (time, then posting order) it would have run in: every
-  // event runs in the same order relative to every event that can see its effect, at the same
-  // virtual time; only the heap push and pop are saved. Releasing the lane (the device goes
-  // idle) queues what is still held as ordinary events with their original order. A wall-clock
-  // loop has no lanes: post_call_to is post_call, the rest do nothing. Lanes are numbered by
-  // device: one cluster per loop.
+  // receptor. While its device executes, the device holds its lane (Lane::held), and an event
+  // posted to the lane (a shipment's delivery) changes only that device's own queues and token
+  // pool, which nothing reads before the device next catches up: when its execution completes,
+  // when another arrival reaches it by an ordinary event, or when its state is read
+  // (catch_up_lane). A virtual loop keeps such an event out of its queue and runs it at the
+  // catch-up, with now() at the event's own time, in the order (time, then posting order) it
+  // would have run in: every event runs in the same order relative to every event that can see
+  // its effect, at the same virtual time; only the heap push and pop are saved. Releasing the
+  // lane (the device goes idle) queues what is still held as ordinary events with their
+  // original order. A wall-clock loop has no lanes: post_call_to is post_call, lane() is null.
+  // Lanes are numbered by device: one cluster per loop.
   virtual void post_call_to(std::int32_t /*lane*/, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
     post_call(at, fn, ctx, arg);
   }

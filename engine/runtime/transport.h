@@ -30,7 +30,7 @@ class Transport {
   struct Receiver {
     // Phase 1: in flight now; in_flight_to(dst) counts the shipment by the time this runs.
     std::function<void(const ShipmentHeader&)> on_header;
-    std::function<void(Shipment&&)> on_payload;            // phase 2: arrived
+    std::function<void(Shipment&&)> on_payload;  // phase 2: arrived
   };
   virtual ~Transport() = default;
   // Who receives on `device` (this process's devices only). Before the first send.
