@@ -4,6 +4,7 @@
 # diff the two directories. Wall-time figures (the only ones allowed to move) are stripped.
 #   tools/sim_identity.sh build/bin/switchyard /tmp/before
 #   tools/sim_identity.sh build/bin/switchyard /tmp/after && diff -r /tmp/before /tmp/after
+# Needs python3 (JSON, and the recording's SQLite tables).
 set -euo pipefail
 bin=$1
 out=$2
@@ -34,3 +35,16 @@ for p in default async pingpong sync; do
   [ $p = default ] || policy=(--policy $p)
   "$bin" demo --pace 0 --duration 3 --no-telemetry "${policy[@]}" 2>&1 | strip_text >"$out/demo-$p.txt"
 done
+# With telemetry: the recorded spans and queue samples (the queue sampler reads the devices'
+# queues mid-run), as row counts and a digest of the sorted rows.
+rec=$(mktemp -d)
+"$bin" demo --pace 0 --duration 1 --policy async --record "$rec/run.db" >/dev/null 2>&1
+"$bin" trace export-spans "$rec/run.db" "$rec/spans.db" >/dev/null
+python3 - "$rec/spans.db" >"$out/demo-recording.txt" <<'PY'
+import hashlib, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for table in ("SPANS", "QUEUE_SAMPLES"):
+    rows = sorted(db.execute(f"SELECT * FROM {table}").fetchall(), key=repr)
+    print(table, len(rows), hashlib.sha256(repr(rows).encode()).hexdigest())
+PY
+rm -rf "$rec"

@@ -36,6 +36,15 @@ class Activations {
     // Inline so that null handles, all the sim ever has, cost one comparison.
     if (owner_) give_back();
   }
+  // Field by field: std::swap's three moves would reset and steal three times (a μ-queue swaps
+  // rows with a batch at every arrival and every drain).
+  friend void swap(Activations& a, Activations& b) noexcept {
+    std::swap(a.owner_, b.owner_);
+    std::swap(a.storage_, b.storage_);
+    std::swap(a.rows_, b.rows_);
+    std::swap(a.width_, b.width_);
+    std::swap(a.tag_, b.tag_);
+  }
 
  private:
   friend class ActivationOps;

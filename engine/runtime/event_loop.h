@@ -3,8 +3,9 @@
 // (cpu and cuda devices that finish work on their own threads and streams).
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace sy {
@@ -26,6 +27,34 @@ class EventLoop {
   virtual void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
     post(at, [fn, ctx, arg] { fn(ctx, arg); });
   }
+  // Lanes: the simulator's shortcut for arrivals at a busy device. A lane is one device's
+  // receptor. While its device executes, the device holds its lane (Lane::held), and an event
+  // posted to the lane (a shipment's delivery) changes only that device's own queues and token
+  // pool, which nothing reads before the device next catches up: when its execution completes,
+  // when another arrival reaches it by an ordinary event, or when its state is read
+  // (catch_up_lane). A virtual loop keeps such an event out of its queue and runs it at the
+  // catch-up, with now() at the event's own time, in the order (time, then posting order) it
+  // would have run in: every event runs in the same order relative to every event that can see
+  // its effect, at the same virtual time; only the heap push and pop are saved. Releasing the
+  // lane (the device goes idle) queues what is still held as ordinary events with their
+  // original order. A wall-clock loop has no lanes: post_call_to is post_call, lane() is null.
+  // Lanes are numbered by device: one cluster per loop.
+  virtual void post_call_to(std::int32_t /*lane*/, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
+    post_call(at, fn, ctx, arg);
+  }
+  // What a device reads and sets of its lane without a call (it does so per execution).
+  struct Lane {
+    bool held = false;
+    std::size_t waiting = 0;  // events held back and not run yet
+  };
+  // Lane `lane`, made on first use, at an address that stays; null where the loop has none.
+  virtual Lane* lane(std::int32_t /*lane*/) { return nullptr; }
+  // Runs the lane's held events that come before the event now running (all posted ones with
+  // time ≤ now() outside an event). Does nothing when called from a held event.
+  virtual void catch_up_lane(std::int32_t /*lane*/) {}
+  // No longer held: what still waits is queued as ordinary events, in its original order.
+  virtual void release_lane(std::int32_t /*lane*/) {}
+
   // The one entry from other threads (device completions, transports, control commands): fn
   // runs on the loop's thread as soon as it can, before any later-scheduled event.
   virtual void post_external(std::function<void()> fn) = 0;

@@ -56,7 +56,8 @@ void LoopTransport::send(Shipment&& shipment) {
     free_.pop_back();
   }
   parked_[slot] = std::move(shipment);
-  loop_.post_call(arrival, &LoopTransport::deliver, this, slot);
+  // On the receiver's lane: a virtual loop may hold it while the receiver executes.
+  loop_.post_call_to(dst, arrival, &LoopTransport::deliver, this, slot);
 }
 
 void LoopTransport::deliver(void* transport, std::uint64_t slot) {

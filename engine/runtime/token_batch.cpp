@@ -24,7 +24,7 @@ void TokenBatch::swap_rows(TokenBatch& other) noexcept {
   token.swap(other.token);
   slot.swap(other.slot);
   weight.swap(other.weight);
-  std::swap(hidden, other.hidden);
+  swap(hidden, other.hidden);
 }
 
 namespace {

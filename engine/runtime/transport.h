@@ -28,8 +28,9 @@ struct ShipmentHeader {
 class Transport {
  public:
   struct Receiver {
-    std::function<void(const ShipmentHeader&)> on_header;  // phase 1: in flight now
-    std::function<void(Shipment&&)> on_payload;            // phase 2: arrived
+    // Phase 1: in flight now; in_flight_to(dst) counts the shipment by the time this runs.
+    std::function<void(const ShipmentHeader&)> on_header;
+    std::function<void(Shipment&&)> on_payload;  // phase 2: arrived
   };
   virtual ~Transport() = default;
   // Who receives on `device` (this process's devices only). Before the first send.

@@ -3,21 +3,83 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <limits>
 
 namespace sy {
 
-void VirtualEventLoop::post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
+void VirtualEventLoop::push(std::int64_t at, std::uint64_t seq, const Call& call) {
   std::uint32_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.push_back(Call{fn, ctx, arg});
+    slots_.push_back(call);
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
-    slots_[slot] = Call{fn, ctx, arg};
+    slots_[slot] = call;
   }
-  events_.push_back(Event{std::max(at, now_), seq_++, slot});
+  events_.push_back(Event{at, seq, slot});
   std::push_heap(events_.begin(), events_.end(), Later{});
+}
+
+void VirtualEventLoop::post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
+  assert(!catching_up_ && "a held event posts nothing (it only fills its device's queues)");
+  push(std::max(at, now_), seq_++, Call{fn, ctx, arg});
+}
+
+void VirtualEventLoop::hold(HeldLane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) {
+  assert(!catching_up_);
+  // It takes its sequence number now, as a queued event would: the order is the same either way.
+  const Held h{std::max(at, now_), seq_++, Call{fn, ctx, arg}};
+  // Its sequence is the newest: it goes after every held event not later than it. Arrivals
+  // come mostly in time order, so the search from the back is short.
+  ++lane.waiting;
+  if (lane.events.size() == lane.head || lane.events.back().at <= h.at) {
+    lane.events.push_back(h);
+    return;
+  }
+  auto it = lane.events.end() - 1;
+  const auto first = lane.events.begin() + static_cast<std::ptrdiff_t>(lane.head);
+  while (it != first && (it - 1)->at > h.at) --it;
+  lane.events.insert(it, h);
+}
+
+void VirtualEventLoop::catch_up(HeldLane& lane) {
+  if (catching_up_) return;
+  catching_up_ = true;
+  const std::int64_t now = now_;
+  while (lane.head < lane.events.size()) {
+    const Held& h = lane.events[lane.head];
+    if (h.at > current_at_ || (h.at == current_at_ && h.seq > current_seq_)) break;
+    const Call call = h.call;
+    ++lane.head;
+    now_ = h.at;  // the event sees its own time
+    call.fn(call.ctx, call.arg);
+    ++events_run_;
+  }
+  now_ = now;
+  catching_up_ = false;
+  lane.waiting = lane.events.size() - lane.head;
+  if (lane.waiting == 0) {
+    lane.events.clear();
+    lane.head = 0;
+  }
+}
+
+void VirtualEventLoop::requeue(HeldLane& lane) {
+  for (std::size_t i = lane.head; i < lane.events.size(); ++i) {
+    const Held& h = lane.events[i];
+    push(h.at, h.seq, h.call);
+  }
+  lane.events.clear();
+  lane.head = 0;
+  lane.waiting = 0;
+}
+
+EventLoop::Lane* VirtualEventLoop::lane(std::int32_t lane) {
+  const auto l = static_cast<std::size_t>(lane);
+  if (l >= lanes_.size()) lanes_.resize(l + 1);
+  if (!lanes_[l]) lanes_[l] = std::make_unique<HeldLane>();
+  return lanes_[l].get();
 }
 
 void VirtualEventLoop::post(std::int64_t at, std::function<void()> fn) {
@@ -49,6 +111,8 @@ void VirtualEventLoop::run_next() {
   events_.pop_back();
   assert(e.at >= now_);
   now_ = e.at;
+  current_at_ = e.at;
+  current_seq_ = e.seq;
   const Call call = slots_[e.slot];
   free_slots_.push_back(e.slot);
   call.fn(call.ctx, call.arg);
@@ -110,16 +174,16 @@ std::int64_t VirtualEventLoop::run(const std::function<bool()>& stop) {
   // Pacing counts from the first run, not from construction: setting up a live run (sockets,
   // the console) must not leave the loop "behind" the wall clock before it starts.
   if (events_run_ == 0 && pace_ > 0) set_pace(pace_);
-  std::int64_t count = 0;
+  // Counted with the held events run at catch-ups.
+  const std::int64_t first = events_run_;
   while (!events_.empty() || has_external_.load(std::memory_order_relaxed)) {
     if (has_external_.load(std::memory_order_relaxed)) take_external();
     wait_for_wall_clock(events_.front().at);
     if (has_external_.load(std::memory_order_relaxed)) continue;  // woken early: take them first
     run_next();
-    ++count;
     if (stop && stop()) break;
   }
-  return count;
+  return events_run_ - first;
 }
 
 void VirtualEventLoop::run_until(std::int64_t t) {
@@ -131,6 +195,9 @@ void VirtualEventLoop::run_until(std::int64_t t) {
     run_next();
   }
   now_ = std::max(now_, t);
+  // Between runs, a catch-up takes every held event up to t (as run_until would have run them).
+  current_at_ = now_;
+  current_seq_ = std::numeric_limits<std::uint64_t>::max();
 }
 
 }  // namespace sy

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -19,6 +20,22 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t now() const override { return now_; }
   void post(std::int64_t at, std::function<void()> fn) override;
   void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
+  void post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l < lanes_.size() && lanes_[l] && lanes_[l]->held) return hold(*lanes_[l], at, fn, ctx, arg);
+    post_call(at, fn, ctx, arg);
+  }
+  Lane* lane(std::int32_t lane) override;
+  void catch_up_lane(std::int32_t lane) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l < lanes_.size() && lanes_[l] && lanes_[l]->waiting > 0) catch_up(*lanes_[l]);
+  }
+  void release_lane(std::int32_t lane) override {
+    const auto l = static_cast<std::size_t>(lane);
+    if (l >= lanes_.size() || !lanes_[l]) return;
+    lanes_[l]->held = false;
+    if (lanes_[l]->waiting > 0) requeue(*lanes_[l]);
+  }
   // In a paced run an external post runs at the virtual time the wall clock says (never past
   // the next scheduled event); a paced wait is cut short.
   void post_external(std::function<void()> fn) override;
@@ -52,6 +69,22 @@ class VirtualEventLoop final : public EventLoop {
     std::uint64_t arg;
   };
   static void run_function(void* loop, std::uint64_t slot);
+  // A lane's events held while its device executes, in (time, sequence) order from `head`.
+  struct Held {
+    std::int64_t at;
+    std::uint64_t seq;
+    Call call;
+  };
+  struct HeldLane : Lane {
+    std::size_t head = 0;  // events[head..] wait (waiting of them)
+    std::vector<Held> events;
+  };
+  // Queues a call with the (time, sequence) it was given.
+  void push(std::int64_t at, std::uint64_t seq, const Call& call);
+  // The lanes' slow paths: keep an event back, run those due, queue those left.
+  void hold(HeldLane& lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg);
+  void catch_up(HeldLane& lane);
+  void requeue(HeldLane& lane);
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
       return a.at != b.at ? a.at > b.at : a.seq > b.seq;
@@ -65,6 +98,11 @@ class VirtualEventLoop final : public EventLoop {
   void run_next();
 
   std::int64_t now_ = 0;
+  // The (time, sequence) of the event running: held events before it are due at a catch-up.
+  std::int64_t current_at_ = 0;
+  std::uint64_t current_seq_ = 0;
+  bool catching_up_ = false;
+  std::vector<std::unique_ptr<HeldLane>> lanes_;
   std::uint64_t seq_ = 0;
   std::int64_t events_run_ = 0;
   double pace_ = 0;

@@ -40,6 +40,7 @@ Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, E
   outgoing_.resize(static_cast<std::size_t>(topo_.num_devices));
   outgoing_used_.assign(static_cast<std::size_t>(topo_.num_devices), 0);
   gather_rows_.resize(static_cast<std::size_t>(topo_.num_devices));
+  lane_ = loop_.lane(device_);
   reload_placement();
   set_policy(RuntimePolicy{});
   stalled_ = true;
@@ -218,10 +219,16 @@ std::int32_t Worker::expected_shipments(LayerKind kind, std::int32_t block) cons
 
 void Worker::announce(const ShipmentHeader& header) {
   if (header.kind == LayerKind::Expert) inbound_expert_rows_[static_cast<std::size_t>(header.block)] += header.rows;
+  // The transport counts the shipment in flight before it announces it (Transport::Receiver):
+  // a device stalled on a transfer, and not at a barrier, stays stalled on a transfer.
+  if (stall_reason_ == StallReason::Transfer && !(policy_.grouped() && queued_tokens_ > 0)) return;
   update_stall();
 }
 
 void Worker::receive(Shipment&& shipment) {
+  // Arrivals held while this device executes come first (see close_stall); an idle device's
+  // lane holds nothing.
+  if (running_) catch_up();
   if (shipment.kind == LayerKind::Expert) {
     // Never below zero: a transport that announces nothing leaves the count at zero.
     std::int64_t& inbound = inbound_expert_rows_[static_cast<std::size_t>(shipment.block)];
@@ -397,6 +404,12 @@ void Worker::close_stall() {
   }
   running_ = true;
   job_.start = loop_.now();
+  // Until this execution completes, an arrival here only fills the queues and the token pool
+  // (receive's try_run finds the device running, update_stall finds it not stalled), and
+  // nothing reads those before the completion: a virtual loop may hold the arrivals back and
+  // run them, each at its own time and in its own order, when the device catches up (at the
+  // completion, at an earlier arrival it could not hold, or when queue_depths reads them).
+  if (lane_) lane_->held = true;
 }
 
 void Worker::collect_sequences() {
@@ -444,6 +457,7 @@ void Worker::execute_merges() {
 }
 
 void Worker::finish_merges(ExecutionTiming timing) {
+  catch_up();
   if (observer_) observer_->on_merge(device_, job_.block, job_.tokens, timing.start_ns, timing.end_ns);
   for (TokenPool::Completed& c : job_.merges) enqueue_merged(c);
   job_.merges.clear();
@@ -456,6 +470,11 @@ void Worker::run_next_or_stall(std::int64_t idle_since) {
   for (TokenBatch& b : job_.per_expert) b.clear();
   try_run();
   if (!running_) {
+    // Idle: every arrival from now on may start an execution, so each is an event again.
+    if (lane_) {
+      lane_->held = false;
+      if (lane_->waiting > 0) loop_.release_lane(device_);
+    }
     stalled_ = true;
     stall_start_ = idle_since;
     stall_reason_ = current_stall_reason();
@@ -463,6 +482,7 @@ void Worker::run_next_or_stall(std::int64_t idle_since) {
 }
 
 void Worker::finish(ExecutionTiming timing) {
+  catch_up();
   const std::int64_t end = loop_.now();
   // An expert job's group is a chunk of a micro-batch (findep); telemetry names the micro-batch.
   const std::int32_t group = job_.kind == LayerKind::Expert ? micro_batch_of(job_.group) : job_.group;
@@ -710,7 +730,8 @@ void Worker::flush_stall() {
   stall_start_ = loop_.now();
 }
 
-std::vector<Worker::QueueDepth> Worker::queue_depths() const {
+std::vector<Worker::QueueDepth> Worker::queue_depths() {
+  catch_up();
   std::vector<QueueDepth> out;
   for (std::int32_t b = 0; b <= topo_.num_blocks; ++b) {
     for (std::int32_t c = 0; c < columns_; ++c) {

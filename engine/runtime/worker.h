@@ -77,8 +77,8 @@ class Worker {
   }
   std::int32_t device() const { return device_; }
   std::int64_t queued_tokens() const { return queued_tokens_; }
-  // Every non-empty μ-queue.
-  std::vector<QueueDepth> queue_depths() const;
+  // Every non-empty μ-queue (with the arrivals held while it executes taken in first).
+  std::vector<QueueDepth> queue_depths();
   // Closes the open stall interval at `now` (end of a run).
   void flush_stall();
 
@@ -140,6 +140,10 @@ class Worker {
   // The block tables (and sampling) of the job's requests, from the rank's KV manager.
   void collect_sequences();
   void close_stall();
+  // Runs the arrivals the loop held back while this device executes (close_stall), if any.
+  void catch_up() {
+    if (lane_ && lane_->waiting > 0) loop_.catch_up_lane(device_);
+  }
   void dispatch_attention();
   void dispatch_experts();
   void dispatch_sampler();
@@ -198,6 +202,7 @@ class Worker {
   std::vector<TokenPool::Completed> completed_;  // scratch for absorb
   std::vector<TokenPool::Completed> merges_;     // complete in the pool, waiting for their merge
   const KvBlockManager* kv_;
+  EventLoop::Lane* lane_ = nullptr;  // this device's lane on the loop, where it has lanes
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first
   // findep: shared-expert executions waiting for the device (ffn input rows of one attention
