@@ -115,6 +115,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
   must(cudaEventRecord(base_, stream_), "cudaEventRecord");
   must(cudaEventSynchronize(base_), "cudaEventSynchronize");
   base_ns_ = loop_.now();
+  if (options_.attention_rank && options_.cuda_graphs) prepare_decode_graphs();
   thread_ = std::thread([this] { run_thread(); });
 }
 
@@ -389,6 +390,46 @@ void CudaExecutor::ensure_decode_buffers() {
   must(cudaMemcpyAsync(i32(seq), identity.data(), identity.size() * 4, cudaMemcpyHostToDevice, stream_),
        "cudaMemcpyAsync (decode rows)");
   must(cudaStreamSynchronize(stream_), "decode buffers");
+}
+
+void CudaExecutor::prepare_decode_graphs() {
+  ensure_decode_buffers();
+  const ModelConfig& c = model_->config();
+  const std::int64_t H = c.hidden_size;
+  const std::int32_t B = DecodeGraphs::kMaxBucket;
+  DecodeBuffers& d = decode_;
+  // Every row a padded one, as run_decode_attention pads: position 0 of the page past the KV
+  // block manager's, token 0, zero hidden rows. The graphs only keep the addresses; what the
+  // warm-ups compute here is thrown away (their keys land on that page alone).
+  std::int32_t* pos = d.host;
+  std::int32_t* tokens = d.host + B;
+  std::int32_t* tables = d.host + 2 * B;
+  std::fill_n(pos, B, 0);
+  std::fill_n(tokens, B, 0);
+  std::fill_n(tables, B, options_.kv_pages);
+  must(cudaMemcpyAsync(d.pos, pos, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (decode positions)");
+  must(cudaMemcpyAsync(d.tokens, tokens, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (decode tokens)");
+  must(cudaMemcpy2DAsync(d.tables, static_cast<std::size_t>(d.table_stride) * 4, tables, 4, 4,
+                         static_cast<std::size_t>(B), cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpy2DAsync (decode block tables)");
+  for (std::int32_t block = 0; block < c.num_layers; ++block) {
+    const bool has_shared = c.is_sparse(block) && !model_->layer(block).shared_expert.empty();
+    for (std::int32_t bucket = 1; bucket <= B; bucket *= 2) {
+      for (const bool shared_inline : {false, true}) {
+        if (shared_inline && !has_shared) continue;
+        AttentionRows r = d.rows;
+        r.n = bucket;
+        if (!shared_inline) r.shared_out = nullptr;
+        // The warm-up adds to the hidden rows in place: start each from zeros again.
+        must(cudaMemsetAsync(r.hidden, 0, static_cast<std::size_t>(bucket * H) * 4, stream_),
+             "cudaMemsetAsync (padded rows)");
+        must(graphs_.prepare({block, bucket, shared_inline}, stream_, [&] { return attention_math(block, r); }));
+      }
+    }
+  }
+  must(cudaStreamSynchronize(stream_), "decode graphs (warm-up)");
 }
 
 void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,

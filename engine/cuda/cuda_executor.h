@@ -132,6 +132,9 @@ class CudaExecutor final : public Executor {
   // expert) queued on the stream; capturable: no allocation, no host copy, no synchronisation.
   Status attention_math(std::int32_t block, const AttentionRows& r);
   void ensure_decode_buffers();
+  // Captures the decode graph of every (block, bucket, shared expert inline) over padded rows
+  // only, before the executor's thread starts (see DecodeGraphs::prepare for why not later).
+  void prepare_decode_graphs();
   void run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
   void run_shared_expert(std::int32_t block, TokenBatch& batch);
   // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe), on the stream;

@@ -62,6 +62,19 @@ Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::functio
   return Status::Ok();
 }
 
+Status DecodeGraphs::prepare(const Key& key, cudaStream_t stream, const std::function<Status()>& body) {
+  if (!enabled_) return Status::Ok();
+  Entry& e = graphs_[key];
+  if (e.state == State::Cold) {
+    SY_RETURN_IF_ERROR(body());
+    e.state = State::Warm;
+    ++warmups_;
+    ++all_warmups;
+  }
+  if (e.state == State::Warm) capture(key, e, stream, body);
+  return Status::Ok();
+}
+
 bool DecodeGraphs::capture(const Key& key, Entry& e, cudaStream_t stream, const std::function<Status()>& body) {
   // Thread-local mode: the other workers' threads share the GPU and may allocate or copy
   // synchronously meanwhile; only this thread's unsafe calls would break this capture.

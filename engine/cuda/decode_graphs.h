@@ -1,7 +1,8 @@
 // CUDA graphs for the cuda executor's decode attention executions, so that a small batch's
 // ~20 launches per block cost one graph launch (issue 13; AMoE §4 captures a graph per layer).
-// Each shape (block, batch-size bucket, whether the shared expert runs inline) runs eagerly on
-// its first use, is captured on its second and replayed from then on. A capture that fails
+// The executor prepares every shape (block, batch-size bucket, whether the shared expert runs
+// inline) at start-up: one eager warm-up, then the capture; serving only replays. A shape that
+// was not prepared runs eagerly on its first use and is captured on its second. A capture that fails
 // leaves that shape eager for good, with one warning per executor, never a failed run.
 // Deviation from AMoE §4, whose L × G layer graphs share only their input buffer: here every
 // graph of an executor runs over the same fixed buffers (inputs, intermediates, outputs), as
@@ -52,11 +53,21 @@ class DecodeGraphs {
   DecodeGraphs& operator=(const DecodeGraphs&) = delete;
 
   // Queues the execution of `key` on `stream`: body() itself (it enqueues the work and
-  // returns the first failure), or the graph captured from it. Everything body() reads or
+  // returns the first failure), or the graph captured from it (by prepare(), or here on the
+  // shape's second run when it was not prepared). Everything body() reads or
   // writes must be at addresses that never change for this key, and its kernels must take
   // their sizes from the key's padded shape or from device memory: a replay repeats the
   // captured launches exactly. Only the executor's thread calls this.
   Status run(const Key& key, cudaStream_t stream, const std::function<Status()>& body);
+
+  // Warms `key` up (body() once, eagerly) and captures it now, so that run() only replays it.
+  // The executor prepares every shape at start-up, before its workers run: a synchronising
+  // call (cudaEventSynchronize, cudaStreamSynchronize, cudaFree...) made by another thread on
+  // the same GPU during a capture invalidates that capture whatever its mode (measured on
+  // NVIDIA hardware, ROCm/rocm-systems#4508), and the workers sharing a GPU make such calls
+  // after every execution. A failed capture leaves the shape eager (a fallback, one warning);
+  // the returned status is the warm-up's, whose failure is a real one.
+  Status prepare(const Key& key, cudaStream_t stream, const std::function<Status()>& body);
 
   bool enabled() const { return enabled_; }
   // Safe from any thread (tests read it after a run).

@@ -206,6 +206,48 @@ TEST_F(DecodeGraphsOnAStream, CapturesOnceAndReplays) {
   EXPECT_EQ(graphs.stats().warmups, 2);
 }
 
+// What the executor does at start-up: prepare() warms up and captures without a replay, and
+// run() then replays from the first call; a shape whose capture fails stays eager.
+TEST_F(DecodeGraphsOnAStream, PrepareCapturesSoThatRunOnlyReplays) {
+  DecodeGraphs graphs(true, 0);
+  int calls = 0;
+  auto body = [&] {
+    ++calls;
+    return cuda_status(cudaMemsetAsync(word_, 9, 4, stream_));
+  };
+  clear();
+  ASSERT_TRUE(graphs.prepare({2, 16, true}, stream_, body).ok());
+  EXPECT_EQ(read(), 0x09090909u) << "the warm-up runs the body";
+  EXPECT_EQ(calls, 2) << "one warm-up, one capture";
+  CudaGraphStats s = graphs.stats();
+  EXPECT_EQ(s.warmups, 1);
+  EXPECT_EQ(s.captures, 1);
+  EXPECT_EQ(s.replays, 0);
+  for (int run = 0; run < 2; ++run) {
+    clear();
+    ASSERT_TRUE(graphs.run({2, 16, true}, stream_, body).ok());
+    EXPECT_EQ(read(), 0x09090909u) << "run " << run;
+  }
+  EXPECT_EQ(calls, 2) << "serving replays, it never runs the body";
+  s = graphs.stats();
+  EXPECT_EQ(s.replays, 2);
+  EXPECT_EQ(s.fallbacks, 0);
+  // Preparing again changes nothing.
+  ASSERT_TRUE(graphs.prepare({2, 16, true}, stream_, body).ok());
+  EXPECT_EQ(graphs.stats().captures, 1);
+
+  auto uncapturable = [&] {
+    SY_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(word_, 3, 4, stream_)));
+    return cuda_status(cudaStreamSynchronize(stream_));
+  };
+  ASSERT_TRUE(graphs.prepare({0, 1, false}, stream_, uncapturable).ok());
+  EXPECT_EQ(graphs.stats().fallbacks, 1);
+  clear();
+  ASSERT_TRUE(graphs.run({0, 1, false}, stream_, uncapturable).ok());
+  EXPECT_EQ(read(), 0x03030303u) << "a shape that could not be captured runs eagerly";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST_F(DecodeGraphsOnAStream, AFailedCaptureRunsEagerlyFromThenOn) {
   DecodeGraphs graphs(true, 0);
   // Synchronising a capturing stream is not capturable (cudaErrorStreamCaptureUnsupported).
@@ -287,7 +329,7 @@ TEST_P(CudaGraphs, ReplaysGiveTheEagerPaddedBitsAndAreReused) {
   const Driver::Step pa = graphs.step(prompt_rows), pb = eager.step(prompt_rows);
   EXPECT_EQ(pa.next, pb.next);
 
-  // Each batch size three times: warm-up (eager), capture (and its replay), replay.
+  // Each batch size three times, every time a replay of a graph captured at start-up.
   // Buckets 1, 4, 8, 16, 32: on an edge (1, 8), inside (3, 31) and just past one (9).
   const std::vector<std::int32_t> sizes = {1, 3, 8, 9, 31};
   std::int32_t step_no = 0;
@@ -307,11 +349,18 @@ TEST_P(CudaGraphs, ReplaysGiveTheEagerPaddedBitsAndAreReused) {
   }
 
   const CudaGraphStats s = graphs.executor().graph_stats();
-  const std::int64_t shapes = static_cast<std::int64_t>(sizes.size()) * c.num_layers;
+  // Prepared at start-up: every bucket of every block, twice where a shared expert may run
+  // inline or apart.
+  std::int64_t buckets = 0;
+  for (std::int32_t b = 1; b <= DecodeGraphs::kMaxBucket; b *= 2) ++buckets;
+  std::int64_t prepared = 0;
+  for (std::int32_t block = 0; block < c.num_layers; ++block)
+    prepared += buckets * (c.is_sparse(block) && !model_->layer(block).shared_expert.empty() ? 2 : 1);
   EXPECT_EQ(s.fallbacks, 0) << "a capture failed: see the warning above";
-  EXPECT_EQ(s.warmups, shapes);
-  EXPECT_EQ(s.captures, shapes);
-  EXPECT_EQ(s.replays, 2 * shapes) << "each graph replayed right after its capture and once more";
+  EXPECT_EQ(s.warmups, prepared);
+  EXPECT_EQ(s.captures, prepared);
+  EXPECT_EQ(s.replays, 3 * static_cast<std::int64_t>(sizes.size()) * c.num_layers)
+      << "every decode execution replays a graph captured at start-up";
   const CudaGraphStats none = eager.executor().graph_stats();
   EXPECT_EQ(none.captures + none.replays + none.warmups, 0);
 }
