@@ -447,8 +447,9 @@ TEST_F(Cli, NamedShapeWithoutTheSimulatorSaysItNeedsIt) {
 TEST_F(Cli, InterruptedReproducePrintsItsRows) {
   const fs::path out = root_ / "reproduce.out", err = root_ / "reproduce.err";
   // SIGTERM once the first row and a progress line (after 5 s) are out; several rows are still
-  // to come then (each takes seconds), so the run is cut short.
-  const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 3 >" +
+  // to come then (each takes seconds), so the run is cut short. At --duration 3 the whole run
+  // took 6.3 s on a loaded 2-core machine, and the kill came after its end: 6 leaves ~7 s.
+  const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 6 >" +
                              out.string() + " 2>" + err.string() + " & p=$!; i=0; " +
                              "until grep -q 'reproduce megascale .*rows' " + err.string() +
                              " || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; kill -TERM $p; wait $p; echo rc=$?";
