@@ -323,16 +323,20 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   }
   must(attention_math(block, r));
   if (sparse) {
-    routed.expert_ids.resize(static_cast<std::size_t>(n * K));
-    routed.expert_weights.resize(static_cast<std::size_t>(n * K));
-    must(cudaMemcpyAsync(routed.expert_ids.data(), r.ids, routed.expert_ids.size() * sizeof(std::int32_t),
-                         cudaMemcpyDeviceToHost, stream_),
-         "cudaMemcpyAsync (expert ids)");
-    must(cudaMemcpyAsync(routed.expert_weights.data(), r.weights, routed.expert_weights.size() * sizeof(float),
-                         cudaMemcpyDeviceToHost, stream_),
-         "cudaMemcpyAsync (expert weights)");
+    routing_to_host(r, n, routed);
   }
   end_on_device();
+}
+
+void CudaExecutor::routing_to_host(const AttentionRows& r, std::int64_t n, RoutedRows& routed) {
+  const auto slots = static_cast<std::size_t>(n * model_->config().top_k);
+  routed.expert_ids.resize(slots);
+  routed.expert_weights.resize(slots);
+  must(cudaMemcpyAsync(routed.expert_ids.data(), r.ids, slots * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
+       "cudaMemcpyAsync (expert ids)");
+  must(cudaMemcpyAsync(routed.expert_weights.data(), r.weights, slots * sizeof(float), cudaMemcpyDeviceToHost,
+                       stream_),
+       "cudaMemcpyAsync (expert weights)");
 }
 
 void CudaExecutor::ensure_decode_buffers() {
@@ -439,7 +443,6 @@ void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
   const ModelConfig& c = model_->config();
   const std::int64_t H = c.hidden_size;
   const std::int64_t n = batch.rows();
-  const std::int64_t K = c.top_k;
   const std::int64_t B = bucket;
   const bool sparse = c.is_sparse(block);
   DecodeBuffers& d = decode_;
@@ -508,14 +511,7 @@ void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
       routed.shared_out = activations_.allocate(n, H);
       copy_out(CudaActivationOps::data(routed.shared_out), r.shared_out, "cudaMemcpyAsync (decode shared out)");
     }
-    routed.expert_ids.resize(static_cast<std::size_t>(n * K));
-    routed.expert_weights.resize(static_cast<std::size_t>(n * K));
-    must(cudaMemcpyAsync(routed.expert_ids.data(), r.ids, routed.expert_ids.size() * sizeof(std::int32_t),
-                         cudaMemcpyDeviceToHost, stream_),
-         "cudaMemcpyAsync (expert ids)");
-    must(cudaMemcpyAsync(routed.expert_weights.data(), r.weights, routed.expert_weights.size() * sizeof(float),
-                         cudaMemcpyDeviceToHost, stream_),
-         "cudaMemcpyAsync (expert weights)");
+    routing_to_host(r, n, routed);
   }
   end_on_device();
 }

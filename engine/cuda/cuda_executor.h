@@ -132,6 +132,8 @@ class CudaExecutor final : public Executor {
   // expert) queued on the stream; capturable: no allocation, no host copy, no synchronisation.
   Status attention_math(std::int32_t block, const AttentionRows& r);
   void ensure_decode_buffers();
+  // The router's top-k of the first n rows of r into routed (the dispatch reads them on the host).
+  void routing_to_host(const AttentionRows& r, std::int64_t n, RoutedRows& routed);
   // Captures the decode graph of every (block, bucket, shared expert inline) over padded rows
   // only, before the executor's thread starts (see DecodeGraphs::prepare for why not later).
   void prepare_decode_graphs();
