@@ -490,58 +490,85 @@ TEST(CudaKernels, GroupedLinearMatchesCpuWithEmptyAndUnevenGroups) {
   cublasDestroy(handle);
 }
 
+// Experts of ms[e] rows each (every other one scaled by its routing weights) with the cpu
+// swiglu_ffn of each, uploaded as ExpertProblems; the caller points their outputs somewhere.
+struct ExpertCase {
+  struct Expert {
+    TestWeight gate, up, down;
+    std::vector<float> x, scale, expected;
+  };
+  std::vector<Expert> experts;
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> weights;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> inputs;
+  std::vector<kernels::ExpertProblem> problems;
+};
+
+ExpertCase make_expert_case(Rng& rng, DType t, std::int64_t H, std::int64_t I, const std::vector<std::int64_t>& ms) {
+  ExpertCase c;
+  for (std::size_t e = 0; e < ms.size(); ++e) {
+    const std::int64_t m = ms[e];
+    ExpertCase::Expert ex{make_weight(rng, t, I, H), make_weight(rng, t, I, H), make_weight(rng, t, H, I),
+                          rounded(rng.uniform_vector(static_cast<std::size_t>(m * H)), t),
+                          rng.uniform_vector(static_cast<std::size_t>(m), 0.1f, 1.0f), {}};
+    ex.expected.resize(static_cast<std::size_t>(m * H));
+    const bool scaled = e % 2 == 0;
+    kernels::SwigluScratch scratch;
+    if (m > 0)
+      kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
+                          scaled ? ex.scale.data() : nullptr);
+    kernels::ExpertProblem p;
+    for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down})
+      c.weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
+    p.gate = c.weights[c.weights.size() - 3]->get();
+    p.up = c.weights[c.weights.size() - 2]->get();
+    p.down = c.weights[c.weights.size() - 1]->get();
+    c.inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.x));
+    p.x = c.inputs.back()->get();
+    c.inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.scale));
+    p.row_scale = scaled ? c.inputs.back()->get() : nullptr;
+    p.m = m;
+    c.problems.push_back(p);
+    c.experts.push_back(std::move(ex));
+  }
+  return c;
+}
+
+// swiglu_experts_cuda over `c` (its outputs start as NaN, so unwritten rows show) against the
+// cpu; returns the route its GEMMs took.
+kernels::GroupedRoute swiglu_experts_against_cpu(cublasHandle_t handle, ExpertCase& c, DType t, std::int64_t H,
+                                                 std::int64_t I, bool small_m) {
+  kernels::ExpertWorkspace ws;
+  ws.gemm.small_m = small_m;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> outputs;
+  for (std::size_t e = 0; e < c.problems.size(); ++e) {
+    outputs.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(c.experts[e].expected.size(), NAN)));
+    c.problems[e].y = outputs.back()->get();
+  }
+  const Status status = kernels::swiglu_experts_cuda(handle, c.problems.data(),
+                                                     static_cast<std::int64_t>(c.problems.size()), H, I, t, ws, nullptr);
+  EXPECT_TRUE(status.ok()) << status.message();
+  for (std::size_t e = 0; e < c.problems.size(); ++e) {
+    if (c.problems[e].m == 0) continue;
+    // f32: the same math; bf16 and f16: the GPU rounds silu(g)·u to the weight type before
+    // the down projection, the cpu does not.
+    EXPECT_LT(nmse(outputs[e]->host(), as_double(c.experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4)
+        << "expert " << e;
+  }
+  return ws.gemm.last_route;
+}
+
 TEST(CudaKernels, SwigluExpertsMatchCpu) {
   SKIP_WITHOUT_GPU();
   cublasHandle_t handle = nullptr;
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
-  kernels::ExpertWorkspace ws;
   const std::int64_t H = 128, I = 96;
+  // 64 rows: past the small-m bound, so the whole call takes the cuBLAS route.
   const std::vector<std::int64_t> ms = {3, 0, 17, 1, 64};
   for (const DType t : {DType::F32, DType::BF16}) {
     SCOPED_TRACE(dtype_label(t));
     Rng rng(15);
-    struct Expert {
-      TestWeight gate, up, down;
-      std::vector<float> x, scale, expected;
-    };
-    std::vector<Expert> experts;
-    std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> weights;
-    std::vector<std::unique_ptr<DeviceBuffer<float>>> buffers;
-    std::vector<kernels::ExpertProblem> problems;
-    for (std::size_t e = 0; e < ms.size(); ++e) {
-      const std::int64_t m = ms[e];
-      Expert ex{make_weight(rng, t, I, H), make_weight(rng, t, I, H), make_weight(rng, t, H, I),
-                rounded(rng.uniform_vector(static_cast<std::size_t>(m * H)), t),
-                rng.uniform_vector(static_cast<std::size_t>(m), 0.1f, 1.0f), {}};
-      ex.expected.resize(static_cast<std::size_t>(m * H));
-      const bool scaled = e % 2 == 0;
-      kernels::SwigluScratch scratch;
-      if (m > 0)
-        kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
-                            scaled ? ex.scale.data() : nullptr);
-      kernels::ExpertProblem p;
-      for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down}) weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
-      p.gate = weights[weights.size() - 3]->get();
-      p.up = weights[weights.size() - 2]->get();
-      p.down = weights[weights.size() - 1]->get();
-      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.x));
-      p.x = buffers.back()->get();
-      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.scale));
-      p.row_scale = scaled ? buffers.back()->get() : nullptr;
-      buffers.push_back(std::make_unique<DeviceBuffer<float>>(ex.expected.size()));
-      p.y = buffers.back()->get();
-      p.m = m;
-      problems.push_back(p);
-      experts.push_back(std::move(ex));
-    }
-    ASSERT_OK(kernels::swiglu_experts_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()), H, I, t,
-                                           ws, nullptr));
-    for (std::size_t e = 0; e < ms.size(); ++e) {
-      if (ms[e] == 0) continue;
-      const std::vector<float> y = buffers[3 * e + 2]->host();
-      // f32: the same math; bf16: the GPU also rounds silu(g)·u to bf16 before the down GEMM.
-      EXPECT_LT(nmse(y, as_double(experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4) << "expert " << e;
-    }
+    ExpertCase c = make_expert_case(rng, t, H, I, ms);
+    EXPECT_NE(swiglu_experts_against_cpu(handle, c, t, H, I, true), kernels::GroupedRoute::kSmallM);
   }
   cublasDestroy(handle);
 }
@@ -616,56 +643,10 @@ TEST(CudaKernels, SwigluExpertsMatchCpuThroughBothRoutes) {
   const std::vector<std::int64_t> ms = {3, 0, 16, 1, 8, 20};
   for (const DType t : {DType::F32, DType::BF16, DType::F16}) {
     Rng rng(22);
-    struct Expert {
-      TestWeight gate, up, down;
-      std::vector<float> x, scale, expected;
-    };
-    std::vector<Expert> experts;
-    std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> weights;
-    std::vector<std::unique_ptr<DeviceBuffer<float>>> inputs;
-    std::vector<kernels::ExpertProblem> problems;
-    for (std::size_t e = 0; e < ms.size(); ++e) {
-      const std::int64_t m = ms[e];
-      Expert ex{make_weight(rng, t, I, H), make_weight(rng, t, I, H), make_weight(rng, t, H, I),
-                rounded(rng.uniform_vector(static_cast<std::size_t>(m * H)), t),
-                rng.uniform_vector(static_cast<std::size_t>(m), 0.1f, 1.0f), {}};
-      ex.expected.resize(static_cast<std::size_t>(m * H));
-      const bool scaled = e % 2 == 0;
-      kernels::SwigluScratch scratch;
-      if (m > 0)
-        kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
-                            scaled ? ex.scale.data() : nullptr);
-      kernels::ExpertProblem p;
-      for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down}) weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
-      p.gate = weights[weights.size() - 3]->get();
-      p.up = weights[weights.size() - 2]->get();
-      p.down = weights[weights.size() - 1]->get();
-      inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.x));
-      p.x = inputs.back()->get();
-      inputs.push_back(std::make_unique<DeviceBuffer<float>>(ex.scale));
-      p.row_scale = scaled ? inputs.back()->get() : nullptr;
-      p.m = m;
-      problems.push_back(p);
-      experts.push_back(std::move(ex));
-    }
+    ExpertCase c = make_expert_case(rng, t, H, I, ms);
     for (const bool small_m : {true, false}) {
       SCOPED_TRACE(std::string(dtype_label(t)) + (small_m ? " small-m" : " cuBLAS"));
-      kernels::ExpertWorkspace ws;
-      ws.gemm.small_m = small_m;
-      std::vector<std::unique_ptr<DeviceBuffer<float>>> outputs;
-      for (std::size_t e = 0; e < ms.size(); ++e) {
-        outputs.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(experts[e].expected.size(), NAN)));
-        problems[e].y = outputs.back()->get();
-      }
-      ASSERT_OK(kernels::swiglu_experts_cuda(handle, problems.data(), static_cast<std::int64_t>(problems.size()), H, I,
-                                             t, ws, nullptr));
-      EXPECT_EQ(ws.gemm.last_route == kernels::GroupedRoute::kSmallM, small_m);
-      for (std::size_t e = 0; e < ms.size(); ++e) {
-        if (ms[e] == 0) continue;
-        // Both routes round silu(g)·u to the weight type before the down projection; the cpu does not.
-        EXPECT_LT(nmse(outputs[e]->host(), as_double(experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4)
-            << "expert " << e;
-      }
+      EXPECT_EQ(swiglu_experts_against_cpu(handle, c, t, H, I, small_m) == kernels::GroupedRoute::kSmallM, small_m);
     }
   }
   cublasDestroy(handle);
