@@ -7,16 +7,6 @@
 
 namespace sy {
 
-void TokenBatch::clear() {
-  request.clear();
-  position.clear();
-  rank.clear();
-  token.clear();
-  slot.clear();
-  weight.clear();
-  hidden.reset();
-}
-
 void TokenBatch::swap_rows(TokenBatch& other) noexcept {
   request.swap(other.request);
   position.swap(other.position);
