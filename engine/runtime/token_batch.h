@@ -30,7 +30,16 @@ struct TokenBatch {
 
   std::int64_t rows() const { return static_cast<std::int64_t>(request.size()); }
   bool empty() const { return request.empty(); }
-  void clear();
+  // Inline: a batch is emptied at every delivery, drain and dispatch.
+  void clear() {
+    request.clear();
+    position.clear();
+    rank.clear();
+    token.clear();
+    slot.clear();
+    weight.clear();
+    hidden.reset();
+  }
   // Appends row `r` of `src`'s metadata only: the activations of a batch built row by row are
   // gathered afterwards by the backend, in one call for the whole batch.
   // Inline: the expert dispatch calls it once per row (a million times per cluster second of

@@ -87,9 +87,8 @@ void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) 
   }
 }
 
-void TokenPool::count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
+void TokenPool::release(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
   Entry& e = entries_[it->second];
-  if (--e.remaining > 0) return;
   const std::uint32_t at = it->second;
   index_.erase(it);
   // Moved-from handles are null, and hold() sets every other field when it reuses the entry.

@@ -52,7 +52,14 @@ class TokenPool {
 
  private:
   // One more output of the entry at `it` is in; the request leaves with its last one.
-  void count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done);
+  // Inline: absorb calls it once per expert output row.
+  void count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
+    Entry& e = entries_[it->second];
+    if (--e.remaining > 0) return;
+    release(it, done);
+  }
+  // The request at `it` leaves the pool: its last output is in.
+  void release(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done);
   struct Entry {
     Completed c;
     std::int32_t remaining = 0;

@@ -597,6 +597,15 @@ void Worker::dispatch_attention() {
   // on the wire; other policies ship one chunk whose group is the micro-batch's.
   const std::int32_t chunks = policy_.chunks();
   const std::int64_t total_rows = batch.rows();
+  // The columns read per row, held in locals: a store into an outgoing batch's vectors might
+  // alias these vectors' pointers as far as the compiler knows, and it reloaded every one of
+  // them for each of the K copies of a row. Nothing in the loop resizes them.
+  const std::int64_t* const request = batch.request.data();
+  const std::int32_t* const position = batch.position.data();
+  const std::int32_t* const rank = batch.rank.data();
+  const std::int32_t* const expert_ids = routed.expert_ids.data();
+  const float* const expert_weights = routed.expert_weights.data();
+  std::int32_t* const expert_batch = expert_batch_.data();
   for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
@@ -607,24 +616,24 @@ void Worker::dispatch_attention() {
         const auto row = static_cast<std::size_t>(first + r);
         for (std::int32_t k = 0; k < K; ++k) {
           const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
-          const std::int32_t e = routed.expert_ids[rk];
+          const std::int32_t e = expert_ids[rk];
           std::int32_t d;
           std::size_t at;
           if (replicas[static_cast<std::size_t>(e)].size() == 1) {
             d = replicas[static_cast<std::size_t>(e)][0];
-            std::int32_t& cached = expert_batch_[static_cast<std::size_t>(e)];
+            std::int32_t& cached = expert_batch[e];
             if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
             at = static_cast<std::size_t>(cached);
           } else {
-            d = choose_replica(b, e, batch.request[row], static_cast<std::int32_t>(r));
+            d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
             at = outgoing_index(d, LayerId::expert(b, e), sub_group);
           }
           TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
-          out->request.push_back(batch.request[row]);
-          out->position.push_back(batch.position[row]);
-          out->rank.push_back(batch.rank[row]);
+          out->request.push_back(request[row]);
+          out->position.push_back(position[row]);
+          out->rank.push_back(rank[row]);
           out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
-          out->weight.push_back(routed.expert_weights[rk]);
+          out->weight.push_back(expert_weights[rk]);
           if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
         }
       }

@@ -341,6 +341,17 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
 
 void MetricsCollector::on_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens,
                                  std::int64_t) {
+  const auto b = static_cast<std::size_t>(block), e = static_cast<std::size_t>(expert),
+             d = static_cast<std::size_t>(device);
+  if (device >= 0 && d < routed_per_device_.size() && b < expert_load_.size() && e < expert_load_[b].size()) {
+    routed_per_device_[d] += tokens;
+    expert_load_[b][e] += tokens;
+    return;
+  }
+  add_routed(block, expert, device, tokens);
+}
+
+void MetricsCollector::add_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens) {
   if (device >= 0) {
     if (static_cast<std::size_t>(device) >= routed_per_device_.size()) routed_per_device_.resize(static_cast<std::size_t>(device) + 1, 0);
     routed_per_device_[static_cast<std::size_t>(device)] += tokens;

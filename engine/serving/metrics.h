@@ -171,9 +171,12 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     // and queue take lands here.
     Bucket& at(std::int64_t t) {
       const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
-      if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+      if (buckets.empty() || buckets.back().index < index) return open(index);
       return buckets.back();
     }
+    // A new bucket, once per 10 ms: out of line, so that the reports landing in the newest
+    // bucket need no stack frame.
+    [[gnu::noinline]] Bucket& open(std::int64_t index) { return buckets.emplace_back(Bucket{index}); }
   };
   struct Device {
     IntervalLog busy;
@@ -188,11 +191,14 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     if (index >= 0 && static_cast<std::size_t>(index) < devices_.size()) return devices_[static_cast<std::size_t>(index)];
     return add_device(index);
   }
-  Device& add_device(std::int32_t index);
+  [[gnu::noinline]] Device& add_device(std::int32_t index);
 
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Request> requests_;
   std::vector<Device> devices_;
+  // on_routed's first report of a block, expert or device: grows the counts (out of line, as
+  // above).
+  [[gnu::noinline]] void add_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens);
   std::vector<std::vector<std::int64_t>> expert_load_;  // [block][expert]
   std::vector<std::int64_t> routed_per_device_;          // [device]
 };
