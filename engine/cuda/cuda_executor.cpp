@@ -396,6 +396,23 @@ void CudaExecutor::ensure_decode_buffers() {
   must(cudaStreamSynchronize(stream_), "decode buffers");
 }
 
+void CudaExecutor::upload_decode_metadata(std::int64_t rows, std::int32_t stride, bool with_tokens) {
+  DecodeBuffers& d = decode_;
+  const std::int32_t* pos = d.host;
+  const std::int32_t* tokens = d.host + DecodeGraphs::kMaxBucket;
+  const std::int32_t* tables = d.host + 2 * DecodeGraphs::kMaxBucket;
+  must(cudaMemcpyAsync(d.pos, pos, static_cast<std::size_t>(rows) * 4, cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpyAsync (decode positions)");
+  if (with_tokens)
+    must(cudaMemcpyAsync(d.tokens, tokens, static_cast<std::size_t>(rows) * 4, cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (decode tokens)");
+  // Row i's table at the fixed stride; entries past a sequence's pages are never read.
+  must(cudaMemcpy2DAsync(d.tables, static_cast<std::size_t>(d.table_stride) * 4, tables,
+                         static_cast<std::size_t>(stride) * 4, static_cast<std::size_t>(stride) * 4,
+                         static_cast<std::size_t>(rows), cudaMemcpyHostToDevice, stream_),
+       "cudaMemcpy2DAsync (decode block tables)");
+}
+
 void CudaExecutor::prepare_decode_graphs() {
   ensure_decode_buffers();
   const ModelConfig& c = model_->config();
@@ -411,13 +428,7 @@ void CudaExecutor::prepare_decode_graphs() {
   std::fill_n(pos, B, 0);
   std::fill_n(tokens, B, 0);
   std::fill_n(tables, B, options_.kv_pages);
-  must(cudaMemcpyAsync(d.pos, pos, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
-       "cudaMemcpyAsync (decode positions)");
-  must(cudaMemcpyAsync(d.tokens, tokens, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
-       "cudaMemcpyAsync (decode tokens)");
-  must(cudaMemcpy2DAsync(d.tables, static_cast<std::size_t>(d.table_stride) * 4, tables, 4, 4,
-                         static_cast<std::size_t>(B), cudaMemcpyHostToDevice, stream_),
-       "cudaMemcpy2DAsync (decode block tables)");
+  upload_decode_metadata(B, 1, /*with_tokens=*/true);
   for (std::int32_t block = 0; block < c.num_layers; ++block) {
     const bool has_shared = c.is_sparse(block) && !model_->layer(block).shared_expert.empty();
     for (std::int32_t bucket = 1; bucket <= B; bucket *= 2) {
@@ -473,16 +484,7 @@ void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
       table[0] = options_.kv_pages;
     }
   }
-  must(cudaMemcpyAsync(d.pos, pos, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
-       "cudaMemcpyAsync (decode positions)");
-  if (block == 0)
-    must(cudaMemcpyAsync(d.tokens, tokens, static_cast<std::size_t>(B) * 4, cudaMemcpyHostToDevice, stream_),
-         "cudaMemcpyAsync (decode tokens)");
-  // Row i's table at the fixed stride; entries past a sequence's pages are never read.
-  must(cudaMemcpy2DAsync(d.tables, static_cast<std::size_t>(d.table_stride) * 4, tables,
-                         static_cast<std::size_t>(stride) * 4, static_cast<std::size_t>(stride) * 4,
-                         static_cast<std::size_t>(B), cudaMemcpyHostToDevice, stream_),
-       "cudaMemcpy2DAsync (decode block tables)");
+  upload_decode_metadata(B, stride, /*with_tokens=*/block == 0);
 
   AttentionRows r = d.rows;
   r.n = B;

@@ -137,6 +137,9 @@ class CudaExecutor final : public Executor {
   // Captures the decode graph of every (block, bucket, shared expert inline) over padded rows
   // only, before the executor's thread starts (see DecodeGraphs::prepare for why not later).
   void prepare_decode_graphs();
+  // The first `rows` rows of the pinned staging (positions, tokens when asked, block tables of
+  // `stride` entries per row) to the fixed decode buffers, on the stream.
+  void upload_decode_metadata(std::int64_t rows, std::int32_t stride, bool with_tokens);
   void run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
   void run_shared_expert(std::int32_t block, TokenBatch& batch);
   // out[n, H] = sigmoid(shared_expert_gate(x)) · shared_expert(x) (qwen2_moe), on the stream;
