@@ -159,13 +159,9 @@ Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems,
       table.push_back({ws.gate_out + row * I, ws.up_out + row * I, live[e]->down, sg.y + piece.row0 * H,
                        sg.scale != nullptr ? sg.scale + piece.row0 : nullptr, static_cast<long long>(piece.rows)});
     }
-    const std::size_t bytes = table.size() * sizeof(SmallMProblem);
-    SY_RETURN_IF_ERROR(ws.gemm.reserve_table(bytes));
-    // Pageable source: staged before the call returns, ordered before the kernels on the stream.
-    SY_RETURN_IF_ERROR(detail::check_cuda(
-        cudaMemcpyAsync(ws.gemm.table(), table.data(), bytes, cudaMemcpyHostToDevice, stream),
-        "swiglu_experts_cuda: small-m table upload"));
-    const auto* d_table = static_cast<const SmallMProblem*>(ws.gemm.table());
+    auto uploaded = detail::upload_small_m_table(table, ws.gemm, stream);
+    if (!uploaded.ok()) return uploaded.status();
+    const SmallMProblem* d_table = *uploaded;
     SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan_gate_up, d_table, I, H, type, SmallMInput::kF32, stream));
     SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan_down, d_table + plan_gate_up.pieces.size(), H, I, type,
                                             SmallMInput::kSiluMul, stream));

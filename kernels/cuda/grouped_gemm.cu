@@ -121,14 +121,9 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
       table.push_back({static_cast<const char*>(p.x) + piece.row0 * K * esize, nullptr, p.w, p.y + piece.row0 * N,
                        nullptr, static_cast<long long>(piece.rows)});
     }
-    const std::size_t bytes = table.size() * sizeof(SmallMProblem);
-    SY_RETURN_IF_ERROR(ws.reserve_table(bytes));
-    // Pageable source: staged before the call returns, ordered before the kernel on the stream.
-    SY_RETURN_IF_ERROR(detail::check_cuda(
-        cudaMemcpyAsync(ws.table(), table.data(), bytes, cudaMemcpyHostToDevice, stream),
-        "grouped_linear_cuda: small-m table upload"));
-    SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan, static_cast<const SmallMProblem*>(ws.table()), N, K, type,
-                                            SmallMInput::kLow, stream));
+    auto uploaded = detail::upload_small_m_table(table, ws, stream);
+    if (!uploaded.ok()) return uploaded.status();
+    SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan, *uploaded, N, K, type, SmallMInput::kLow, stream));
     ws.last_route = GroupedRoute::kSmallM;
     return Status::Ok();
   }

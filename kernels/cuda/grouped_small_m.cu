@@ -254,6 +254,15 @@ Status grouped_small_m_cuda(const SmallMPlan& plan, const SmallMProblem* table, 
 
 namespace detail {
 
+StatusOr<const SmallMProblem*> upload_small_m_table(const std::vector<SmallMProblem>& table,
+                                                    GroupedGemmWorkspace& ws, cudaStream_t stream) {
+  const std::size_t bytes = table.size() * sizeof(SmallMProblem);
+  SY_RETURN_IF_ERROR(ws.reserve_table(bytes));
+  SY_RETURN_IF_ERROR(detail::check_cuda(cudaMemcpyAsync(ws.table(), table.data(), bytes, cudaMemcpyHostToDevice, stream),
+                                        "small-m problem table upload"));
+  return static_cast<const SmallMProblem*>(ws.table());
+}
+
 Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
                         std::int64_t K, DType type, bool enabled, SmallMPlan& plan) {
   SmallMRequest request;

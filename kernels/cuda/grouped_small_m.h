@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/small_m_plan.h"
 
 namespace sy::kernels {
@@ -40,6 +41,10 @@ Status grouped_small_m_cuda(const SmallMPlan& plan, const SmallMProblem* table, 
                             DType type, SmallMInput input, cudaStream_t stream);
 
 namespace detail {
+// Copies `table` into the workspace's device table (grown as needed) on `stream` and returns
+// it; the host vector may go once this returns (a pageable copy is staged first).
+StatusOr<const SmallMProblem*> upload_small_m_table(const std::vector<SmallMProblem>& table,
+                                                    GroupedGemmWorkspace& ws, cudaStream_t stream);
 // plan_small_m for a call's problems: rows per problem, the weights of those with rows; asks
 // the current device for its limits (enabled: the workspace's switch, and the environment's).
 Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<const void*>& weights, std::int64_t N,
