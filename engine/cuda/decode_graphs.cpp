@@ -7,7 +7,7 @@ namespace sy {
 namespace {
 
 // DecodeGraphs::process_stats.
-std::atomic<std::int64_t> all_warmups{0}, all_captures{0}, all_replays{0}, all_fallbacks{0};
+DecodeGraphs::Counters all;
 
 Status cuda(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return Status::Ok();
@@ -28,12 +28,13 @@ DecodeGraphs::~DecodeGraphs() {
     if (e.exec != nullptr) cudaGraphExecDestroy(e.exec);
 }
 
-CudaGraphStats DecodeGraphs::stats() const {
-  return {warmups_.load(), captures_.load(), replays_.load(), fallbacks_.load()};
-}
+CudaGraphStats DecodeGraphs::stats() const { return counts_.load(); }
 
-CudaGraphStats DecodeGraphs::process_stats() {
-  return {all_warmups.load(), all_captures.load(), all_replays.load(), all_fallbacks.load()};
+CudaGraphStats DecodeGraphs::process_stats() { return all.load(); }
+
+void DecodeGraphs::count(std::atomic<std::int64_t> Counters::*what) {
+  ++(counts_.*what);
+  ++(all.*what);
 }
 
 Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::function<Status()>& body) {
@@ -45,8 +46,7 @@ Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::functio
       // kernels on first use, none of which may happen inside a capture (PyTorch and vLLM
       // warm up before capturing for the same reason).
       e.state = State::Warm;
-      ++warmups_;
-      ++all_warmups;
+      count(&Counters::warmups);
       return body();
     case State::Warm:
       if (!capture(key, e, stream, body)) return body();
@@ -57,8 +57,7 @@ Status DecodeGraphs::run(const Key& key, cudaStream_t stream, const std::functio
       break;
   }
   SY_RETURN_IF_ERROR(cuda(cudaGraphLaunch(e.exec, stream), "cudaGraphLaunch (decode attention)"));
-  ++replays_;
-  ++all_replays;
+  count(&Counters::replays);
   return Status::Ok();
 }
 
@@ -68,8 +67,7 @@ Status DecodeGraphs::prepare(const Key& key, cudaStream_t stream, const std::fun
   if (e.state == State::Cold) {
     SY_RETURN_IF_ERROR(body());
     e.state = State::Warm;
-    ++warmups_;
-    ++all_warmups;
+    count(&Counters::warmups);
   }
   if (e.state == State::Warm) capture(key, e, stream, body);
   return Status::Ok();
@@ -91,8 +89,7 @@ bool DecodeGraphs::capture(const Key& key, Entry& e, cudaStream_t stream, const 
   if (graph != nullptr) cudaGraphDestroy(graph);  // the executable graph is a copy
   if (status.ok()) {
     e.state = State::Captured;
-    ++captures_;
-    ++all_captures;
+    count(&Counters::captures);
     return true;
   }
   // Capture errors (e.g. cudaErrorStreamCaptureUnsupported) are not sticky: clear the one the
@@ -101,8 +98,7 @@ bool DecodeGraphs::capture(const Key& key, Entry& e, cudaStream_t stream, const 
   if (e.exec != nullptr) cudaGraphExecDestroy(e.exec);
   e.exec = nullptr;
   e.state = State::Eager;
-  ++fallbacks_;
-  ++all_fallbacks;
+  count(&Counters::fallbacks);
   if (!warned_) {
     warned_ = true;
     std::fprintf(stderr,

@@ -89,7 +89,18 @@ class DecodeGraphs {
   std::int32_t device_;
   bool warned_ = false;
   std::map<Key, Entry> graphs_;
-  std::atomic<std::int64_t> warmups_{0}, captures_{0}, replays_{0}, fallbacks_{0};
+
+ public:
+  // CudaGraphStats as counters other threads may read (tests read them after a run).
+  struct Counters {
+    std::atomic<std::int64_t> warmups{0}, captures{0}, replays{0}, fallbacks{0};
+    CudaGraphStats load() const { return {warmups.load(), captures.load(), replays.load(), fallbacks.load()}; }
+  };
+
+ private:
+  // One more of `what`, in this object's counts and the process's.
+  void count(std::atomic<std::int64_t> Counters::*what);
+  Counters counts_;
 };
 
 }  // namespace sy
