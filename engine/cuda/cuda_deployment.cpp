@@ -3,9 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "engine/cuda/cuda_executor.h"
+#include "engine/dist/zmq_transport.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -39,6 +42,17 @@ Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model
 
 std::string cuda_backend_problem() { return kernels::cuda_device_problem(); }
 
+ActivationOps& cuda_arrival_pool(int gpu) {
+  // Never freed, like the transport's host arrival pool: handles of it may outlive any one
+  // deployment (token pools, recycled batches; bench serves several in turn).
+  static std::mutex mutex;
+  static std::map<int, CudaActivationOps*> pools;
+  std::lock_guard lock(mutex);
+  CudaActivationOps*& pool = pools[gpu];
+  if (!pool) pool = new CudaActivationOps(gpu);
+  return *pool;
+}
+
 StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr<const ModelWeights> weights,
                                                                  Topology topology, DeploymentOptions options,
                                                                  CudaDeploymentOptions cuda) {
@@ -48,13 +62,20 @@ StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr
   if (!device_gpu.empty() && static_cast<std::int32_t>(device_gpu.size()) != topology.num_devices)
     return Status::Error("cuda deployment: " + std::to_string(device_gpu.size()) + " GPU assignments for " +
                          std::to_string(topology.num_devices) + " devices");
-  const int gpu = device_gpu.empty() ? 0 : device_gpu.front();
-  for (std::size_t d = 0; d < device_gpu.size(); ++d)
-    if (device_gpu[d] != gpu)
-      return Status::Error("device " + topology.device_names[d] + " is on gpu " + std::to_string(device_gpu[d]) +
-                           " and device " + topology.device_names[0] + " on gpu " + std::to_string(gpu) +
-                           ": the cuda backend runs every device of a layout on one GPU for now (transfers "
-                           "between GPUs are not written yet)");
+  // Only this process's devices run here (all of them without a launcher); they share one GPU.
+  std::vector<std::int32_t> local;
+  for (std::int32_t d = 0; d < topology.num_devices; ++d)
+    if (topology.process_of(d) == options.process) local.push_back(d);
+  auto gpu_of = [&](std::int32_t d) { return device_gpu.empty() ? 0 : device_gpu[static_cast<std::size_t>(d)]; };
+  const int gpu = local.empty() ? gpu_of(0) : gpu_of(local.front());
+  for (std::int32_t d : local)
+    if (gpu_of(d) != gpu)
+      return Status::Error("device " + topology.device_names[static_cast<std::size_t>(d)] + " is on gpu " +
+                           std::to_string(gpu_of(d)) + " and device " +
+                           topology.device_names[static_cast<std::size_t>(local.front())] + " on gpu " +
+                           std::to_string(gpu) +
+                           ": the cuda backend runs the devices of one process on one GPU for now (transfers "
+                           "between GPUs in one process are not written yet; ranks on different GPUs are)");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || gpu < 0 || gpu >= count)
     return Status::Error("gpu " + std::to_string(gpu) + " does not exist (this machine has " + std::to_string(count) +
@@ -62,25 +83,38 @@ StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr
   if (options.skew_lambda || options.skew_routing || options.routing_trace)
     return Status::Error("--backend cuda routes with the model's router: routing skew and replayed routing are "
                          "sim and cpu options");
-  if (options.transport)
-    return Status::Error("--backend cuda runs in one process for now (multi-process transports are cpu and sim)");
 
   const ModelConfig& c = weights->config();
   DeviceModelNeeds needs;
   std::int32_t attention_ranks = 0;
-  for (std::int32_t d = 0; d < topology.num_devices; ++d)
+  for (std::int32_t d : local)
     if (topology.device_rank[static_cast<std::size_t>(d)] >= 0) ++attention_ranks;
+  const auto workers = static_cast<std::int32_t>(local.size());
   needs.attention = attention_ranks > 0;
   // Every expert: the GPU is shared by all devices, so live placement changes need no upload.
-  needs.experts.assign(static_cast<std::size_t>(c.num_layers), std::vector<bool>(static_cast<std::size_t>(c.num_experts), true));
+  if (workers > 0)
+    needs.experts.assign(static_cast<std::size_t>(c.num_layers),
+                         std::vector<bool>(static_cast<std::size_t>(c.num_experts), true));
   needs.other_bytes = attention_ranks * (CudaExecutor::kv_bytes(c, options.kv_pages_per_rank, options.page_size) +
                                          CudaExecutor::fixed_bytes(c, true, options.kv_pages_per_rank)) +
-                      (topology.num_devices - attention_ranks) * CudaExecutor::fixed_bytes(c, false, 0) +
-                      topology.num_devices * scratch_bytes(c);
+                      (workers - attention_ranks) * CudaExecutor::fixed_bytes(c, false, 0) +
+                      workers * scratch_bytes(c);
   needs.who = "gpu " + std::to_string(gpu) + " (";
-  for (std::int32_t d = 0; d < topology.num_devices; ++d)
-    needs.who += (d ? ", " : "") + topology.device_names[static_cast<std::size_t>(d)];
+  for (std::size_t i = 0; i < local.size(); ++i)
+    needs.who += (i ? ", " : "") + topology.device_names[static_cast<std::size_t>(local[i])];
   needs.who += ")";
+  if (options.transport) {
+    // Across processes rows travel through host memory: those arriving for a device of this
+    // process land in its GPU's arrival pool (a transport that passes handles as they are
+    // is in-process and needs none).
+    options.transport = [inner = std::move(options.transport), local, gpu](EventLoop& loop, std::int32_t num_devices,
+                                                                            RuntimeObserver* observer) {
+      std::unique_ptr<Transport> t = inner(loop, num_devices, observer);
+      if (auto* zmq = dynamic_cast<dist::ZmqTransport*>(t.get()))
+        for (std::int32_t d : local) zmq->set_arrivals(d, &cuda_arrival_pool(gpu));
+      return t;
+    };
+  }
   auto model = DeviceModel::upload(*weights, gpu, needs);
   if (!model.ok()) return model.status();
   options.clock = Clock::Wall;  // completions come from the GPU's streams, in real time

@@ -10,12 +10,17 @@
 #include "base/status.h"
 #include "engine/cuda/device_model.h"
 #include "engine/model/model_weights.h"
+#include "engine/runtime/activation_ops.h"
 #include "engine/serving/deployment.h"
 
 namespace sy {
 
 // Why no GPU can be used (the CUDA runtime's reason); empty when one can.
 std::string cuda_backend_problem();
+
+// The process's pool on `gpu` for rows that arrive from another process (through host
+// memory): every device on that GPU gathers from it as from its own. Made on first use.
+ActivationOps& cuda_arrival_pool(int gpu);
 
 // What the cuda backend adds to DeploymentOptions.
 struct CudaDeploymentOptions {
@@ -29,6 +34,8 @@ class CudaDeployment final : public Deployment {
   // GPU can be used (the runtime's reason), when devices sit on different GPUs (transfers
   // between GPUs are not written yet), or when a GPU's weights and KV caches do not fit
   // (naming the GPU, its devices, the need and the free memory). Runs on the wall clock.
+  // With options.transport (ranks of engine/dist) only this process's devices run here, and
+  // rows to and from other processes are staged through pinned host memory.
   static StatusOr<std::unique_ptr<CudaDeployment>> create(std::shared_ptr<const ModelWeights> weights,
                                                           Topology topology, DeploymentOptions options,
                                                           CudaDeploymentOptions cuda = {});
