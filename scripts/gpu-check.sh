@@ -76,8 +76,10 @@ for step in "${steps[@]}"; do
       run test_cuda_graphs "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='DecodeGraph*:Models/CudaGraphs.*'
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_graphs'
-      # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0.
-      run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='CudaMultiProcess.*' ;;
+      # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
+      # several GPUs in one process (NCCL; skips with one GPU, saying so).
+      run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
+        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.
