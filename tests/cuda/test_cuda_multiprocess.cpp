@@ -113,7 +113,9 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
 
   // Ranks 1 and 2 in the background, rank 0 in front; each rank's log and exit status kept.
   std::string script = "cd " + root.string() + " && export WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                       std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=60; ";
+                       std::to_string(free_port()) +
+                       // A GPU machine's first CUDA calls may stall a rank for a while: no false deaths.
+                       " SWITCHYARD_BOOTSTRAP_TIMEOUT=60 SWITCHYARD_HEARTBEAT_TIMEOUT=10; ";
   for (int r = 2; r >= 0; --r) {
     script += "(RANK=" + std::to_string(r) + " timeout -s KILL 120 " + generate(root / "many.jsonl") + " > rank" +
               std::to_string(r) + ".log 2>&1; echo exit=$? >> rank" + std::to_string(r) + ".log)";
@@ -127,7 +129,17 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
   EXPECT_TRUE(has(logs, "rank 2 of 3")) << logs;
   const std::string a = read_file(root / "one.jsonl"), b = read_file(root / "many.jsonl");
   ASSERT_FALSE(a.empty()) << single.output;
-  EXPECT_EQ(a, b) << logs;
+  // Request by request, so that a failure says how many differ (f32: none may).
+  std::istringstream one(a), many(b);
+  std::string x, y;
+  int same = 0, total = 0;
+  while (std::getline(one, x)) {
+    ++total;
+    if (std::getline(many, y) && x == y) ++same;
+  }
+  EXPECT_EQ(same, total) << same << " of " << total << " requests have the one-process tokens\n--- one process:\n"
+                         << a << "--- three ranks:\n" << b << logs;
+  EXPECT_EQ(a, b);
   if (!HasFailure()) fs::remove_all(root);
 }
 
