@@ -32,11 +32,15 @@ cat > .gpu/check.sh <<'CHECK'
 here=$(cd "$(dirname "$0")" && pwd)
 # OpenBLAS travels gzipped (the device tool's 64 MiB): unpacked beside the others, or, where the
 # bundle cannot be written, in a copy of it under /tmp.
+gunzip_to() {  # file.gz, out: gzip, else Python's
+  gzip -dc "$1" >"$2" 2>/dev/null ||
+    python3 -c 'import gzip, shutil, sys; shutil.copyfileobj(gzip.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+}
 if [[ -f $here/libopenblas.so.0.gz && ! -f $here/libopenblas.so.0 ]]; then
-  if ! gzip -dc "$here/libopenblas.so.0.gz" >"$here/libopenblas.so.0" 2>/dev/null; then
+  if ! gunzip_to "$here/libopenblas.so.0.gz" "$here/libopenblas.so.0"; then
     rm -f "$here/libopenblas.so.0"
     copy=${TMPDIR:-/tmp}/sy-gpu-bundle
-    rm -rf "$copy" && cp -r "$here" "$copy" && gzip -dc "$here/libopenblas.so.0.gz" >"$copy/libopenblas.so.0" &&
+    rm -rf "$copy" && cp -r "$here" "$copy" && gunzip_to "$here/libopenblas.so.0.gz" "$copy/libopenblas.so.0" &&
       exec "$copy/check.sh" "$@"
     echo "check.sh: could not unpack libopenblas.so.0.gz" >&2
     exit 1
