@@ -3,7 +3,8 @@
 # here, packs them with ../shared/tools/gpu-bundle into .gpu/ (git-ignored), and writes
 # .gpu/check.sh, which runs them there in one call within a time budget.
 #
-#   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda; pack
+#   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda,
+#                                        #   switchyard (the multi-process test's ranks); pack
 #   .gpu/check.sh [tests|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
@@ -17,15 +18,34 @@ bundle=${SY_GPU_BUNDLE:-../shared/tools/gpu-bundle}
 export PATH=/usr/local/cuda/bin:$PATH
 command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found: the CUDA checks need the CUDA compiler here" >&2; exit 1; }
 [[ -f build/CMakeCache.txt ]] || cmake --preset default
-cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_backend bench_cuda
+cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_backend bench_cuda switchyard
 rm -rf .gpu
 # bench_cuda needs no library beyond CUDA's, which gpu-bundle's library scan treats as a failure:
 # it travels as an extra file.
-"$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend -- build/bin/bench_cuda
+"$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend build/bin/switchyard -- build/bin/bench_cuda
+# The device tool carries at most 64 MiB: OpenBLAS (36 MiB, ~11 MiB compressed) travels gzipped
+# and check.sh unpacks it before the first step.
+gzip -6 .gpu/libopenblas.so.0
 cat > .gpu/check.sh <<'CHECK'
 #!/bin/bash
 # Runs the packed GPU checks (see scripts/gpu-check.sh); logs go to $OUT when set.
 here=$(cd "$(dirname "$0")" && pwd)
+# OpenBLAS travels gzipped (the device tool's 64 MiB): unpacked beside the others, or, where the
+# bundle cannot be written, in a copy of it under /tmp.
+gunzip_to() {  # file.gz, out: gzip, else Python's
+  gzip -dc "$1" >"$2" 2>/dev/null ||
+    python3 -c 'import gzip, shutil, sys; shutil.copyfileobj(gzip.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+}
+if [[ -f $here/libopenblas.so.0.gz && ! -f $here/libopenblas.so.0 ]]; then
+  if ! gunzip_to "$here/libopenblas.so.0.gz" "$here/libopenblas.so.0"; then
+    rm -f "$here/libopenblas.so.0"
+    copy=${TMPDIR:-/tmp}/sy-gpu-bundle
+    rm -rf "$copy" && cp -r "$here" "$copy" && gunzip_to "$here/libopenblas.so.0.gz" "$copy/libopenblas.so.0" &&
+      exec "$copy/check.sh" "$@"
+    echo "check.sh: could not unpack libopenblas.so.0.gz" >&2
+    exit 1
+  fi
+fi
 out=${OUT:-$here/logs}
 mkdir -p "$out"
 step_s=${SY_GPU_STEP_S:-150}
@@ -59,7 +79,11 @@ for step in "${steps[@]}"; do
         --gtest_filter='CudaActivationOps.*:CudaBackendErrors.*:Models/CudaBackend.*_eager'
       run test_cuda_graphs "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='DecodeGraph*:Models/CudaGraphs.*'
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
-        --gtest_filter='Models/CudaBackend.*_graphs' ;;
+        --gtest_filter='Models/CudaBackend.*_graphs'
+      # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
+      # several GPUs in one process (NCCL; skips with one GPU, saying so).
+      run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
+        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.

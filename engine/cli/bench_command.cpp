@@ -445,7 +445,7 @@ void run(const BenchArgs& a) {
     if (a.backend.clock == "virtual")
       throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
     Topology topology = Topology::from_layout(layout, c);
-    const std::string identity = "bench workload=" + a.workload + " rate=" + std::to_string(a.rate) +
+    const std::string identity = "bench backend=" + a.backend.backend + " workload=" + a.workload + " rate=" + std::to_string(a.rate) +
                                  " duration=" + std::to_string(a.duration) + " skew=" + a.skew +
                                  " seed=" + std::to_string(a.seed) + " compare=" + a.compare;
     ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));

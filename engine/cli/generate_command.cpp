@@ -107,7 +107,7 @@ void run_many(const GenerateArgs& a) {
   const dist::RankEnvironment env = take(dist::RankEnvironment::from_process());
   if (env.distributed() && options.clock != Clock::Wall)
     throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
-  const std::string identity = "generate clock=" + a.clock + " switch=" + a.switch_policy + "," +
+  const std::string identity = "generate backend=" + a.backend + " clock=" + a.clock + " switch=" + a.switch_policy + "," +
                                a.switch_placement.string() + "@" + std::to_string(a.switch_after) +
                                " seed=" + std::to_string(a.seed);
   std::unique_ptr<dist::DistributedRun> ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
@@ -116,7 +116,6 @@ void run_many(const GenerateArgs& a) {
     std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
   }
   const bool cuda = a.backend == "cuda";
-  if (cuda && ranks) throw CommandError{"--backend cuda runs in one process (launchers are for the cpu backend)"};
   if (cuda && options.clock != Clock::Wall) throw CommandError{"--backend cuda runs on the wall clock"};
   check(check_host_memory(c, topology, options.kv_pages_per_rank, options.page_size, /*host_kv=*/!cuda));
   std::unique_ptr<Deployment> made = cuda ? deploy_cuda(weights, topology, options, a.gpu, a.cuda_graphs == "on")

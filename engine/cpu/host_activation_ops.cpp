@@ -91,4 +91,15 @@ void HostActivationOps::scatter(const Activations& src, std::span<const TargetRo
   }
 }
 
+// Host to host: the rows are already where a transport reads them, one memcpy each way.
+void HostActivationOps::copy_to_host(const Activations& a, void* out) {
+  std::memcpy(out, data(a), static_cast<std::size_t>(a.rows() * a.width()) * sizeof(float));
+}
+
+Activations HostActivationOps::allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) {
+  Activations a = allocate(rows, width);
+  std::memcpy(data(a), in, static_cast<std::size_t>(rows * width) * sizeof(float));
+  return a;
+}
+
 }  // namespace sy

@@ -17,6 +17,8 @@ class HostActivationOps final : public ActivationOps {
   void gather(std::span<const SourceRow> from, Activations& dst) override;
   void append(Activations& dst, Activations&& src) override;
   void scatter(const Activations& src, std::span<const TargetRow> to) override;
+  void copy_to_host(const Activations& a, void* out) override;
+  Activations allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) override;
 
   // The floats of a host handle (rows × width, row-major), for the cpu kernels. Any
   // HostActivationOps may own it: cpu devices pass handles to each other.

@@ -1,6 +1,8 @@
 #include "engine/cuda/cuda_activation_ops.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,14 +26,18 @@ std::int32_t size_class(std::int64_t floats) {
 CudaActivationOps::CudaActivationOps(int gpu) : gpu_(gpu) {
   must(cudaSetDevice(gpu_), "cudaSetDevice");
   must(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  must(cudaStreamCreateWithFlags(&host_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
 CudaActivationOps::~CudaActivationOps() {
   cudaSetDevice(gpu_);
   cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(host_stream_);
   for (void* p : all_) cudaFree(p);
   cudaFree(pointers_);
+  if (staging_) cudaFreeHost(staging_);
   cudaStreamDestroy(stream_);
+  cudaStreamDestroy(host_stream_);
 }
 
 float* CudaActivationOps::data(Activations& a) {
@@ -152,6 +158,44 @@ void CudaActivationOps::scatter(const Activations& src, std::span<const TargetRo
     dst[i] = data(*to[i].of) + to[i].row * width;
   }
   copy(from, dst, width);
+}
+
+void* CudaActivationOps::staging(std::size_t bytes) {
+  if (bytes > staging_bytes_) {
+    // Nothing is in flight from the old buffer: every user synchronizes before it returns.
+    if (staging_) must(cudaFreeHost(staging_), "cudaFreeHost (staging)");
+    staging_ = nullptr;
+    staging_bytes_ = std::max<std::size_t>(bytes, 2 * staging_bytes_);
+    must(cudaMallocHost(&staging_, staging_bytes_), "cudaMallocHost (activation staging)");
+  }
+  return staging_;
+}
+
+void CudaActivationOps::copy_to_host(const Activations& a, void* out) {
+  const auto bytes = static_cast<std::size_t>(a.rows() * a.width()) * sizeof(float);
+  if (bytes == 0) return;
+  std::lock_guard lock(host_mutex_);
+  must(cudaSetDevice(gpu_), "cudaSetDevice");
+  void* host = staging(bytes);
+  // The rows' producer has finished (the runtime hands over rows only after their execution's
+  // completion, and gather/scatter synchronize), so this stream need not wait for another.
+  must(cudaMemcpyAsync(host, data(a), bytes, cudaMemcpyDeviceToHost, host_stream_), "cudaMemcpyAsync (rows to host)");
+  must(cudaStreamSynchronize(host_stream_), "rows to host");
+  std::memcpy(out, host, bytes);
+}
+
+Activations CudaActivationOps::allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) {
+  Activations a = allocate(rows, width);
+  const auto bytes = static_cast<std::size_t>(rows * width) * sizeof(float);
+  if (bytes == 0) return a;
+  std::lock_guard lock(host_mutex_);
+  must(cudaSetDevice(gpu_), "cudaSetDevice");
+  void* host = staging(bytes);
+  std::memcpy(host, in, bytes);
+  must(cudaMemcpyAsync(data(a), host, bytes, cudaMemcpyHostToDevice, host_stream_), "cudaMemcpyAsync (rows from host)");
+  // Done before the handle is handed on: its next user may be any stream of this GPU.
+  must(cudaStreamSynchronize(host_stream_), "rows from host");
+  return a;
 }
 
 }  // namespace sy

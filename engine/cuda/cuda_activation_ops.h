@@ -1,7 +1,8 @@
 // The activation operations of a cuda device: float rows in GPU memory from a pool of its own,
 // moved by one row-copy kernel per batch operation. Workers that share a GPU pass handles as
 // they are (one address space); the copies run on a stream of the operations' own and finish
-// before each call returns, so the runtime sees them as done, as on the cpu backend.
+// before each call returns, so the runtime sees them as done, as on the cpu backend. Between
+// processes rows go through host memory (copy_to_host, allocate_from_host).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,6 +28,10 @@ class CudaActivationOps final : public ActivationOps {
   void gather(std::span<const SourceRow> from, Activations& dst) override;
   void append(Activations& dst, Activations&& src) override;
   void scatter(const Activations& src, std::span<const TargetRow> to) override;
+  // Through pinned staging of the ops' own, on a stream of its own: a transport's thread may
+  // call these while the device's worker gathers and scatters.
+  void copy_to_host(const Activations& a, void* out) override;
+  Activations allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) override;
 
   // The device floats of a handle of any CudaActivationOps (rows × width, row-major).
   static float* data(Activations& a);
@@ -48,6 +53,17 @@ class CudaActivationOps final : public ActivationOps {
   std::vector<void*> all_;
   void* pointers_ = nullptr;  // device scratch for the row pointer arrays
   std::int64_t pointer_capacity_ = 0;
+
+  // Pinned host memory of at least `bytes`, for copy_to_host and allocate_from_host; under
+  // host_mutex_.
+  void* staging(std::size_t bytes);
+
+  // Copies to and from host memory (a transport between processes): their own stream and
+  // staging, so they need not wait for, nor be waited on by, the row copies above.
+  std::mutex host_mutex_;
+  cudaStream_t host_stream_ = nullptr;
+  void* staging_ = nullptr;
+  std::size_t staging_bytes_ = 0;
 };
 
 }  // namespace sy

@@ -2,36 +2,35 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 
+#include "engine/cuda/cuda_activation_ops.h"
 #include "engine/cuda/cuda_executor.h"
+#include "engine/cuda/cuda_transport.h"
+#include "engine/cuda/gpu_assignment.h"
+#include "engine/dist/zmq_transport.h"
+#include "engine/runtime/loop_transport.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
 namespace {
 
-// Scratch of one worker beyond its activations: a generous bound for the batches a step
-// builds (the fit check errs towards refusing rather than failing mid-run).
-std::int64_t scratch_bytes(const ModelConfig& c) {
-  const std::int64_t rows = 2048;
-  const std::int64_t widest = std::max<std::int64_t>({c.hidden_size, static_cast<std::int64_t>(c.num_heads) * c.head_dim,
-                                                      c.moe_intermediate_size, c.intermediate_size});
-  return rows * widest * 4 * 8 + 8 * static_cast<std::int64_t>(c.vocab_size) * 4 * 4;
-}
+using GpuModels = std::map<int, std::shared_ptr<const DeviceModel>>;
 
-Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model, const DeploymentOptions& options,
-                                        std::vector<int> device_gpu, bool cuda_graphs) {
-  return [model, device_gpu, kv_pages = options.kv_pages_per_rank, page_size = options.page_size, cuda_graphs](
-             std::int32_t device, bool attention_rank, EventLoop& loop) {
+Cluster::ExecutorFactory cuda_executors(GpuModels models, const DeploymentOptions& options, std::vector<int> device_gpu,
+                                        bool cuda_graphs) {
+  return [models = std::move(models), device_gpu, kv_pages = options.kv_pages_per_rank, page_size = options.page_size,
+          cuda_graphs](std::int32_t device, bool attention_rank, EventLoop& loop) {
     CudaExecutorOptions o;
-    o.gpu = device_gpu.empty() ? 0 : device_gpu[static_cast<std::size_t>(device)];
+    o.gpu = gpu_of(device_gpu, device);
     o.device = device;
     o.attention_rank = attention_rank;
     o.kv_pages = kv_pages;
     o.page_size = page_size;
     o.cuda_graphs = cuda_graphs;
-    return std::unique_ptr<Executor>(std::make_unique<CudaExecutor>(model, o, loop));
+    return std::unique_ptr<Executor>(std::make_unique<CudaExecutor>(models.at(o.gpu), o, loop));
   };
 }
 
@@ -39,59 +38,80 @@ Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model
 
 std::string cuda_backend_problem() { return kernels::cuda_device_problem(); }
 
+ActivationOps& cuda_arrival_pool(int gpu) {
+  // Never freed, like the transport's host arrival pool: handles of it may outlive any one
+  // deployment (token pools, recycled batches; bench serves several in turn).
+  static std::mutex mutex;
+  static std::map<int, CudaActivationOps*> pools;
+  std::lock_guard lock(mutex);
+  CudaActivationOps*& pool = pools[gpu];
+  if (!pool) pool = new CudaActivationOps(gpu);
+  return *pool;
+}
+
 StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr<const ModelWeights> weights,
                                                                  Topology topology, DeploymentOptions options,
                                                                  CudaDeploymentOptions cuda) {
   const std::vector<int>& device_gpu = cuda.device_gpu;
   if (!kernels::cuda_device_available())
     return Status::Error("--backend cuda: no usable GPU (" + kernels::cuda_device_problem() + ")");
-  if (!device_gpu.empty() && static_cast<std::int32_t>(device_gpu.size()) != topology.num_devices)
-    return Status::Error("cuda deployment: " + std::to_string(device_gpu.size()) + " GPU assignments for " +
-                         std::to_string(topology.num_devices) + " devices");
-  const int gpu = device_gpu.empty() ? 0 : device_gpu.front();
-  for (std::size_t d = 0; d < device_gpu.size(); ++d)
-    if (device_gpu[d] != gpu)
-      return Status::Error("device " + topology.device_names[d] + " is on gpu " + std::to_string(device_gpu[d]) +
-                           " and device " + topology.device_names[0] + " on gpu " + std::to_string(gpu) +
-                           ": the cuda backend runs every device of a layout on one GPU for now (transfers "
-                           "between GPUs are not written yet)");
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || gpu < 0 || gpu >= count)
-    return Status::Error("gpu " + std::to_string(gpu) + " does not exist (this machine has " + std::to_string(count) +
-                         " GPUs)");
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+    return Status::Error(std::string("--backend cuda: cudaGetDeviceCount: ") + cudaGetErrorString(e));
+  // Only this process's devices run here (all of them without a launcher).
+  const bool across_processes = static_cast<bool>(options.transport);
+  SY_RETURN_IF_ERROR(check_gpus(topology, device_gpu, options.process, count, across_processes));
   if (options.skew_lambda || options.skew_routing || options.routing_trace)
     return Status::Error("--backend cuda routes with the model's router: routing skew and replayed routing are "
                          "sim and cpu options");
-  if (options.transport)
-    return Status::Error("--backend cuda runs in one process for now (multi-process transports are cpu and sim)");
 
-  const ModelConfig& c = weights->config();
-  DeviceModelNeeds needs;
-  std::int32_t attention_ranks = 0;
-  for (std::int32_t d = 0; d < topology.num_devices; ++d)
-    if (topology.device_rank[static_cast<std::size_t>(d)] >= 0) ++attention_ranks;
-  needs.attention = attention_ranks > 0;
-  // Every expert: the GPU is shared by all devices, so live placement changes need no upload.
-  needs.experts.assign(static_cast<std::size_t>(c.num_layers), std::vector<bool>(static_cast<std::size_t>(c.num_experts), true));
-  needs.other_bytes = attention_ranks * (CudaExecutor::kv_bytes(c, options.kv_pages_per_rank, options.page_size) +
-                                         CudaExecutor::fixed_bytes(c, true, options.kv_pages_per_rank)) +
-                      (topology.num_devices - attention_ranks) * CudaExecutor::fixed_bytes(c, false, 0) +
-                      topology.num_devices * scratch_bytes(c);
-  needs.who = "gpu " + std::to_string(gpu) + " (";
-  for (std::int32_t d = 0; d < topology.num_devices; ++d)
-    needs.who += (d ? ", " : "") + topology.device_names[static_cast<std::size_t>(d)];
-  needs.who += ")";
-  auto model = DeviceModel::upload(*weights, gpu, needs);
-  if (!model.ok()) return model.status();
+  // Each GPU gets the weights of the devices it runs, after its own fit check.
+  const std::vector<int> gpus = process_gpus(topology, device_gpu, options.process);
+  GpuModels models;
+  for (const int gpu : gpus) {
+    const DeviceModelNeeds needs = gpu_needs(weights->config(), topology, device_gpu, options.process, gpu,
+                                             options.kv_pages_per_rank, options.page_size);
+    auto model = DeviceModel::upload(*weights, gpu, needs);
+    if (!model.ok()) return model.status();
+    models.emplace(gpu, std::move(*model));
+  }
+  const std::int64_t row_bytes = static_cast<std::int64_t>(weights->config().hidden_size) * 4;
+
+  if (across_processes) {
+    // Across processes rows travel through host memory: those arriving for a device of this
+    // process land in its GPU's arrival pool (a transport that passes handles as they are
+    // is in-process and needs none).
+    std::vector<std::pair<std::int32_t, int>> local;
+    for (std::int32_t d = 0; d < topology.num_devices; ++d)
+      if (topology.process_of(d) == options.process) local.emplace_back(d, gpu_of(device_gpu, d));
+    options.transport = [inner = std::move(options.transport), local](EventLoop& loop, std::int32_t num_devices,
+                                                                       RuntimeObserver* observer) {
+      std::unique_ptr<Transport> t = inner(loop, num_devices, observer);
+      if (auto* zmq = dynamic_cast<dist::ZmqTransport*>(t.get()))
+        for (const auto& [d, gpu] : local) zmq->set_arrivals(d, &cuda_arrival_pool(gpu));
+      return t;
+    };
+  } else if (gpus.size() > 1) {
+    // One communicator set for the deployment; rows between its GPUs go over NCCL.
+    auto links = NcclLinks::create(gpus);
+    if (!links.ok()) return links.status();
+    std::vector<int> all(static_cast<std::size_t>(topology.num_devices));
+    for (std::int32_t d = 0; d < topology.num_devices; ++d) all[static_cast<std::size_t>(d)] = gpu_of(device_gpu, d);
+    options.transport = [shared = std::shared_ptr<NcclLinks>(std::move(*links)), all, row_bytes,
+                         link = options.link](EventLoop& loop, std::int32_t num_devices, RuntimeObserver* observer) {
+      return std::unique_ptr<Transport>(std::make_unique<CudaTransport>(
+          std::make_unique<LoopTransport>(loop, num_devices, row_bytes, link, observer), all, shared));
+    };
+  }
   options.clock = Clock::Wall;  // completions come from the GPU's streams, in real time
-  return std::unique_ptr<CudaDeployment>(
-      new CudaDeployment(std::move(*model), std::move(topology), std::move(options), std::move(cuda)));
+  return std::unique_ptr<CudaDeployment>(new CudaDeployment(std::move(models), row_bytes, std::move(topology),
+                                                            std::move(options), std::move(cuda)));
 }
 
-CudaDeployment::CudaDeployment(std::shared_ptr<const DeviceModel> model, Topology topology, DeploymentOptions options,
-                               CudaDeploymentOptions cuda)
-    // float32 activations cross between workers (device-to-device on one GPU).
-    : Deployment(std::move(topology), options, static_cast<std::int64_t>(model->config().hidden_size) * 4,
-                 cuda_executors(model, options, std::move(cuda.device_gpu), cuda.cuda_graphs)) {}
+CudaDeployment::CudaDeployment(std::map<int, std::shared_ptr<const DeviceModel>> models, std::int64_t row_bytes,
+                               Topology topology, DeploymentOptions options, CudaDeploymentOptions cuda)
+    // float32 activations cross between workers.
+    : Deployment(std::move(topology), options, row_bytes,
+                 cuda_executors(std::move(models), options, std::move(cuda.device_gpu), cuda.cuda_graphs)) {}
 
 }  // namespace sy

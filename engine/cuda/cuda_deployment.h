@@ -1,8 +1,9 @@
 // A deployment on the cuda backend: every device of the topology is a worker on a GPU, with a
 // CUDA stream of its own, so several workers (a disaggregated layout's attention and expert
-// devices) may share one GPU. What `--backend cuda` runs.
+// devices) may share one GPU, and one process may use several GPUs. What `--backend cuda` runs.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,12 +11,18 @@
 #include "base/status.h"
 #include "engine/cuda/device_model.h"
 #include "engine/model/model_weights.h"
+#include "engine/runtime/activation_ops.h"
 #include "engine/serving/deployment.h"
 
 namespace sy {
 
 // Why no GPU can be used (the CUDA runtime's reason); empty when one can.
 std::string cuda_backend_problem();
+
+// The process's pool on `gpu` for rows that arrive from another process (through host
+// memory) or another GPU (NCCL): every device on that GPU gathers from it as from its own.
+// Made on first use, never freed.
+ActivationOps& cuda_arrival_pool(int gpu);
 
 // What the cuda backend adds to DeploymentOptions.
 struct CudaDeploymentOptions {
@@ -25,17 +32,20 @@ struct CudaDeploymentOptions {
 
 class CudaDeployment final : public Deployment {
  public:
-  // Fails with a message when no
-  // GPU can be used (the runtime's reason), when devices sit on different GPUs (transfers
-  // between GPUs are not written yet), or when a GPU's weights and KV caches do not fit
+  // Fails with a message when no GPU can be used (the runtime's reason), when a device names
+  // a GPU this machine lacks, when a rank of several (options.transport) would use more than
+  // one GPU, when NCCL cannot join the GPUs, or when a GPU's weights and KV caches do not fit
   // (naming the GPU, its devices, the need and the free memory). Runs on the wall clock.
+  // Only this process's devices run here; each GPU gets the weights its devices need. Rows
+  // between two GPUs of this process go over NCCL (CudaTransport), rows to and from other
+  // processes are staged through pinned host memory (the process transport).
   static StatusOr<std::unique_ptr<CudaDeployment>> create(std::shared_ptr<const ModelWeights> weights,
                                                           Topology topology, DeploymentOptions options,
                                                           CudaDeploymentOptions cuda = {});
 
  private:
-  CudaDeployment(std::shared_ptr<const DeviceModel> model, Topology topology, DeploymentOptions options,
-                 CudaDeploymentOptions cuda);
+  CudaDeployment(std::map<int, std::shared_ptr<const DeviceModel>> models, std::int64_t row_bytes, Topology topology,
+                 DeploymentOptions options, CudaDeploymentOptions cuda);
 };
 
 }  // namespace sy

@@ -55,13 +55,20 @@ void encode_payload(ByteWriter& w, const Shipment& s) {
     w.put<std::int64_t>(rows ? b.hidden.rows() : 0);
     w.put<std::int64_t>(rows ? b.hidden.width() : 0);
     if (rows)
-      w.put_raw(HostActivationOps::data(b.hidden), static_cast<std::size_t>(b.hidden.rows() * b.hidden.width()) * sizeof(float));
+      b.hidden.owner().copy_to_host(
+          b.hidden, w.put_space(static_cast<std::size_t>(b.hidden.rows() * b.hidden.width()) * sizeof(float)));
   }
 }
 
-Status decode_payload(ByteReader& r, HostActivationOps& ops, std::int64_t now, Shipment& s) {
+Status decode_payload(ByteReader& r, ActivationOps& ops, std::int64_t now, Shipment& s) {
+  return decode_payload(r, [&ops](std::int32_t) { return &ops; }, now, s);
+}
+
+Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t now, Shipment& s) {
   SY_RETURN_IF_ERROR(r.get(s.src));
   SY_RETURN_IF_ERROR(r.get(s.dst));
+  ActivationOps* ops = arrivals(s.dst);
+  if (!ops) return Status::Error("a shipment for device " + std::to_string(s.dst) + ", which this process does not run");
   SY_RETURN_IF_ERROR(get_kind(r, s.kind));
   SY_RETURN_IF_ERROR(r.get(s.block));
   SY_RETURN_IF_ERROR(r.get(s.group));
@@ -94,8 +101,8 @@ Status decode_payload(ByteReader& r, HostActivationOps& ops, std::int64_t now, S
                            " for a batch of " + std::to_string(rows) + " rows");
     const auto bytes = static_cast<std::size_t>(hidden_rows * width) * sizeof(float);
     if (r.left() < bytes) return Status::Error("message truncated");
-    b.hidden = ops.allocate(hidden_rows, width);
-    SY_RETURN_IF_ERROR(r.get_raw(HostActivationOps::data(b.hidden), bytes));
+    b.hidden = ops->allocate_from_host(r.here(), hidden_rows, width);
+    r.advance(bytes);
   }
   return Status::Ok();
 }

@@ -1,13 +1,16 @@
 // A shipment's two phases as messages between processes (docs/wire-format.md): the header
 // (phase 1) and the payload (phase 2: every batch's metadata columns and its activation rows,
-// copied out of and into host memory: the cpu backend's activations).
+// copied to host memory by the backend that owns them and, on arrival, into memory of the
+// receiving backend's: ActivationOps::copy_to_host and allocate_from_host, so the codec is the
+// same for host (cpu) and GPU (cuda) activations).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "base/status.h"
-#include "engine/cpu/host_activation_ops.h"
 #include "engine/dist/wire_format.h"
+#include "engine/runtime/activation_ops.h"
 #include "engine/runtime/transport.h"
 
 namespace sy::dist {
@@ -15,10 +18,17 @@ namespace sy::dist {
 void encode_header(ByteWriter& w, const ShipmentHeader& header);
 Status decode_header(ByteReader& r, ShipmentHeader& header);
 
-// Host activations only (the rows' floats are read from host memory); null ones travel as none.
+// The rows' floats are read through their owner's copy_to_host; null ones travel as none.
 void encode_payload(ByteWriter& w, const Shipment& shipment);
-// Rows arrive in activations allocated from `ops` (the receiving process's host memory);
-// `oldest_ns` becomes `now` (clocks of different processes do not compare).
-Status decode_payload(ByteReader& r, HostActivationOps& ops, std::int64_t now, Shipment& shipment);
+
+// Where the rows of a shipment for device `dst` arrive: that backend's activation operations,
+// or null when this process has no such device (the payload is refused).
+using ArrivalOps = std::function<ActivationOps*(std::int32_t dst)>;
+
+// Rows arrive in activations allocated by allocate_from_host of `arrivals(dst)`; `oldest_ns`
+// becomes `now` (clocks of different processes do not compare).
+Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t now, Shipment& shipment);
+// The same with every shipment's rows from `ops` (the cpu backend's host memory, tests).
+Status decode_payload(ByteReader& r, ActivationOps& ops, std::int64_t now, Shipment& shipment);
 
 }  // namespace sy::dist

@@ -55,6 +55,13 @@ class ByteWriter {
     put_raw(v.data(), v.size() * sizeof(T));
   }
   void put_raw(const void* data, std::size_t n) { bytes_.append(static_cast<const char*>(data), n); }
+  // n bytes at the end for the caller to fill (before the next put): where a backend copies
+  // its rows to host memory without a copy in between. Any alignment.
+  char* put_space(std::size_t n) {
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + n);
+    return bytes_.data() + at;
+  }
   void put_string(std::string_view s) {
     put<std::uint32_t>(static_cast<std::uint32_t>(s.size()));
     put_raw(s.data(), s.size());

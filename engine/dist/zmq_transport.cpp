@@ -27,7 +27,8 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
       local_(loop, num_devices, bytes_per_row, link, observer),
       receivers_(static_cast<std::size_t>(num_devices)),
       remote_in_flight_(static_cast<std::size_t>(num_devices), 0),
-      arrivals_(arrival_pool()) {
+      arrivals_(arrival_pool()),
+      device_arrivals_(static_cast<std::size_t>(num_devices), arrivals_) {
   links_.on(MessageType::Header, [this](ByteReader& r) {
     ShipmentHeader h;
     if (const Status s = decode_header(r, h); !s.ok() || h.dst < 0 || h.dst >= static_cast<std::int32_t>(receivers_.size())) {
@@ -41,8 +42,12 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
   });
   links_.on(MessageType::Payload, [this](ByteReader& r) {
     auto s = std::make_shared<Shipment>();
-    if (const Status st = decode_payload(r, *arrivals_, loop_.now(), *s);
-        !st.ok() || s->dst < 0 || s->dst >= static_cast<std::int32_t>(receivers_.size())) {
+    const auto arrivals = [this](std::int32_t dst) -> ActivationOps* {
+      return dst >= 0 && dst < static_cast<std::int32_t>(device_arrivals_.size())
+                 ? device_arrivals_[static_cast<std::size_t>(dst)]
+                 : nullptr;
+    };
+    if (const Status st = decode_payload(r, arrivals, loop_.now(), *s); !st.ok()) {
       std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: %s\n", links_.rank(), st.message().c_str());
       return;
     }
@@ -62,6 +67,10 @@ TransportFactory ZmqTransport::factory(ProcessLinks& links, std::vector<std::int
     return std::unique_ptr<Transport>(
         std::make_unique<ZmqTransport>(loop, num_devices, bytes_per_row, link, observer, device_process, links));
   };
+}
+
+void ZmqTransport::set_arrivals(std::int32_t device, ActivationOps* ops) {
+  device_arrivals_[static_cast<std::size_t>(device)] = ops ? ops : arrivals_;
 }
 
 void ZmqTransport::set_receiver(std::int32_t device, Receiver receiver) {

@@ -1,8 +1,8 @@
 // The transport of a deployment spread over processes: shipments between devices of this
 // process take the in-process path (LoopTransport); a shipment to another process's device goes
 // as two messages over ZeroMQ/TCP, its header (phase 1) and then its payload (phase 2: metadata
-// columns and host activation rows), and is delivered on the receiver's event loop by
-// post_external, in the order sent.
+// columns and the activation rows, staged through host memory by the backends at both ends),
+// and is delivered on the receiver's event loop by post_external, in the order sent.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,11 @@ class ZmqTransport final : public Transport {
                RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links);
   static TransportFactory factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
                                   std::int64_t bytes_per_row, LinkModel link);
+
+  // Where rows arriving for `device` are allocated: by default the process's host arrival
+  // pool (the cpu backend's memory); a backend whose devices have memories of their own (cuda)
+  // names a pool there, which must outlive every handle of it. Before the links start.
+  void set_arrivals(std::int32_t device, ActivationOps* ops);
 
   void set_receiver(std::int32_t device, Receiver receiver) override;
   void send(Shipment&& shipment) override;
@@ -47,6 +52,7 @@ class ZmqTransport final : public Transport {
   // Where received rows' activations live: the process's one arrival pool (never freed, as
   // handles of it may outlive the transport).
   HostActivationOps* arrivals_;
+  std::vector<ActivationOps*> device_arrivals_;  // [device]: set_arrivals', else arrivals_
 };
 
 }  // namespace sy::dist

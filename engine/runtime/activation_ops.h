@@ -45,6 +45,14 @@ class ActivationOps {
   // never a row.
   virtual void scatter(const Activations& src, std::span<const TargetRow> to) = 0;
 
+  // Between separate memories (a transport to another process): the rows of `a` (this
+  // backend's) as rows × width floats written to host memory at `out` (any alignment), done
+  // when this returns. Any thread; it may run alongside the device's own calls.
+  virtual void copy_to_host(const Activations& a, void* out) = 0;
+  // rows × width of this backend's memory holding the host floats at `in` (any alignment),
+  // read before this returns. Any thread, like copy_to_host.
+  virtual Activations allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) = 0;
+
  protected:
   // Called by a handle that lets go of its storage, from whichever thread drops it.
   virtual void release(void* storage, std::int32_t tag) noexcept = 0;

@@ -1,13 +1,18 @@
 // CudaActivationOps against the host semantics of HostActivationOps: gather, append and
-// scatter move exactly the rows they name. Skips without a GPU, saying why.
+// scatter move exactly the rows they name; rows to and from host memory (a transport between
+// processes) arrive bit for bit, through the shipment codec too. Skips without a GPU, saying why.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
+#include "engine/cpu/host_activation_ops.h"
 #include "engine/cuda/cuda_activation_ops.h"
+#include "engine/dist/shipment_codec.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -78,6 +83,68 @@ TEST(CudaActivationOps, ReleasedStorageIsReused) {
   }
   Activations b = ops.allocate(5, 200);  // same size class
   EXPECT_EQ(CudaActivationOps::data(b), first);
+}
+
+TEST(CudaActivationOps, RowsToHostAndBackArriveBitForBit) {
+  SKIP_WITHOUT_GPU();
+  CudaActivationOps sender(0), receiver(0);
+  // Odd sizes, and a staging buffer that has to grow between calls.
+  for (const auto& [rows, width] : {std::pair<std::int64_t, std::int64_t>{3, 7}, {1, 1}, {513, 1031}}) {
+    const Activations x = filled(sender, rows, width, -0.375f * static_cast<float>(width));
+    const std::vector<float> hx = read(x);
+    // One byte off alignment, as a row block lands inside a message.
+    std::vector<char> bytes(static_cast<std::size_t>(rows * width) * 4 + 1);
+    sender.copy_to_host(x, bytes.data() + 1);
+    EXPECT_EQ(std::memcmp(bytes.data() + 1, hx.data(), hx.size() * 4), 0) << rows << " x " << width;
+    const Activations y = receiver.allocate_from_host(bytes.data() + 1, rows, width);
+    ASSERT_EQ(y.rows(), rows);
+    ASSERT_EQ(y.width(), width);
+    EXPECT_EQ(&y.owner(), &receiver);
+    EXPECT_EQ(read(y), hx) << rows << " x " << width;
+  }
+}
+
+TEST(CudaActivationOps, ShipmentCodecCarriesGpuRowsBetweenBackends) {
+  SKIP_WITHOUT_GPU();
+  CudaActivationOps gpu(0), arrivals(0);
+  HostActivationOps host;
+  Shipment sent{1, 2, LayerKind::Expert, 3, 0, {}};
+  std::vector<std::vector<float>> rows;
+  for (int b = 0; b < 2; ++b) {
+    TokenBatch batch;
+    batch.layer = LayerId::expert(3, b);
+    for (int r = 0; r < 2 + 3 * b; ++r) {
+      batch.request.push_back(r);
+      batch.position.push_back(r);
+      batch.rank.push_back(0);
+    }
+    batch.hidden = filled(gpu, batch.rows(), 33, 1000.0f * static_cast<float>(b));
+    rows.push_back(read(batch.hidden));
+    sent.batches.push_back(std::move(batch));
+  }
+  dist::ByteWriter w;
+  dist::encode_payload(w, sent);
+  // GPU to GPU (another process's arrival pool) and GPU to host (a cpu rank would read the same bytes).
+  for (const bool to_gpu : {true, false}) {
+    dist::ByteReader r(w.bytes().data(), w.bytes().size());
+    Shipment got;
+    const dist::ArrivalOps ops = [&](std::int32_t dst) -> ActivationOps* {
+      return dst != 2 ? nullptr : to_gpu ? static_cast<ActivationOps*>(&arrivals) : &host;
+    };
+    ASSERT_TRUE(dist::decode_payload(r, ops, 0, got).ok());
+    ASSERT_EQ(got.batches.size(), 2u);
+    for (std::size_t b = 0; b < 2; ++b) {
+      const Activations& h = got.batches[b].hidden;
+      ASSERT_EQ(h.rows(), sent.batches[b].hidden.rows());
+      if (to_gpu) {
+        EXPECT_EQ(&h.owner(), &arrivals);
+        EXPECT_EQ(read(h), rows[b]) << "batch " << b;
+      } else {
+        const float* d = HostActivationOps::data(h);
+        EXPECT_EQ(std::vector<float>(d, d + h.rows() * h.width()), rows[b]) << "batch " << b;
+      }
+    }
+  }
 }
 
 }  // namespace

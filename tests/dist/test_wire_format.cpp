@@ -2,10 +2,12 @@
 // placements survive encoding and decoding; truncated or inconsistent messages are errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <iterator>
 
+#include "engine/cpu/host_activation_ops.h"
 #include "engine/dist/attention_messages.h"
 #include "engine/dist/shipment_codec.h"
 #include "tests/runtime/test_configs.h"
@@ -119,6 +121,40 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   const Status st = decode_payload(r, ops, 0, got);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("columns"), std::string::npos) << st.message();
+}
+
+// The rows travel as the floats' own bytes, the last batch's at the message's end: what the
+// cpu backend sent before rows went through copy_to_host, so cpu ranks stay bit-identical.
+TEST(WireFormat, RowsTravelAsTheirFloatsBytes) {
+  HostActivationOps ops;
+  const Shipment sent = sample_shipment(ops);
+  ByteWriter w;
+  encode_payload(w, sent);
+  const Activations& last = sent.batches.back().hidden;
+  const auto n = static_cast<std::size_t>(last.rows() * last.width()) * sizeof(float);
+  ASSERT_GE(w.bytes().size(), n);
+  EXPECT_EQ(std::memcmp(w.bytes().data() + w.bytes().size() - n, HostActivationOps::data(last), n), 0);
+}
+
+// Each shipment's rows land in the memory its destination device's backend names; a shipment
+// for a device this process does not run is refused, naming it.
+TEST(WireFormat, RowsArriveInTheDestinationsOps) {
+  HostActivationOps ops, arrivals;
+  const Shipment sent = sample_shipment(ops);  // for device 5
+  ByteWriter w;
+  encode_payload(w, sent);
+  {
+    ByteReader r(w.bytes().data(), w.bytes().size());
+    Shipment got;
+    const ArrivalOps to = [&](std::int32_t dst) -> ActivationOps* { return dst == 5 ? &arrivals : nullptr; };
+    ASSERT_TRUE(decode_payload(r, to, 0, got).ok());
+    for (const TokenBatch& b : got.batches) EXPECT_EQ(&b.hidden.owner(), &arrivals);
+  }
+  ByteReader r(w.bytes().data(), w.bytes().size());
+  Shipment got;
+  const Status st = decode_payload(r, [](std::int32_t) -> ActivationOps* { return nullptr; }, 0, got);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("device 5"), std::string::npos) << st.message();
 }
 
 TEST(WireFormat, PolicyAndPlacementRoundTrip) {

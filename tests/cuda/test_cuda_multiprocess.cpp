@@ -1,0 +1,147 @@
+// The cuda backend across processes, end to end through the CLI: three ranks started with
+// RANK/WORLD_SIZE/MASTER_ADDR (no launcher needed, as on a GPU machine without mpirun) run
+// `switchyard generate --backend cuda` on a layout whose devices all sit on GPU 0 but on
+// different ranks (attention on ranks 0 and 1, experts on ranks 1 and 2), so every block's rows
+// cross processes through host memory both ways. With f32 weights the greedy tokens must be
+// the one-process cuda run's exactly. Skips where no GPU is usable, saying why.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/cuda/cuda_deployment.h"
+
+namespace sy {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ShellRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+ShellRun shell(const std::string& command) {
+  ShellRun run;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// A TCP port nobody listens on right now (the kernel's choice).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return 29600 + static_cast<int>(::getpid() % 1000);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
+
+// The switchyard binary beside this test's (the build's bin directory, or a gpu-check bundle,
+// which packs both), else the one this test was built with.
+std::string switchyard_bin() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = self.parent_path() / "switchyard";
+    if (fs::is_regular_file(beside)) return beside.string();
+  }
+  return SY_SWITCHYARD_BIN;
+}
+
+TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
+  if (const std::string why = cuda_backend_problem(); !why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  const fs::path root = fs::temp_directory_path() / ("sy_test_cuda_multiprocess_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string bin = switchyard_bin() + " --threads 1";
+  const ShellRun made =
+      shell(bin + " make-model --arch mixtral --preset tiny --dtype f32 --seed 5 --out " + (root / "model").string());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  {
+    std::ofstream prompts(root / "prompts.jsonl");
+    const char* tokens[] = {"1,2,3", "40,41", "9", "7,8,9,10,11,12", "300", "5,6", "77,78,79", "100"};
+    int i = 0;
+    for (const char* t : tokens)
+      prompts << "{\"id\": \"r" << i << "\", \"tokens\": [" << t << "], \"max_new_tokens\": " << 4 + (i * 5) % 9
+              << "}\n", ++i;
+    // Attention away from rank 0 too (its sequences' block tables travel), experts on two ranks.
+    std::ofstream layout(root / "ranks.toml");
+    layout << "name = \"cuda ranks\"\n"
+              "[[device]]\nname = \"a0\"\nattention = true\ngpu = 0\nrank = 0\n"
+              "[[device]]\nname = \"a1\"\nattention = true\ngpu = 0\nrank = 1\n"
+              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\ngpu = 0\nrank = 1\n"
+              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\ngpu = 0\nrank = 2\n";
+  }
+  auto generate = [&](const fs::path& out) {
+    return bin + " generate --backend cuda --model " + (root / "model").string() + " --layout " +
+           (root / "ranks.toml").string() + " --prompts " + (root / "prompts.jsonl").string() +
+           " --ignore-eos --out " + out.string();
+  };
+  const ShellRun single = shell("timeout 120 " + generate(root / "one.jsonl"));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+
+  // Ranks 1 and 2 in the background, rank 0 in front; each rank's log and exit status kept.
+  std::string script = "cd " + root.string() + " && export WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                       std::to_string(free_port()) +
+                       // A GPU machine's first CUDA calls may stall a rank for a while: no false deaths.
+                       " SWITCHYARD_BOOTSTRAP_TIMEOUT=60 SWITCHYARD_HEARTBEAT_TIMEOUT=10; ";
+  for (int r = 2; r >= 0; --r) {
+    script += "(RANK=" + std::to_string(r) + " timeout -s KILL 120 " + generate(root / "many.jsonl") + " > rank" +
+              std::to_string(r) + ".log 2>&1; echo exit=$? >> rank" + std::to_string(r) + ".log)";
+    script += r > 0 ? " & " : "; wait";
+  }
+  shell(script);
+  std::string logs;
+  for (int r = 0; r < 3; ++r) logs += "--- rank " + std::to_string(r) + ":\n" + read_file(root / ("rank" + std::to_string(r) + ".log"));
+  for (int r = 0; r < 3; ++r)
+    EXPECT_TRUE(has(read_file(root / ("rank" + std::to_string(r) + ".log")), "exit=0")) << logs;
+  EXPECT_TRUE(has(logs, "rank 2 of 3")) << logs;
+  const std::string a = read_file(root / "one.jsonl"), b = read_file(root / "many.jsonl");
+  ASSERT_FALSE(a.empty()) << single.output;
+  // Request by request, so that a failure says how many differ (f32: none may).
+  std::istringstream one(a), many(b);
+  std::string x, y;
+  int same = 0, total = 0;
+  while (std::getline(one, x)) {
+    ++total;
+    if (std::getline(many, y) && x == y) ++same;
+  }
+  EXPECT_EQ(same, total) << same << " of " << total << " requests have the one-process tokens\n--- one process:\n"
+                         << a << "--- three ranks:\n" << b << logs;
+  EXPECT_EQ(a, b);
+  if (!HasFailure()) fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace sy
