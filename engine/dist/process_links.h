@@ -66,7 +66,7 @@ class ProcessLinks {
  private:
   void receive_loop();
   // Sends this rank's heartbeats when due; with `check`, also declares silent ranks lost (only
-  // with the socket drained: their beats may sit queued behind a backlog).
+  // between drains of the socket, never amid a backlog: their beats may be queued behind it).
   void beat_and_check(std::int64_t now, bool check = true);
   // A heartbeat arrived (receiver thread): liveness and a clock-offset sample.
   void heard(ByteReader& r);
