@@ -58,6 +58,26 @@ std::int64_t CudaExecutor::kv_bytes(const ModelConfig& c, std::int32_t kv_pages,
   return 2 * static_cast<std::int64_t>(c.num_layers) * (kv_pages + 1) * page_size * c.num_kv_heads * c.head_dim * 4;
 }
 
+std::int64_t CudaExecutor::kv_storage_bytes() const {
+  return options_.attention_rank ? kv_bytes(model_->config(), options_.kv_pages, options_.page_size) : 0;
+}
+
+// As the cpu executor counts it: gate, up and down of the first sparse block's expert 0 (every
+// routed expert has the same shape), at the type the GPU holds them in.
+std::int64_t CudaExecutor::expert_bytes() const {
+  const ModelConfig& c = model_->config();
+  for (std::int32_t b = 0; b < c.num_layers; ++b) {
+    if (!c.is_sparse(b)) continue;
+    const std::vector<FfnWeights>& experts = model_->layer(b).experts;
+    if (experts.empty() || experts.front().empty()) return 0;  // a GPU that holds no expert
+    std::int64_t n = 0;
+    for (const kernels::WeightView* v : {&experts.front().gate, &experts.front().up, &experts.front().down})
+      n += v->numel() * static_cast<std::int64_t>(kernels::dtype_size(v->dtype));
+    return n;
+  }
+  return 0;
+}
+
 CudaExecutor::Widths CudaExecutor::widths() const {
   const ModelConfig& c = model_->config();
   Widths w{};

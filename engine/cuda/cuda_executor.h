@@ -73,6 +73,12 @@ class CudaExecutor final : public Executor {
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
 
+  // What ExpertResidency counts against this device (get_state's weights): one routed
+  // expert's bytes on its GPU and an attention rank's KV cache. The GPU's devices share one
+  // upload of the weights (owns_expert_weights stays false), so placement changes copy nothing.
+  std::int64_t expert_bytes() const override;
+  std::int64_t kv_storage_bytes() const override;
+
   // KV cache bytes of an attention rank with these options (the deployment's fit check).
   static std::int64_t kv_bytes(const ModelConfig& config, std::int32_t kv_pages, std::int32_t page_size);
   // Device bytes an executor keeps besides its KV cache and growable scratch: the cuBLAS

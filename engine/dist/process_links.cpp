@@ -80,7 +80,7 @@ bool ProcessLinks::clock_offset(std::int32_t rank, Offset& out) const {
   return false;
 }
 
-void ProcessLinks::beat_and_check(std::int64_t now) {
+void ProcessLinks::beat_and_check(std::int64_t now, bool check) {
   if (now >= next_beat_ns_) {
     for (Watched& p : watched_) {
       if (p.lost) continue;
@@ -96,6 +96,7 @@ void ProcessLinks::beat_and_check(std::int64_t now) {
     }
     next_beat_ns_ = now + kHeartbeatNs;
   }
+  if (!check) return;
   for (Watched& p : watched_) {
     if (p.lost) continue;
     const std::int64_t silent = now - (p.last_heard < 0 ? started_ns_ : p.last_heard);
@@ -171,6 +172,9 @@ void ProcessLinks::receive_loop() {
         continue;
       }
       (*handler)(r);
+      // A backlog (on the cuda backend every payload's rows are copied to the GPU here) must
+      // not silence this rank: its peers would declare it dead after their timeout.
+      if (!watched_.empty()) beat_and_check(steady_ns(), /*check=*/false);
     }
   }
 }

@@ -65,7 +65,9 @@ class ProcessLinks {
 
  private:
   void receive_loop();
-  void beat_and_check(std::int64_t now);
+  // Sends this rank's heartbeats when due; with `check`, also declares silent ranks lost (only
+  // between drains of the socket, never amid a backlog: their beats may be queued behind it).
+  void beat_and_check(std::int64_t now, bool check = true);
   // A heartbeat arrived (receiver thread): liveness and a clock-offset sample.
   void heard(ByteReader& r);
 

@@ -27,6 +27,9 @@ Activations filled(CudaActivationOps& ops, std::int64_t rows, std::int64_t width
   std::vector<float> v(static_cast<std::size_t>(rows * width));
   std::iota(v.begin(), v.end(), first);
   EXPECT_EQ(cudaMemcpy(CudaActivationOps::data(a), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory cudaMemcpy may return before the DMA has landed, and the ops' streams
+  // are non-blocking (not ordered after the legacy stream): wait, or they may read old bytes.
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return a;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_deployment.h"
+#include "engine/cuda/cuda_executor.h"
 #include "engine/cuda/decode_graphs.h"
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
@@ -125,6 +126,26 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     EXPECT_GE(same * 10, requests_.size() * 9) << what << ": " << same << " of " << requests_.size()
                                                << " requests match the cpu reference";
     EXPECT_TRUE(d.cluster().quiescent()) << what;
+    expect_memory_reported(d, what);
+  }
+
+  // The residency (get_state's weights) counts each attention rank's KV cache and one expert's
+  // bytes as the GPU holds them: the host checkpoint's bytes at the same type.
+  void expect_memory_reported(CudaDeployment& d, const std::string& what) const {
+    const ModelConfig& c = weights_->config();
+    std::int64_t expert = 0;
+    for (std::int32_t b = 0; b < c.num_layers && expert == 0; ++b)
+      if (c.is_sparse(b))
+        for (const kernels::WeightView* v : {&weights_->layer(b).experts.at(0).gate, &weights_->layer(b).experts.at(0).up,
+                                             &weights_->layer(b).experts.at(0).down})
+          expert += v->numel() * static_cast<std::int64_t>(kernels::dtype_size(v->dtype));
+    const ExpertResidency& r = d.cluster().residency();
+    EXPECT_GT(expert, 0);
+    EXPECT_EQ(r.expert_bytes(), expert) << what;
+    const Topology& t = d.cluster().topology();
+    for (std::int32_t dev = 0; dev < t.num_devices; ++dev)
+      EXPECT_EQ(r.fixed(dev), t.device_rank[static_cast<std::size_t>(dev)] >= 0 ? CudaExecutor::kv_bytes(c, 256, 16) : 0)
+          << what << ": device " << dev;
   }
 
   // With graphs, serving must have replayed at least one decode graph since `before` (else the

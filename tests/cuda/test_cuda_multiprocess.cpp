@@ -2,8 +2,15 @@
 // RANK/WORLD_SIZE/MASTER_ADDR (no launcher needed, as on a GPU machine without mpirun) run
 // `switchyard generate --backend cuda` on a layout whose devices all sit on GPU 0 but on
 // different ranks (attention on ranks 0 and 1, experts on ranks 1 and 2), so every block's rows
-// cross processes through host memory both ways. With f32 weights the greedy tokens must be
-// the one-process cuda run's exactly. Skips where no GPU is usable, saying why.
+// cross processes through host memory both ways. The tokens are compared with the cpu reference
+// path (one request at a time) the way the other cuda tests compare theirs: with f32 weights,
+// exactly. Not with a one-process cuda run: batches form differently in one process and in
+// three, and cuBLAS picks its kernels (and with them the summation order) by shape, as does the
+// small-m expert kernel, so two GPU runs agree bit for bit by no construction; the reference is
+// batch-independent, and a run within the cpu reference's tokens is what every cuda test asks.
+// Everything finishes inside .gpu/check.sh's 150 s step (the ranks are killed at 100 s), so a
+// hang fails here with every rank's log rather than as a killed step. Skips where no GPU is
+// usable, saying why.
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
@@ -15,10 +22,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/cuda/cuda_deployment.h"
+#include "engine/reference/reference_session.h"
+#include "engine/serving/workload.h"
 
 namespace sy {
 namespace {
@@ -79,7 +91,7 @@ std::string switchyard_bin() {
   return SY_SWITCHYARD_BIN;
 }
 
-TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
+TEST(CudaMultiProcess, ThreeRanksOnOneGpuServeTheReferenceTokens) {
   if (const std::string why = cuda_backend_problem(); !why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
   const fs::path root = fs::temp_directory_path() / ("sy_test_cuda_multiprocess_" + std::to_string(::getpid()));
   fs::remove_all(root);
@@ -103,13 +115,11 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
               "[[device]]\nname = \"e0\"\nexperts = \"auto\"\ngpu = 0\nrank = 1\n"
               "[[device]]\nname = \"e1\"\nexperts = \"auto\"\ngpu = 0\nrank = 2\n";
   }
-  auto generate = [&](const fs::path& out) {
+  auto command = [&](const fs::path& out) {
     return bin + " generate --backend cuda --model " + (root / "model").string() + " --layout " +
            (root / "ranks.toml").string() + " --prompts " + (root / "prompts.jsonl").string() +
            " --ignore-eos --out " + out.string();
   };
-  const ShellRun single = shell("timeout 120 " + generate(root / "one.jsonl"));
-  ASSERT_EQ(single.exit_code, 0) << single.output;
 
   // Ranks 1 and 2 in the background, rank 0 in front; each rank's log and exit status kept.
   std::string script = "cd " + root.string() + " && export WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
@@ -117,7 +127,7 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
                        // A GPU machine's first CUDA calls may stall a rank for a while: no false deaths.
                        " SWITCHYARD_BOOTSTRAP_TIMEOUT=60 SWITCHYARD_HEARTBEAT_TIMEOUT=10; ";
   for (int r = 2; r >= 0; --r) {
-    script += "(RANK=" + std::to_string(r) + " timeout -s KILL 120 " + generate(root / "many.jsonl") + " > rank" +
+    script += "(RANK=" + std::to_string(r) + " timeout -s KILL 100 " + command(root / "many.jsonl") + " > rank" +
               std::to_string(r) + ".log 2>&1; echo exit=$? >> rank" + std::to_string(r) + ".log)";
     script += r > 0 ? " & " : "; wait";
   }
@@ -127,19 +137,38 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuGiveTheOneProcessTokens) {
   for (int r = 0; r < 3; ++r)
     EXPECT_TRUE(has(read_file(root / ("rank" + std::to_string(r) + ".log")), "exit=0")) << logs;
   EXPECT_TRUE(has(logs, "rank 2 of 3")) << logs;
-  const std::string a = read_file(root / "one.jsonl"), b = read_file(root / "many.jsonl");
-  ASSERT_FALSE(a.empty()) << single.output;
-  // Request by request, so that a failure says how many differ (f32: none may).
-  std::istringstream one(a), many(b);
-  std::string x, y;
-  int same = 0, total = 0;
-  while (std::getline(one, x)) {
-    ++total;
-    if (std::getline(many, y) && x == y) ++same;
+
+  // The cpu reference of every prompt, as the CLI read them.
+  auto weights = ModelWeights::load(root / "model");
+  ASSERT_TRUE(weights.ok()) << weights.status().message();
+  auto requests = read_prompts_jsonl(root / "prompts.jsonl", (*weights)->config().vocab_size);
+  ASSERT_TRUE(requests.ok()) << requests.status().message();
+  std::map<std::string, std::vector<std::int32_t>> expected;
+  for (const RequestSpec& r : *requests) {
+    ReferenceSession session(*weights, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
+    GenerateOptions options;
+    options.max_new_tokens = r.max_new_tokens;
+    auto out = generate(session, r.prompt, options);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    expected[r.external_id] = *out;
   }
-  EXPECT_EQ(same, total) << same << " of " << total << " requests have the one-process tokens\n--- one process:\n"
-                         << a << "--- three ranks:\n" << b << logs;
-  EXPECT_EQ(a, b);
+  // Request by request, so that a failure says how many differ (f32: none may).
+  const std::string many = read_file(root / "many.jsonl");
+  std::istringstream lines(many);
+  std::string line;
+  std::size_t same = 0, seen = 0;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(j.is_object() && j.contains("id") && j.contains("output")) << "bad output line: " << line << "\n" << logs;
+    const std::string id = j["id"].dump();  // as read_prompts_jsonl names it (a JSON value)
+    const auto it = expected.find(id);
+    ASSERT_NE(it, expected.end()) << "an output for request " << id << ", which was not asked for\n" << many;
+    ++seen;
+    if (j["output"].get<std::vector<std::int32_t>>() == it->second) ++same;
+  }
+  EXPECT_EQ(seen, expected.size()) << "outputs for " << seen << " of " << expected.size() << " requests\n" << many << logs;
+  EXPECT_EQ(same, expected.size()) << same << " of " << expected.size()
+                                   << " requests have the cpu reference's tokens\n--- three ranks:\n" << many << logs;
   if (!HasFailure()) fs::remove_all(root);
 }
 

@@ -50,6 +50,10 @@ Activations filled(CudaActivationOps& ops, std::int64_t rows, std::int64_t width
   std::vector<float> v(static_cast<std::size_t>(rows * width));
   std::iota(v.begin(), v.end(), first);
   EXPECT_EQ(cudaMemcpy(CudaActivationOps::data(a), v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  // From pageable memory cudaMemcpy may return before the DMA has landed, and NCCL's streams
+  // are not ordered after the legacy stream: wait on every GPU (the copy ran on the current one).
+  for (int g = 0; g < gpu_count(); ++g)
+    EXPECT_TRUE(cudaSetDevice(g) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess) << "gpu " << g;
   return a;
 }
 
