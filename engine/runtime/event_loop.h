@@ -45,7 +45,7 @@ class EventLoop {
   // What a device reads and sets of its lane without a call (it does so per execution).
   struct Lane {
     bool held = false;
-    std::size_t waiting = 0;  // events held back and not run yet
+    std::size_t waiting = 0;  // events held back and not run yet (0 while the loop runs them)
   };
   // Lane `lane`, made on first use, at an address that stays; null where the loop has none.
   virtual Lane* lane(std::int32_t /*lane*/) { return nullptr; }
