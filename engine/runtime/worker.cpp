@@ -610,34 +610,38 @@ void Worker::dispatch_attention() {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
     const std::int32_t sub_group = job_.group < 0 ? job_.group : job_.group * chunks + chunk;
-    batch.for_each_request([&](std::int64_t first, std::int64_t n) {
-      for (std::int64_t r = 0; r < n; ++r) {
-        if (first + r < lo || first + r >= hi) continue;
-        const auto row = static_cast<std::size_t>(first + r);
-        for (std::int32_t k = 0; k < K; ++k) {
-          const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
-          const std::int32_t e = expert_ids[rk];
-          std::int32_t d;
-          std::size_t at;
-          if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-            d = replicas[static_cast<std::size_t>(e)][0];
-            std::int32_t& cached = expert_batch[e];
-            if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
-            at = static_cast<std::size_t>(cached);
-          } else {
-            d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
-            at = outgoing_index(d, LayerId::expert(b, e), sub_group);
-          }
-          TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
-          out->request.push_back(request[row]);
-          out->position.push_back(position[row]);
-          out->rank.push_back(rank[row]);
-          out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
-          out->weight.push_back(expert_weights[rk]);
-          if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
+    // One pass over the chunk's rows; `first` is where the row's request starts (its rows are
+    // contiguous), found by looking back from the chunk's first row. A pass per request (with
+    // for_each_request) cost the loop's setup once per row: a decode request has one row.
+    std::int64_t first = lo;
+    while (first > 0 && lo < hi && request[first - 1] == request[lo]) --first;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (request[i] != request[first]) first = i;
+      const auto row = static_cast<std::size_t>(i);
+      const std::int64_t r = i - first;
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
+        const std::int32_t e = expert_ids[rk];
+        std::int32_t d;
+        std::size_t at;
+        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
+          d = replicas[static_cast<std::size_t>(e)][0];
+          std::int32_t& cached = expert_batch[e];
+          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
+          at = static_cast<std::size_t>(cached);
+        } else {
+          d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
+          at = outgoing_index(d, LayerId::expert(b, e), sub_group);
         }
+        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
+        out->request.push_back(request[row]);
+        out->position.push_back(position[row]);
+        out->rank.push_back(rank[row]);
+        out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
+        out->weight.push_back(expert_weights[rk]);
+        if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
-    });
+    }
     std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
