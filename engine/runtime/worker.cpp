@@ -245,7 +245,7 @@ void Worker::receive(Shipment&& shipment) {
     }
   }
   // The list goes back with its batches, emptied where they are, for a later dispatch to fill.
-  recycler_.give_list(std::move(shipment.batches));
+  recycler_.give_list(shipment.batches);
   if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
   update_stall();
   try_run();
@@ -558,11 +558,18 @@ void Worker::send_outgoing(LayerKind kind, std::int32_t block, std::int32_t grou
     recycler_.trim_list(batches, used);
     if (observer_ && kind == LayerKind::Expert)
       for (const TokenBatch& b : batches) observer_->on_routed(block, b.layer.index, d, b.rows(), loop_.now());
+    // The shipment is a member, its list empty since the last send moved it: a local (and
+    // std::swap's temporary) cost two out-of-line destructors of empty lists per shipment.
+    shipment_.src = device_;
+    shipment_.dst = d;
+    shipment_.kind = kind;
+    shipment_.block = block;
+    shipment_.group = group;
+    shipment_.batches.swap(batches);
     // The next shipment to d likely carries as many batches: ask for a list of that length.
-    Shipment s{device_, d, kind, block, group, recycler_.take_list(used)};
-    std::swap(s.batches, batches);
+    recycler_.take_list(used, batches);
     used = 0;
-    transport_.send(std::move(s));
+    transport_.send(std::move(shipment_));
   }
   touched_.clear();
 }
