@@ -247,8 +247,11 @@ void Worker::receive(Shipment&& shipment) {
   // The list goes back with its batches, emptied where they are, for a later dispatch to fill.
   recycler_.give_list(shipment.batches);
   if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
-  update_stall();
+  // An execution that starts here closes the stall with the reason it had (close_stall): the
+  // report an update would have made first, for the same interval. Only a device that stays
+  // idle needs its reason brought up to date; try_run changed nothing that reason reads.
   try_run();
+  if (!running_) update_stall();
 }
 
 void Worker::arrive(const GroupKey& key) {
