@@ -14,11 +14,16 @@ class Activations {
  public:
   // Null: a batch without activations (the sim backend moves none).
   Activations() = default;
-  Activations(Activations&& other) noexcept { steal(other); }
+  // A null handle's fields are all zero (give_back leaves them so), as this one's are after a
+  // reset: only an owned handle has anything to take. The sim moves null handles only, with
+  // every batch and token-pool entry.
+  Activations(Activations&& other) noexcept {
+    if (other.owner_) steal(other);
+  }
   Activations& operator=(Activations&& other) noexcept {
     if (this != &other) {
       reset();
-      steal(other);
+      if (other.owner_) steal(other);
     }
     return *this;
   }

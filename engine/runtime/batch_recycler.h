@@ -41,20 +41,23 @@ class BatchRecycler {
   // its batches, emptied in place, so that the next dispatch fills them where they are instead
   // of moving each batch out of the list and into it again (a TokenBatch is seven vectors and a
   // handle: moving one in and out of the spares cost more than the rows of most batches).
-  // take_list(n) returns a list of up to n such empty batches (n: how many the caller expects
-  // to fill), or an empty list; lists are kept by their length so that one usually fits.
-  std::vector<TokenBatch> take_list(std::size_t n = 0) {
-    auto& lists = spare_lists_[std::min(n, kListLengths - 1)];
-    if (lists.empty()) return {};
-    std::vector<TokenBatch> l = std::move(lists.back());
-    lists.pop_back();
-    return l;
+  // take_list(n, to) gives the empty list `to` up to n such empty batches (n: how many the
+  // caller expects to fill), or leaves it empty; lists are kept by their length so that one
+  // usually fits. Lists are swapped in and out of slots that stay, so that neither side
+  // destroys an emptied list (out of line): every shipment takes one and gives one.
+  void take_list(std::size_t n, std::vector<TokenBatch>& to) {
+    const std::size_t k = std::min(n, kListLengths - 1);
+    if (count_[k] == 0) return;
+    spare_lists_[k][--count_[k]].swap(to);
   }
-  void give_list(std::vector<TokenBatch>&& l) {
-    auto& lists = spare_lists_[std::min(l.size(), kListLengths - 1)];
-    if (lists.size() >= kMaxSpare) return;
+  // Keeps l's batches, emptied in place; l is left an empty list.
+  void give_list(std::vector<TokenBatch>& l) {
+    const std::size_t k = std::min(l.size(), kListLengths - 1);
+    auto& lists = spare_lists_[k];
+    if (count_[k] >= kMaxSpare) return;
     for (TokenBatch& b : l) reset(b);
-    lists.push_back(std::move(l));
+    if (count_[k] == lists.size()) lists.emplace_back();
+    lists[count_[k]++].swap(l);
   }
   // Hands the batches of `l` from position `used` on to the spares and drops them from `l`.
   void trim_list(std::vector<TokenBatch>& l, std::size_t used) {
@@ -72,7 +75,8 @@ class BatchRecycler {
   static constexpr std::size_t kMaxSpare = 4096;
   static constexpr std::size_t kListLengths = 8;  // lists of 7 batches or more share the last bucket
   std::vector<TokenBatch> spare_;
-  std::array<std::vector<std::vector<TokenBatch>>, kListLengths> spare_lists_;
+  std::array<std::vector<std::vector<TokenBatch>>, kListLengths> spare_lists_;  // [0, count_) hold lists
+  std::array<std::size_t, kListLengths> count_{};
 };
 
 }  // namespace sy

@@ -13,8 +13,9 @@ namespace sy {
 class EventLoop {
  public:
   virtual ~EventLoop() = default;
-  // Current time in nanoseconds on this run's time base (0 when the loop was made).
-  virtual std::int64_t now() const = 0;
+  // Current time in nanoseconds on this run's time base (0 when the loop was made). Inline on
+  // a virtual loop, whose clock is a variable: the simulator reads it millions of times a second.
+  std::int64_t now() const { return virtual_now_ ? *virtual_now_ : clock_now(); }
   // Runs fn on the loop's thread at time `at` (not before now()). Events at the same time run
   // in posting order. Only from the loop's thread.
   virtual void post(std::int64_t at, std::function<void()> fn) = 0;
@@ -45,7 +46,7 @@ class EventLoop {
   // What a device reads and sets of its lane without a call (it does so per execution).
   struct Lane {
     bool held = false;
-    std::size_t waiting = 0;  // events held back and not run yet
+    std::size_t waiting = 0;  // events held back and not run yet (0 while the loop runs them)
   };
   // Lane `lane`, made on first use, at an address that stays; null where the loop has none.
   virtual Lane* lane(std::int32_t /*lane*/) { return nullptr; }
@@ -76,6 +77,11 @@ class EventLoop {
   void begin_outside_work() { outside_work_.fetch_add(1, std::memory_order_relaxed); }
   void end_outside_work() { outside_work_.fetch_sub(1, std::memory_order_relaxed); }
   std::int64_t outside_work() const { return outside_work_.load(std::memory_order_relaxed); }
+
+ protected:
+  // A virtual loop points this at its clock; otherwise now() asks clock_now().
+  const std::int64_t* virtual_now_ = nullptr;
+  virtual std::int64_t clock_now() const = 0;
 
  private:
   std::atomic<std::int64_t> outside_work_{0};

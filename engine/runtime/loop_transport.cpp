@@ -14,7 +14,15 @@ LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int
       receivers_(static_cast<std::size_t>(num_devices)),
       in_flight_(static_cast<std::size_t>(num_devices), 0),
       egress_free_(static_cast<std::size_t>(num_devices), 0),
-      ingress_free_(static_cast<std::size_t>(num_devices), 0) {}
+      ingress_free_(static_cast<std::size_t>(num_devices), 0) {
+  index_nodes();
+}
+
+void LoopTransport::index_nodes() {
+  node_.resize(receivers_.size());
+  for (std::size_t d = 0; d < node_.size(); ++d)
+    node_[d] = link_.devices_per_node > 0 ? static_cast<std::int32_t>(d) / link_.devices_per_node : 0;
+}
 
 TransportFactory LoopTransport::factory(std::int64_t bytes_per_row, LinkModel link) {
   return [bytes_per_row, link](EventLoop& loop, std::int32_t num_devices, RuntimeObserver* observer) {
@@ -31,7 +39,7 @@ void LoopTransport::send(Shipment&& shipment) {
   const std::int64_t tokens = shipment.tokens();
   const std::int64_t bytes = tokens * bytes_per_row_;
   if (src != dst) {
-    const bool remote = link_.devices_per_node > 0 && src / link_.devices_per_node != dst / link_.devices_per_node;
+    const bool remote = node_[src] != node_[dst];
     const double bw = remote ? link_.inter_node_bytes_per_ns : link_.bytes_per_ns;
     const std::int64_t wire = bw > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bw) : 0;
     if (link_.shared_ports) {

@@ -37,7 +37,10 @@ class LoopTransport final : public Transport {
   static TransportFactory factory(std::int64_t bytes_per_row, LinkModel link);
 
   void set_receiver(std::int32_t device, Receiver receiver) override { receivers_[device] = std::move(receiver); }
-  void set_link(const LinkModel& link) { link_ = link; }
+  void set_link(const LinkModel& link) {
+    link_ = link;
+    index_nodes();
+  }
 
   void send(Shipment&& shipment) override;
   std::int32_t in_flight_to(std::int32_t device) const override { return in_flight_[device]; }
@@ -45,6 +48,8 @@ class LoopTransport final : public Transport {
  private:
   // The arrival event of parked shipment `slot`: phase 2.
   static void deliver(void* transport, std::uint64_t slot);
+  // Fills node_ from the link's devices per node.
+  void index_nodes();
 
   EventLoop& loop_;
   std::int64_t bytes_per_row_;
@@ -52,6 +57,8 @@ class LoopTransport final : public Transport {
   RuntimeObserver* observer_;
   std::mt19937_64 jitter_;
   std::vector<Receiver> receivers_;
+  // [device]: the node it sits on (all 0 on one node): two divisions per shipment otherwise.
+  std::vector<std::int32_t> node_;
   std::vector<std::int32_t> in_flight_;
   std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
   std::vector<std::int64_t> ingress_free_;  // and its receive port

@@ -14,7 +14,8 @@ void TokenBatch::swap_rows(TokenBatch& other) noexcept {
   token.swap(other.token);
   slot.swap(other.slot);
   weight.swap(other.weight);
-  swap(hidden, other.hidden);
+  // Two null handles (the sim's) have nothing to exchange: ten loads and stores a swap saved.
+  if (!hidden.null() || !other.hidden.null()) swap(hidden, other.hidden);
 }
 
 namespace {

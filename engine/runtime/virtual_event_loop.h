@@ -17,7 +17,7 @@ namespace sy {
 
 class VirtualEventLoop final : public EventLoop {
  public:
-  std::int64_t now() const override { return now_; }
+  VirtualEventLoop() { virtual_now_ = &now_; }
   void post(std::int64_t at, std::function<void()> fn) override;
   void post_call(std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override;
   void post_call_to(std::int32_t lane, std::int64_t at, Callback fn, void* ctx, std::uint64_t arg) override {
@@ -96,6 +96,7 @@ class VirtualEventLoop final : public EventLoop {
   void take_external();
   // Pops the earliest event, advances now() to it and runs it.
   void run_next();
+  std::int64_t clock_now() const override { return now_; }
 
   std::int64_t now_ = 0;
   // The (time, sequence) of the event running: held events before it are due at a catch-up.

@@ -7,7 +7,7 @@ namespace sy {
 
 WallClockEventLoop::WallClockEventLoop() : origin_(std::chrono::steady_clock::now()) {}
 
-std::int64_t WallClockEventLoop::now() const {
+std::int64_t WallClockEventLoop::clock_now() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
 }
 

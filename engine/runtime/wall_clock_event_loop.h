@@ -17,8 +17,6 @@ namespace sy {
 class WallClockEventLoop final : public EventLoop {
  public:
   WallClockEventLoop();
-  // Nanoseconds since construction, from the steady clock; callable from any thread.
-  std::int64_t now() const override;
   void post(std::int64_t at, std::function<void()> fn) override;
   void post_external(std::function<void()> fn) override;
   std::int64_t run(const std::function<bool()>& stop = {}) override;
@@ -30,6 +28,8 @@ class WallClockEventLoop final : public EventLoop {
   std::chrono::steady_clock::time_point origin() const { return origin_; }
 
  private:
+  // Nanoseconds since construction, from the steady clock; callable from any thread.
+  std::int64_t clock_now() const override;
   struct Event {
     std::int64_t at;
     std::uint64_t seq;

@@ -245,10 +245,13 @@ void Worker::receive(Shipment&& shipment) {
     }
   }
   // The list goes back with its batches, emptied where they are, for a later dispatch to fill.
-  recycler_.give_list(std::move(shipment.batches));
+  recycler_.give_list(shipment.batches);
   if (policy_.grouped()) arrive({shipment.kind, shipment.block, shipment.group});
-  update_stall();
+  // An execution that starts here closes the stall with the reason it had (close_stall): the
+  // report an update would have made first, for the same interval. Only a device that stays
+  // idle needs its reason brought up to date; try_run changed nothing that reason reads.
   try_run();
+  if (!running_) update_stall();
 }
 
 void Worker::arrive(const GroupKey& key) {
@@ -551,18 +554,38 @@ void Worker::send_outgoing(LayerKind kind, std::int32_t block, std::int32_t grou
     if (outgoing_used_[static_cast<std::size_t>(d)] == 0 &&
         std::find(touched_.begin(), touched_.end(), d) == touched_.end())
       touched_.push_back(d);
-  std::sort(touched_.begin(), touched_.end());
+  // Shipments leave in ascending order of destination. A dispatch touches a few devices:
+  // sorted by insertion in place (what std::sort does below 16 elements, without its two calls
+  // and a memmove per element).
+  const std::size_t n = touched_.size();
+  if (n <= 16) {
+    for (std::size_t i = 1; i < n; ++i) {
+      const std::int32_t d = touched_[i];
+      std::size_t j = i;
+      for (; j > 0 && touched_[j - 1] > d; --j) touched_[j] = touched_[j - 1];
+      touched_[j] = d;
+    }
+  } else {
+    std::sort(touched_.begin(), touched_.end());
+  }
   for (std::int32_t d : touched_) {
     auto& batches = outgoing_[static_cast<std::size_t>(d)];
     std::size_t& used = outgoing_used_[static_cast<std::size_t>(d)];
     recycler_.trim_list(batches, used);
     if (observer_ && kind == LayerKind::Expert)
       for (const TokenBatch& b : batches) observer_->on_routed(block, b.layer.index, d, b.rows(), loop_.now());
+    // The shipment is a member, its list empty since the last send moved it: a local (and
+    // std::swap's temporary) cost two out-of-line destructors of empty lists per shipment.
+    shipment_.src = device_;
+    shipment_.dst = d;
+    shipment_.kind = kind;
+    shipment_.block = block;
+    shipment_.group = group;
+    shipment_.batches.swap(batches);
     // The next shipment to d likely carries as many batches: ask for a list of that length.
-    Shipment s{device_, d, kind, block, group, recycler_.take_list(used)};
-    std::swap(s.batches, batches);
+    recycler_.take_list(used, batches);
     used = 0;
-    transport_.send(std::move(s));
+    transport_.send(std::move(shipment_));
   }
   touched_.clear();
 }
@@ -610,34 +633,38 @@ void Worker::dispatch_attention() {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
     const std::int32_t sub_group = job_.group < 0 ? job_.group : job_.group * chunks + chunk;
-    batch.for_each_request([&](std::int64_t first, std::int64_t n) {
-      for (std::int64_t r = 0; r < n; ++r) {
-        if (first + r < lo || first + r >= hi) continue;
-        const auto row = static_cast<std::size_t>(first + r);
-        for (std::int32_t k = 0; k < K; ++k) {
-          const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
-          const std::int32_t e = expert_ids[rk];
-          std::int32_t d;
-          std::size_t at;
-          if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-            d = replicas[static_cast<std::size_t>(e)][0];
-            std::int32_t& cached = expert_batch[e];
-            if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
-            at = static_cast<std::size_t>(cached);
-          } else {
-            d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
-            at = outgoing_index(d, LayerId::expert(b, e), sub_group);
-          }
-          TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
-          out->request.push_back(request[row]);
-          out->position.push_back(position[row]);
-          out->rank.push_back(rank[row]);
-          out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
-          out->weight.push_back(expert_weights[rk]);
-          if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
+    // One pass over the chunk's rows; `first` is where the row's request starts (its rows are
+    // contiguous), found by looking back from the chunk's first row. A pass per request (with
+    // for_each_request) cost the loop's setup once per row: a decode request has one row.
+    std::int64_t first = lo;
+    while (first > 0 && lo < hi && request[first - 1] == request[lo]) --first;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      if (request[i] != request[first]) first = i;
+      const auto row = static_cast<std::size_t>(i);
+      const std::int64_t r = i - first;
+      for (std::int32_t k = 0; k < K; ++k) {
+        const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
+        const std::int32_t e = expert_ids[rk];
+        std::int32_t d;
+        std::size_t at;
+        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
+          d = replicas[static_cast<std::size_t>(e)][0];
+          std::int32_t& cached = expert_batch[e];
+          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
+          at = static_cast<std::size_t>(cached);
+        } else {
+          d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
+          at = outgoing_index(d, LayerId::expert(b, e), sub_group);
         }
+        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
+        out->request.push_back(request[row]);
+        out->position.push_back(position[row]);
+        out->rank.push_back(rank[row]);
+        out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
+        out->weight.push_back(expert_weights[rk]);
+        if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
-    });
+    }
     std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);

@@ -221,6 +221,7 @@ class Worker {
   std::vector<std::vector<TokenBatch>> outgoing_;
   std::vector<std::size_t> outgoing_used_;
   std::vector<std::int32_t> touched_;
+  Shipment shipment_;  // send_outgoing's, its list moved out by every send
   std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
   std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
   std::vector<std::int32_t> expert_batch_;  // dispatch_attention: expert -> index in outgoing_[its device]

@@ -30,10 +30,14 @@ TEST(BatchRecycler, ListComesBackWithItsBatchesEmptied) {
   l.push_back(rows(1, 3, true));
   l.push_back(rows(5, 2, true));
   const std::int64_t* storage = l[0].request.data();
-  r.give_list(std::move(l));
+  r.give_list(l);
+  EXPECT_TRUE(l.empty()) << "the list given is left empty";
 
-  EXPECT_TRUE(r.take_list(1).empty()) << "a list is kept by its length";
-  std::vector<TokenBatch> back = r.take_list(2);
+  std::vector<TokenBatch> one;
+  r.take_list(1, one);
+  EXPECT_TRUE(one.empty()) << "a list is kept by its length";
+  std::vector<TokenBatch> back;
+  r.take_list(2, back);
   ASSERT_EQ(back.size(), 2u);
   for (const TokenBatch& b : back) {
     EXPECT_TRUE(b.empty());
@@ -43,7 +47,16 @@ TEST(BatchRecycler, ListComesBackWithItsBatchesEmptied) {
     EXPECT_EQ(b.layer, LayerId{});
   }
   EXPECT_EQ(back[0].request.data(), storage) << "the batch keeps its storage for the next rows";
-  EXPECT_TRUE(r.take_list(2).empty());
+  std::vector<TokenBatch> none;
+  r.take_list(2, none);
+  EXPECT_TRUE(none.empty());
+
+  // Given back and taken again: the slot its first stay emptied holds it.
+  r.give_list(back);
+  std::vector<TokenBatch> again;
+  r.take_list(2, again);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].request.data(), storage);
 }
 
 TEST(BatchRecycler, TrimHandsTheUnfilledBatchesToTheSpares) {
