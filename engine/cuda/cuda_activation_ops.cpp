@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_must.h"
+#include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -33,9 +34,9 @@ CudaActivationOps::~CudaActivationOps() {
   cudaSetDevice(gpu_);
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(host_stream_);
-  for (void* p : all_) cudaFree(p);
-  cudaFree(pointers_);
-  if (staging_) cudaFreeHost(staging_);
+  for (void* p : all_) kernels::locked_free(p);
+  kernels::locked_free(pointers_);
+  if (staging_) kernels::locked_free_host(staging_);
   cudaStreamDestroy(stream_);
   cudaStreamDestroy(host_stream_);
 }
@@ -63,7 +64,7 @@ Activations CudaActivationOps::allocate(std::int64_t rows, std::int64_t width) {
   }
   if (p == nullptr) {
     must(cudaSetDevice(gpu_), "cudaSetDevice");
-    must(cudaMalloc(&p, (std::size_t{1} << c) * sizeof(float)), "cudaMalloc (activations)");
+    must(kernels::locked_malloc(&p, (std::size_t{1} << c) * sizeof(float)), "cudaMalloc (activations)");
     std::lock_guard lock(mutex_);
     all_.push_back(p);
   }
@@ -81,9 +82,10 @@ void CudaActivationOps::copy(const std::vector<const float*>& src, const std::ve
   must(cudaSetDevice(gpu_), "cudaSetDevice");
   if (2 * n > pointer_capacity_) {
     must(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    must(cudaFree(pointers_), "cudaFree");
+    must(kernels::locked_free(pointers_), "cudaFree");
     pointer_capacity_ = 2 * n * 2;
-    must(cudaMalloc(&pointers_, static_cast<std::size_t>(pointer_capacity_) * sizeof(void*)), "cudaMalloc");
+    must(kernels::locked_malloc(&pointers_, static_cast<std::size_t>(pointer_capacity_) * sizeof(void*)),
+         "cudaMalloc");
   }
   auto* table = static_cast<void**>(pointers_);
   // Pageable sources are staged before cudaMemcpyAsync returns, so the vectors may go.
@@ -163,10 +165,10 @@ void CudaActivationOps::scatter(const Activations& src, std::span<const TargetRo
 void* CudaActivationOps::staging(std::size_t bytes) {
   if (bytes > staging_bytes_) {
     // Nothing is in flight from the old buffer: every user synchronizes before it returns.
-    if (staging_) must(cudaFreeHost(staging_), "cudaFreeHost (staging)");
+    if (staging_) must(kernels::locked_free_host(staging_), "cudaFreeHost (staging)");
     staging_ = nullptr;
     staging_bytes_ = std::max<std::size_t>(bytes, 2 * staging_bytes_);
-    must(cudaMallocHost(&staging_, staging_bytes_), "cudaMallocHost (activation staging)");
+    must(kernels::locked_malloc_host(&staging_, staging_bytes_), "cudaMallocHost (activation staging)");
   }
   return staging_;
 }
