@@ -68,10 +68,9 @@ std::size_t NcclLinks::index(int gpu) const {
 void NcclLinks::move(std::span<const Move> moves) {
   if (moves.empty()) return;
   // ncclGroupEnd launches one kernel per GPU, one after another, and each spins until its
-  // peers run: a device-wide wait (cudaFree, cudaMalloc...) by an executor thread between two
-  // launches would hang the process (kernels/cuda/device_sync_lock.h). Held until the kernels
-  // are all launched, not while they run: a later cudaFree waits for them, and they finish.
-  std::unique_lock launching(kernels::device_sync_mutex());
+  // peers run: no device-wide call (cudaFree, cudaMalloc...) of an executor thread may run
+  // until they have all finished (kernels/cuda/device_sync_lock.h).
+  const kernels::NcclInFlight in_flight;
   must_nccl(ncclGroupStart(), "ncclGroupStart");
   for (const Move& m : moves) {
     if (m.floats == 0) continue;
@@ -83,7 +82,6 @@ void NcclLinks::move(std::span<const Move> moves) {
   }
   // Within a group the calls may return before they are enqueued: wait only after the end.
   must_nccl(ncclGroupEnd(), "ncclGroupEnd");
-  launching.unlock();
   // Streams without a move return at once.
   for (cudaStream_t s : streams_) must(cudaStreamSynchronize(s), "NCCL rows between GPUs");
 }

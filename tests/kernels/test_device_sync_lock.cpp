@@ -1,11 +1,11 @@
-// The cuda backend's allocating and freeing calls wait while NCCL launches a group (the lock
-// that keeps NVIDIA/nccl#750's hang away). Runs without a GPU: cudaFree(nullptr) returns at
-// once, with an error where there is no device, and only the waiting is checked.
+// The gate between NCCL transfers and the cuda backend's device-wide calls (allocation and
+// release), which keeps NVIDIA/nccl#750's hang away. Runs without a GPU: cudaFree(nullptr)
+// returns at once, with an error where there is no device, and only the waiting is checked.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
+#include <memory>
 #include <thread>
 
 #include "kernels/cuda/device_sync_lock.h"
@@ -13,30 +13,64 @@
 namespace sy::kernels {
 namespace {
 
-TEST(DeviceSyncLock, FreeingWaitsForTheLockHolder) {
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }
+
+TEST(DeviceSyncGate, FreeingWaitsForEveryTransferInFlight) {
   locked_free(nullptr);  // the CUDA runtime's first call initialises it, which may be slow
   std::atomic<bool> freed{false};
-  std::unique_lock held(device_sync_mutex());
+  auto first = std::make_unique<NcclInFlight>();
+  auto second = std::make_unique<NcclInFlight>();  // transfers overlap one another
+  EXPECT_EQ(nccl_transfers_in_flight(), 2);
   std::thread other([&] {
     locked_free(nullptr);
     locked_free_host(nullptr);
     freed = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(freed.load()) << "cudaFree ran while the lock was held";
-  held.unlock();
+  settle();
+  EXPECT_FALSE(freed.load()) << "cudaFree ran while NCCL transfers were in flight";
+  first.reset();
+  settle();
+  EXPECT_FALSE(freed.load()) << "cudaFree ran while an NCCL transfer was in flight";
+  second.reset();
   other.join();
+  EXPECT_TRUE(freed.load());
+  EXPECT_EQ(nccl_transfers_in_flight(), 0);
+  EXPECT_FALSE(device_wide_call_running());
+}
+
+TEST(DeviceSyncGate, ATransferWaitsOnlyWhileADeviceWideCallRuns) {
+  // A waiting cudaFree does not hold a new transfer back (that would let two processes' frees,
+  // each waiting on the other's transfer, deadlock): only a running one does.
+  auto held = std::make_unique<NcclInFlight>();
+  std::atomic<bool> freed{false};
+  std::thread freeing([&] {
+    locked_free(nullptr);
+    freed = true;
+  });
+  settle();
+  ASSERT_FALSE(freed.load());
+  std::atomic<bool> entered{false};
+  std::thread transfer([&] {
+    NcclInFlight another;
+    entered = true;
+  });
+  transfer.join();
+  EXPECT_TRUE(entered.load());
+  held.reset();
+  freeing.join();
   EXPECT_TRUE(freed.load());
 }
 
-TEST(DeviceSyncLock, NotHeldAfterACall) {
+TEST(DeviceSyncGate, NothingHeldAfterACall) {
   void* p = nullptr;
-  locked_malloc(&p, 16);  // fails without a GPU; the lock must be released either way
+  locked_malloc(&p, 16);  // fails without a GPU; the gate must open again either way
   locked_free(p);
   locked_malloc_host(&p, 16);
   locked_free_host(p);
-  EXPECT_TRUE(device_sync_mutex().try_lock());
-  device_sync_mutex().unlock();
+  EXPECT_FALSE(device_wide_call_running());
+  EXPECT_EQ(nccl_transfers_in_flight(), 0);
+  { NcclInFlight t; }
+  EXPECT_EQ(nccl_transfers_in_flight(), 0);
 }
 
 }  // namespace
