@@ -34,7 +34,8 @@ CudaActivationOps::~CudaActivationOps() {
   cudaSetDevice(gpu_);
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(host_stream_);
-  for (void* p : all_) kernels::locked_free(p);
+  for (void* p : all_) cudaFreeAsync(p, stream_);
+  cudaStreamSynchronize(stream_);
   kernels::locked_free(pointers_);
   if (staging_) kernels::locked_free_host(staging_);
   cudaStreamDestroy(stream_);
@@ -64,7 +65,13 @@ Activations CudaActivationOps::allocate(std::int64_t rows, std::int64_t width) {
   }
   if (p == nullptr) {
     must(cudaSetDevice(gpu_), "cudaSetDevice");
-    must(kernels::locked_malloc(&p, (std::size_t{1} << c) * sizeof(float)), "cudaMalloc (activations)");
+    // Stream-ordered, so that it waits for no other work of the device: a rank's network
+    // thread allocates arriving rows here while its event loop may be in an NCCL send that
+    // waits for another rank's network thread, which may be allocating too; cudaMalloc (which
+    // must wait for no NCCL transfer in flight, kernels/cuda/device_sync_lock.h) would close
+    // that circle. Synchronised before the storage is handed out: any stream may use it next.
+    must(cudaMallocAsync(&p, (std::size_t{1} << c) * sizeof(float), stream_), "cudaMallocAsync (activations)");
+    must(cudaStreamSynchronize(stream_), "cudaMallocAsync (activations)");
     std::lock_guard lock(mutex_);
     all_.push_back(p);
   }
@@ -192,9 +199,11 @@ Activations CudaActivationOps::allocate_from_host(const void* in, std::int64_t r
   if (bytes == 0) return a;
   std::lock_guard lock(host_mutex_);
   must(cudaSetDevice(gpu_), "cudaSetDevice");
-  void* host = staging(bytes);
-  std::memcpy(host, in, bytes);
-  must(cudaMemcpyAsync(data(a), host, bytes, cudaMemcpyHostToDevice, host_stream_), "cudaMemcpyAsync (rows from host)");
+  // Straight from the (pageable) message: the driver stages it without a device-wide wait,
+  // whereas growing our pinned staging here, on a rank's network thread, would have to wait
+  // for the NCCL transfers of its event loop, which may wait for this very thread elsewhere
+  // (see allocate()).
+  must(cudaMemcpyAsync(data(a), in, bytes, cudaMemcpyHostToDevice, host_stream_), "cudaMemcpyAsync (rows from host)");
   // Done before the handle is handed on: its next user may be any stream of this GPU.
   must(cudaStreamSynchronize(host_stream_), "rows from host");
   return a;

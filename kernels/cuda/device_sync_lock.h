@@ -23,7 +23,11 @@ namespace sy::kernels {
 // before its launch until its streams are synchronised), and transfers wait only while such a
 // call is running (which then has no NCCL kernel to wait for, so it returns). Transfers may
 // overlap one another; a device-wide call waits for a moment with none. No cycle: a transfer
-// waits on nothing but a running call, and a running call on nothing NCCL.
+// waits on nothing but a running call, and a running call on nothing NCCL. One rule more: a
+// thread that another rank's transfer waits for (a rank's network thread, which posts the
+// receives) makes none of these calls, since they wait for this rank's own sends, which may
+// wait for that other rank's network thread in turn; arriving rows are allocated stream-ordered
+// instead (cudaMallocAsync, which waits for no other work: CudaActivationOps::allocate).
 class NcclInFlight {
  public:
   NcclInFlight();  // waits while a device-wide call runs
