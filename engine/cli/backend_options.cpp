@@ -47,8 +47,9 @@ std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const
   // A rank's devices share one GPU (check_gpus refuses more, naming them): its first device's.
   for (std::size_t d = 0; d < ranks->size(); ++d)
     if ((*ranks)[d] == env.rank)
-      return cuda_peer_links(d < topology.device_gpu.size() && topology.device_gpu[d] >= 0 ? topology.device_gpu[d]
-                                                                                             : gpu);
+      return cuda_peer_links(
+          d < topology.device_gpu.size() && topology.device_gpu[d] >= 0 ? topology.device_gpu[d] : gpu,
+          env.bootstrap_timeout_s);
   return nullptr;
 #else
   (void)layout;

@@ -26,8 +26,9 @@ std::string cuda_backend_problem();
 ActivationOps& cuda_arrival_pool(int gpu);
 
 // NCCL between this rank's GPU `gpu` and the other ranks' (NcclPeerLinks), for
-// dist::DistributedRun::join under a launcher.
-std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu);
+// dist::DistributedRun::join under a launcher; a transfer unfinished after `give_up_s` ends
+// the process, naming the peer.
+std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s);
 
 // What the cuda backend adds to DeploymentOptions.
 struct CudaDeploymentOptions {

@@ -1,8 +1,10 @@
 #include "engine/cuda/nccl_peer_links.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "engine/cuda/cuda_activation_ops.h"
 #include "engine/cuda/cuda_deployment.h"
@@ -24,8 +26,11 @@ NcclPeerLinks::~NcclPeerLinks() {
   cudaSetDevice(gpu_);
   for (auto* links : {&to_, &from_})
     for (auto& [peer, link] : *links) {
-      // Every transfer was waited for: nothing is pending on the communicator.
-      if (link.comm) ncclCommDestroy(link.comm);
+      // Every transfer was waited for, so nothing is pending; still ncclCommAbort, not
+      // ncclCommDestroy: the latter finalizes first, which waits until the communicator is
+      // globally quiescent, i.e. for the peer to tear down too, and each rank goes through its
+      // links in its own order (or the peer is dead, after a failed run).
+      if (link.comm) ncclCommAbort(link.comm);
       if (link.stream) cudaStreamDestroy(link.stream);
     }
 }
@@ -60,6 +65,19 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
                          std::to_string(pairs.size()) + " links between GPUs (run the same build on every rank)");
   if (const cudaError_t e = cudaSetDevice(gpu_); e != cudaSuccess)
     return Status::Error(cuda_error(("cudaSetDevice(" + std::to_string(gpu_) + ")").c_str(), e));
+  bool any = false;
+  for (const dist::DeviceLinkPair& p : pairs) any = any || p.from == rank || p.to == rank;
+  if (!any) return Status::Ok();
+  // The probes' float, allocated before any join: once a pair has joined, its peer may be in a
+  // probe transfer, which an allocation here (in a process running both ends, as the tests do)
+  // would wait for (kernels/cuda/device_sync_lock.h).
+  float* probe = nullptr;
+  if (const cudaError_t e = kernels::locked_malloc(&probe, sizeof(float)); e != cudaSuccess)
+    return Status::Error(cuda_error("cudaMalloc (NCCL probe)", e));
+  struct Free {
+    float* p;
+    ~Free() { kernels::locked_free(p); }
+  } free_probe{probe};
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     const dist::DeviceLinkPair& p = pairs[i];
     if (p.from != rank && p.to != rank) continue;
@@ -81,26 +99,23 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
   // One float each way, pair by pair in the same order: NCCL connects a pair's peers on its
   // first transfer, allocating device memory, which is safe here (nothing else runs yet) and
   // could hang amid serving (kernels/cuda/device_sync_lock.h).
-  float* probe = nullptr;
-  if (const cudaError_t e = kernels::locked_malloc(&probe, sizeof(float)); e != cudaSuccess)
-    return Status::Error(cuda_error("cudaMalloc (NCCL probe)", e));
   for (const dist::DeviceLinkPair& p : pairs) {
     if (p.from != rank && p.to != rank) continue;
     const bool sending = p.from == rank;
     const Link& link = sending ? to_.at(p.to) : from_.at(p.from);
     float* const data[1] = {probe};
     const std::size_t floats[1] = {1};
-    transfer(link, sending, data, floats, "NCCL probe between ranks");
+    transfer(link, sending, data, floats,
+             "NCCL probe " + std::string(sending ? "to rank " : "from rank ") + std::to_string(sending ? p.to : p.from));
   }
-  kernels::locked_free(probe);
   return Status::Ok();
 }
 
 void NcclPeerLinks::transfer(const Link& link, bool sending, std::span<float* const> data,
-                             std::span<const std::size_t> floats, const char* what) {
-  auto nccl = [what](ncclResult_t r, const char* call) {
+                             std::span<const std::size_t> floats, const std::string& what) {
+  auto nccl = [&what](ncclResult_t r, const char* call) {
     if (r == ncclSuccess) return;
-    std::fprintf(stderr, "cuda backend: %s: %s: %s\n", what, call, ncclGetErrorString(r));
+    std::fprintf(stderr, "cuda backend: %s: %s: %s\n", what.c_str(), call, ncclGetErrorString(r));
     std::abort();
   };
   must(cudaSetDevice(gpu_), "cudaSetDevice");
@@ -118,7 +133,27 @@ void NcclPeerLinks::transfer(const Link& link, bool sending, std::span<float* co
       nccl(ncclRecv(data[i], floats[i], ncclFloat32, 0, link.comm, link.stream), "ncclRecv");
   }
   nccl(ncclGroupEnd(), "ncclGroupEnd");
-  must(cudaStreamSynchronize(link.stream), what);
+  // Waited for by polling, not cudaStreamSynchronize: a dead peer never completes its half, and
+  // NCCL reports what it notices only through ncclCommGetAsyncError (then the communicator
+  // must be aborted). A transfer normally takes microseconds to milliseconds; give_up_s_ is
+  // the bootstrap timeout, far beyond any backlog a live peer could have.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(give_up_s_);
+  for (std::uint64_t polls = 0;; ++polls) {
+    const cudaError_t e = cudaStreamQuery(link.stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) must(e, what.c_str());
+    ncclResult_t async = ncclSuccess;
+    nccl(ncclCommGetAsyncError(link.comm, &async), "ncclCommGetAsyncError");
+    const bool late = std::chrono::steady_clock::now() > deadline;
+    if (async != ncclSuccess || late) {
+      std::fprintf(stderr, "cuda backend: %s: %s; aborting its communicator and this rank\n", what.c_str(),
+                   async != ncclSuccess ? ncclGetErrorString(async)
+                                        : "not finished within the bootstrap timeout (did the other rank die?)");
+      ncclCommAbort(link.comm);
+      std::abort();
+    }
+    if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
 }
 
 void NcclPeerLinks::send(std::int32_t peer, std::span<const Activations* const> rows) {
@@ -129,7 +164,7 @@ void NcclPeerLinks::send(std::int32_t peer, std::span<const Activations* const> 
     data.push_back(const_cast<float*>(CudaActivationOps::data(*a)));
     floats.push_back(static_cast<std::size_t>(a->rows() * a->width()));
   }
-  transfer(to_.at(peer), true, data, floats, "NCCL rows to another rank");
+  transfer(to_.at(peer), true, data, floats, "NCCL rows to rank " + std::to_string(peer));
 }
 
 void NcclPeerLinks::receive(std::int32_t peer, std::span<Activations* const> rows) {
@@ -139,9 +174,11 @@ void NcclPeerLinks::receive(std::int32_t peer, std::span<Activations* const> row
     data.push_back(CudaActivationOps::data(*a));
     floats.push_back(static_cast<std::size_t>(a->rows() * a->width()));
   }
-  transfer(from_.at(peer), false, data, floats, "NCCL rows from another rank");
+  transfer(from_.at(peer), false, data, floats, "NCCL rows from rank " + std::to_string(peer));
 }
 
-std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu) { return std::make_unique<NcclPeerLinks>(gpu); }
+std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s) {
+  return std::make_unique<NcclPeerLinks>(gpu, give_up_s);
+}
 
 }  // namespace sy

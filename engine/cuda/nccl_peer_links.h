@@ -18,8 +18,9 @@ namespace sy {
 
 class NcclPeerLinks final : public dist::DeviceLinks {
  public:
-  // This rank's devices run on `gpu`.
-  explicit NcclPeerLinks(int gpu) : gpu_(gpu) {}
+  // This rank's devices run on `gpu`. A transfer still unfinished after `give_up_s` (the
+  // bootstrap timeout) ends the process naming the peer, rather than hang on a dead rank.
+  NcclPeerLinks(int gpu, double give_up_s) : gpu_(gpu), give_up_s_(give_up_s) {}
   ~NcclPeerLinks() override;
   NcclPeerLinks(const NcclPeerLinks&) = delete;
   NcclPeerLinks& operator=(const NcclPeerLinks&) = delete;
@@ -44,11 +45,13 @@ class NcclPeerLinks final : public dist::DeviceLinks {
     ncclComm_t comm = nullptr;  // rank 0 the sender, rank 1 the receiver
     cudaStream_t stream = nullptr;
   };
-  // One group of ncclSend (sending) or ncclRecv on `link`, waited for.
+  // One group of ncclSend (sending) or ncclRecv on `link`, waited for; `what` names it (and
+  // the peer) in the message of a failure.
   void transfer(const Link& link, bool sending, std::span<float* const> data, std::span<const std::size_t> floats,
-                const char* what);
+                const std::string& what);
 
   int gpu_;
+  double give_up_s_;
   std::map<std::int32_t, Link> to_;    // [peer]: this rank sends to peer
   std::map<std::int32_t, Link> from_;  // [peer]: this rank receives from peer
 };
