@@ -105,7 +105,8 @@ void ZmqTransport::send(Shipment&& shipment) {
   encode_header(header, ShipmentHeader{shipment.src, shipment.dst, shipment.kind, shipment.block, shipment.group,
                                        tokens, bytes});
   links_.send(process, header.bytes());
-  const bool over_link = device_links_ && device_links_->linked(process);
+  // Not to a rank found dead: its message was dropped, and nothing would take the rows.
+  const bool over_link = device_links_ && device_links_->linked(process) && !links_.forgotten(process);
   ByteWriter payload;
   payload.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Payload));
   encode_payload(payload, shipment, over_link);
