@@ -5,6 +5,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cpu/cpu_deployment.h"
+#include "engine/dist/device_ranks.h"
 #include "engine/serving/memory_budget.h"
 #include "engine/sim/calibration.h"
 #include "engine/sim/sim_deployment.h"
@@ -36,6 +37,28 @@ fs::path resolve_model_config(const std::string& model) {
 }
 
 }  // namespace
+
+std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const Topology& topology,
+                                                     const dist::RankEnvironment& env, int gpu) {
+#if SY_HAVE_CUDA
+  // The devices' ranks as join() will assign them; a bad assignment is join()'s to report.
+  auto ranks = dist::assign_device_ranks(layout, env.world);
+  if (!ranks.ok()) return nullptr;
+  // A rank's devices share one GPU (check_gpus refuses more, naming them): its first device's.
+  for (std::size_t d = 0; d < ranks->size(); ++d)
+    if ((*ranks)[d] == env.rank)
+      return cuda_peer_links(
+          d < topology.device_gpu.size() && topology.device_gpu[d] >= 0 ? topology.device_gpu[d] : gpu,
+          env.bootstrap_timeout_s);
+  return nullptr;
+#else
+  (void)layout;
+  (void)topology;
+  (void)env;
+  (void)gpu;
+  return nullptr;
+#endif
+}
 
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
                                         DeploymentOptions options, int gpu, bool cuda_graphs) {
@@ -176,6 +199,11 @@ std::string Backend::describe(std::int32_t devices, Clock clock) const {
   }
   return "sim: " + std::to_string(devices) + "× " + hardware_->name + " (roofline; " +
          std::to_string(options_.devices_per_node) + " devices per node)";
+}
+
+std::unique_ptr<dist::DeviceLinks> Backend::device_links(const Layout& layout, const Topology& topology,
+                                                         const dist::RankEnvironment& env) const {
+  return cuda() ? cuda_device_links(layout, topology, env, options_.gpu) : nullptr;
 }
 
 std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions options) const {

@@ -10,8 +10,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/dist/device_links.h"
+#include "engine/dist/rank_environment.h"
 #include "engine/sim/routing_trace.h"
 #include "engine/model/model_weights.h"
+#include "engine/runtime/layout.h"
 #include "engine/serving/deployment.h"
 #include "engine/serving/telemetry_bridge.h"
 #include "engine/sim/hardware_profile.h"
@@ -41,6 +44,12 @@ struct BackendOptions {
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
                                         DeploymentOptions options, int gpu, bool cuda_graphs);
 
+// Under a launcher with --backend cuda: NCCL between this rank's GPU (its devices' `gpu` key,
+// else `gpu`) and the other ranks' GPUs, for dist::DistributedRun::join. Null for a rank
+// without devices and in a build without CUDA (which refuses --backend cuda anyway).
+std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const Topology& topology,
+                                                     const dist::RankEnvironment& env, int gpu);
+
 class Backend {
  public:
   // Opens the model for the chosen backend: a model directory on cpu; on sim a model directory,
@@ -58,6 +67,9 @@ class Backend {
   std::string describe(std::int32_t devices) const;
   std::string describe(std::int32_t devices, Clock clock) const;
 
+  // cuda_device_links() on cuda, else null.
+  std::unique_ptr<dist::DeviceLinks> device_links(const Layout& layout, const Topology& topology,
+                                                  const dist::RankEnvironment& env) const;
   // On options.clock for cpu (callers set it from clock() or choose one), virtual for sim.
   std::unique_ptr<Deployment> deploy(Topology topology, DeploymentOptions options) const;
   // What the telemetry metadata says about this backend and model.

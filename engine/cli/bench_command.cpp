@@ -448,7 +448,8 @@ void run(const BenchArgs& a) {
     const std::string identity = "bench backend=" + a.backend.backend + " workload=" + a.workload + " rate=" + std::to_string(a.rate) +
                                  " duration=" + std::to_string(a.duration) + " skew=" + a.skew +
                                  " seed=" + std::to_string(a.seed) + " compare=" + a.compare;
-    ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
+    ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology,
+                                            backend.device_links(layout, topology, env)));
     std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
   }
   std::unique_ptr<LiveTelemetry> live = ranks && !ranks->runs_coordinator() ? nullptr : LiveTelemetry::start(a.live);

@@ -110,7 +110,9 @@ void run_many(const GenerateArgs& a) {
   const std::string identity = "generate backend=" + a.backend + " clock=" + a.clock + " switch=" + a.switch_policy + "," +
                                a.switch_placement.string() + "@" + std::to_string(a.switch_after) +
                                " seed=" + std::to_string(a.seed);
-  std::unique_ptr<dist::DistributedRun> ranks = take(dist::DistributedRun::join(env, layout, a.model, identity, topology));
+  std::unique_ptr<dist::DistributedRun> ranks =
+      take(dist::DistributedRun::join(env, layout, a.model, identity, topology,
+                                      a.backend == "cuda" ? cuda_device_links(layout, topology, env, a.gpu) : nullptr));
   if (ranks) {
     ranks->configure(options, static_cast<std::int64_t>(c.hidden_size) * 4);
     std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());

@@ -184,7 +184,8 @@ LiveService::LiveService(const Setup& setup) : setup_(setup), backend_(Backend::
       throw CommandError{"--backend sim runs in one process; ranks started by " + env.launcher + " serve --backend cpu"};
     if (options_.clock != Clock::Wall)
       throw CommandError{"--clock virtual runs in one process; ranks started by " + env.launcher + " need --clock wall"};
-    ranks_ = take(dist::DistributedRun::join(env, layout_, setup_.model, setup_.identity, topology));
+    ranks_ = take(dist::DistributedRun::join(env, layout_, setup_.model, setup_.identity, topology,
+                                             backend_.device_links(layout_, topology, env)));
     ranks_->configure(options_, static_cast<std::int64_t>(c.hidden_size) * 4);
     std::fprintf(stderr, "%s\n", ranks_->describe(topology).c_str());
   }

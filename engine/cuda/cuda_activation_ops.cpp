@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_must.h"
+#include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -33,9 +34,10 @@ CudaActivationOps::~CudaActivationOps() {
   cudaSetDevice(gpu_);
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(host_stream_);
-  for (void* p : all_) cudaFree(p);
-  cudaFree(pointers_);
-  if (staging_) cudaFreeHost(staging_);
+  for (void* p : all_) cudaFreeAsync(p, stream_);
+  cudaStreamSynchronize(stream_);
+  kernels::locked_free(pointers_);
+  if (staging_) kernels::locked_free_host(staging_);
   cudaStreamDestroy(stream_);
   cudaStreamDestroy(host_stream_);
 }
@@ -63,7 +65,13 @@ Activations CudaActivationOps::allocate(std::int64_t rows, std::int64_t width) {
   }
   if (p == nullptr) {
     must(cudaSetDevice(gpu_), "cudaSetDevice");
-    must(cudaMalloc(&p, (std::size_t{1} << c) * sizeof(float)), "cudaMalloc (activations)");
+    // Stream-ordered, so that it waits for no other work of the device: a rank's network
+    // thread allocates arriving rows here while its event loop may be in an NCCL send that
+    // waits for another rank's network thread, which may be allocating too; cudaMalloc (which
+    // must wait for no NCCL transfer in flight, kernels/cuda/device_sync_lock.h) would close
+    // that circle. Synchronised before the storage is handed out: any stream may use it next.
+    must(cudaMallocAsync(&p, (std::size_t{1} << c) * sizeof(float), stream_), "cudaMallocAsync (activations)");
+    must(cudaStreamSynchronize(stream_), "cudaMallocAsync (activations)");
     std::lock_guard lock(mutex_);
     all_.push_back(p);
   }
@@ -81,9 +89,10 @@ void CudaActivationOps::copy(const std::vector<const float*>& src, const std::ve
   must(cudaSetDevice(gpu_), "cudaSetDevice");
   if (2 * n > pointer_capacity_) {
     must(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    must(cudaFree(pointers_), "cudaFree");
+    must(kernels::locked_free(pointers_), "cudaFree");
     pointer_capacity_ = 2 * n * 2;
-    must(cudaMalloc(&pointers_, static_cast<std::size_t>(pointer_capacity_) * sizeof(void*)), "cudaMalloc");
+    must(kernels::locked_malloc(&pointers_, static_cast<std::size_t>(pointer_capacity_) * sizeof(void*)),
+         "cudaMalloc");
   }
   auto* table = static_cast<void**>(pointers_);
   // Pageable sources are staged before cudaMemcpyAsync returns, so the vectors may go.
@@ -163,10 +172,10 @@ void CudaActivationOps::scatter(const Activations& src, std::span<const TargetRo
 void* CudaActivationOps::staging(std::size_t bytes) {
   if (bytes > staging_bytes_) {
     // Nothing is in flight from the old buffer: every user synchronizes before it returns.
-    if (staging_) must(cudaFreeHost(staging_), "cudaFreeHost (staging)");
+    if (staging_) must(kernels::locked_free_host(staging_), "cudaFreeHost (staging)");
     staging_ = nullptr;
     staging_bytes_ = std::max<std::size_t>(bytes, 2 * staging_bytes_);
-    must(cudaMallocHost(&staging_, staging_bytes_), "cudaMallocHost (activation staging)");
+    must(kernels::locked_malloc_host(&staging_, staging_bytes_), "cudaMallocHost (activation staging)");
   }
   return staging_;
 }
@@ -190,9 +199,11 @@ Activations CudaActivationOps::allocate_from_host(const void* in, std::int64_t r
   if (bytes == 0) return a;
   std::lock_guard lock(host_mutex_);
   must(cudaSetDevice(gpu_), "cudaSetDevice");
-  void* host = staging(bytes);
-  std::memcpy(host, in, bytes);
-  must(cudaMemcpyAsync(data(a), host, bytes, cudaMemcpyHostToDevice, host_stream_), "cudaMemcpyAsync (rows from host)");
+  // Straight from the (pageable) message: the driver stages it without a device-wide wait,
+  // whereas growing our pinned staging here, on a rank's network thread, would have to wait
+  // for the NCCL transfers of its event loop, which may wait for this very thread elsewhere
+  // (see allocate()).
+  must(cudaMemcpyAsync(data(a), in, bytes, cudaMemcpyHostToDevice, host_stream_), "cudaMemcpyAsync (rows from host)");
   // Done before the handle is handed on: its next user may be any stream of this GPU.
   must(cudaStreamSynchronize(host_stream_), "rows from host");
   return a;

@@ -28,8 +28,9 @@ class CudaActivationOps final : public ActivationOps {
   void gather(std::span<const SourceRow> from, Activations& dst) override;
   void append(Activations& dst, Activations&& src) override;
   void scatter(const Activations& src, std::span<const TargetRow> to) override;
-  // Through pinned staging of the ops' own, on a stream of its own: a transport's thread may
-  // call these while the device's worker gathers and scatters.
+  // On a stream of the ops' own (copy_to_host through pinned staging of theirs,
+  // allocate_from_host straight from the caller's memory): a transport's thread may call these
+  // while the device's worker gathers and scatters.
   void copy_to_host(const Activations& a, void* out) override;
   Activations allocate_from_host(const void* in, std::int64_t rows, std::int64_t width) override;
 
@@ -50,12 +51,11 @@ class CudaActivationOps final : public ActivationOps {
   // device's own thread.
   std::mutex mutex_;
   std::map<std::int32_t, std::vector<void*>> free_;
-  std::vector<void*> all_;
+  std::vector<void*> all_;  // from cudaMallocAsync (allocate() says why)
   void* pointers_ = nullptr;  // device scratch for the row pointer arrays
   std::int64_t pointer_capacity_ = 0;
 
-  // Pinned host memory of at least `bytes`, for copy_to_host and allocate_from_host; under
-  // host_mutex_.
+  // Pinned host memory of at least `bytes`, for copy_to_host; under host_mutex_.
   void* staging(std::size_t bytes);
 
   // Copies to and from host memory (a transport between processes): their own stream and

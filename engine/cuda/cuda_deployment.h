@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "engine/cuda/device_model.h"
+#include "engine/dist/device_links.h"
 #include "engine/model/model_weights.h"
 #include "engine/runtime/activation_ops.h"
 #include "engine/serving/deployment.h"
@@ -23,6 +24,11 @@ std::string cuda_backend_problem();
 // memory) or another GPU (NCCL): every device on that GPU gathers from it as from its own.
 // Made on first use, never freed.
 ActivationOps& cuda_arrival_pool(int gpu);
+
+// NCCL between this rank's GPU `gpu` and the other ranks' (NcclPeerLinks), for
+// dist::DistributedRun::join under a launcher; a transfer unfinished after `give_up_s` ends
+// the process, naming the peer.
+std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s);
 
 // What the cuda backend adds to DeploymentOptions.
 struct CudaDeploymentOptions {
@@ -38,7 +44,8 @@ class CudaDeployment final : public Deployment {
   // (naming the GPU, its devices, the need and the free memory). Runs on the wall clock.
   // Only this process's devices run here; each GPU gets the weights its devices need. Rows
   // between two GPUs of this process go over NCCL (CudaTransport), rows to and from other
-  // processes are staged through pinned host memory (the process transport).
+  // processes go over the process transport: NCCL to a rank on another GPU (NcclPeerLinks,
+  // joined by DistributedRun), staged through pinned host memory to one on the same GPU.
   static StatusOr<std::unique_ptr<CudaDeployment>> create(std::shared_ptr<const ModelWeights> weights,
                                                           Topology topology, DeploymentOptions options,
                                                           CudaDeploymentOptions cuda = {});

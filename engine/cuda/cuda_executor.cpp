@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_must.h"
+#include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -38,16 +39,16 @@ std::int32_t graph_table_stride(std::int32_t kv_pages) { return std::max(1, std:
 
 }  // namespace
 
-DeviceScratch::~DeviceScratch() { cudaFree(p_); }
+DeviceScratch::~DeviceScratch() { kernels::locked_free(p_); }
 
 void* DeviceScratch::reserve(std::size_t bytes) {
   if (bytes <= bytes_) return p_;
   // The executor's thread waits for its stream after every execution, so nothing queued
   // still uses the old buffer (and cudaFree waits for the device anyway).
-  must(cudaFree(p_), "cudaFree (scratch)");
+  must(kernels::locked_free(p_), "cudaFree (scratch)");
   p_ = nullptr;
   const std::size_t grown = std::max(bytes, bytes_ + bytes_ / 2);
-  must(cudaMalloc(&p_, grown), "cudaMalloc (scratch)");
+  must(kernels::locked_malloc(&p_, grown), "cudaMalloc (scratch)");
   bytes_ = grown;
   return p_;
 }
@@ -117,7 +118,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
   }
   // The stream first: cublasSetStream resets the workspace (kernels::linear_cuda and
   // grouped_linear_cuda only set the stream when it differs, so this one stays).
-  must(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)");
+  must(kernels::locked_malloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)");
   if (cublasSetStream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS ||
       cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "cuda backend: cublasSetStream/cublasSetWorkspace failed on gpu %d\n", options_.gpu);
@@ -129,8 +130,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
     kv_layer_floats_ =
         static_cast<std::int64_t>(options_.kv_pages + 1) * options_.page_size * c.num_kv_heads * c.head_dim;
     const auto bytes = static_cast<std::size_t>(kv_layer_floats_ * c.num_layers) * sizeof(float);
-    must(cudaMalloc(reinterpret_cast<void**>(&kv_k_), std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache keys)");
-    must(cudaMalloc(reinterpret_cast<void**>(&kv_v_), std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache values)");
+    must(kernels::locked_malloc(&kv_k_, std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache keys)");
+    must(kernels::locked_malloc(&kv_v_, std::max<std::size_t>(bytes, 4)), "cudaMalloc (KV cache values)");
   }
   must(cudaEventRecord(base_, stream_), "cudaEventRecord");
   must(cudaEventSynchronize(base_), "cudaEventSynchronize");
@@ -148,13 +149,13 @@ CudaExecutor::~CudaExecutor() {
   thread_.join();
   cudaSetDevice(options_.gpu);
   cudaStreamSynchronize(stream_);
-  cudaFree(kv_k_);
-  cudaFree(kv_v_);
-  cudaFree(decode_.device);
-  cudaFreeHost(decode_.host);
+  kernels::locked_free(kv_k_);
+  kernels::locked_free(kv_v_);
+  kernels::locked_free(decode_.device);
+  kernels::locked_free_host(decode_.host);
   for (cudaEvent_t e : {base_, start_, end_}) cudaEventDestroy(e);
   cublasDestroy(cublas_);
-  cudaFree(cublas_workspace_);
+  kernels::locked_free(cublas_workspace_);
   cudaStreamDestroy(stream_);
 }
 
@@ -379,7 +380,7 @@ void CudaExecutor::ensure_decode_buffers() {
                     ffn_u = piece(B * w.ffn), x_low = piece(B * w.x_low), ids = piece(B * K),
                     weights = piece(B * K), seq = piece(B), pos = piece(B), tokens = piece(B),
                     tables = piece(B * ts);
-  must(cudaMalloc(&decode_.device, at), "cudaMalloc (decode buffers)");
+  must(kernels::locked_malloc(&decode_.device, at), "cudaMalloc (decode buffers)");
   char* base = static_cast<char*>(decode_.device);
   auto f = [&](std::size_t offset) { return reinterpret_cast<float*>(base + offset); };
   auto i32 = [&](std::size_t offset) { return reinterpret_cast<std::int32_t*>(base + offset); };
@@ -405,7 +406,7 @@ void CudaExecutor::ensure_decode_buffers() {
   r.tables = decode_.tables = i32(tables);
   r.stride = ts;
   decode_.table_stride = ts;
-  must(cudaMallocHost(reinterpret_cast<void**>(&decode_.host), static_cast<std::size_t>(2 * B + B * ts) * 4),
+  must(kernels::locked_malloc_host(&decode_.host, static_cast<std::size_t>(2 * B + B * ts) * 4),
        "cudaMallocHost (decode metadata staging)");
   // Zeros everywhere (padded rows never see stale NaNs); row i of the bucket is sequence i.
   must(cudaMemsetAsync(decode_.device, 0, at, stream_), "cudaMemsetAsync (decode buffers)");

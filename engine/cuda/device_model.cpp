@@ -8,6 +8,7 @@
 
 #include "engine/util/progress.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cuda/device_sync_lock.h"
 
 namespace sy {
 namespace {
@@ -143,7 +144,8 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
   model->config_ = c;
   model->gpu_ = gpu;
   model->dtype_ = host.layer(0).q_proj.dtype;
-  SY_RETURN_IF_ERROR(cuda(cudaMalloc(&model->memory_, static_cast<std::size_t>(std::max<std::int64_t>(total, 1))),
+  SY_RETURN_IF_ERROR(cuda(kernels::locked_malloc(&model->memory_,
+                                                 static_cast<std::size_t>(std::max<std::int64_t>(total, 1))),
                           "cudaMalloc of " + gib(total) + " of weights on " + needs.who));
   char* base = static_cast<char*>(model->memory_);
 
@@ -155,7 +157,7 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
   cudaEvent_t copied[2] = {nullptr, nullptr};
   Status status = Status::Ok();
   for (int i = 0; i < 2 && status.ok(); ++i) {
-    status = cuda(cudaMallocHost(&staging[i], kStagingBytes), "cudaMallocHost (pinned staging)");
+    status = cuda(kernels::locked_malloc_host(&staging[i], kStagingBytes), "cudaMallocHost (pinned staging)");
     if (status.ok()) status = cuda(cudaEventCreateWithFlags(&copied[i], cudaEventDisableTiming), "cudaEventCreate");
   }
   {
@@ -182,7 +184,7 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
   }
   for (int i = 0; i < 2; ++i) {
     if (copied[i] != nullptr) cudaEventDestroy(copied[i]);
-    if (staging[i] != nullptr) cudaFreeHost(staging[i]);
+    if (staging[i] != nullptr) kernels::locked_free_host(staging[i]);
   }
   cudaStreamDestroy(stream);
   SY_RETURN_IF_ERROR(status);
@@ -235,7 +237,7 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
 
 DeviceModel::~DeviceModel() {
   cudaSetDevice(gpu_);
-  cudaFree(memory_);
+  kernels::locked_free(memory_);
 }
 
 }  // namespace sy

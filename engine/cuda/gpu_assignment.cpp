@@ -58,8 +58,8 @@ Status check_gpus(const Topology& topology, const std::vector<int>& device_gpu, 
       return Status::Error("device " + name + " is on gpu " + std::to_string(gpu) + " and device " +
                            topology.device_names[static_cast<std::size_t>(first)] + " on gpu " +
                            std::to_string(gpu_of(device_gpu, first)) + ", both on rank " + std::to_string(process) +
-                           ": under a launcher each rank runs its devices on one GPU (NCCL between ranks is not "
-                           "written yet; give the rank's devices one gpu, or run one process)");
+                           ": under a launcher each rank runs its devices on one GPU (NCCL links one GPU per rank "
+                           "to the others'; give the rank's devices one gpu, or run one process)");
     }
   }
   return Status::Ok();

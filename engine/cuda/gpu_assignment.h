@@ -20,7 +20,7 @@ int gpu_of(const std::vector<int>& device_gpu, std::int32_t device);
 enum class TransferPath {
   SameGpu,           // one memory: the handles as they are
   BetweenGpus,       // two GPUs of one process: NCCL send/recv into the receiver's GPU
-  BetweenProcesses,  // another rank: staged through host memory (the process transport)
+  BetweenProcesses,  // another rank: the process transport (NCCL between different GPUs, else host-staged)
 };
 TransferPath transfer_path(const Topology& topology, const std::vector<int>& device_gpu, std::int32_t src,
                            std::int32_t dst);
@@ -30,7 +30,7 @@ std::vector<int> process_gpus(const Topology& topology, const std::vector<int>& 
 
 // Whether `process` can run its devices on a machine of `gpu_count` GPUs: every GPU named
 // exists, and a process that is one rank of several (across_processes) uses one GPU (NCCL
-// between ranks is not written). Errors name the device and its GPU.
+// between ranks links one GPU per rank). Errors name the device and its GPU.
 Status check_gpus(const Topology& topology, const std::vector<int>& device_gpu, std::int32_t process, int gpu_count,
                   bool across_processes);
 

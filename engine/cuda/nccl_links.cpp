@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_must.h"
+#include "kernels/cuda/device_sync_lock.h"
 
 namespace sy {
 namespace {
@@ -37,6 +38,25 @@ StatusOr<std::unique_ptr<NcclLinks>> NcclLinks::create(std::vector<int> gpus) {
       return Status::Error("cudaStreamCreate on gpu " + std::to_string(g) + ": " + cudaGetErrorString(e));
     links->streams_.push_back(s);
   }
+  // Activation rows come from each GPU's default memory pool (cudaMallocAsync,
+  // CudaActivationOps::allocate), which cudaDeviceEnablePeerAccess does not open to other GPUs;
+  // NCCL, between GPUs of one process, may read and write the users' buffers directly (its
+  // P2P direct mode): open each pool to every GPU of the clique that can reach it.
+  for (int g : links->gpus_)
+    for (int h : links->gpus_) {
+      int can = 0;
+      if (g == h || cudaDeviceCanAccessPeer(&can, h, g) != cudaSuccess || !can) continue;
+      cudaMemPool_t pool = nullptr;
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = h;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      if (const cudaError_t e = cudaDeviceGetDefaultMemPool(&pool, g); e != cudaSuccess)
+        return Status::Error("cudaDeviceGetDefaultMemPool(" + std::to_string(g) + "): " + cudaGetErrorString(e));
+      if (const cudaError_t e = cudaMemPoolSetAccess(pool, &access, 1); e != cudaSuccess)
+        return Status::Error("cudaMemPoolSetAccess (gpu " + std::to_string(h) + " into gpu " + std::to_string(g) +
+                             "'s pool): " + cudaGetErrorString(e));
+    }
   std::vector<ncclComm_t> comms(n, nullptr);
   // comms[i] is rank i of the clique, on device gpus[i].
   if (const ncclResult_t r = ncclCommInitAll(comms.data(), static_cast<int>(n), links->gpus_.data()); r != ncclSuccess)
@@ -66,6 +86,10 @@ std::size_t NcclLinks::index(int gpu) const {
 
 void NcclLinks::move(std::span<const Move> moves) {
   if (moves.empty()) return;
+  // ncclGroupEnd launches one kernel per GPU, one after another, and each spins until its
+  // peers run: no device-wide call (cudaFree, cudaMalloc...) of an executor thread may run
+  // until they have all finished (kernels/cuda/device_sync_lock.h).
+  const kernels::NcclInFlight in_flight;
   must_nccl(ncclGroupStart(), "ncclGroupStart");
   for (const Move& m : moves) {
     if (m.floats == 0) continue;

@@ -16,6 +16,7 @@ struct Hello {
   std::int32_t world = 0;
   RunIdentity identity;
   std::string endpoint;
+  std::string memory;  // LinkExchange::memory
 };
 
 std::string encode_hello(const Hello& h) {
@@ -32,6 +33,7 @@ std::string encode_hello(const Hello& h) {
   w.put_string(h.identity.command);
   w.put<std::uint64_t>(h.identity.command_digest);
   w.put_string(h.endpoint);
+  w.put_string(h.memory);
   return std::move(w.bytes());
 }
 
@@ -49,7 +51,23 @@ Status decode_hello(ByteReader& r, Hello& h) {
   SY_RETURN_IF_ERROR(r.get_string(h.identity.layout_text));
   SY_RETURN_IF_ERROR(r.get_string(h.identity.command));
   SY_RETURN_IF_ERROR(r.get(h.identity.command_digest));
-  return r.get_string(h.endpoint);
+  SY_RETURN_IF_ERROR(r.get_string(h.endpoint));
+  return r.get_string(h.memory);
+}
+
+// The Welcome's fields after its type: every rank's data endpoint, every rank's memory
+// identity, then rank 0's link setup bytes.
+struct Welcome {
+  std::vector<std::string> endpoints, memories;
+  std::string link_setup;
+};
+
+Status decode_welcome(ByteReader& r, std::int32_t world, Welcome& w) {
+  w.endpoints.resize(static_cast<std::size_t>(world));
+  w.memories.resize(static_cast<std::size_t>(world));
+  for (std::string& e : w.endpoints) SY_RETURN_IF_ERROR(r.get_string(e));
+  for (std::string& m : w.memories) SY_RETURN_IF_ERROR(r.get_string(m));
+  return r.get_string(w.link_setup);
 }
 
 std::string hex(std::uint64_t v) {
@@ -118,7 +136,8 @@ std::string seconds(double s) {
   return o.str();
 }
 
-StatusOr<std::vector<std::string>> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, const Hello& mine) {
+StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, const Hello& mine,
+                              const LinkExchange& links) {
   zmq::socket_t router(ctx, zmq::socket_type::router);
   router.set(zmq::sockopt::linger, 2000);
   const std::string where = env.master_endpoint();
@@ -175,12 +194,29 @@ StatusOr<std::vector<std::string>> serve_rank0(const RankEnvironment& env, zmq::
     joined.emplace(h.rank, std::make_pair(std::move(id), std::move(h)));
   }
   ByteWriter answer;
-  std::vector<std::string> endpoints(static_cast<std::size_t>(env.world));
-  endpoints[0] = mine.endpoint;
-  for (auto& [rank, entry] : joined) endpoints[static_cast<std::size_t>(rank)] = entry.second.endpoint;
+  Welcome welcome;
+  welcome.endpoints.resize(static_cast<std::size_t>(env.world));
+  welcome.memories.resize(static_cast<std::size_t>(env.world));
+  welcome.endpoints[0] = mine.endpoint;
+  welcome.memories[0] = mine.memory;
+  for (auto& [rank, entry] : joined) {
+    welcome.endpoints[static_cast<std::size_t>(rank)] = entry.second.endpoint;
+    welcome.memories[static_cast<std::size_t>(rank)] = entry.second.memory;
+  }
+  // Only once every rank has checked in and agrees: the setup may reserve resources (NCCL's
+  // unique ids listen for their ranks).
+  if (errors.empty() && links.setup) {
+    auto setup = links.setup(welcome.memories);
+    if (setup.ok())
+      welcome.link_setup = std::move(*setup);
+    else
+      add_error("device links between the ranks: " + setup.status().message());
+  }
   if (errors.empty()) {
     answer.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Welcome));
-    for (const std::string& e : endpoints) answer.put_string(e);
+    for (const std::string& e : welcome.endpoints) answer.put_string(e);
+    for (const std::string& m : welcome.memories) answer.put_string(m);
+    answer.put_string(welcome.link_setup);
   } else {
     answer.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Refusal));
     answer.put_string(errors);
@@ -192,10 +228,10 @@ StatusOr<std::vector<std::string>> serve_rank0(const RankEnvironment& env, zmq::
   for (auto& [rank, entry] : joined) reply(entry.first);
   for (auto& id : strangers) reply(id);
   if (!errors.empty()) return Status::Error("bootstrap refused:\n" + errors);
-  return endpoints;
+  return welcome;
 }
 
-StatusOr<std::vector<std::string>> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, const Hello& mine) {
+StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, const Hello& mine) {
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);
   const std::string where = env.master_endpoint();
@@ -224,24 +260,27 @@ StatusOr<std::vector<std::string>> join_rank0(const RankEnvironment& env, zmq::c
   }
   if (type != static_cast<std::uint8_t>(MessageType::Welcome))
     return Status::Error("rank 0 at " + where + " answered with message type " + std::to_string(type));
-  std::vector<std::string> endpoints(static_cast<std::size_t>(env.world));
-  for (std::string& e : endpoints) SY_RETURN_IF_ERROR(r.get_string(e));
-  return endpoints;
+  Welcome welcome;
+  if (const Status st = decode_welcome(r, env.world, welcome); !st.ok())
+    return Status::Error("rank 0 at " + where + " answered with a malformed welcome: " + st.message());
+  return welcome;
 }
 
 }  // namespace
 
-StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity) {
+StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity, const LinkExchange& links) {
   Rendezvous out;
   out.context = std::make_unique<zmq::context_t>(1);
   out.data = zmq::socket_t(*out.context, zmq::socket_type::pull);
   out.data.set(zmq::sockopt::linger, 0);
   auto endpoint = bind_data(env, out.data);
   if (!endpoint.ok()) return endpoint.status();
-  Hello mine{kWireVersion, env.rank, env.world, identity, *endpoint};
-  auto endpoints = env.rank == 0 ? serve_rank0(env, *out.context, mine) : join_rank0(env, *out.context, mine);
-  if (!endpoints.ok()) return endpoints.status();
-  out.endpoints = std::move(*endpoints);
+  Hello mine{kWireVersion, env.rank, env.world, identity, *endpoint, links.memory};
+  auto welcome = env.rank == 0 ? serve_rank0(env, *out.context, mine, links) : join_rank0(env, *out.context, mine);
+  if (!welcome.ok()) return welcome.status();
+  out.endpoints = std::move(welcome->endpoints);
+  out.memories = std::move(welcome->memories);
+  out.link_setup = std::move(welcome->link_setup);
   return out;
 }
 

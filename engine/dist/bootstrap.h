@@ -1,10 +1,13 @@
 // The rendezvous of the ranks of one deployment over ZeroMQ (no MPI library): every rank binds
 // its data socket, rank 0 listens at MASTER_ADDR:MASTER_PORT, the others say hello there with
 // what they run, and rank 0 answers with every rank's data endpoint, or refuses them all with
-// the reason when what they run differs. Bounded by the bootstrap timeout on every rank.
+// the reason when what they run differs. Bounded by the bootstrap timeout on every rank. It also
+// carries what device links between the ranks need (DeviceLinks: NCCL's unique ids), as opaque
+// bytes, so that this file knows no GPU library.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,15 +30,26 @@ struct RunIdentity {
   std::uint64_t command_digest = 0;
 };
 
+// What the ranks exchange for their device links (all empty without any).
+struct LinkExchange {
+  std::string memory;  // this rank's device memory identity, sent in its hello (DeviceLinks)
+  // Rank 0, once every rank has checked in: the bytes every rank connects with, from every
+  // rank's identity; an error refuses the deployment with its reason. Unset: none.
+  std::function<StatusOr<std::string>(const std::vector<std::string>& memories)> setup;
+};
+
 struct Rendezvous {
   std::unique_ptr<zmq::context_t> context;
   zmq::socket_t data;                  // this rank's PULL socket, bound
   std::vector<std::string> endpoints;  // every rank's data socket, by rank
+  std::vector<std::string> memories;   // every rank's device memory identity, by rank
+  std::string link_setup;              // rank 0's LinkExchange::setup bytes (empty without)
 };
 
 // Blocks until every rank has checked in (rank 0) or rank 0 has answered (the others), at
 // most env.bootstrap_timeout_s. Errors name the address that could not be reached or bound,
 // the ranks missing, or what differs between ranks.
-StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity);
+StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity,
+                               const LinkExchange& links = {});
 
 }  // namespace sy::dist

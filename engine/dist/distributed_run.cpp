@@ -40,9 +40,10 @@ RunIdentity run_identity(const std::filesystem::path& model_dir, const Layout& l
 }
 
 DistributedRun::DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks,
-                               std::unique_ptr<ProcessLinks> links)
+                               std::unique_ptr<ProcessLinks> links, std::unique_ptr<DeviceLinks> device_links)
     : env_(std::move(env)),
       device_ranks_(std::move(device_ranks)),
+      device_links_(std::move(device_links)),
       links_(std::move(links)),
       dead_(static_cast<std::size_t>(env_.world)) {}
 
@@ -53,15 +54,27 @@ DistributedRun::~DistributedRun() {
 
 StatusOr<std::unique_ptr<DistributedRun>> DistributedRun::join(const RankEnvironment& env, const Layout& layout,
                                                                const std::filesystem::path& model_dir,
-                                                               const std::string& command, Topology& topology) {
+                                                               const std::string& command, Topology& topology,
+                                                               std::unique_ptr<DeviceLinks> device_links) {
   if (!env.distributed()) return std::unique_ptr<DistributedRun>();
   auto ranks = assign_device_ranks(layout, env.world);
   if (!ranks.ok()) return ranks.status().with_context("rank " + std::to_string(env.rank));
-  auto rendezvous = bootstrap(env, run_identity(model_dir, layout, *ranks, command));
+  LinkExchange exchange;
+  if (device_links) {
+    exchange.memory = device_links->memory();
+    exchange.setup = [links = device_links.get()](const std::vector<std::string>& memories) {
+      return links->setup(memories);
+    };
+  }
+  auto rendezvous = bootstrap(env, run_identity(model_dir, layout, *ranks, command), exchange);
   if (!rendezvous.ok()) return rendezvous.status();
+  if (device_links)
+    if (const Status s = device_links->connect(env.rank, rendezvous->memories, rendezvous->link_setup); !s.ok())
+      return s.with_context("rank " + std::to_string(env.rank) + ": device links between the ranks");
   topology.device_process = *ranks;
   auto links = std::make_unique<ProcessLinks>(std::move(*rendezvous), env.rank);
-  return std::unique_ptr<DistributedRun>(new DistributedRun(env, std::move(*ranks), std::move(links)));
+  return std::unique_ptr<DistributedRun>(
+      new DistributedRun(env, std::move(*ranks), std::move(links), std::move(device_links)));
 }
 
 std::string DistributedRun::describe(const Topology& topology) const {
@@ -75,7 +88,7 @@ std::string DistributedRun::describe(const Topology& topology) const {
 
 void DistributedRun::configure(DeploymentOptions& options, std::int64_t bytes_per_row) {
   options.process = env_.rank;
-  options.transport = ZmqTransport::factory(*links_, device_ranks_, bytes_per_row, options.link);
+  options.transport = ZmqTransport::factory(*links_, device_ranks_, bytes_per_row, options.link, device_links_.get());
 }
 
 void DistributedRun::attach(Deployment& deployment) {

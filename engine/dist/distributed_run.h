@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "engine/dist/bootstrap.h"
+#include "engine/dist/device_links.h"
 #include "engine/dist/event_relay.h"
 #include "engine/dist/process_group.h"
 #include "engine/dist/process_links.h"
@@ -34,10 +35,13 @@ RunIdentity run_identity(const std::filesystem::path& model_dir, const Layout& l
 class DistributedRun {
  public:
   // Null without a launcher (or a world of one). Otherwise assigns devices to ranks, joins the
-  // other ranks and records the assignment in `topology`. Errors name what went wrong.
+  // other ranks and records the assignment in `topology`. Errors name what went wrong. With
+  // device_links (the cuda backend's NCCL between ranks on different GPUs) the bootstrap
+  // exchanges what they need and they connect before this returns; the run keeps them.
   static StatusOr<std::unique_ptr<DistributedRun>> join(const RankEnvironment& env, const Layout& layout,
                                                         const std::filesystem::path& model_dir,
-                                                        const std::string& command, Topology& topology);
+                                                        const std::string& command, Topology& topology,
+                                                        std::unique_ptr<DeviceLinks> device_links = nullptr);
   ~DistributedRun();
 
   std::int32_t rank() const { return env_.rank; }
@@ -78,12 +82,14 @@ class DistributedRun {
   void on_rank_lost(std::function<void(std::int32_t rank, const std::string& why)> fn) { on_lost_ = std::move(fn); }
 
  private:
-  DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks, std::unique_ptr<ProcessLinks> links);
+  DistributedRun(RankEnvironment env, std::vector<std::int32_t> device_ranks, std::unique_ptr<ProcessLinks> links,
+                 std::unique_ptr<DeviceLinks> device_links);
   // On the loop: a watched rank fell silent.
   void lost(std::int32_t rank, const std::string& why);
 
   RankEnvironment env_;
   std::vector<std::int32_t> device_ranks_;
+  std::unique_ptr<DeviceLinks> device_links_;  // before links_: the receiver thread uses it
   std::unique_ptr<ProcessLinks> links_;
   std::unique_ptr<ProcessGroup> group_;
   std::unique_ptr<EventRelay> relay_;  // ranks other than 0

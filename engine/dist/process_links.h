@@ -62,6 +62,8 @@ class ProcessLinks {
   void stop();
   // A rank that died: messages to it are dropped from now on, and none waits for it at exit.
   void forget(std::int32_t rank);
+  // Whether forget(rank) was called (the loop's thread, as send and forget are).
+  bool forgotten(std::int32_t rank) const { return rank != rank_ && !peers_[static_cast<std::size_t>(rank)]; }
 
  private:
   void receive_loop();

@@ -33,12 +33,13 @@ Status decode_header(ByteReader& r, ShipmentHeader& h) {
   return r.get(h.bytes);
 }
 
-void encode_payload(ByteWriter& w, const Shipment& s) {
+void encode_payload(ByteWriter& w, const Shipment& s, bool rows_over_link) {
   w.put<std::int32_t>(s.src);
   w.put<std::int32_t>(s.dst);
   w.put<std::uint8_t>(static_cast<std::uint8_t>(s.kind));
   w.put<std::int32_t>(s.block);
   w.put<std::int32_t>(s.group);
+  w.put<std::uint8_t>(rows_over_link ? 1 : 0);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(s.batches.size()));
   for (const TokenBatch& b : s.batches) {
     w.put<std::uint8_t>(static_cast<std::uint8_t>(b.layer.kind));
@@ -54,7 +55,7 @@ void encode_payload(ByteWriter& w, const Shipment& s) {
     const bool rows = !b.hidden.null() && b.hidden.rows() > 0;
     w.put<std::int64_t>(rows ? b.hidden.rows() : 0);
     w.put<std::int64_t>(rows ? b.hidden.width() : 0);
-    if (rows)
+    if (rows && !rows_over_link)
       b.hidden.owner().copy_to_host(
           b.hidden, w.put_space(static_cast<std::size_t>(b.hidden.rows() * b.hidden.width()) * sizeof(float)));
   }
@@ -64,7 +65,8 @@ Status decode_payload(ByteReader& r, ActivationOps& ops, std::int64_t now, Shipm
   return decode_payload(r, [&ops](std::int32_t) { return &ops; }, now, s);
 }
 
-Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t now, Shipment& s) {
+Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t now, Shipment& s,
+                      std::vector<Activations*>* over_link) {
   SY_RETURN_IF_ERROR(r.get(s.src));
   SY_RETURN_IF_ERROR(r.get(s.dst));
   ActivationOps* ops = arrivals(s.dst);
@@ -72,6 +74,11 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
   SY_RETURN_IF_ERROR(get_kind(r, s.kind));
   SY_RETURN_IF_ERROR(r.get(s.block));
   SY_RETURN_IF_ERROR(r.get(s.group));
+  std::uint8_t linked = 0;
+  SY_RETURN_IF_ERROR(r.get(linked));
+  if (linked > 1) return Status::Error("rows travel in an unknown way (" + std::to_string(linked) + ")");
+  if (linked == 1 && !over_link)
+    return Status::Error("rows over a device link from device " + std::to_string(s.src) + ", which this process has not");
   std::uint32_t n = 0;
   SY_RETURN_IF_ERROR(r.get(n));
   if (n > r.left()) return Status::Error("message truncated");
@@ -99,11 +106,19 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     if (hidden_rows != static_cast<std::int64_t>(rows) || width <= 0 || width > (1 << 20))
       return Status::Error("activations of " + std::to_string(hidden_rows) + " x " + std::to_string(width) +
                            " for a batch of " + std::to_string(rows) + " rows");
+    if (linked == 1) {
+      b.hidden = ops->allocate(hidden_rows, width);
+      continue;
+    }
     const auto bytes = static_cast<std::size_t>(hidden_rows * width) * sizeof(float);
     if (r.left() < bytes) return Status::Error("message truncated");
     b.hidden = ops->allocate_from_host(r.here(), hidden_rows, width);
     r.advance(bytes);
   }
+  // Pointers into the batches only now that the vector no longer grows.
+  if (linked == 1)
+    for (TokenBatch& b : s.batches)
+      if (!b.hidden.null()) over_link->push_back(&b.hidden);
   return Status::Ok();
 }
 

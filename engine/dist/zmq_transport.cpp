@@ -18,12 +18,14 @@ HostActivationOps* arrival_pool() {
 }  // namespace
 
 ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
-                           RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links)
+                           RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links,
+                           DeviceLinks* device_links)
     : loop_(loop),
       bytes_per_row_(bytes_per_row),
       observer_(observer),
       device_process_(std::move(device_process)),
       links_(links),
+      device_links_(device_links),
       local_(loop, num_devices, bytes_per_row, link, observer),
       receivers_(static_cast<std::size_t>(num_devices)),
       remote_in_flight_(static_cast<std::size_t>(num_devices), 0),
@@ -47,9 +49,19 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
                  ? device_arrivals_[static_cast<std::size_t>(dst)]
                  : nullptr;
     };
-    if (const Status st = decode_payload(r, arrivals, loop_.now(), *s); !st.ok()) {
+    std::vector<Activations*> over_link;
+    if (const Status st = decode_payload(r, arrivals, loop_.now(), *s, device_links_ ? &over_link : nullptr);
+        !st.ok()) {
       std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: %s\n", links_.rank(), st.message().c_str());
       return;
+    }
+    // The rows follow over the device link: the sender passed them to its send() right after
+    // queuing this message, and messages and link transfers from one rank keep one order, so
+    // this receive matches that send (docs/architecture.md). Here, on the network thread,
+    // never on the loop: the sender's loop waits for it, and ours may be sending to them.
+    if (!over_link.empty()) {
+      const std::int32_t from = device_process_[static_cast<std::size_t>(s->src)];
+      device_links_->receive(from, over_link);
     }
     loop_.post_external([this, s] {
       const auto dst = static_cast<std::size_t>(s->dst);
@@ -61,11 +73,11 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
 }
 
 TransportFactory ZmqTransport::factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
-                                       std::int64_t bytes_per_row, LinkModel link) {
-  return [&links, device_process, bytes_per_row, link](EventLoop& loop, std::int32_t num_devices,
-                                                        RuntimeObserver* observer) {
-    return std::unique_ptr<Transport>(
-        std::make_unique<ZmqTransport>(loop, num_devices, bytes_per_row, link, observer, device_process, links));
+                                       std::int64_t bytes_per_row, LinkModel link, DeviceLinks* device_links) {
+  return [&links, device_process, bytes_per_row, link, device_links](EventLoop& loop, std::int32_t num_devices,
+                                                                      RuntimeObserver* observer) {
+    return std::unique_ptr<Transport>(std::make_unique<ZmqTransport>(loop, num_devices, bytes_per_row, link, observer,
+                                                                     device_process, links, device_links));
   };
 }
 
@@ -93,10 +105,20 @@ void ZmqTransport::send(Shipment&& shipment) {
   encode_header(header, ShipmentHeader{shipment.src, shipment.dst, shipment.kind, shipment.block, shipment.group,
                                        tokens, bytes});
   links_.send(process, header.bytes());
+  // Not to a rank found dead: its message was dropped, and nothing would take the rows.
+  const bool over_link = device_links_ && device_links_->linked(process) && !links_.forgotten(process);
   ByteWriter payload;
   payload.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Payload));
-  encode_payload(payload, shipment);
+  encode_payload(payload, shipment, over_link);
   links_.send(process, payload.bytes());
+  if (over_link) {
+    // After the message that describes them (queued, never blocking), so that the receiver,
+    // which posts its receive when that message arrives, can always match this send.
+    outgoing_.clear();
+    for (const TokenBatch& b : shipment.batches)
+      if (!b.hidden.null() && b.hidden.rows() > 0) outgoing_.push_back(&b.hidden);
+    if (!outgoing_.empty()) device_links_->send(process, outgoing_);
+  }
   ++sent_remote_;
   // The sender knows when the bytes left, not when they land: a transfer of no duration.
   if (observer_ && tokens > 0) observer_->on_transfer(shipment.src, shipment.dst, tokens, bytes, now, now);

@@ -1,8 +1,10 @@
 // The transport of a deployment spread over processes: shipments between devices of this
 // process take the in-process path (LoopTransport); a shipment to another process's device goes
 // as two messages over ZeroMQ/TCP, its header (phase 1) and then its payload (phase 2: metadata
-// columns and the activation rows, staged through host memory by the backends at both ends),
-// and is delivered on the receiver's event loop by post_external, in the order sent.
+// columns and the activation rows, staged through host memory by the backends at both ends,
+// or, between ranks that DeviceLinks joins, the rows over those links right after the message
+// that describes them), and is delivered on the receiver's event loop by post_external, in the
+// order sent.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "engine/cpu/host_activation_ops.h"
+#include "engine/dist/device_links.h"
 #include "engine/dist/process_links.h"
 #include "engine/runtime/loop_transport.h"
 
@@ -18,11 +21,13 @@ namespace sy::dist {
 class ZmqTransport final : public Transport {
  public:
   // device_process: which rank runs each device. Registers its handlers on `links`, which
-  // must not have started yet.
+  // must not have started yet. device_links (may be null, else connected, outliving this):
+  // rows to and from the ranks it links go over it.
   ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row, LinkModel link,
-               RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links);
+               RuntimeObserver* observer, std::vector<std::int32_t> device_process, ProcessLinks& links,
+               DeviceLinks* device_links = nullptr);
   static TransportFactory factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
-                                  std::int64_t bytes_per_row, LinkModel link);
+                                  std::int64_t bytes_per_row, LinkModel link, DeviceLinks* device_links = nullptr);
 
   // Where rows arriving for `device` are allocated: by default the process's host arrival
   // pool (the cpu backend's memory); a backend whose devices have memories of their own (cuda)
@@ -44,6 +49,8 @@ class ZmqTransport final : public Transport {
   RuntimeObserver* observer_;
   std::vector<std::int32_t> device_process_;
   ProcessLinks& links_;
+  DeviceLinks* device_links_;
+  std::vector<const Activations*> outgoing_;  // send()'s rows over device_links_, reused
   LoopTransport local_;
   std::vector<Receiver> receivers_;
   std::vector<std::int32_t> remote_in_flight_;  // [device]: headers arrived, payloads not yet

@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
 
 namespace sy::kernels {
@@ -74,11 +75,11 @@ __global__ void scale_rows_kernel(const Segment* __restrict__ segs, long long H)
 }  // namespace
 
 ExpertWorkspace::~ExpertWorkspace() {
-  cudaFree(x_low);
-  cudaFree(gate_out);
-  cudaFree(up_out);
-  cudaFree(h_low);
-  cudaFree(segments);
+  locked_free(x_low);
+  locked_free(gate_out);
+  locked_free(up_out);
+  locked_free(h_low);
+  locked_free(segments);
 }
 
 Status ExpertWorkspace::reserve(std::int64_t rows, std::int64_t H, std::int64_t I, std::int64_t problems) {
@@ -88,10 +89,10 @@ Status ExpertWorkspace::reserve(std::int64_t rows, std::int64_t H, std::int64_t 
   auto grow = [](void** buffer, std::int64_t& capacity, std::int64_t need, const char* what) -> Status {
     if (need <= capacity) return Status::Ok();
     const std::int64_t n = std::max(need, capacity + capacity / 2);
-    SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(*buffer), what));
+    SY_RETURN_IF_ERROR(detail::check_cuda(locked_free(*buffer), what));
     *buffer = nullptr;
     capacity = 0;
-    SY_RETURN_IF_ERROR(detail::check_cuda(cudaMalloc(buffer, static_cast<std::size_t>(n) * 4), what));
+    SY_RETURN_IF_ERROR(detail::check_cuda(locked_malloc(buffer, static_cast<std::size_t>(n) * 4), what));
     capacity = n;
     return Status::Ok();
   };

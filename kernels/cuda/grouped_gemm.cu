@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
 
 namespace sy::kernels {
@@ -55,18 +56,18 @@ Status convert_from_f32_cuda(const float* src, void* dst, DType type, std::int64
 }
 
 GroupedGemmWorkspace::~GroupedGemmWorkspace() {
-  cudaFree(pointers_);
-  cudaFree(table_);
+  locked_free(pointers_);
+  locked_free(table_);
 }
 
 Status GroupedGemmWorkspace::reserve_table(std::size_t bytes) {
   if (bytes <= table_bytes_) return Status::Ok();
   const std::size_t grown = std::max(bytes, table_bytes_ * 2);
   // cudaFree waits for the device, so no queued kernel still reads the old table.
-  SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(table_), "GroupedGemmWorkspace: cudaFree"));
+  SY_RETURN_IF_ERROR(detail::check_cuda(locked_free(table_), "GroupedGemmWorkspace: cudaFree"));
   table_ = nullptr;
   table_bytes_ = 0;
-  SY_RETURN_IF_ERROR(detail::check_cuda(cudaMalloc(&table_, grown), "GroupedGemmWorkspace: cudaMalloc"));
+  SY_RETURN_IF_ERROR(detail::check_cuda(locked_malloc(&table_, grown), "GroupedGemmWorkspace: cudaMalloc"));
   table_bytes_ = grown;
   return Status::Ok();
 }
@@ -75,11 +76,11 @@ Status GroupedGemmWorkspace::reserve(std::int64_t problems) {
   if (problems <= capacity_) return Status::Ok();
   const std::int64_t grown = std::max<std::int64_t>(problems, capacity_ * 2);
   // cudaFree waits for the device, so no queued GEMM still reads the old arrays.
-  SY_RETURN_IF_ERROR(detail::check_cuda(cudaFree(pointers_), "GroupedGemmWorkspace: cudaFree"));
+  SY_RETURN_IF_ERROR(detail::check_cuda(locked_free(pointers_), "GroupedGemmWorkspace: cudaFree"));
   pointers_ = nullptr;
   capacity_ = 0;
   void* p = nullptr;
-  SY_RETURN_IF_ERROR(detail::check_cuda(cudaMalloc(&p, static_cast<std::size_t>(3 * grown) * sizeof(void*)),
+  SY_RETURN_IF_ERROR(detail::check_cuda(locked_malloc(&p, static_cast<std::size_t>(3 * grown) * sizeof(void*)),
                                         "GroupedGemmWorkspace: cudaMalloc"));
   pointers_ = static_cast<const void**>(p);
   capacity_ = grown;

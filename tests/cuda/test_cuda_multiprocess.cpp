@@ -13,6 +13,7 @@
 // usable, saying why.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -91,9 +92,11 @@ std::string switchyard_bin() {
   return SY_SWITCHYARD_BIN;
 }
 
-TEST(CudaMultiProcess, ThreeRanksOnOneGpuServeTheReferenceTokens) {
-  if (const std::string why = cuda_backend_problem(); !why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
-  const fs::path root = fs::temp_directory_path() / ("sy_test_cuda_multiprocess_" + std::to_string(::getpid()));
+// Three ranks, rank r's devices on GPU rank_gpu[r], generate the cpu reference's tokens.
+void expect_reference_tokens(const std::array<int, 3>& rank_gpu) {
+  const fs::path root = fs::temp_directory_path() / ("sy_test_cuda_multiprocess_" + std::to_string(::getpid()) + "_" +
+                                                     std::to_string(rank_gpu[0]) + std::to_string(rank_gpu[1]) +
+                                                     std::to_string(rank_gpu[2]));
   fs::remove_all(root);
   fs::create_directories(root);
   const std::string bin = switchyard_bin() + " --threads 1";
@@ -109,11 +112,13 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuServeTheReferenceTokens) {
               << "}\n", ++i;
     // Attention away from rank 0 too (its sequences' block tables travel), experts on two ranks.
     std::ofstream layout(root / "ranks.toml");
+    const std::string g0 = std::to_string(rank_gpu[0]), g1 = std::to_string(rank_gpu[1]),
+                      g2 = std::to_string(rank_gpu[2]);
     layout << "name = \"cuda ranks\"\n"
-              "[[device]]\nname = \"a0\"\nattention = true\ngpu = 0\nrank = 0\n"
-              "[[device]]\nname = \"a1\"\nattention = true\ngpu = 0\nrank = 1\n"
-              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\ngpu = 0\nrank = 1\n"
-              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\ngpu = 0\nrank = 2\n";
+              "[[device]]\nname = \"a0\"\nattention = true\ngpu = " << g0 << "\nrank = 0\n"
+              "[[device]]\nname = \"a1\"\nattention = true\ngpu = " << g1 << "\nrank = 1\n"
+              "[[device]]\nname = \"e0\"\nexperts = \"auto\"\ngpu = " << g1 << "\nrank = 1\n"
+              "[[device]]\nname = \"e1\"\nexperts = \"auto\"\ngpu = " << g2 << "\nrank = 2\n";
   }
   auto command = [&](const fs::path& out) {
     return bin + " generate --backend cuda --model " + (root / "model").string() + " --layout " +
@@ -169,7 +174,22 @@ TEST(CudaMultiProcess, ThreeRanksOnOneGpuServeTheReferenceTokens) {
   EXPECT_EQ(seen, expected.size()) << "outputs for " << seen << " of " << expected.size() << " requests\n" << many << logs;
   EXPECT_EQ(same, expected.size()) << same << " of " << expected.size()
                                    << " requests have the cpu reference's tokens\n--- three ranks:\n" << many << logs;
-  if (!HasFailure()) fs::remove_all(root);
+  if (!::testing::Test::HasFailure()) fs::remove_all(root);
+}
+
+TEST(CudaMultiProcess, ThreeRanksOnOneGpuServeTheReferenceTokens) {
+  if (const std::string why = cuda_backend_problem(); !why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  expect_reference_tokens({0, 0, 0});  // every pair host-staged (ranks sharing a GPU)
+}
+
+// Ranks 0 and 2 share GPU 0, rank 1 has GPU 1: rows between ranks 0 and 1 and between 1 and 2
+// go over NCCL (NcclPeerLinks), both ways, while those between ranks 0 and 2 stay host-staged.
+TEST(CudaMultiProcess, RanksOnTwoGpusServeTheReferenceTokensOverNccl) {
+  if (const std::string why = cuda_backend_problem(); !why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2)
+    GTEST_SKIP() << "needs 2 GPUs for NCCL between ranks, this machine has " << gpus;
+  expect_reference_tokens({0, 1, 0});
 }
 
 }  // namespace

@@ -157,6 +157,53 @@ TEST(WireFormat, RowsArriveInTheDestinationsOps) {
   EXPECT_NE(st.message().find("device 5"), std::string::npos) << st.message();
 }
 
+// Between ranks joined by device links (NCCL) the payload carries each batch's shape but not its
+// floats; the receiver allocates the rows in its destination's memory and lists them, in batch
+// order, for the link's receive. A process without device links refuses such a payload.
+TEST(WireFormat, RowsOverADeviceLinkTravelAsShapesOnly) {
+  HostActivationOps ops, arrivals;
+  Shipment sent = sample_shipment(ops);
+  TokenBatch empty;  // a batch without rows between the two with rows: not listed
+  empty.layer = LayerId::expert(2, 9);
+  sent.batches.insert(sent.batches.begin() + 1, std::move(empty));
+  ByteWriter inline_rows, linked;
+  encode_payload(inline_rows, sent);
+  encode_payload(linked, sent, /*rows_over_link=*/true);
+  const std::size_t floats = static_cast<std::size_t>(sent.batches[0].hidden.rows() * 6 + sent.batches[2].hidden.rows() * 6);
+  EXPECT_EQ(linked.bytes().size() + floats * sizeof(float), inline_rows.bytes().size());
+
+  const ArrivalOps to = [&](std::int32_t) -> ActivationOps* { return &arrivals; };
+  {
+    ByteReader r(linked.bytes().data(), linked.bytes().size());
+    Shipment got;
+    const Status st = decode_payload(r, to, 0, got);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("device link"), std::string::npos) << st.message();
+  }
+  ByteReader r(linked.bytes().data(), linked.bytes().size());
+  Shipment got;
+  std::vector<Activations*> over_link;
+  ASSERT_TRUE(decode_payload(r, to, 0, got, &over_link).ok());
+  EXPECT_EQ(r.left(), 0u);
+  ASSERT_EQ(got.batches.size(), 3u);
+  EXPECT_TRUE(got.batches[1].hidden.null());
+  ASSERT_EQ(over_link.size(), 2u);
+  EXPECT_EQ(over_link[0], &got.batches[0].hidden);
+  EXPECT_EQ(over_link[1], &got.batches[2].hidden);
+  for (std::size_t b : {0u, 2u}) {
+    EXPECT_EQ(&got.batches[b].hidden.owner(), &arrivals);
+    EXPECT_EQ(got.batches[b].hidden.rows(), sent.batches[b].hidden.rows());
+    EXPECT_EQ(got.batches[b].hidden.width(), 6);
+    EXPECT_EQ(got.batches[b].request, sent.batches[b].request);
+  }
+  // Rows inline decode as before, listing nothing.
+  ByteReader ri(inline_rows.bytes().data(), inline_rows.bytes().size());
+  Shipment got_inline;
+  std::vector<Activations*> none;
+  ASSERT_TRUE(decode_payload(ri, to, 0, got_inline, &none).ok());
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(WireFormat, PolicyAndPlacementRoundTrip) {
   RuntimePolicy p;
   p.kind = PolicyKind::PingPong;

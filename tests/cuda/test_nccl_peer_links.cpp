@@ -1,0 +1,121 @@
+// NCCL between ranks (NcclPeerLinks), two ranks as threads of this process on GPUs 0 and 1: the
+// unique ids rank 0 makes join both ends, and rows go both ways at once, each direction's
+// batches landing in the order sent, bit for bit. Ranks sharing a GPU get no link. Skips
+// without a GPU (or 2 GPUs where NCCL must run), saying so.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/cuda/cuda_activation_ops.h"
+#include "engine/cuda/cuda_deployment.h"
+#include "engine/cuda/nccl_peer_links.h"
+
+namespace sy {
+namespace {
+
+int gpu_count() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+#define SKIP_WITHOUT_GPU()                                            \
+  if (const std::string why = cuda_backend_problem(); !why.empty()) { \
+    GTEST_SKIP() << "no CUDA device: " << why;                        \
+  }
+
+std::vector<float> read(const Activations& a) {
+  std::vector<float> v(static_cast<std::size_t>(a.rows() * a.width()));
+  EXPECT_EQ(cudaMemcpy(v.data(), CudaActivationOps::data(a), v.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  return v;
+}
+
+std::vector<float> values(std::int64_t n, float first) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+TEST(NcclPeerLinks, RanksSharingAGpuGetNoLink) {
+  SKIP_WITHOUT_GPU();
+  NcclPeerLinks a(0, 30), b(0, 30);
+  const std::vector<std::string> memories = {a.memory(), b.memory()};
+  EXPECT_EQ(memories[0].rfind("GPU-", 0), 0u) << memories[0];
+  EXPECT_EQ(memories[0], memories[1]);
+  auto setup = a.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  EXPECT_TRUE(setup->empty());
+  EXPECT_TRUE(a.connect(0, memories, *setup).ok());
+  EXPECT_TRUE(b.connect(1, memories, *setup).ok());
+  EXPECT_FALSE(a.linked(1));
+  EXPECT_FALSE(b.linked(0));
+}
+
+TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
+  NcclPeerLinks zero(0, 60), one(1, 60);
+  const std::vector<std::string> memories = {zero.memory(), one.memory()};
+  ASSERT_NE(memories[0], memories[1]);
+  auto setup = zero.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  EXPECT_EQ(setup->size(), 2u * NCCL_UNIQUE_ID_BYTES);  // 0 -> 1 and 1 -> 0
+  Status joined_one = Status::Ok();
+  std::thread joining([&] { joined_one = one.connect(1, memories, *setup); });
+  const Status joined_zero = zero.connect(0, memories, *setup);
+  joining.join();
+  ASSERT_TRUE(joined_zero.ok()) << joined_zero.message();
+  ASSERT_TRUE(joined_one.ok()) << joined_one.message();
+  ASSERT_TRUE(zero.linked(1) && one.linked(0));
+
+  // Each rank sends 3 shipments of 2 batches (different shapes) while receiving the other's:
+  // sends on one thread (the event loop's), receives on another (the network thread's).
+  constexpr int kShipments = 3;
+  CudaActivationOps ops0(0), ops1(1);
+  CudaActivationOps* ops[2] = {&ops0, &ops1};
+  NcclPeerLinks* links[2] = {&zero, &one};
+  auto first = [](int rank, int s, int b) { return static_cast<float>(rank * 100000 + s * 1000 + b * 500); };
+  auto rows = [](int s, int b) { return std::int64_t{1 + s + 3 * b}; };
+  const std::int64_t width = 64;
+  std::vector<Activations> sent[2], got[2];
+  for (int rank = 0; rank < 2; ++rank)
+    for (int s = 0; s < kShipments; ++s)
+      for (int b = 0; b < 2; ++b) {
+        const std::vector<float> v = values(rows(s, b) * width, first(rank, s, b));
+        sent[rank].push_back(ops[rank]->allocate_from_host(v.data(), rows(s, b), width));
+        // The receiver allocates before it receives, as decode_payload does.
+        got[1 - rank].push_back(ops[1 - rank]->allocate(rows(s, b), width));
+      }
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      for (int s = 0; s < kShipments; ++s) {
+        const Activations* batch[2] = {&sent[rank][2 * s], &sent[rank][2 * s + 1]};
+        links[rank]->send(1 - rank, batch);
+      }
+    });
+    threads.emplace_back([&, rank] {
+      for (int s = 0; s < kShipments; ++s) {
+        Activations* batch[2] = {&got[rank][2 * s], &got[rank][2 * s + 1]};
+        links[rank]->receive(1 - rank, batch);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int rank = 0; rank < 2; ++rank)
+    for (int s = 0; s < kShipments; ++s)
+      for (int b = 0; b < 2; ++b) {
+        ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
+        EXPECT_EQ(read(got[rank][static_cast<std::size_t>(2 * s + b)]),
+                  values(rows(s, b) * width, first(1 - rank, s, b)))
+            << "rank " << rank << " shipment " << s << " batch " << b;
+      }
+}
+
+}  // namespace
+}  // namespace sy
