@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/cuda/cuda_executor.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -37,7 +38,10 @@ Cluster::ExecutorFactory cuda_executors(std::shared_ptr<const DeviceModel> model
 
 }  // namespace
 
-std::string cuda_backend_problem() { return kernels::cuda_device_problem(); }
+std::string cuda_backend_problem() {
+  if (std::string problem = kernels::cuda_device_problem(); !problem.empty()) return problem;
+  return kernels::cublas_library_problem();
+}
 
 StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr<const ModelWeights> weights,
                                                                  Topology topology, DeploymentOptions options,
