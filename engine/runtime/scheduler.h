@@ -78,6 +78,10 @@ class QueueGrid {
   bool pickable(std::int32_t b, std::int32_t c) const {
     return at(b, c) > 0 && (held_.empty() || held_[static_cast<std::size_t>(b * columns_ + c)] == 0);
   }
+  // The cells and the held flags ([block * columns + column]; nullptr: none held), for a pick
+  // that reads a block's row without a bounds computation per cell.
+  const std::int64_t* cells() const { return tokens_.data(); }
+  const std::uint8_t* held_cells() const { return held_.empty() ? nullptr : held_.data(); }
 
  private:
   std::int32_t blocks_ = 0;
