@@ -113,7 +113,7 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
 // (exactly proportional to the untaken weights), then, if none did, the exact scan. Only how
 // "taken" is checked differs (a compare for top-2, a bit per rank otherwise), so the picks and
 // weights are the same numbers whichever path runs.
-std::int32_t SkewRouter::draw(std::uint64_t& state) const {
+[[gnu::always_inline]] inline std::int32_t SkewRouter::draw(std::uint64_t& state) const {
   // The top 32 bits pick a column, the low 32 the side of its alias.
   const std::uint64_t x = next(state);
   const auto column = static_cast<std::size_t>(((x >> 32) * static_cast<std::uint64_t>(num_experts_)) >> 32);
@@ -122,7 +122,7 @@ std::int32_t SkewRouter::draw(std::uint64_t& state) const {
 }
 
 template <class Taken>
-std::int32_t SkewRouter::pick_rank(std::uint64_t& state, Taken taken) const {
+[[gnu::always_inline]] inline std::int32_t SkewRouter::pick_rank(std::uint64_t& state, Taken taken) const {
   for (int attempt = 0; attempt < 64; ++attempt) {
     const std::int32_t r = draw(state);
     if (!taken(r) && (all_positive_ || rank_weight_[static_cast<std::size_t>(r)] > 0.0)) return r;
