@@ -20,9 +20,6 @@ class DefragScheduler final : public Scheduler {
   double decay_;
   // δ^k for k = 1..K, multiplied up in the order Algorithm 1 does, so scores stay bit-identical.
   std::vector<double> weights_;
-  // Per pick: an occupied block's tokens per expert (TotalTokens / N_E), divided once per
-  // block rather than once for each of the K blocks that look ahead at it.
-  std::vector<double> density_;
 };
 
 }  // namespace sy

@@ -68,6 +68,8 @@ class QueueGrid {
       for (std::uint64_t bits = occupied_[w]; bits != 0; bits &= bits - 1)
         f(static_cast<std::int32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
   }
+  // Bits 64·i … 64·i + 63 of the occupied-block set (bit b: block b has a token).
+  std::uint64_t occupied_word(std::size_t i) const { return i < occupied_.size() ? occupied_[i] : 0; }
   void set(std::int32_t b, std::int32_t c, std::int64_t tokens) { set(static_cast<std::size_t>(b * columns_ + c), tokens); }
   // A held cell keeps its tokens (they still count in its block's density, which the defrag
   // lookahead reads) but may not be picked: the μ-queue gate holds it back.

@@ -106,7 +106,8 @@ TEST(Schedulers, DefragPicksWhatAlgorithm1Picks) {
   for (int trial = 0; trial < 3000; ++trial) {
     const auto blocks = static_cast<std::int32_t>(1 + below(70));
     const auto columns = static_cast<std::int32_t>(1 + below(6));
-    const auto lookahead = static_cast<std::int32_t>(below(6));
+    // Mostly AMoE's few blocks; sometimes past the ring (K > blocks) and past a word (K >= 64).
+    const auto lookahead = static_cast<std::int32_t>(trial % 7 == 0 ? below(90) : below(6));
     const double decay = trial % 3 == 0 ? 1.0 : 0.1 + 0.9 * static_cast<double>(below(1000)) / 1000.0;
     const std::int64_t occupied_in_1000 = 1 + below(1000);
     QueueGrid g;
