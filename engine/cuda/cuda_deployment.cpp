@@ -12,6 +12,7 @@
 #include "engine/cuda/gpu_assignment.h"
 #include "engine/dist/zmq_transport.h"
 #include "engine/runtime/loop_transport.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/cuda_kernels.h"
 
 namespace sy {
@@ -36,7 +37,10 @@ Cluster::ExecutorFactory cuda_executors(GpuModels models, const DeploymentOption
 
 }  // namespace
 
-std::string cuda_backend_problem() { return kernels::cuda_device_problem(); }
+std::string cuda_backend_problem() {
+  if (std::string problem = kernels::cuda_device_problem(); !problem.empty()) return problem;
+  return kernels::cublas_library_problem();
+}
 
 ActivationOps& cuda_arrival_pool(int gpu) {
   // Never freed, like the transport's host arrival pool: handles of it may outlive any one

@@ -17,7 +17,8 @@
 
 namespace sy {
 
-// Why no GPU can be used (the CUDA runtime's reason); empty when one can.
+// Why no GPU can be used (the CUDA runtime's reason, or that cuBLAS cannot be loaded); empty
+// when one can.
 std::string cuda_backend_problem();
 
 // The process's pool on `gpu` for rows that arrive from another process (through host

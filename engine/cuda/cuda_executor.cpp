@@ -11,6 +11,7 @@
 
 #include "engine/cuda/cuda_must.h"
 #include "kernels/cuda/device_sync_lock.h"
+#include "kernels/cuda/cublas_library.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -112,15 +113,22 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
       activations_(options.gpu) {
   must(cudaSetDevice(options_.gpu), "cudaSetDevice");
   must(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS) {
+  // cuda_backend_problem() says when the library cannot load, before any device is made.
+  const kernels::CublasLibrary* library = kernels::cublas_library();
+  if (!library) {
+    std::fprintf(stderr, "cuda backend: %s\n", kernels::cublas_library_problem().c_str());
+    std::abort();
+  }
+  const kernels::CublasLibrary& blas = *library;
+  if (blas.create(&cublas_) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "cuda backend: cublasCreate failed on gpu %d\n", options_.gpu);
     std::abort();
   }
   // The stream first: cublasSetStream resets the workspace (kernels::linear_cuda and
   // grouped_linear_cuda only set the stream when it differs, so this one stays).
   must(kernels::locked_malloc(&cublas_workspace_, kCublasWorkspaceBytes), "cudaMalloc (cuBLAS workspace)");
-  if (cublasSetStream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS ||
-      cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
+  if (blas.set_stream(cublas_, stream_) != CUBLAS_STATUS_SUCCESS ||
+      blas.set_workspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes) != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "cuda backend: cublasSetStream/cublasSetWorkspace failed on gpu %d\n", options_.gpu);
     std::abort();
   }
@@ -154,7 +162,7 @@ CudaExecutor::~CudaExecutor() {
   kernels::locked_free(decode_.device);
   kernels::locked_free_host(decode_.host);
   for (cudaEvent_t e : {base_, start_, end_}) cudaEventDestroy(e);
-  cublasDestroy(cublas_);
+  kernels::cublas().destroy(cublas_);
   kernels::locked_free(cublas_workspace_);
   cudaStreamDestroy(stream_);
 }

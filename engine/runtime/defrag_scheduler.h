@@ -18,12 +18,8 @@ class DefragScheduler final : public Scheduler {
  private:
   std::int32_t lookahead_;
   double decay_;
-  std::vector<std::int32_t> occupied_;  // blocks with a waiting token, ascending
   // δ^k for k = 1..K, multiplied up in the order Algorithm 1 does, so scores stay bit-identical.
   std::vector<double> weights_;
-  // Per pick: an occupied block's tokens per expert (TotalTokens / N_E), divided once per
-  // block rather than once for each of the K blocks that look ahead at it.
-  std::vector<double> density_;
 };
 
 }  // namespace sy

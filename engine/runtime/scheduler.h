@@ -68,6 +68,8 @@ class QueueGrid {
       for (std::uint64_t bits = occupied_[w]; bits != 0; bits &= bits - 1)
         f(static_cast<std::int32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
   }
+  // Bits 64·i … 64·i + 63 of the occupied-block set (bit b: block b has a token).
+  std::uint64_t occupied_word(std::size_t i) const { return i < occupied_.size() ? occupied_[i] : 0; }
   void set(std::int32_t b, std::int32_t c, std::int64_t tokens) { set(static_cast<std::size_t>(b * columns_ + c), tokens); }
   // A held cell keeps its tokens (they still count in its block's density, which the defrag
   // lookahead reads) but may not be picked: the μ-queue gate holds it back.
@@ -78,6 +80,10 @@ class QueueGrid {
   bool pickable(std::int32_t b, std::int32_t c) const {
     return at(b, c) > 0 && (held_.empty() || held_[static_cast<std::size_t>(b * columns_ + c)] == 0);
   }
+  // The cells and the held flags ([block * columns + column]; nullptr: none held), for a pick
+  // that reads a block's row without a bounds computation per cell.
+  const std::int64_t* cells() const { return tokens_.data(); }
+  const std::uint8_t* held_cells() const { return held_.empty() ? nullptr : held_.data(); }
 
  private:
   std::int32_t blocks_ = 0;

@@ -130,17 +130,7 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
   }
 }
 
-void MetricsCollector::IntervalLog::add(Interval i) {
-  if (ordered && !intervals.empty() && i.start <= intervals.back().end && i.end >= intervals.back().end) {
-    // It continues the last interval (a busy device's next execution starts as the last one
-    // ends): extend that one. Reports count the union clipped to their window, the same either
-    // way; forget_before(t) keeps a stretch whole where it would have dropped its early pieces,
-    // but those ended before t, so no window from t on reaches them.
-    Interval& last = intervals.back();
-    last.end = i.end;
-    longest = std::max(longest, last.end - last.start);
-    return;
-  }
+void MetricsCollector::IntervalLog::append(Interval i) {
   if (!intervals.empty() && i.end < intervals.back().end) ordered = false;
   longest = std::max(longest, i.end - i.start);
   intervals.push_back(i);
@@ -161,6 +151,34 @@ std::vector<std::pair<std::int64_t, std::int64_t>> MetricsCollector::IntervalLog
   for (auto it = first; it != last; ++it)
     if (it->end > lo && it->start < hi) out.emplace_back(it->start, it->end);
   return out;
+}
+
+std::int64_t MetricsCollector::IntervalLog::covered(std::int64_t lo, std::int64_t hi) const {
+  if (!ordered) return sy::covered(overlapping(lo, hi), lo, hi);
+  // One pass over the window's intervals, clipped, without copying them: while they come in
+  // ascending (start, end) order (a device's busy and stall logs do) this is the union the
+  // sorting path computes; one out of order, and the window takes that path.
+  auto first = std::lower_bound(intervals.begin(), intervals.end(), lo,
+                                [](const Interval& i, std::int64_t t) { return i.end < t; });
+  const std::int64_t stop = hi > std::numeric_limits<std::int64_t>::max() - longest ? hi : hi + longest;
+  const auto last =
+      std::upper_bound(first, intervals.end(), stop, [](std::int64_t t, const Interval& i) { return t < i.end; });
+  std::int64_t total = 0;
+  std::int64_t reach = lo;  // everything before `reach` is already counted
+  std::pair<std::int64_t, std::int64_t> previous{std::numeric_limits<std::int64_t>::min(),
+                                                 std::numeric_limits<std::int64_t>::min()};
+  for (auto it = first; it != last; ++it) {
+    if (!(it->end > lo && it->start < hi)) continue;
+    const std::pair<std::int64_t, std::int64_t> clipped{std::max(it->start, lo), std::min(it->end, hi)};
+    if (clipped < previous) return sy::covered(overlapping(lo, hi), lo, hi);
+    previous = clipped;
+    const std::int64_t from = std::max(clipped.first, reach);
+    if (clipped.second > from) {
+      total += clipped.second - from;
+      reach = clipped.second;
+    }
+  }
+  return total;
 }
 
 void MetricsCollector::IntervalLog::forget_before(std::int64_t t) {
@@ -197,7 +215,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
     std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
-    std::erase_if(d.traffic.buckets, [t](const Bucket& b) { return (b.index + 1) * kBucketNs <= t; });
+    d.traffic.forget_before(t);
   }
 }
 
@@ -291,7 +309,7 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
   const std::int64_t span = t_end - t_begin;
   const auto fraction = [&](const IntervalLog& log) {
     if (span <= 0) return 0.0;
-    return static_cast<double>(covered(log.overlapping(t_begin, t_end), t_begin, t_end)) / static_cast<double>(span);
+    return static_cast<double>(log.covered(t_begin, t_end)) / static_cast<double>(span);
   };
   for (std::size_t d = 0; d < n; ++d) {
     DeviceUsage u;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -147,9 +148,27 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
     std::vector<Interval> intervals;
     bool ordered = true;          // ends non-decreasing so far
     std::int64_t longest = 0;     // the longest interval's length
-    void add(Interval i);
+    // Inline: every execution and stall lands here, and most continue the last interval.
+    void add(Interval i) {
+      if (ordered && !intervals.empty() && i.start <= intervals.back().end && i.end >= intervals.back().end) {
+        // It continues the last interval (a busy device's next execution starts as the last
+        // one ends): extend that one. Reports count the union clipped to their window, the
+        // same either way; forget_before(t) keeps a stretch whole where it would have dropped
+        // its early pieces, but those ended before t, so no window from t on reaches them. One
+        // that also started earlier (a report that covers the last one) extends it back too.
+        Interval& last = intervals.back();
+        last.start = std::min(last.start, i.start);
+        last.end = i.end;
+        longest = std::max(longest, last.end - last.start);
+        return;
+      }
+      append(i);
+    }
+    [[gnu::noinline]] void append(Interval i);
     // The intervals that may overlap [lo, hi], as (start, end) pairs.
     std::vector<std::pair<std::int64_t, std::int64_t>> overlapping(std::int64_t lo, std::int64_t hi) const;
+    // The length of [lo, hi] that the intervals cover (their union, clipped).
+    std::int64_t covered(std::int64_t lo, std::int64_t hi) const;
     void forget_before(std::int64_t t);
   };
   struct Execution {
@@ -167,16 +186,28 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   };
   struct BucketLog {
     std::vector<Bucket> buckets;  // ascending index
-    // The bucket of time t (a late report joins the newest bucket). Inline: every transfer
-    // and queue take lands here.
+    // Where the newest bucket ends: a time before it (a late report too) joins that bucket.
+    // The lowest time while there is none, so that the first report opens one.
+    std::int64_t next_start = std::numeric_limits<std::int64_t>::min();
+    // The bucket of time t (a late report joins the newest bucket). Inline, one comparison:
+    // every transfer and queue take lands here.
     Bucket& at(std::int64_t t) {
+      if (t < next_start) return buckets.back();
+      return open(t);
+    }
+    // The bucket for a time at or past next_start, new once per 10 ms: out of line, so that the
+    // reports landing in the newest bucket need no stack frame.
+    [[gnu::noinline]] Bucket& open(std::int64_t t) {
       const std::int64_t index = std::max<std::int64_t>(0, t) / kBucketNs;
-      if (buckets.empty() || buckets.back().index < index) return open(index);
+      if (buckets.empty() || buckets.back().index < index) buckets.push_back(Bucket{index});
+      next_start = (buckets.back().index + 1) * kBucketNs;
       return buckets.back();
     }
-    // A new bucket, once per 10 ms: out of line, so that the reports landing in the newest
-    // bucket need no stack frame.
-    [[gnu::noinline]] Bucket& open(std::int64_t index) { return buckets.emplace_back(Bucket{index}); }
+    // Drops the buckets that ended by t.
+    void forget_before(std::int64_t t) {
+      std::erase_if(buckets, [t](const Bucket& b) { return (b.index + 1) * kBucketNs <= t; });
+      if (buckets.empty()) next_start = std::numeric_limits<std::int64_t>::min();
+    }
   };
   struct Device {
     IntervalLog busy;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/sim/cost_model.h"
 #include "engine/model/model_config.h"
@@ -41,6 +42,13 @@ class RooflineCostModel final : public CostModel {
   std::int64_t collective_ns() const override { return sync_.collective_ns; }
   std::int64_t iteration_host_ns() const override { return sync_.host_ns; }
 
+  // Tabulates, for 0..max_rows rows, the terms of attention_ns, experts_ns and sample_ns that
+  // depend on the row count alone, so that the simulator's calls (one per execution) skip their
+  // GEMM and streaming arithmetic. The results stay the same bits: each term is computed as the
+  // call computes it and added in the same order. Call before the model is shared (it is not
+  // synchronised); a planner that builds many short-lived models need not call it.
+  void tabulate_rows(std::int64_t max_rows);
+
   // One GEMM of a [params]-sized bf16 weight over `tokens` rows: max(compute, weight streaming)
   // plus the kernel overhead. Compute runs at peak · gemm_efficiency · n / (n + half_tokens).
   double gemm_ns(double params, double tokens) const;
@@ -49,6 +57,15 @@ class RooflineCostModel final : public CostModel {
 
  private:
   double shared_ns(std::int32_t block, double tokens) const;
+  // attention_ns's terms in the order they are summed, but for the context's.
+  double projections_ns(double n) const;
+  double elementwise_ns(double n) const;
+  double context_ns(double context) const;
+  double expert_ns(double rows) const;  // one expert's share of experts_ns
+  struct RowTerms {
+    double projections = 0, elementwise = 0, router = 0, dense_mlp = 0, shared = 0, expert = 0, sample = 0;
+  };
+  std::vector<RowTerms> rows_;  // [rows], from tabulate_rows; empty: computed per call
   HardwareProfile hw_;
   ModelConfig config_;
   double tp_;

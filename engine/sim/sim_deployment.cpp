@@ -11,9 +11,13 @@ DeploymentOptions with_cost_model(DeploymentOptions o, const ModelConfig& config
                                   std::int32_t devices) {
   // Simulated devices only exist on virtual time (paced to the wall clock when watched live).
   o.clock = Clock::Virtual;
-  if (!o.cost_model)
-    o.cost_model = std::make_shared<RooflineCostModel>(hw, config, 1,
-                                                       sync_baseline_costs(hw, devices, o.link.devices_per_node));
+  if (!o.cost_model) {
+    auto roofline =
+        std::make_shared<RooflineCostModel>(hw, config, 1, sync_baseline_costs(hw, devices, o.link.devices_per_node));
+    // Executions of up to 512 rows (every decode batch we simulate) look their costs up.
+    roofline->tabulate_rows(512);
+    o.cost_model = std::move(roofline);
+  }
   if (!o.skew_routing)
     o.skew_routing = std::make_shared<SkewRouting>(config.num_layers, config.num_experts, o.skew_lambda.value_or(0.0),
                                                    o.skew_seed);

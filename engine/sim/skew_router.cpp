@@ -50,8 +50,8 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
   for (std::size_t d = 0; d < n; ++d)
     relative_weight_[d] = std::max(std::exp(-lambda * static_cast<double>(d)), kMinRelativeWeight);
   // Vose's alias table over the rank weights: one draw costs one random number, whatever E.
-  alias_prob_.assign(n, 0.0);
-  alias_.assign(n, 0);
+  std::vector<double> alias_prob_(n, 0.0);
+  std::vector<std::int32_t> alias_(n, 0);
   {
     std::vector<double> scaled(n);
     std::vector<std::int32_t> small, large;
@@ -75,6 +75,10 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
     for (std::size_t r = 0; r < n; ++r)
       if (alias_prob_[r] >= 1.0) alias_[r] = static_cast<std::int32_t>(r);
   }
+  alias_table_.resize(n);
+  for (std::size_t r = 0; r < n; ++r)
+    alias_table_[r] = {static_cast<std::uint64_t>(std::ceil(alias_prob_[r] * 0x1.0p32)), alias_[r]};
+  all_positive_ = std::all_of(rank_weight_.begin(), rank_weight_.end(), [](double w) { return w > 0.0; });
 
   std::uint64_t state = mix(seed ^ kPermutationSalt);
   ranking_.resize(static_cast<std::size_t>(num_layers));
@@ -104,68 +108,91 @@ void SkewRouter::route(std::int32_t block, std::uint64_t token_key, std::int32_t
   route_from(mix(block_hash(block) ^ token_key), block, k, expert_ids, weights);
 }
 
-void SkewRouter::route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position,
-                            std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const {
-  assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
-  const std::uint64_t hash = block_hash(block);
-  for (std::int64_t i = 0; i < rows; ++i)
-    route_from(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k);
+// Every path consumes the token's random stream exactly as one sampling loop does: per
+// pick, up to 64 draws from the full distribution until an untaken rank with weight comes up
+// (exactly proportional to the untaken weights), then, if none did, the exact scan. Only how
+// "taken" is checked differs (a compare for top-2, a bit per rank otherwise), so the picks and
+// weights are the same numbers whichever path runs.
+[[gnu::always_inline]] inline std::int32_t SkewRouter::draw(std::uint64_t& state) const {
+  // The top 32 bits pick a column, the low 32 the side of its alias.
+  const std::uint64_t x = next(state);
+  const auto column = static_cast<std::size_t>(((x >> 32) * static_cast<std::uint64_t>(num_experts_)) >> 32);
+  const AliasColumn& c = alias_table_[column];
+  return (x & 0xffffffffULL) < c.threshold ? static_cast<std::int32_t>(column) : c.alias;
 }
 
-void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
-                            float* weights) const {
-  // Sample ranks (the rank distribution is the same in every block), keeping them in
-  // expert_ids until the end; ranks already picked are flagged in a stack buffer.
-  constexpr std::int32_t kStackExperts = 1024;
-  bool flags[kStackExperts];
-  std::vector<char> spill_flags;
-  bool* taken = flags;
-  if (num_experts_ > kStackExperts) {
-    spill_flags.assign(static_cast<std::size_t>(num_experts_), 0);
-    taken = reinterpret_cast<bool*>(spill_flags.data());
-  } else if (k > 1) {
-    std::fill(flags, flags + num_experts_, false);
+template <class Taken>
+[[gnu::always_inline]] inline std::int32_t SkewRouter::pick_rank(std::uint64_t& state, Taken taken) const {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const std::int32_t r = draw(state);
+    if (!taken(r) && (all_positive_ || rank_weight_[static_cast<std::size_t>(r)] > 0.0)) return r;
   }
-  // A rank from the full distribution in O(1): the top 32 bits pick a column, the low 32 the
-  // side of its alias.
-  const auto draw = [&] {
-    const std::uint64_t x = next(state);
-    const auto column = static_cast<std::size_t>(((x >> 32) * static_cast<std::uint64_t>(num_experts_)) >> 32);
-    const double u = static_cast<double>(x & 0xffffffffULL) * 0x1.0p-32;
-    return u < alias_prob_[column] ? static_cast<std::int32_t>(column) : alias_[column];
+  return pick_by_scan(state, taken);
+}
+
+template <class Taken>
+[[gnu::noinline]] std::int32_t SkewRouter::pick_by_scan(std::uint64_t& state, Taken taken) const {
+  // Almost all of the weight is taken (or underflowed): the exact scan over what is left.
+  std::int32_t pick = -1;
+  double remaining = 0.0;
+  for (std::int32_t r = 0; r < num_experts_; ++r)
+    if (!taken(r)) remaining += rank_weight_[static_cast<std::size_t>(r)];
+  if (remaining > 0.0) {
+    double target = uniform01(state) * remaining;
+    for (std::int32_t r = 0; r < num_experts_; ++r) {
+      if (taken(r) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
+      pick = r;  // rounding can leave target just above the last sum: take the last candidate
+      target -= rank_weight_[static_cast<std::size_t>(r)];
+      if (target < 0.0) break;
+    }
+  }
+  if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
+    pick = 0;
+    while (taken(pick)) ++pick;
+  }
+  return pick;
+}
+
+[[gnu::always_inline]] inline void SkewRouter::route_two(std::uint64_t state, const std::int32_t* order, std::int32_t* expert_ids,
+                                  float* weights) const {
+  const std::int32_t first = pick_rank(state, [](std::int32_t) { return false; });
+  const std::int32_t second = pick_rank(state, [first](std::int32_t r) { return r == first; });
+  // Weights ∝ exp(−λ · (rank − hottest picked rank)), relative to the hottest pick so that they
+  // stay representable however cold the tail is; summed in pick order, as route_any does.
+  const std::int32_t hottest = std::min(first, second);
+  const double w0 = relative_weight_[static_cast<std::size_t>(first - hottest)];
+  const double w1 = relative_weight_[static_cast<std::size_t>(second - hottest)];
+  const double sum = w0 + w1;
+  weights[0] = static_cast<float>(w0 / sum);
+  weights[1] = static_cast<float>(w1 / sum);
+  expert_ids[0] = order[first];
+  expert_ids[1] = order[second];
+}
+
+void SkewRouter::route_any(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
+                           float* weights) const {
+  // Ranks are kept in expert_ids until the end; the taken ranks are bits (two words to clear
+  // per token for 128 experts, where a byte per expert cost a 128-byte fill and scanning the
+  // picks so far cost more than either: a wide k rejects many draws).
+  constexpr std::size_t kStackWords = 16;  // up to 1024 experts
+  const std::size_t words = (static_cast<std::size_t>(num_experts_) + 63) / 64;
+  std::uint64_t stack_bits[kStackWords];
+  std::vector<std::uint64_t> spill_bits;
+  std::uint64_t* bits = stack_bits;
+  if (words > kStackWords) {
+    spill_bits.assign(words, 0);
+    bits = spill_bits.data();
+  } else {
+    std::fill(stack_bits, stack_bits + words, 0);
+  }
+  const auto taken = [bits](std::int32_t r) {
+    return ((bits[static_cast<std::uint32_t>(r) >> 6] >> (static_cast<std::uint32_t>(r) & 63)) & 1) != 0;
   };
   for (std::int32_t j = 0; j < k; ++j) {
-    std::int32_t pick = -1;
-    // Sampling without replacement: draw from the full distribution until an untaken rank
-    // comes up, which is exactly proportional to the untaken weights.
-    for (int attempt = 0; attempt < 64 && pick < 0; ++attempt) {
-      const std::int32_t r = draw();
-      if ((j == 0 || !taken[r]) && rank_weight_[static_cast<std::size_t>(r)] > 0.0) pick = r;
-    }
-    if (pick < 0) {
-      // Almost all of the weight is taken (or underflowed): the exact scan over what is left.
-      double remaining = 0.0;
-      for (std::int32_t r = 0; r < num_experts_; ++r)
-        if (!(j > 0 && taken[r])) remaining += rank_weight_[static_cast<std::size_t>(r)];
-      if (remaining > 0.0) {
-        double target = uniform01(state) * remaining;
-        for (std::int32_t r = 0; r < num_experts_; ++r) {
-          if ((j > 0 && taken[r]) || rank_weight_[static_cast<std::size_t>(r)] <= 0.0) continue;
-          pick = r;  // rounding can leave target just above the last sum: take the last candidate
-          target -= rank_weight_[static_cast<std::size_t>(r)];
-          if (target < 0.0) break;
-        }
-      }
-      if (pick < 0) {  // the untaken tail underflowed to zero weight: the hottest untaken rank
-        pick = 0;
-        while (j > 0 && taken[pick]) ++pick;
-      }
-    }
-    expert_ids[j] = pick;
-    if (k > 1) taken[pick] = true;
+    const std::int32_t r = pick_rank(state, taken);
+    expert_ids[j] = r;
+    bits[static_cast<std::uint32_t>(r) >> 6] |= std::uint64_t{1} << (static_cast<std::uint32_t>(r) & 63);
   }
-  // Weights ∝ exp(−λ · (rank − hottest picked rank)), computed relative to the hottest pick
-  // so that they stay representable however cold the tail is.
   std::int32_t hottest = expert_ids[0];
   for (std::int32_t j = 1; j < k; ++j) hottest = std::min(hottest, expert_ids[j]);
   double relative[64];
@@ -185,6 +212,28 @@ void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_
     weights[j] = static_cast<float>(rel[j] / sum);
     expert_ids[j] = order[static_cast<std::size_t>(expert_ids[j])];
   }
+}
+
+void SkewRouter::route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position,
+                            std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const {
+  assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
+  const std::uint64_t hash = block_hash(block);
+  if (k == 2) {  // every model the demos and benches run: the block's constants hoisted out of the rows
+    const std::int32_t* order = ranking_[static_cast<std::size_t>(block)].data();
+    for (std::int64_t i = 0; i < rows; ++i)
+      route_two(mix(hash ^ skew_token_key(request[i], position[i])), order, expert_ids + i * 2, weights + i * 2);
+    return;
+  }
+  for (std::int64_t i = 0; i < rows; ++i)
+    route_any(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k);
+}
+
+void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
+                            float* weights) const {
+  if (k == 2)
+    route_two(state, ranking_[static_cast<std::size_t>(block)].data(), expert_ids, weights);
+  else
+    route_any(state, block, k, expert_ids, weights);
 }
 
 void SkewRouting::route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,

@@ -43,11 +43,29 @@ class SkewRouter {
   double lambda() const { return lambda_; }
 
  private:
+  // One column of Vose's alias table: a draw whose low 32 bits are below `threshold` keeps the
+  // column, otherwise takes `alias`. threshold = ceil(prob · 2^32), so the integer comparison
+  // decides exactly as u < prob with u = low32 · 2^-32 (both sides exact in a double).
+  struct AliasColumn {
+    std::uint64_t threshold;
+    std::int32_t alias;
+  };
   // The hash every token of `block` starts from (route's state is it mixed with the token key).
   std::uint64_t block_hash(std::int32_t block) const;
-  // route() from a token's starting state.
+  // route() from a token's starting state: top-2 apart, any other k through route_any.
   void route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
                   float* weights) const;
+  void route_two(std::uint64_t state, const std::int32_t* order, std::int32_t* expert_ids, float* weights) const;
+  void route_any(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
+                 float* weights) const;
+  // A rank from the full distribution (one random number).
+  std::int32_t draw(std::uint64_t& state) const;
+  // Whether a drawn rank may be picked: it has weight and `taken(rank)` is false.
+  template <class Taken>
+  std::int32_t pick_rank(std::uint64_t& state, Taken taken) const;
+  // After 64 rejected draws: the exact scan over the untaken ranks (rare: almost all weight taken).
+  template <class Taken>
+  std::int32_t pick_by_scan(std::uint64_t& state, Taken taken) const;
 
   std::int32_t num_experts_;
   double lambda_;
@@ -55,8 +73,9 @@ class SkewRouter {
   std::vector<double> rank_weight_;                 // [rank], sums to 1
   double first_pick_total_ = 0;                     // Σ rank_weight_, in rank order
   std::vector<double> relative_weight_;             // [rank distance] -> max(exp(-λ·d), 1e-6)
-  std::vector<double> alias_prob_;                  // Vose alias table over rank_weight_
-  std::vector<std::int32_t> alias_;
+  std::vector<AliasColumn> alias_table_;            // Vose alias table over rank_weight_
+  // Every rank has a positive weight (no exp() underflow): a drawn rank needs no weight check.
+  bool all_positive_ = true;
   std::vector<std::vector<std::int32_t>> ranking_;  // [block][rank] -> expert
   std::vector<std::vector<std::int32_t>> rank_of_;  // [block][expert] -> rank
   std::vector<std::vector<double>> popularity_;     // [block][expert]

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "kernels/cuda/cublas_library.h"
 
 namespace sy::kernels::detail {
 
@@ -21,7 +22,7 @@ inline Status check_cuda(cudaError_t err, const char* what) {
 inline Status check_launch(const char* kernel) { return check_cuda(cudaGetLastError(), kernel); }
 
 inline Status check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) return Status::Error(std::string(what) + ": " + cublasGetStatusString(status));
+  if (status != CUBLAS_STATUS_SUCCESS) return Status::Error(std::string(what) + ": " + cublas().status_string(status));
   return Status::Ok();
 }
 
@@ -30,8 +31,8 @@ inline Status check_cublas(cublasStatus_t status, const char* what) {
 // a CUDA graph capture needs: the stream is switched only when it differs.
 inline Status use_stream(cublasHandle_t handle, cudaStream_t stream) {
   cudaStream_t current = nullptr;
-  if (cublasGetStream(handle, &current) == CUBLAS_STATUS_SUCCESS && current == stream) return Status::Ok();
-  return check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
+  if (cublas().get_stream(handle, &current) == CUBLAS_STATUS_SUCCESS && current == stream) return Status::Ok();
+  return check_cublas(cublas().set_stream(handle, stream), "cublasSetStream");
 }
 
 inline Status require(bool condition, const char* message) {

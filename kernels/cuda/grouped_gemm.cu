@@ -171,7 +171,7 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
   const void* const* d_a = ws.device_pointers();
   const void* const* d_b = ws.device_pointers() + P;
   void* const* d_c = const_cast<void* const*>(ws.device_pointers() + 2 * P);
-  const cublasStatus_t status = cublasGemmGroupedBatchedEx(
+  const cublasStatus_t status = cublas().gemm_grouped_batched_ex(
       handle, transa.data(), transb.data(), m_arr.data(), group_m.data(), k_arr.data(), alpha.data(), d_a, t,
       lda.data(), d_b, t, lda.data(), beta.data(), d_c, CUDA_R_32F, ldc.data(), G, group_size.data(),
       CUBLAS_COMPUTE_32F);
@@ -189,9 +189,9 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
   for (std::int64_t j = 0; j < P; ++j) {
     const GroupedLinearProblem& p = problems[order[static_cast<std::size_t>(j)]];
     SY_RETURN_IF_ERROR(detail::check_cublas(
-        cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(p.m), static_cast<int>(K),
-                     &one, p.w, t, static_cast<int>(K), p.x, t, static_cast<int>(K), &zero, p.y, CUDA_R_32F,
-                     static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        cublas().gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(p.m),
+                         static_cast<int>(K), &one, p.w, t, static_cast<int>(K), p.x, t, static_cast<int>(K), &zero,
+                         p.y, CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "grouped_linear_cuda: cublasGemmEx"));
   }
   return Status::Ok();

@@ -61,9 +61,9 @@ Status linear_cuda(cublasHandle_t handle, const void* x, DType type, std::int64_
   // cuBLAS is column-major: row-major y[M,N] is column-major yᵀ[N,M] = W[N,K] · xᵀ[K,M], where
   // row-major W[N,K] read column-major is Wᵀ (so op T) and row-major x[M,K] is xᵀ already.
   SY_RETURN_IF_ERROR(detail::check_cublas(
-      cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K),
-                   &alpha, w, t, static_cast<int>(K), x, t, static_cast<int>(K), &beta, y,
-                   CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      cublas().gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                       static_cast<int>(K), &alpha, w, t, static_cast<int>(K), x, t, static_cast<int>(K), &beta, y,
+                       CUDA_R_32F, static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
       "linear_cuda: cublasGemmEx"));
   return Status::Ok();
 }

@@ -2,6 +2,10 @@
 // from AMoE Algorithm 1 and the two strawmen).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <optional>
+#include <random>
+
 #include "engine/runtime/scheduler.h"
 
 namespace sy {
@@ -66,6 +70,60 @@ TEST(Schedulers, DefragDividesEachBlockByItsOwnExperts) {
   g.set_block_width(1, 1);
   EXPECT_EQ(g.block_width(0), 4);
   EXPECT_EQ(*make("defrag", 1, 1.0)->pick(g), (GridPick{0, 0}));
+}
+
+// AMoE Algorithm 1 as written: every (b, k) sums block b+k's queues and divides by its N_E;
+// every positive, unheld queue scores LScore + Q; the argmax, ties to the lowest (block,
+// expert). The same floating-point operations in the same order as the scheduler's, so its
+// picks must match exactly on random grids with holds, per-block widths and wrap-around.
+std::optional<GridPick> algorithm1(const QueueGrid& g, std::int32_t lookahead, double decay) {
+  std::optional<GridPick> best;
+  double best_score = 0;
+  for (std::int32_t b = 0; b < g.blocks(); ++b) {
+    double lscore = 0, weight = 1;
+    for (std::int32_t k = 1; k <= lookahead; ++k) {
+      weight *= decay;
+      const std::int32_t ahead = (b + k) % g.blocks();
+      std::int64_t total = 0;
+      for (std::int32_t e = 0; e < g.columns(); ++e) total += g.at(ahead, e);
+      lscore += static_cast<double>(total) / std::max(1, g.block_width(ahead)) * weight;  // + 0 where empty
+    }
+    for (std::int32_t e = 0; e < g.columns(); ++e) {
+      if (!g.pickable(b, e)) continue;
+      const double score = lscore + static_cast<double>(g.at(b, e));
+      if (!best || score > best_score) {
+        best = GridPick{b, e};
+        best_score = score;
+      }
+    }
+  }
+  return best;
+}
+
+TEST(Schedulers, DefragPicksWhatAlgorithm1Picks) {
+  std::mt19937_64 rng(17);
+  const auto below = [&](std::int64_t n) { return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)); };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const auto blocks = static_cast<std::int32_t>(1 + below(70));
+    const auto columns = static_cast<std::int32_t>(1 + below(6));
+    // Mostly AMoE's few blocks; sometimes past the ring (K > blocks) and past a word (K >= 64).
+    const auto lookahead = static_cast<std::int32_t>(trial % 7 == 0 ? below(90) : below(6));
+    const double decay = trial % 3 == 0 ? 1.0 : 0.1 + 0.9 * static_cast<double>(below(1000)) / 1000.0;
+    const std::int64_t occupied_in_1000 = 1 + below(1000);
+    QueueGrid g;
+    g.reset(blocks, columns);
+    for (std::int32_t b = 0; b < blocks; ++b)
+      for (std::int32_t e = 0; e < columns; ++e)
+        if (below(1000) < occupied_in_1000) g.set(b, e, 1 + below(trial % 2 ? 4 : 300));
+    if (trial % 4 == 1)
+      for (std::int32_t b = 0; b < blocks; ++b) g.set_block_width(b, static_cast<std::int32_t>(1 + below(columns)));
+    if (trial % 5 == 2)
+      for (std::int32_t i = 0; i < 1 + below(blocks * columns); ++i)
+        g.hold(static_cast<std::int32_t>(below(blocks)), static_cast<std::int32_t>(below(columns)));
+    auto scheduler = make("defrag", lookahead, decay);
+    // Twice: a scheduler reused across picks must not carry anything from the last one.
+    for (int again = 0; again < 2; ++again) EXPECT_EQ(scheduler->pick(g), algorithm1(g, lookahead, decay)) << trial;
+  }
 }
 
 TEST(Schedulers, DefragWithoutLookaheadIsMostTokensFirst) {

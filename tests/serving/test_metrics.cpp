@@ -3,7 +3,10 @@
 // the JSON and table renderings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
+#include <vector>
 
 #include "engine/serving/metrics.h"
 
@@ -164,6 +167,48 @@ TEST(Metrics, BackToBackIntervalsCountLikeTheirUnion) {
   EXPECT_DOUBLE_EQ(busy(1, 45 * ms, 65 * ms), 10.0 / 20.0);
 }
 
+// The busy fraction of random logs against the union computed by brute force: logs whose
+// intervals come in end order (back to back, overlapping, nested inside a longer one) and logs
+// out of order, over random windows, before and after forgetting the past.
+TEST(Metrics, BusyFractionIsTheClippedUnionOfRandomLogs) {
+  std::uint64_t state = 99;
+  const auto below = [&](std::int64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::int64_t>((state >> 33) % static_cast<std::uint64_t>(n));
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    MetricsCollector m;
+    std::vector<std::pair<std::int64_t, std::int64_t>> log;
+    std::int64_t t = below(50);
+    for (int i = 0; i < 60; ++i) {
+      std::int64_t start = t + below(20) - 5, end = start + 1 + below(30);
+      if (trial % 3 == 1 && below(4) == 0) {  // nested: ends first, started earlier
+        end = t + 1;
+        start = end - 1 - below(40);
+      }
+      if (trial % 3 == 2) start = below(2000), end = start + 1 + below(60);  // out of order
+      t = std::max(t, end);
+      m.on_device_busy(0, start, end);
+      log.emplace_back(start, end);
+    }
+    std::int64_t forgotten = std::numeric_limits<std::int64_t>::min();
+    for (int w = 0; w < 30; ++w) {
+      if (w == 15) {
+        forgotten = below(t);
+        m.forget_before(forgotten);
+      }
+      std::int64_t lo = below(t + 50), hi = lo + 1 + below(300);
+      if (forgotten != std::numeric_limits<std::int64_t>::min()) lo = std::max(lo, forgotten), hi = std::max(hi, lo + 1);
+      std::vector<char> covered(static_cast<std::size_t>(hi - lo), 0);
+      for (const auto& [s, e] : log)
+        for (std::int64_t x = std::max(s, lo); x < std::min(e, hi); ++x) covered[static_cast<std::size_t>(x - lo)] = 1;
+      const double expected = static_cast<double>(std::count(covered.begin(), covered.end(), 1)) /
+                              static_cast<double>(hi - lo);
+      EXPECT_DOUBLE_EQ(m.report(lo, hi).devices[0].busy, expected) << trial << ": [" << lo << ", " << hi << "]";
+    }
+  }
+}
+
 TEST(Metrics, IsARuntimeObserver) {
   MetricsCollector m;
   RuntimeObserver& observer = m;
@@ -281,6 +326,11 @@ TEST(Metrics, TransfersAndQueueWaitsPerDeviceInTheWindow) {
   m.forget_before(100 * ms);
   EXPECT_EQ(m.report(100 * ms, 200 * ms).devices[0].transfers, 1);
   EXPECT_EQ(m.report(0, 100 * ms).devices[1].queue_waits, 0);
+  // With every bucket forgotten, a late report opens one again.
+  m.forget_before(1000 * ms);
+  m.on_transfer(0, 1, 3, 300, 50 * ms, 51 * ms);
+  EXPECT_EQ(m.report(0, 100 * ms).devices[0].transfers, 1);
+  EXPECT_EQ(m.report(0, 100 * ms).devices[0].rows_per_transfer, 3.0);
 }
 
 }  // namespace

@@ -150,6 +150,37 @@ TEST(RooflineCostModel, DecodeIsBoundByWeightsAndLargeBatchesByCompute) {
   EXPECT_GT(static_cast<double>(cost.attention_ns(0, 64, 1'000'000)), kv_ns);
 }
 
+// The sim's model looks up the terms that depend on rows alone: every cost must be the same
+// integer as computed per call, for every row count in the table and past it, dense and sparse
+// blocks, with and without a shared expert, at several tensor-parallel widths.
+TEST(RooflineCostModel, TabulatedRowsCostExactlyWhatEachCallComputes) {
+  const HardwareProfile hw = test_gpu();
+  for (const bool shared : {false, true}) {
+    for (const std::int32_t tp : {1, 2}) {
+      ModelConfig c = big_shape(2);
+      c.sparse_layers[0] = false;  // a dense first block, as DeepSeek-style models have
+      c.intermediate_size = 11008;
+      c.moe_intermediate_size = 1408;
+      if (shared) c.shared_expert_intermediate_size = 5632;
+      ASSERT_EQ(c.has_shared_expert(), shared);
+      const RooflineCostModel computed(hw, c, tp);
+      RooflineCostModel tabulated(hw, c, tp);
+      tabulated.tabulate_rows(64);
+      for (std::int64_t rows = 0; rows <= 80; ++rows) {
+        for (const std::int64_t context : {std::int64_t{0}, rows, rows * 777, rows * 40'000 + 3}) {
+          for (const std::int32_t block : {0, 1})
+            ASSERT_EQ(tabulated.attention_ns(block, rows, context), computed.attention_ns(block, rows, context))
+                << rows << " rows, context " << context << ", block " << block;
+        }
+        const std::int64_t per_expert[] = {rows, 0, rows / 3, rows + 1, 64 - rows % 64};
+        ASSERT_EQ(tabulated.experts_ns(1, per_expert), computed.experts_ns(1, per_expert)) << rows;
+        ASSERT_EQ(tabulated.sample_ns(rows), computed.sample_ns(rows)) << rows;
+        ASSERT_EQ(tabulated.shared_expert_ns(1, rows), computed.shared_expert_ns(1, rows)) << rows;
+      }
+    }
+  }
+}
+
 TEST(SyncBaseline, CollectiveLatencyComesFromTheLinksAndHostTimeIsPerIteration) {
   const HardwareProfile hw = test_gpu();
   const SyncBaselineCosts one_node = sync_baseline_costs(hw, 8, 8);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <set>
@@ -198,6 +199,55 @@ TEST(SkewRouter, RoutingRowsAtOnceEqualsRoutingEachRow) {
         }
       }
     }
+  }
+}
+
+TEST(SkewRouter, DrawsAreTheSameNumbersAsTheFirstImplementation) {
+  // Every simulated result depends on the router's draws, so a faster router must pick the same
+  // experts with the same weights, bit for bit. The digests were recorded from the sampling loop
+  // of main at 819eb43 (one flag buffer, a double comparison per alias draw), before the top-2
+  // and small-k paths: skewed, uniform, the 64-draw fallback scan (lambda 30), underflowed tails
+  // (lambda 800 and 1000), k = E, more than 1024 experts, and a wide k over stack flags.
+  struct Case {
+    std::int32_t experts, k;
+    double lambda;
+    std::uint64_t digest;
+  };
+  const Case cases[] = {
+      {8, 2, 0.5, 0x055413b39778483aULL},
+      {8, 1, 0, 0xd63d32622eca0037ULL},
+      {8, 2, 0, 0x9c1cfc6c48561731ULL},
+      {8, 3, 1, 0x100b476763d76cb9ULL},
+      {128, 8, 0.5, 0x79e9e70c3af335faULL},
+      {128, 8, 2, 0x67f985334b4d6129ULL},
+      {128, 2, 30, 0x3c7ba09b1583bd03ULL},
+      {8, 2, 1000, 0xfc25cdcc91ccb443ULL},
+      {16, 16, 3, 0x8a2602a08cfdb0a7ULL},
+      {2000, 2, 0.01, 0xf8e7b18752bbae63ULL},
+      {2000, 20, 0.02, 0xd807236946fb2152ULL},
+      {64, 6, 800, 0x3310697c8cd81363ULL},
+      {256, 24, 0.3, 0x216145a7fb191d6dULL},
+  };
+  std::vector<std::int64_t> request;
+  std::vector<std::int32_t> position;
+  for (std::int32_t i = 0; i < 400; ++i) {
+    request.push_back(i * 7919 % 1013);
+    position.push_back(i % 300);
+  }
+  for (const Case& c : cases) {
+    SkewRouting routing(3, c.experts, c.lambda, 5);
+    std::vector<std::int32_t> ids(request.size() * static_cast<std::size_t>(c.k));
+    std::vector<float> w(ids.size());
+    std::uint64_t digest = 1469598103934665603ULL;  // FNV-1a over (id, weight bits)
+    for (std::int32_t b = 0; b < 3; ++b) {
+      routing.route_rows(b, request.data(), position.data(), static_cast<std::int64_t>(request.size()), c.k, ids.data(),
+                         w.data());
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        digest = (digest ^ static_cast<std::uint32_t>(ids[i])) * 1099511628211ULL;
+        digest = (digest ^ std::bit_cast<std::uint32_t>(w[i])) * 1099511628211ULL;
+      }
+    }
+    EXPECT_EQ(digest, c.digest) << c.experts << " experts, top-" << c.k << ", lambda " << c.lambda;
   }
 }
 
