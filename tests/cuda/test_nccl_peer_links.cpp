@@ -56,6 +56,23 @@ TEST(NcclPeerLinks, RanksSharingAGpuGetNoLink) {
   EXPECT_FALSE(b.linked(0));
 }
 
+// Without a GPU: a rank 0 running no device (a layout whose devices are all on other ranks)
+// still makes the ids of the pairs between the others, whose join would fail without them,
+// and joins none itself.
+TEST(NcclPeerLinks, ARankWithoutDevicesMakesTheIdsAndJoinsNoPair) {
+  NcclPeerLinks none(-1, 30);
+  EXPECT_EQ(none.memory(), "");
+  const std::vector<std::string> memories = {none.memory(), "GPU-00000000-0000-0000-0000-000000000001",
+                                             "GPU-00000000-0000-0000-0000-000000000002"};
+  auto setup = none.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  EXPECT_EQ(setup->size(), 2u * NCCL_UNIQUE_ID_BYTES);  // 1 -> 2 and 2 -> 1
+  const Status joined = none.connect(0, memories, *setup);
+  EXPECT_TRUE(joined.ok()) << joined.message();
+  EXPECT_FALSE(none.linked(1));
+  EXPECT_FALSE(none.linked(2));
+}
+
 TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
   SKIP_WITHOUT_GPU();
   if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
