@@ -93,6 +93,21 @@ TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
   // Each rank sends 3 shipments of 2 batches (different shapes) while receiving the other's:
   // sends on one thread (the event loop's), receives on another (the network thread's).
   constexpr int kShipments = 3;
+  // Both ranks are in this one process, where NCCL's P2P transport runs in its direct mode
+  // (it reads and writes the peer's user buffers), and rows come from cudaMallocAsync, whose
+  // pools peer access does not open (NcclLinks::create opens them for the same reason). Ranks
+  // in processes of their own, as deployed, copy through NCCL's own buffers instead.
+  for (int g = 0; g < 2; ++g) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, 1 - g, g) != cudaSuccess || !can) continue;
+    cudaMemPool_t pool = nullptr;
+    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, g), cudaSuccess);
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = 1 - g;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    ASSERT_EQ(cudaMemPoolSetAccess(pool, &access, 1), cudaSuccess);
+  }
   CudaActivationOps ops0(0), ops1(1);
   CudaActivationOps* ops[2] = {&ops0, &ops1};
   NcclPeerLinks* links[2] = {&zero, &one};
