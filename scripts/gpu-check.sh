@@ -81,9 +81,10 @@ for step in "${steps[@]}"; do
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_graphs'
       # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
-      # several GPUs in one process (NCCL; skips with one GPU, saying so).
+      # several GPUs in one process (NCCL; skips with one GPU, saying so); NCCL between ranks
+      # (the GPU's UUID; two GPUs for rows) and cuBLAS loaded from the machine's library.
       run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
-        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*' ;;
+        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*:NcclPeerLinks.*:CublasLibrary.*' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.

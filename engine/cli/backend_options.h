@@ -45,8 +45,10 @@ std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weig
                                         DeploymentOptions options, int gpu, bool cuda_graphs);
 
 // Under a launcher with --backend cuda: NCCL between this rank's GPU (its devices' `gpu` key,
-// else `gpu`) and the other ranks' GPUs, for dist::DistributedRun::join. Null for a rank
-// without devices and in a build without CUDA (which refuses --backend cuda anyway).
+// else `gpu`) and the other ranks' GPUs, for dist::DistributedRun::join. A rank without
+// devices gets links without a GPU (no memory, no pairs: as rank 0 it still makes the NCCL ids);
+// null for a bad layout (join reports it) and in a build without CUDA (which refuses
+// --backend cuda anyway).
 std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const Topology& topology,
                                                      const dist::RankEnvironment& env, int gpu);
 

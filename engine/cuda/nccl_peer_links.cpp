@@ -37,7 +37,7 @@ NcclPeerLinks::~NcclPeerLinks() {
 
 std::string NcclPeerLinks::memory() const {
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, gpu_) != cudaSuccess) return "";
+  if (gpu_ < 0 || cudaGetDeviceProperties(&prop, gpu_) != cudaSuccess) return "";
   std::string out = "GPU-";
   char hex[3];
   for (int i = 0; i < 16; ++i) {
@@ -63,11 +63,12 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
   if (setup.size() != pairs.size() * NCCL_UNIQUE_ID_BYTES)
     return Status::Error("rank 0 sent " + std::to_string(setup.size()) + " bytes of NCCL unique ids for " +
                          std::to_string(pairs.size()) + " links between GPUs (run the same build on every rank)");
-  if (const cudaError_t e = cudaSetDevice(gpu_); e != cudaSuccess)
-    return Status::Error(cuda_error(("cudaSetDevice(" + std::to_string(gpu_) + ")").c_str(), e));
   bool any = false;
   for (const dist::DeviceLinkPair& p : pairs) any = any || p.from == rank || p.to == rank;
+  // Before any CUDA call: a rank without devices (gpu -1) is in no pair and needs no GPU.
   if (!any) return Status::Ok();
+  if (const cudaError_t e = cudaSetDevice(gpu_); e != cudaSuccess)
+    return Status::Error(cuda_error(("cudaSetDevice(" + std::to_string(gpu_) + ")").c_str(), e));
   // The probes' float, allocated before any join: once a pair has joined, its peer may be in a
   // probe transfer, which an allocation here (in a process running both ends, as the tests do)
   // would wait for (kernels/cuda/device_sync_lock.h).

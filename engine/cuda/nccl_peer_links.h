@@ -18,7 +18,8 @@ namespace sy {
 
 class NcclPeerLinks final : public dist::DeviceLinks {
  public:
-  // This rank's devices run on `gpu`. A transfer still unfinished after `give_up_s` (the
+  // This rank's devices run on `gpu`; -1: the rank runs none (no memory, no links, but as
+  // rank 0 it still makes every pair's ids). A transfer still unfinished after `give_up_s` (the
   // bootstrap timeout) ends the process naming the peer, rather than hang on a dead rank.
   NcclPeerLinks(int gpu, double give_up_s) : gpu_(gpu), give_up_s_(give_up_s) {}
   ~NcclPeerLinks() override;

@@ -60,7 +60,15 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
     // this receive matches that send (docs/architecture.md). Here, on the network thread,
     // never on the loop: the sender's loop waits for it, and ours may be sending to them.
     if (!over_link.empty()) {
-      const std::int32_t from = device_process_[static_cast<std::size_t>(s->src)];
+      // The decoder checks dst (against this process's devices), not src, which picks the link
+      // (an unknown one would index past device_process_ or throw from the links' map).
+      const bool known = s->src >= 0 && s->src < static_cast<std::int32_t>(device_process_.size());
+      const std::int32_t from = known ? device_process_[static_cast<std::size_t>(s->src)] : -1;
+      if (!known || !device_links_->linked(from)) {
+        std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: rows over a device link from device %d, "
+                     "which no link of this rank reaches\n", links_.rank(), s->src);
+        return;
+      }
       device_links_->receive(from, over_link);
     }
     loop_.post_external([this, s] {

@@ -56,6 +56,23 @@ TEST(NcclPeerLinks, RanksSharingAGpuGetNoLink) {
   EXPECT_FALSE(b.linked(0));
 }
 
+// Without a GPU: a rank 0 running no device (a layout whose devices are all on other ranks)
+// still makes the ids of the pairs between the others, whose join would fail without them,
+// and joins none itself.
+TEST(NcclPeerLinks, ARankWithoutDevicesMakesTheIdsAndJoinsNoPair) {
+  NcclPeerLinks none(-1, 30);
+  EXPECT_EQ(none.memory(), "");
+  const std::vector<std::string> memories = {none.memory(), "GPU-00000000-0000-0000-0000-000000000001",
+                                             "GPU-00000000-0000-0000-0000-000000000002"};
+  auto setup = none.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  EXPECT_EQ(setup->size(), 2u * NCCL_UNIQUE_ID_BYTES);  // 1 -> 2 and 2 -> 1
+  const Status joined = none.connect(0, memories, *setup);
+  EXPECT_TRUE(joined.ok()) << joined.message();
+  EXPECT_FALSE(none.linked(1));
+  EXPECT_FALSE(none.linked(2));
+}
+
 TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
   SKIP_WITHOUT_GPU();
   if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
@@ -76,6 +93,21 @@ TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
   // Each rank sends 3 shipments of 2 batches (different shapes) while receiving the other's:
   // sends on one thread (the event loop's), receives on another (the network thread's).
   constexpr int kShipments = 3;
+  // Both ranks are in this one process, where NCCL's P2P transport runs in its direct mode
+  // (it reads and writes the peer's user buffers), and rows come from cudaMallocAsync, whose
+  // pools peer access does not open (NcclLinks::create opens them for the same reason). Ranks
+  // in processes of their own, as deployed, copy through NCCL's own buffers instead.
+  for (int g = 0; g < 2; ++g) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, 1 - g, g) != cudaSuccess || !can) continue;
+    cudaMemPool_t pool = nullptr;
+    ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, g), cudaSuccess);
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = 1 - g;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    ASSERT_EQ(cudaMemPoolSetAccess(pool, &access, 1), cudaSuccess);
+  }
   CudaActivationOps ops0(0), ops1(1);
   CudaActivationOps* ops[2] = {&ops0, &ops1};
   NcclPeerLinks* links[2] = {&zero, &one};
