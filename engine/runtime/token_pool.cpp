@@ -72,9 +72,12 @@ void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) 
     }
     targets_.front().of->owner().scatter(outputs.hidden, targets_);
   }
+  // Through a local: a release pushes into `done`, which might alias the column's pointer as
+  // far as the compiler knows.
+  const std::int64_t* const request = outputs.request.data();
   for (std::int64_t r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const std::uint32_t at = index_find(outputs.request[i]);
+    const std::uint32_t at = index_find(request[i]);
 #ifndef NDEBUG
     Entry& e = entries_[at];
     const auto slot = static_cast<std::size_t>(outputs.slot[i]);
