@@ -99,6 +99,9 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     if (b.position.size() != rows || b.rank.size() != rows || (!b.slot.empty() && b.slot.size() != rows) ||
         (!b.weight.empty() && b.weight.size() != rows) || (!b.token.empty() && b.token.size() != rows))
       return Status::Error("a batch's columns differ in length");
+    // The expert dispatch reads a slot and a weight for every expert row, and no token.
+    if (b.layer.kind == LayerKind::Expert && (b.slot.size() != rows || b.weight.size() != rows || !b.token.empty()))
+      return Status::Error("an expert batch's rows need a slot and a weight each, and no token");
     std::int64_t hidden_rows = 0, width = 0;
     SY_RETURN_IF_ERROR(r.get(hidden_rows));
     SY_RETURN_IF_ERROR(r.get(width));

@@ -1,5 +1,7 @@
 #include "engine/runtime/token_pool.h"
 
+#include <algorithm>
+#include <bit>
 #include <cassert>
 
 namespace sy {
@@ -31,8 +33,7 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
     e.filled.assign(static_cast<std::size_t>(e.remaining + (shared_to_come ? rows : 0)), false);
 #endif
     if (shared_to_come) e.remaining += static_cast<std::int32_t>(rows);
-    [[maybe_unused]] const bool inserted = index_.emplace(e.c.request, at).second;
-    assert(inserted && "a request has one token batch in flight");
+    index_insert(e.c.request, at);
     if (activations) held_.push_back(at);
   });
   if (!activations) return;
@@ -67,30 +68,29 @@ void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) 
     targets_.clear();
     for (std::int64_t r = 0; r < n; ++r) {
       const auto i = static_cast<std::size_t>(r);
-      const auto it = index_.find(outputs.request[i]);
-      assert(it != index_.end() && "expert output for a request the pool does not hold");
-      targets_.push_back({&entries_[it->second].c.slot_outputs, outputs.slot[i]});
+      targets_.push_back({&entries_[index_find(outputs.request[i])].c.slot_outputs, outputs.slot[i]});
     }
     targets_.front().of->owner().scatter(outputs.hidden, targets_);
   }
+  // Through a local: a release pushes into `done`, which might alias the column's pointer as
+  // far as the compiler knows.
+  const std::int64_t* const request = outputs.request.data();
   for (std::int64_t r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const auto it = index_.find(outputs.request[i]);
-    assert(it != index_.end() && "expert output for a request the pool does not hold");
+    const std::uint32_t at = index_find(request[i]);
 #ifndef NDEBUG
-    Entry& e = entries_[it->second];
+    Entry& e = entries_[at];
     const auto slot = static_cast<std::size_t>(outputs.slot[i]);
     assert(slot < e.filled.size() && !e.filled[slot] && "a top-k slot arrived twice");
     e.filled[slot] = true;
 #endif
-    count_in(it, done);
+    count_in(at, done);
   }
 }
 
-void TokenPool::release(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
-  Entry& e = entries_[it->second];
-  const std::uint32_t at = it->second;
-  index_.erase(it);
+void TokenPool::release(std::uint32_t at, std::vector<Completed>& done) {
+  Entry& e = entries_[at];
+  index_erase(e.c.request);
   // Moved-from handles are null, and hold() sets every other field when it reuses the entry.
   done.push_back(std::move(e.c));
   free_.push_back(at);
@@ -102,25 +102,61 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>&
     targets_.clear();
     for (std::int64_t r = 0; r < n; ++r) {
       const auto i = static_cast<std::size_t>(r);
-      const auto it = index_.find(outputs.request[i]);
-      assert(it != index_.end() && "shared expert output for a request the pool does not hold");
-      Completed& c = entries_[it->second].c;
+      Completed& c = entries_[index_find(outputs.request[i])].c;
       targets_.push_back({&c.shared_out, outputs.position[i] - c.first_position});
     }
     targets_.front().of->owner().scatter(outputs.hidden, targets_);
   }
   for (std::int64_t r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const auto it = index_.find(outputs.request[i]);
-    assert(it != index_.end() && "shared expert output for a request the pool does not hold");
+    const std::uint32_t at = index_find(outputs.request[i]);
 #ifndef NDEBUG
-    Entry& e = entries_[it->second];
+    Entry& e = entries_[at];
     const auto slot = static_cast<std::size_t>(e.c.rows) * (e.filled.size() / static_cast<std::size_t>(e.c.rows) - 1) +
                       static_cast<std::size_t>(outputs.position[i] - e.c.first_position);
     assert(slot < e.filled.size() && !e.filled[slot] && "a shared expert row arrived twice");
     e.filled[slot] = true;
 #endif
-    count_in(it, done);
+    count_in(at, done);
+  }
+}
+
+void TokenPool::index_insert(std::int64_t request, std::uint32_t at) {
+  assert(request != kNoRequest && "request id reserved for an empty way");
+  if (2 * (held_count_ + 1) > ways_.size()) grow_index();
+  ++held_count_;
+  Way& w = ways_[way_of(request)];
+  assert(w.request != request && !spilled_.contains(request) && "a request has one token batch in flight");
+  if (w.request == kNoRequest) {
+    w = {request, at};
+    return;
+  }
+  spilled_.emplace(request, at);
+}
+
+std::uint32_t TokenPool::spilled_find(std::int64_t request) const {
+  const auto it = spilled_.find(request);
+  assert(it != spilled_.end() && "output for a request the pool does not hold");
+  return it->second;
+}
+
+void TokenPool::grow_index() {
+  std::vector<Way> held;
+  held.reserve(held_count_);
+  for (const Way& w : ways_)
+    if (w.request != kNoRequest) held.push_back(w);
+  for (const auto& [request, at] : spilled_) held.push_back({request, at});
+  spilled_.clear();
+  const std::size_t ways = std::max<std::size_t>(64, 2 * ways_.size());
+  ways_.assign(ways, Way{kNoRequest, 0});
+  way_shift_ = 64 - std::countr_zero(ways);
+  for (const Way& w : held) {
+    Way& to = ways_[way_of(w.request)];
+    if (to.request == kNoRequest) {
+      to = w;
+    } else {
+      spilled_.emplace(w.request, w.at);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <tsl/robin_map.h>
@@ -45,21 +46,54 @@ class TokenPool {
   // Requests whose last output arrived are moved out of the pool and appended to `done`.
   void absorb(const TokenBatch& outputs, std::vector<Completed>& done);
 
-  bool empty() const { return index_.empty(); }
-  std::size_t size() const { return index_.size(); }
+  bool empty() const { return held_count_ == 0; }
+  std::size_t size() const { return held_count_; }
   // Entries allocated, held or free: released entries are reused.
   std::size_t capacity() const { return entries_.size(); }
 
  private:
-  // One more output of the entry at `it` is in; the request leaves with its last one.
+  // One more output of the entry at `at` is in; the request leaves with its last one.
   // Inline: absorb calls it once per expert output row.
-  void count_in(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done) {
-    Entry& e = entries_[it->second];
-    if (--e.remaining > 0) return;
-    release(it, done);
+  void count_in(std::uint32_t at, std::vector<Completed>& done) {
+    if (--entries_[at].remaining > 0) return;
+    release(at, done);
   }
-  // The request at `it` leaves the pool: its last output is in.
-  void release(tsl::robin_map<std::int64_t, std::uint32_t>::iterator it, std::vector<Completed>& done);
+  // The request of entry `at` leaves the pool: its last output is in.
+  void release(std::uint32_t at, std::vector<Completed>& done);
+
+  // Request -> entry: a direct-mapped table (one way per hashed request) in front of a
+  // robin_map that takes the requests whose way is occupied. An expert output row looks its
+  // request up, and a decode request is held, found K times and released once per block: a
+  // way is one multiply, a load and a compare for each, where robin_map's insert and erase
+  // shifted neighbours. The table keeps at least twice as many ways as held requests, and a
+  // rank's requests are mostly recent ids, which Fibonacci hashing spreads apart.
+  struct Way {
+    std::int64_t request;
+    std::uint32_t at;
+  };
+  static constexpr std::int64_t kNoRequest = std::numeric_limits<std::int64_t>::min();
+  std::size_t way_of(std::int64_t request) const {
+    return static_cast<std::size_t>((static_cast<std::uint64_t>(request) * 0x9E3779B97F4A7C15ull) >> way_shift_);
+  }
+  void index_insert(std::int64_t request, std::uint32_t at);
+  std::uint32_t index_find(std::int64_t request) const {
+    const Way& w = ways_[way_of(request)];
+    if (w.request == request) return w.at;
+    return spilled_find(request);
+  }
+  std::uint32_t spilled_find(std::int64_t request) const;
+  void index_erase(std::int64_t request) {
+    Way& w = ways_[way_of(request)];
+    --held_count_;
+    if (w.request == request) {
+      w.request = kNoRequest;
+      return;
+    }
+    spilled_.erase(request);
+  }
+  // Doubles the ways and places every held request again (spilled ones too, where they fit).
+  void grow_index();
+
   struct Entry {
     Completed c;
     std::int32_t remaining = 0;
@@ -67,7 +101,10 @@ class TokenPool {
   };
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;
-  tsl::robin_map<std::int64_t, std::uint32_t> index_;  // request -> entries_ slot
+  std::vector<Way> ways_;  // a power of two of them, 2^(64 - way_shift_)
+  int way_shift_ = 64;
+  tsl::robin_map<std::int64_t, std::uint32_t> spilled_;  // requests whose way was taken
+  std::size_t held_count_ = 0;
   // Scratch: the entries hold() filled, and where each row of a scatter goes.
   std::vector<std::uint32_t> held_;
   std::vector<TargetRow> targets_;

@@ -715,17 +715,38 @@ void Worker::dispatch_experts() {
   ActivationOps* activations = nullptr;
   for (const TokenBatch& tb : job_.per_expert)
     if (!tb.hidden.null()) activations = &tb.hidden.owner();
+  const std::int32_t* const rank_device = topo_.rank_device.data();
+  std::int32_t* const rank_batch = rank_batch_.data();
   for (const TokenBatch& tb : job_.per_expert) {
     const std::int64_t rows = tb.rows();
+    // The columns read per row, held in locals (as in dispatch_attention): a store into an
+    // outgoing batch's vectors might alias these vectors' pointers as far as the compiler
+    // knows, and append_row reloaded each of them for every row. Expert rows carry a slot and
+    // a weight each and no token (block 0's, on attention rows): dispatch_attention makes them
+    // so, and a shipment from another process with other expert rows is refused when it is
+    // decoded. No test of the columns per row (a second, general loop here cost more than
+    // the tests: the function's registers).
+    assert(tb.token.empty() && tb.slot.size() == static_cast<std::size_t>(rows) &&
+           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry slot and weight, no token");
+    const std::int64_t* const request = tb.request.data();
+    const std::int32_t* const position = tb.position.data();
+    const std::int32_t* const rank_of = tb.rank.data();
+    const std::int32_t* const slot = tb.slot.data();
+    const float* const weight = tb.weight.data();
     for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int32_t rank = tb.rank[static_cast<std::size_t>(r)];
-      const std::int32_t d = topo_.rank_device[rank];
-      std::int32_t& cached = rank_batch_[static_cast<std::size_t>(rank)];
+      const std::int32_t rank = rank_of[r];
+      const std::int32_t d = rank_device[rank];
+      std::int32_t& cached = rank_batch[rank];
       if (cached < 0) {
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
         cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
       }
-      outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)].append_row(tb, r);
+      TokenBatch& out = outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
+      out.request.push_back(request[r]);
+      out.position.push_back(position[r]);
+      out.rank.push_back(rank);
+      out.slot.push_back(slot[r]);
+      out.weight.push_back(weight[r]);
       if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
     }
   }

@@ -123,6 +123,39 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   EXPECT_NE(st.message().find("columns"), std::string::npos) << st.message();
 }
 
+TEST(WireFormat, ExpertRowsWithoutSlotsOrWeightsOrWithTokensAreRefused) {
+  // The expert dispatch reads a slot and a weight per expert row and copies no token.
+  HostActivationOps ops;
+  for (int variant = 0; variant < 3; ++variant) {
+    Shipment s = sample_shipment(ops);
+    TokenBatch& b = s.batches[1];
+    if (variant == 0) b.slot.clear();
+    if (variant == 1) b.weight.clear();
+    if (variant == 2) b.token.assign(b.request.size(), 5);
+    ByteWriter w;
+    encode_payload(w, s);
+    ByteReader r(w.bytes().data(), w.bytes().size());
+    Shipment got;
+    const Status st = decode_payload(r, ops, 0, got);
+    EXPECT_FALSE(st.ok()) << "variant " << variant;
+    EXPECT_NE(st.message().find("expert batch"), std::string::npos) << st.message();
+  }
+  // Attention rows may carry tokens and no slots (block 0's rows).
+  Shipment s = sample_shipment(ops);
+  for (TokenBatch& b : s.batches) {
+    b.layer = LayerId::attention(0, 1);
+    b.slot.clear();
+    b.weight.clear();
+    b.token.assign(b.request.size(), 9);
+  }
+  s.kind = LayerKind::Attention;
+  ByteWriter w;
+  encode_payload(w, s);
+  ByteReader r(w.bytes().data(), w.bytes().size());
+  Shipment got;
+  EXPECT_TRUE(decode_payload(r, ops, 0, got).ok());
+}
+
 // The rows travel as the floats' own bytes, the last batch's at the message's end: what the
 // cpu backend sent before rows went through copy_to_host, so cpu ranks stay bit-identical.
 TEST(WireFormat, RowsTravelAsTheirFloatsBytes) {

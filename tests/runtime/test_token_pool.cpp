@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -215,6 +216,78 @@ TEST(TokenPool, WithoutTensorsCountsRowsOnly) {
   EXPECT_TRUE(done[0].hidden.null());
   EXPECT_TRUE(done[0].slot_outputs.null());
   EXPECT_EQ(done[0].rows, 3);
+}
+
+TEST(TokenPool, FindsEveryRequestWhateverItsIdThroughGrowthAndSpills) {
+  // The pool finds a request by a direct-mapped way, or among those spilled where the way was
+  // taken: random ids (negative, huge, neighbours) collide in ways, and the table grows while
+  // requests are held. Requests come and go in overlapping waves; each must leave exactly when
+  // its last output is in, with its own rows, whichever path found it.
+  constexpr std::int32_t K = 2;
+  std::mt19937_64 rng(17);
+  HostActivationOps ops;
+  TokenPool pool;
+  std::set<std::int64_t> used;
+  std::map<std::int64_t, std::int32_t> remaining;  // held requests -> outputs still to come
+  std::vector<std::pair<std::int64_t, std::int32_t>> pending;  // (request, slot) not delivered
+  std::vector<TokenPool::Completed> done;
+  std::size_t released = 0;
+  auto fresh_id = [&] {
+    for (;;) {
+      std::int64_t id;
+      switch (rng() % 4) {
+        case 0: id = static_cast<std::int64_t>(rng()); break;                       // any, negative too
+        case 1: id = static_cast<std::int64_t>(rng() % 5000); break;                // dense
+        case 2: id = static_cast<std::int64_t>(rng() % 64) << 40; break;            // a stride apart
+        default: id = std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(rng() % 100);
+      }
+      if (id != std::numeric_limits<std::int64_t>::min() && used.insert(id).second) return id;
+    }
+  };
+  for (int wave = 0; wave < 60; ++wave) {
+    // Hold a batch of 1..40 requests of 1..3 rows, without activations (the sim's path).
+    std::vector<std::int64_t> requests;
+    std::vector<std::int32_t> rows;
+    const int n = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      requests.push_back(fresh_id());
+      rows.push_back(static_cast<std::int32_t>(1 + rng() % 3));
+      remaining[requests.back()] = rows.back() * K;
+      for (std::int32_t s = 0; s < rows.back() * K; ++s) pending.emplace_back(requests.back(), s);
+    }
+    TokenBatch res = residual(ops, requests, rows, 2);
+    res.hidden.reset();
+    pool.hold(std::move(res), K, {});
+    ASSERT_EQ(pool.size(), remaining.size());
+    // Deliver a random part of what is pending, in random order and batches.
+    std::shuffle(pending.begin(), pending.end(), rng);
+    std::size_t take = pending.size() * (wave % 3 == 2 ? 1 : 2) / 3;
+    if (wave == 59) take = pending.size();
+    std::set<std::int64_t> expect_released;
+    TokenBatch delivery;
+    for (std::size_t j = 0; j < take; ++j) {
+      delivery.request.push_back(pending[j].first);
+      delivery.position.push_back(0);
+      delivery.rank.push_back(0);
+      delivery.slot.push_back(pending[j].second);
+      delivery.weight.push_back(1.0f);
+      if (--remaining[pending[j].first] == 0) expect_released.insert(pending[j].first);
+    }
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));
+    done.clear();
+    pool.absorb(delivery, done);
+    std::set<std::int64_t> got;
+    for (const auto& c : done) {
+      EXPECT_TRUE(got.insert(c.request).second) << "request " << c.request << " released twice";
+      EXPECT_EQ(c.first_position, 10);
+      remaining.erase(c.request);
+    }
+    EXPECT_EQ(got, expect_released);
+    released += done.size();
+    ASSERT_EQ(pool.size(), remaining.size());
+  }
+  EXPECT_TRUE(pool.empty());
+  EXPECT_EQ(released, used.size());
 }
 
 TEST(TokenPool, ReusesReleasedEntries) {
