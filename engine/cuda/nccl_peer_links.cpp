@@ -194,6 +194,7 @@ NcclPeerLinks::Outcome NcclPeerLinks::transfer(Link& link, std::int32_t peer, bo
   dist::LinkWait wait(what, seconds_ns(give_up_s_), seconds_ns(2 * heartbeat_s_));
   const auto start = std::chrono::steady_clock::now();
   std::string error;  // NCCL's or CUDA's, once one was reported
+  bool issued = false;  // the group was issued (not when the peer was already known faulty)
   bool enqueued = false;
   std::string peer_why;
   // A peer already known dead or refusing: no NCCL call at all (nothing would match it).
@@ -214,6 +215,7 @@ NcclPeerLinks::Outcome NcclPeerLinks::transfer(Link& link, std::int32_t peer, bo
         call(ncclRecv(data[i], floats[i], ncclFloat32, 0, link.comm, link.stream), "ncclRecv");
     }
     enqueued = call(ncclGroupEnd(), "ncclGroupEnd") == ncclSuccess && error.empty();
+    issued = true;
   }
   // Polled, not cudaStreamSynchronize: a dead peer never completes its half. Each poll asks
   // NCCL (its async error), the stream, and the heartbeats (peer_fault); LinkWait decides.
@@ -221,7 +223,8 @@ NcclPeerLinks::Outcome NcclPeerLinks::transfer(Link& link, std::int32_t peer, bo
   auto next_pump = start;
   for (std::uint64_t polls = 0;; ++polls) {
     bool done = false;
-    if (link.comm && error.empty()) {
+    // Not issued: an idle stream would read as done; only the peer's state can end the wait.
+    if (issued && link.comm && error.empty()) {
       ncclResult_t state = ncclInProgress;
       if (const ncclResult_t q = ncclCommGetAsyncError(link.comm, &state); q != ncclSuccess) state = q;
       if (state == ncclSuccess)
