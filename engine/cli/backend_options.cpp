@@ -49,10 +49,10 @@ std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const
     if ((*ranks)[d] == env.rank)
       return cuda_peer_links(
           d < topology.device_gpu.size() && topology.device_gpu[d] >= 0 ? topology.device_gpu[d] : gpu,
-          env.bootstrap_timeout_s);
+          env.bootstrap_timeout_s, env.heartbeat_timeout_s);
   // None here, yet links all the same: rank 0 makes every pair's NCCL ids (a rank 0 without
   // them would leave the ranks on different GPUs without ids, failing their join).
-  return cuda_peer_links(-1, env.bootstrap_timeout_s);
+  return cuda_peer_links(-1, env.bootstrap_timeout_s, env.heartbeat_timeout_s);
 #else
   (void)layout;
   (void)topology;

@@ -27,9 +27,10 @@ std::string cuda_backend_problem();
 ActivationOps& cuda_arrival_pool(int gpu);
 
 // NCCL between this rank's GPU `gpu` and the other ranks' (NcclPeerLinks), for
-// dist::DistributedRun::join under a launcher; a transfer unfinished after `give_up_s` ends
-// the process, naming the peer.
-std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s);
+// dist::DistributedRun::join under a launcher; `give_up_s` (the bootstrap timeout) bounds a
+// join or a transfer with a live peer, `heartbeat_s` (the heartbeat timeout) how long an NCCL
+// error waits for the heartbeats to say whether the peer died.
+std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s, double heartbeat_s);
 
 // What the cuda backend adds to DeploymentOptions.
 struct CudaDeploymentOptions {

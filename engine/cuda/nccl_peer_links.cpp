@@ -19,6 +19,10 @@ using cuda_backend::must;
 
 std::string cuda_error(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
 std::string nccl_error(const char* what, ncclResult_t r) { return std::string(what) + ": " + ncclGetErrorString(r); }
+std::int64_t seconds_ns(double s) { return static_cast<std::int64_t>(s * 1e9); }
+std::int64_t since_ns(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace
 
@@ -26,7 +30,8 @@ NcclPeerLinks::~NcclPeerLinks() {
   cudaSetDevice(gpu_);
   for (auto* links : {&to_, &from_})
     for (auto& [peer, link] : *links) {
-      // Every transfer was waited for, so nothing is pending; still ncclCommAbort, not
+      // Every transfer was waited for (or its communicator aborted: null), so nothing is
+      // pending; still ncclCommAbort, not
       // ncclCommDestroy: the latter finalizes first, which waits until the communicator is
       // globally quiescent, i.e. for the peer to tear down too, and each rank goes through its
       // links in its own order (or the peer is dead, after a failed run).
@@ -63,6 +68,9 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
   if (setup.size() != pairs.size() * NCCL_UNIQUE_ID_BYTES)
     return Status::Error("rank 0 sent " + std::to_string(setup.size()) + " bytes of NCCL unique ids for " +
                          std::to_string(pairs.size()) + " links between GPUs (run the same build on every rank)");
+  world_ = static_cast<std::int32_t>(memories.size());
+  peer_states_ = std::make_unique<std::atomic<std::uint8_t>[]>(memories.size());
+  for (std::int32_t r = 0; r < world_; ++r) peer_states_[static_cast<std::size_t>(r)].store(0);
   bool any = false;
   for (const dist::DeviceLinkPair& p : pairs) any = any || p.from == rank || p.to == rank;
   // Before any CUDA call: a rank without devices (gpu -1) is in no pair and needs no GPU.
@@ -92,10 +100,38 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
       return Status::Error(cuda_error((which + ": cudaStreamCreate").c_str(), e));
     ncclUniqueId id;
     std::memcpy(id.internal, setup.data() + i * sizeof id.internal, sizeof id.internal);
-    // Blocks until the other end has joined too; every rank goes through the pairs in one
-    // order (device_link_pairs), so the earliest pending pair always has both ends here.
-    if (const ncclResult_t r = ncclCommInitRank(&link.comm, 2, id, sending ? 0 : 1); r != ncclSuccess)
-      return Status::Error(nccl_error((which + ": ncclCommInitRank").c_str(), r));
+    // Non-blocking (config.blocking = 0: the call returns ncclInProgress and the join goes on
+    // in NCCL's threads, ncclCommGetAsyncError saying when it is done), so that a rank that
+    // died after the bootstrap cannot hold this one forever: the bootstrap timeout bounds the
+    // wait, then the communicator is aborted and the error names the rank that did not join.
+    // Every rank goes through the pairs in one order (device_link_pairs), so the earliest
+    // pending pair always has both ends here.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t r = ncclCommInitRankConfig(&link.comm, 2, id, sending ? 0 : 1, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      if (link.comm) ncclCommAbort(link.comm);
+      link.comm = nullptr;
+      return Status::Error(nccl_error((which + ": ncclCommInitRankConfig").c_str(), r));
+    }
+    // No heartbeats run yet: only the deadline; an NCCL error fails at once (no grace).
+    dist::LinkWait wait(which + ": waiting for rank " + std::to_string(peer) + " to join", seconds_ns(give_up_s_), 0,
+                        /*watched=*/false);
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      if (const ncclResult_t q = ncclCommGetAsyncError(link.comm, &state); q != ncclSuccess) state = q;
+      const std::string error = state == ncclSuccess || state == ncclInProgress ? "" : ncclGetErrorString(state);
+      const dist::LinkWait::Step step =
+          wait.observe(since_ns(start), state == ncclSuccess, error, dist::PeerState::Alive);
+      if (step.abort && link.comm) {
+        ncclCommAbort(link.comm);
+        link.comm = nullptr;
+      }
+      if (step.next == dist::LinkWait::Next::Done) break;
+      if (step.next != dist::LinkWait::Next::Poll) return Status::Error(wait.why());
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   // One float each way, pair by pair in the same order: NCCL connects a pair's peers on its
   // first transfer, allocating device memory, which is safe here (nothing else runs yet) and
@@ -103,61 +139,148 @@ Status NcclPeerLinks::connect(std::int32_t rank, const std::vector<std::string>&
   for (const dist::DeviceLinkPair& p : pairs) {
     if (p.from != rank && p.to != rank) continue;
     const bool sending = p.from == rank;
-    const Link& link = sending ? to_.at(p.to) : from_.at(p.from);
+    const std::int32_t peer = sending ? p.to : p.from;
+    Link& link = sending ? to_.at(peer) : from_.at(peer);
     float* const data[1] = {probe};
     const std::size_t floats[1] = {1};
-    transfer(link, sending, data, floats,
-             "NCCL probe " + std::string(sending ? "to rank " : "from rank ") + std::to_string(sending ? p.to : p.from));
+    std::string why;
+    if (transfer(link, peer, sending, data, floats,
+                 "NCCL probe " + std::string(sending ? "to rank " : "from rank ") + std::to_string(peer), nullptr,
+                 why) != Outcome::Done)
+      return Status::Error(why);
   }
   return Status::Ok();
 }
 
-void NcclPeerLinks::transfer(const Link& link, bool sending, std::span<float* const> data,
-                             std::span<const std::size_t> floats, const std::string& what) {
-  auto nccl = [&what](ncclResult_t r, const char* call) {
-    if (r == ncclSuccess) return;
-    std::fprintf(stderr, "cuda backend: %s: %s: %s\n", what.c_str(), call, ncclGetErrorString(r));
-    std::abort();
-  };
+void NcclPeerLinks::peer_fault(std::int32_t peer, dist::PeerState state, const std::string& why) {
+  if (!peer_states_ || peer < 0 || peer >= world_ || state == dist::PeerState::Alive) return;
+  {
+    std::lock_guard lock(reasons_mutex_);
+    reasons_[peer] = why;
+  }
+  std::atomic<std::uint8_t>& s = peer_states_[static_cast<std::size_t>(peer)];
+  // A dead peer overrides a refusal (its requests then fail by the lost-rank path); a refusal
+  // does not override death.
+  if (state == dist::PeerState::Lost) {
+    s.store(static_cast<std::uint8_t>(state));
+  } else {
+    std::uint8_t alive = static_cast<std::uint8_t>(dist::PeerState::Alive);
+    s.compare_exchange_strong(alive, static_cast<std::uint8_t>(state));
+  }
+}
+
+dist::PeerState NcclPeerLinks::peer_state(std::int32_t peer, std::string& why) const {
+  if (!peer_states_ || peer < 0 || peer >= world_) return dist::PeerState::Alive;
+  const auto state = static_cast<dist::PeerState>(peer_states_[static_cast<std::size_t>(peer)].load());
+  if (state != dist::PeerState::Alive) {
+    std::lock_guard lock(reasons_mutex_);
+    const auto it = reasons_.find(peer);
+    why = it == reasons_.end() ? "" : it->second;
+  }
+  return state;
+}
+
+NcclPeerLinks::Outcome NcclPeerLinks::transfer(Link& link, std::int32_t peer, bool sending,
+                                               std::span<float* const> data, std::span<const std::size_t> floats,
+                                               const std::string& what, const std::function<void()>* waiting,
+                                               std::string& why) {
+  // Given up after its peer was found dead: the rows go nowhere (the run is ending).
+  if (link.given_up) return Outcome::PeerLost;
   must(cudaSetDevice(gpu_), "cudaSetDevice");
   // No device-wide call of this process runs until the transfer has finished: one waiting
   // for this GPU would wait for the peer's launch, which may wait for one of theirs waiting
   // for ours (kernels/cuda/device_sync_lock.h). Nothing here allocates.
   const kernels::NcclInFlight in_flight;
-  // Several transfers to one peer in one group run in the order issued (NCCL's p2p semantics),
-  // and the peer issues its matching calls in the same order.
-  nccl(ncclGroupStart(), "ncclGroupStart");
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (sending)
-      nccl(ncclSend(data[i], floats[i], ncclFloat32, 1, link.comm, link.stream), "ncclSend");
-    else
-      nccl(ncclRecv(data[i], floats[i], ncclFloat32, 0, link.comm, link.stream), "ncclRecv");
+  dist::LinkWait wait(what, seconds_ns(give_up_s_), seconds_ns(2 * heartbeat_s_));
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;  // NCCL's or CUDA's, once one was reported
+  bool issued = false;  // the group was issued (not when the peer was already known faulty)
+  bool enqueued = false;
+  std::string peer_why;
+  // A peer already known dead or refusing: no NCCL call at all (nothing would match it).
+  if (peer_state(peer, peer_why) == dist::PeerState::Alive) {
+    // Several transfers to one peer in one group run in the order issued (NCCL's p2p
+    // semantics), and the peer issues its matching calls in the same order. On a non-blocking
+    // communicator every call may answer ncclInProgress: the group is then enqueued on the
+    // stream once ncclCommGetAsyncError says ncclSuccess.
+    auto call = [&error](ncclResult_t r, const char* name) {
+      if (r != ncclSuccess && r != ncclInProgress && error.empty()) error = nccl_error(name, r);
+      return r;
+    };
+    call(ncclGroupStart(), "ncclGroupStart");
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if (sending)
+        call(ncclSend(data[i], floats[i], ncclFloat32, 1, link.comm, link.stream), "ncclSend");
+      else
+        call(ncclRecv(data[i], floats[i], ncclFloat32, 0, link.comm, link.stream), "ncclRecv");
+    }
+    enqueued = call(ncclGroupEnd(), "ncclGroupEnd") == ncclSuccess && error.empty();
+    issued = true;
   }
-  nccl(ncclGroupEnd(), "ncclGroupEnd");
-  // Waited for by polling, not cudaStreamSynchronize: a dead peer never completes its half, and
-  // NCCL reports what it notices only through ncclCommGetAsyncError (then the communicator
-  // must be aborted). A transfer normally takes microseconds to milliseconds; give_up_s_ is
-  // the bootstrap timeout, far beyond any backlog a live peer could have.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(give_up_s_);
+  // Polled, not cudaStreamSynchronize: a dead peer never completes its half. Each poll asks
+  // NCCL (its async error), the stream, and the heartbeats (peer_fault); LinkWait decides.
+  // A transfer normally takes microseconds to milliseconds.
+  auto next_pump = start;
   for (std::uint64_t polls = 0;; ++polls) {
-    const cudaError_t e = cudaStreamQuery(link.stream);
-    if (e == cudaSuccess) return;
-    if (e != cudaErrorNotReady) must(e, what.c_str());
-    ncclResult_t async = ncclSuccess;
-    nccl(ncclCommGetAsyncError(link.comm, &async), "ncclCommGetAsyncError");
-    const bool late = std::chrono::steady_clock::now() > deadline;
-    if (async != ncclSuccess || late) {
-      std::fprintf(stderr, "cuda backend: %s: %s; aborting its communicator and this rank\n", what.c_str(),
-                   async != ncclSuccess ? ncclGetErrorString(async)
-                                        : "not finished within the bootstrap timeout (did the other rank die?)");
+    bool done = false;
+    // Not issued: an idle stream would read as done; only the peer's state can end the wait.
+    if (issued && link.comm && error.empty()) {
+      ncclResult_t state = ncclInProgress;
+      if (const ncclResult_t q = ncclCommGetAsyncError(link.comm, &state); q != ncclSuccess) state = q;
+      if (state == ncclSuccess)
+        enqueued = true;
+      else if (state != ncclInProgress)
+        error = nccl_error("ncclCommGetAsyncError", state);
+      if (enqueued && error.empty()) {
+        const cudaError_t e = cudaStreamQuery(link.stream);
+        if (e == cudaSuccess)
+          done = true;
+        else if (e != cudaErrorNotReady)
+          error = cuda_error("cudaStreamQuery", e);
+      }
+    }
+    const dist::PeerState peer_now = peer_state(peer, peer_why);
+    const auto now = std::chrono::steady_clock::now();
+    const dist::LinkWait::Step step = wait.observe(since_ns(start), done, error, peer_now, peer_why);
+    if (step.abort && link.comm) {
+      // From this thread, which owns the link: nothing else uses the communicator now.
       ncclCommAbort(link.comm);
-      std::abort();
+      link.comm = nullptr;
+    }
+    switch (step.next) {
+      case dist::LinkWait::Next::Done:
+        return Outcome::Done;
+      case dist::LinkWait::Next::PeerLost:
+        link.given_up = true;
+        std::fprintf(stderr, "cuda backend: %s; its link is aborted and its rows dropped\n", wait.why().c_str());
+        why = wait.why();
+        return Outcome::PeerLost;
+      case dist::LinkWait::Next::Fail:
+        why = wait.why();
+        return Outcome::Failed;
+      case dist::LinkWait::Next::Poll:
+        break;
+    }
+    // The network thread keeps its heartbeats going and learns of a dead peer meanwhile.
+    if (waiting && now >= next_pump) {
+      (*waiting)();
+      next_pump = now + std::chrono::milliseconds(1);
     }
     if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
-void NcclPeerLinks::send(std::int32_t peer, std::span<const Activations* const> rows) {
+bool NcclPeerLinks::settle(Outcome outcome, const std::string& why) {
+  if (outcome == Outcome::Failed) {
+    // The link is out of step (or dead) while its peer lives: this rank cannot go on; its
+    // peers find it dead within the heartbeat timeout and take the lost-rank path.
+    std::fprintf(stderr, "cuda backend: %s; ending this rank\n", why.c_str());
+    std::abort();
+  }
+  return outcome == Outcome::Done;
+}
+
+bool NcclPeerLinks::send(std::int32_t peer, std::span<const Activations* const> rows) {
   std::vector<float*> data;
   std::vector<std::size_t> floats;
   for (const Activations* a : rows) {
@@ -165,21 +288,28 @@ void NcclPeerLinks::send(std::int32_t peer, std::span<const Activations* const> 
     data.push_back(const_cast<float*>(CudaActivationOps::data(*a)));
     floats.push_back(static_cast<std::size_t>(a->rows() * a->width()));
   }
-  transfer(to_.at(peer), true, data, floats, "NCCL rows to rank " + std::to_string(peer));
+  std::string why;
+  const Outcome o =
+      transfer(to_.at(peer), peer, true, data, floats, "NCCL rows to rank " + std::to_string(peer), nullptr, why);
+  return settle(o, why);
 }
 
-void NcclPeerLinks::receive(std::int32_t peer, std::span<Activations* const> rows) {
+bool NcclPeerLinks::receive(std::int32_t peer, std::span<Activations* const> rows,
+                            const std::function<void()>& waiting) {
   std::vector<float*> data;
   std::vector<std::size_t> floats;
   for (Activations* a : rows) {
     data.push_back(CudaActivationOps::data(*a));
     floats.push_back(static_cast<std::size_t>(a->rows() * a->width()));
   }
-  transfer(from_.at(peer), false, data, floats, "NCCL rows from rank " + std::to_string(peer));
+  std::string why;
+  const Outcome o = transfer(from_.at(peer), peer, false, data, floats, "NCCL rows from rank " + std::to_string(peer),
+                             waiting ? &waiting : nullptr, why);
+  return settle(o, why);
 }
 
-std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s) {
-  return std::make_unique<NcclPeerLinks>(gpu, give_up_s);
+std::unique_ptr<dist::DeviceLinks> cuda_peer_links(int gpu, double give_up_s, double heartbeat_s) {
+  return std::make_unique<NcclPeerLinks>(gpu, give_up_s, heartbeat_s);
 }
 
 }  // namespace sy

@@ -98,9 +98,12 @@ void DistributedRun::attach(Deployment& deployment) {
   group_ = std::make_unique<ProcessGroup>(*links_, deployment.loop(), deployment.cluster(), *transport);
   // Rank 0 watches every rank, the others watch rank 0. A rank still starting (rank 0 builds
   // its KV caches) has the bootstrap timeout to send its first heartbeat.
+  // Ranks joined by device links also watch each other: a transfer with a dead peer must learn
+  // of it here, within the heartbeat timeout (docs/deployment.md, "Faults").
   std::vector<std::int32_t> watched;
   for (std::int32_t r = 0; r < env_.world; ++r)
-    if (r != env_.rank && (runs_coordinator() || r == 0)) watched.push_back(r);
+    if (r != env_.rank && (runs_coordinator() || r == 0 || (device_links_ && device_links_->linked(r))))
+      watched.push_back(r);
   EventLoop& loop = deployment.loop();
   // The other ranks' devices report to rank 0's observers, on rank 0's clock.
   relay_.reset();  // the previous deployment's, gone with it
@@ -117,6 +120,16 @@ void DistributedRun::attach(Deployment& deployment) {
                   std::snprintf(why, sizeof why,
                                 "rank %d stopped answering (no heartbeat for %.0f ms; it died or its node is unreachable)",
                                 rank, ms);
+                  // Here, on the network thread: a link transfer with it, on either thread, may
+                  // be what keeps the loop from running lost().
+                  if (device_links_ && device_links_->linked(rank))
+                    device_links_->peer_fault(rank, PeerState::Lost, why);
+                  // Rank 0 decides for the run; another rank only gives up its link to a peer
+                  // that is not rank 0 (rank 0 watches that peer too and ends the run).
+                  if (!runs_coordinator() && rank != 0) {
+                    std::fprintf(stderr, "switchyard: rank %d: %s; its device links are given up\n", env_.rank, why);
+                    return;
+                  }
                   loop.post_external([this, rank, reason = std::string(why)] { lost(rank, reason); });
                 },
                 [&loop] { return loop.now(); });

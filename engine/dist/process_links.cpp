@@ -148,17 +148,44 @@ void ProcessLinks::heard(ByteReader& r) {
   }
 }
 
+bool ProcessLinks::next(zmq::message_t& msg) {
+  if (kept_.empty()) return rendezvous_.data.recv(msg, zmq::recv_flags::dontwait).has_value();
+  msg = std::move(kept_.front());
+  kept_.pop_front();
+  return true;
+}
+
+void ProcessLinks::pump() {
+  zmq::message_t msg;
+  while (rendezvous_.data.recv(msg, zmq::recv_flags::dontwait)) {
+    const auto* bytes = static_cast<const std::uint8_t*>(msg.data());
+    if (msg.size() == kHeartbeatBytes && bytes[0] == static_cast<std::uint8_t>(MessageType::Heartbeat)) {
+      ByteReader r(msg.data(), msg.size());
+      heard(r);
+    } else if (msg.size() > 0 && urgent_[bytes[0]] && handlers_[bytes[0]]) {
+      ByteReader r(msg.data(), msg.size());
+      std::uint8_t type = 0;
+      (void)r.get(type);
+      handlers_[type](r);
+    } else {
+      kept_.push_back(std::move(msg));
+    }
+  }
+  // The socket was just drained, so a silent rank's beats are not queued behind anything.
+  if (!watched_.empty()) beat_and_check(steady_ns());
+}
+
 void ProcessLinks::receive_loop() {
   zmq::socket_t& data = rendezvous_.data;
   zmq::pollitem_t item{data.handle(), 0, ZMQ_POLLIN, 0};
   while (!stopping_.load()) {
     // A short poll so that stop() and the heartbeats' times are noticed; messages are taken as
-    // soon as they arrive.
-    const int ready = zmq::poll(&item, 1, std::chrono::milliseconds(20));
-    if (!watched_.empty()) beat_and_check(steady_ns());
-    if (ready == 0) continue;
+    // soon as they arrive (at once when a pump() kept some).
+    const int ready = zmq::poll(&item, 1, std::chrono::milliseconds(kept_.empty() ? 20 : 0));
+    if (!watched_.empty()) beat_and_check(steady_ns(), /*check=*/kept_.empty());
+    if (ready == 0 && kept_.empty()) continue;
     zmq::message_t msg;
-    while (data.recv(msg, zmq::recv_flags::dontwait)) {
+    while (next(msg)) {
       ByteReader r(msg.data(), msg.size());
       std::uint8_t type = 0;
       if (msg.size() == kHeartbeatBytes && static_cast<const std::uint8_t*>(msg.data())[0] ==

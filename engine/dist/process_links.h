@@ -9,6 +9,7 @@
 #include <atomic>
 #include <mutex>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -35,8 +36,12 @@ class ProcessLinks {
   std::int32_t rank() const { return rank_; }
   std::int32_t world() const { return static_cast<std::int32_t>(peers_.size()); }
 
-  // Before start().
-  void on(MessageType type, Handler handler) { handlers_[static_cast<std::size_t>(type)] = std::move(handler); }
+  // Before start(). An `urgent` handler also runs amid pump() (it must only set state that
+  // another thread polls, never post work that depends on the order of messages).
+  void on(MessageType type, Handler handler, bool urgent = false) {
+    handlers_[static_cast<std::size_t>(type)] = std::move(handler);
+    urgent_[static_cast<std::size_t>(type)] = urgent;
+  }
   // Called on the receiver thread, once, when a watched rank falls silent.
   using Lost = std::function<void(std::int32_t rank, double silent_ms)>;
   // Before start(): exchange heartbeats (every 100 ms) with `ranks`; one silent for `timeout_ns`
@@ -60,6 +65,11 @@ class ProcessLinks {
   // The links may start again, with handlers for the next deployment (a command that serves
   // several runs one after another).
   void stop();
+  // From a handler on the receiver thread that waits (an NCCL receive): keeps this rank's
+  // heartbeats going, takes in the others' (and urgent messages), and declares silent ranks
+  // lost, so that a long wait neither silences this rank nor hides a dead peer. Other messages
+  // are kept, in order, for the receiver loop after the handler returns.
+  void pump();
   // A rank that died: messages to it are dropped from now on, and none waits for it at exit.
   void forget(std::int32_t rank);
   // Whether forget(rank) was called (the loop's thread, as send and forget are).
@@ -72,11 +82,15 @@ class ProcessLinks {
   void beat_and_check(std::int64_t now, bool check = true);
   // A heartbeat arrived (receiver thread): liveness and a clock-offset sample.
   void heard(ByteReader& r);
+  // The next message: one pump() kept, else one from the socket (without waiting).
+  bool next(zmq::message_t& msg);
 
   std::int32_t rank_;
   Rendezvous rendezvous_;
   std::vector<std::unique_ptr<zmq::socket_t>> peers_;  // [rank]: PUSH to its data socket; null for self
   std::array<Handler, 256> handlers_;
+  std::array<bool, 256> urgent_{};
+  std::deque<zmq::message_t> kept_;  // pump()'s messages for the receiver loop, in arrival order
   // Heartbeats, receiver thread only after start().
   struct Watched {
     std::int32_t rank = 0;

@@ -39,6 +39,7 @@ enum class MessageType : std::uint8_t {
   SequenceClose = 28,  // rank 0: that request released
   Sampled = 29,        // an attention device's sampled token (and log-probabilities) for rank 0
   GroupSampled = 30,   // an attention device finished sampling a micro-batch (grouped policies)
+  LinkRefused = 31,    // a rank refused a payload whose rows take the device link from the destination
 };
 
 class ByteWriter {

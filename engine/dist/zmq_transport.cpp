@@ -30,7 +30,8 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
       receivers_(static_cast<std::size_t>(num_devices)),
       remote_in_flight_(static_cast<std::size_t>(num_devices), 0),
       arrivals_(arrival_pool()),
-      device_arrivals_(static_cast<std::size_t>(num_devices), arrivals_) {
+      device_arrivals_(static_cast<std::size_t>(num_devices), arrivals_),
+      refused_from_(static_cast<std::size_t>(links.world()), false) {
   links_.on(MessageType::Header, [this](ByteReader& r) {
     ShipmentHeader h;
     if (const Status s = decode_header(r, h); !s.ok() || h.dst < 0 || h.dst >= static_cast<std::int32_t>(receivers_.size())) {
@@ -44,15 +45,26 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
   });
   links_.on(MessageType::Payload, [this](ByteReader& r) {
     auto s = std::make_shared<Shipment>();
+    s->src = -1;  // still -1 after a refusal: the message did not say where it came from
     const auto arrivals = [this](std::int32_t dst) -> ActivationOps* {
       return dst >= 0 && dst < static_cast<std::int32_t>(device_arrivals_.size())
                  ? device_arrivals_[static_cast<std::size_t>(dst)]
                  : nullptr;
     };
     std::vector<Activations*> over_link;
-    if (const Status st = decode_payload(r, arrivals, loop_.now(), *s, device_links_ ? &over_link : nullptr);
-        !st.ok()) {
+    const Status st = decode_payload(r, arrivals, loop_.now(), *s, device_links_ ? &over_link : nullptr);
+    // The decoder checks dst (against this process's devices), not src, which picks the link
+    // (an unknown one would index past device_process_ or throw from the links' map).
+    const bool known = s->src >= 0 && s->src < static_cast<std::int32_t>(device_process_.size());
+    const std::int32_t from = known ? device_process_[static_cast<std::size_t>(s->src)] : -1;
+    const bool linked = device_links_ && from >= 0 && from != links_.rank() && device_links_->linked(from);
+    if (!st.ok()) {
       std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: %s\n", links_.rank(), st.message().c_str());
+      // Rows the sender may have posted on the link are never received, so the link is out of
+      // step for good: tell the sender (its send would otherwise wait out the bootstrap
+      // timeout), and receive nothing more from it over the link.
+      if (linked) refuse(from, "rank " + std::to_string(links_.rank()) + " refused a payload from device " +
+                                 std::to_string(s->src) + ": " + st.message());
       return;
     }
     // The rows follow over the device link: the sender passed them to its send() right after
@@ -60,16 +72,14 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
     // this receive matches that send (docs/architecture.md). Here, on the network thread,
     // never on the loop: the sender's loop waits for it, and ours may be sending to them.
     if (!over_link.empty()) {
-      // The decoder checks dst (against this process's devices), not src, which picks the link
-      // (an unknown one would index past device_process_ or throw from the links' map).
-      const bool known = s->src >= 0 && s->src < static_cast<std::int32_t>(device_process_.size());
-      const std::int32_t from = known ? device_process_[static_cast<std::size_t>(s->src)] : -1;
-      if (!known || !device_links_->linked(from)) {
+      if (!linked) {
         std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: rows over a device link from device %d, "
                      "which no link of this rank reaches\n", links_.rank(), s->src);
         return;
       }
-      device_links_->receive(from, over_link);
+      if (refused_from_[static_cast<std::size_t>(from)]) return;  // out of step since a refusal
+      // While it waits, heartbeats keep going both ways and a dead sender is found (pump).
+      if (!device_links_->receive(from, over_link, [this] { links_.pump(); })) return;  // sender dead: dropped
     }
     loop_.post_external([this, s] {
       const auto dst = static_cast<std::size_t>(s->dst);
@@ -78,6 +88,31 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
       receivers_[dst].on_payload(std::move(*s));
     });
   });
+  if (device_links_)
+    links_.on(
+        MessageType::LinkRefused,
+        [this](ByteReader& r) {
+          std::int32_t rank = -1;
+          std::string why;
+          if (!r.get(rank).ok() || !r.get_string(why).ok() || rank < 0 || rank >= links_.world() ||
+              !device_links_->linked(rank)) {
+            std::fprintf(stderr, "switchyard: rank %d: bad link refusal\n", links_.rank());
+            return;
+          }
+          device_links_->peer_fault(rank, PeerState::Refused, why);
+        },
+        /*urgent=*/true);
+}
+
+void ZmqTransport::refuse(std::int32_t from, const std::string& why) {
+  refused_from_[static_cast<std::size_t>(from)] = true;
+  ByteWriter w;
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::LinkRefused));
+  w.put<std::int32_t>(links_.rank());
+  w.put_string(why);
+  // ProcessLinks::send is the loop's, so through the loop: at worst after a link send of ours
+  // that is in flight, which `from`'s network thread receives meanwhile.
+  loop_.post_external([this, from, message = std::move(w.bytes())] { links_.send(from, message); });
 }
 
 TransportFactory ZmqTransport::factory(ProcessLinks& links, std::vector<std::int32_t> device_process,
@@ -125,7 +160,8 @@ void ZmqTransport::send(Shipment&& shipment) {
     outgoing_.clear();
     for (const TokenBatch& b : shipment.batches)
       if (!b.hidden.null() && b.hidden.rows() > 0) outgoing_.push_back(&b.hidden);
-    if (!outgoing_.empty()) device_links_->send(process, outgoing_);
+    // False: the peer was found dead and the rows are dropped, as a message to it would be.
+    if (!outgoing_.empty()) (void)device_links_->send(process, outgoing_);
   }
   ++sent_remote_;
   // The sender knows when the bytes left, not when they land: a transfer of no duration.

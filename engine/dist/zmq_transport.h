@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/cpu/host_activation_ops.h"
@@ -44,6 +45,9 @@ class ZmqTransport final : public Transport {
   std::uint64_t received_remote() const { return received_remote_; }
 
  private:
+  // Network thread: a payload from rank `from` whose rows take the link was refused.
+  void refuse(std::int32_t from, const std::string& why);
+
   EventLoop& loop_;
   std::int64_t bytes_per_row_;
   RuntimeObserver* observer_;
@@ -60,6 +64,7 @@ class ZmqTransport final : public Transport {
   // handles of it may outlive the transport).
   HostActivationOps* arrivals_;
   std::vector<ActivationOps*> device_arrivals_;  // [device]: set_arrivals', else arrivals_
+  std::vector<bool> refused_from_;  // [rank]: network thread; its link is out of step since a refusal
 };
 
 }  // namespace sy::dist

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -73,6 +74,58 @@ TEST(NcclPeerLinks, ARankWithoutDevicesMakesTheIdsAndJoinsNoPair) {
   EXPECT_FALSE(none.linked(2));
 }
 
+// A rank whose pair's other end never joins (it died after the bootstrap) gives up after the
+// bootstrap timeout with an error naming that rank, instead of hanging in ncclCommInitRank.
+TEST(NcclPeerLinks, AJoinWhosePeerNeverComesFailsNamingItAfterTheTimeout) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
+  NcclPeerLinks zero(0, 1.0), one(1, 1.0);
+  const std::vector<std::string> memories = {zero.memory(), one.memory()};
+  auto setup = zero.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  const auto start = std::chrono::steady_clock::now();
+  const Status joined = zero.connect(0, memories, *setup);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(joined.ok());
+  EXPECT_NE(joined.message().find("waiting for rank 1 to join"), std::string::npos) << joined.message();
+  EXPECT_GE(s, 1.0);
+  EXPECT_LT(s, 10.0);
+}
+
+// A receive whose sender never sends (it died) ends, its link aborted, once the heartbeats say
+// the peer is dead (peer_fault from another thread), long before the bootstrap timeout; the
+// waiting callback runs meanwhile (the network thread's heartbeats), and later transfers with
+// that peer return at once.
+TEST(NcclPeerLinks, AReceiveFromAPeerFoundDeadEndsWithoutWaitingOutTheTimeout) {
+  SKIP_WITHOUT_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
+  NcclPeerLinks zero(0, 60), one(1, 60);
+  const std::vector<std::string> memories = {zero.memory(), one.memory()};
+  auto setup = zero.setup(memories);
+  ASSERT_TRUE(setup.ok()) << setup.status().message();
+  Status joined_one = Status::Ok();
+  std::thread joining([&] { joined_one = one.connect(1, memories, *setup); });
+  const Status joined_zero = zero.connect(0, memories, *setup);
+  joining.join();
+  ASSERT_TRUE(joined_zero.ok() && joined_one.ok()) << joined_zero.message() << joined_one.message();
+  CudaActivationOps ops0(0);
+  Activations got = ops0.allocate(4, 64);
+  Activations* rows[1] = {&got};
+  int waited = 0;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    zero.peer_fault(1, dist::PeerState::Lost, "rank 1 stopped answering");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const bool landed = zero.receive(1, rows, [&] { ++waited; });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  killer.join();
+  EXPECT_FALSE(landed);
+  EXPECT_LT(s, 5.0);
+  EXPECT_GT(waited, 10);
+  EXPECT_FALSE(zero.receive(1, rows, {}));
+}
+
 TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
   SKIP_WITHOUT_GPU();
   if (gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (NCCL between ranks); this machine has " << gpu_count();
@@ -134,7 +187,7 @@ TEST(NcclPeerLinks, TwoRanksOnTwoGpusExchangeRowsBothWaysInOrder) {
     threads.emplace_back([&, rank] {
       for (int s = 0; s < kShipments; ++s) {
         Activations* batch[2] = {&got[rank][2 * s], &got[rank][2 * s + 1]};
-        links[rank]->receive(1 - rank, batch);
+        links[rank]->receive(1 - rank, batch, {});
       }
     });
   }

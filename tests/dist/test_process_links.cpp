@@ -63,5 +63,92 @@ TEST(ProcessLinks, AReceiverBusyWithABacklogStillBeats) {
   zero.stop();
 }
 
+// A handler that waits long (an NCCL receive on the cuda backend) and pumps meanwhile: this
+// rank keeps beating, an urgent message is handled amid the wait, and the others wait, in
+// order, for the handler to return.
+TEST(ProcessLinks, AWaitThatPumpsKeepsBeatingAndKeepsOrder) {
+  std::vector<Rendezvous> rv = two_ranks();
+  ProcessLinks zero(std::move(rv[0]), 0), one(std::move(rv[1]), 1);
+  std::atomic<bool> urgent_seen{false}, urgent_during_wait{false}, waiting{false};
+  std::vector<int> order;  // receiver thread only until the end
+  zero.on(MessageType::Payload, [&](ByteReader& r) {
+    std::uint8_t n = 0;
+    (void)r.get(n);
+    order.push_back(n);
+    if (n != 0) return;
+    waiting = true;
+    // 1.2 s, three times the 400 ms after which rank 1 takes rank 0 for dead.
+    for (const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1200);
+         std::chrono::steady_clock::now() < end;) {
+      zero.pump();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    urgent_during_wait = urgent_seen.load();
+    waiting = false;
+  });
+  zero.on(MessageType::LinkRefused, [&](ByteReader&) { urgent_seen = true; }, /*urgent=*/true);
+  std::atomic<int> zero_lost{0}, one_lost{0};
+  const std::int64_t timeout = 400'000'000, startup = 10'000'000'000;
+  zero.watch({1}, timeout, startup, [&](std::int32_t, double) { ++one_lost; }, now_ns);
+  one.watch({0}, timeout, startup, [&](std::int32_t, double) { ++zero_lost; }, now_ns);
+  zero.start();
+  one.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto payload = [](int n) {
+    std::string m(1, static_cast<char>(MessageType::Payload));
+    m += static_cast<char>(n);
+    return m;
+  };
+  one.send(0, payload(0));
+  for (int i = 0; i < 100 && !waiting.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(waiting.load());
+  for (int n = 1; n <= 5; ++n) one.send(0, payload(n));
+  one.send(0, std::string(1, static_cast<char>(MessageType::LinkRefused)));
+  for (int n = 6; n <= 9; ++n) one.send(0, payload(n));
+  for (int i = 0; i < 400 && (waiting.load() || order.size() < 10); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  one.stop();
+  zero.stop();
+  EXPECT_EQ(zero_lost.load(), 0) << "rank 0 sent no heartbeat while it waited";
+  EXPECT_EQ(one_lost.load(), 0) << "rank 1's heartbeats were not taken in during the wait";
+  EXPECT_TRUE(urgent_during_wait.load()) << "the urgent message waited for the handler";
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+// A wait that pumps learns, within the heartbeat timeout, that its peer fell silent (the peer
+// it waits for died), before the handler returns.
+TEST(ProcessLinks, AWaitThatPumpsFindsASilentPeerLost) {
+  std::vector<Rendezvous> rv = two_ranks();
+  ProcessLinks zero(std::move(rv[0]), 0), one(std::move(rv[1]), 1);
+  std::atomic<bool> lost{false};
+  std::atomic<double> lost_after_ms{-1};
+  std::atomic<bool> waiting{false};
+  zero.on(MessageType::Payload, [&](ByteReader&) {
+    waiting = true;
+    const auto start = std::chrono::steady_clock::now();
+    while (!lost.load() && std::chrono::steady_clock::now() < start + std::chrono::seconds(5)) {
+      zero.pump();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    lost_after_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    waiting = false;
+  });
+  const std::int64_t timeout = 400'000'000, startup = 10'000'000'000;
+  zero.watch({1}, timeout, startup, [&](std::int32_t rank, double) { lost = rank == 1; }, now_ns);
+  one.watch({0}, timeout, startup, [](std::int32_t, double) {}, now_ns);
+  zero.start();
+  one.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  one.send(0, std::string(1, static_cast<char>(MessageType::Payload)));
+  for (int i = 0; i < 100 && !waiting.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  one.stop();  // rank 1 falls silent, as a SIGKILL leaves it
+  for (int i = 0; i < 1000 && waiting.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  zero.stop();
+  EXPECT_TRUE(lost.load());
+  EXPECT_GT(lost_after_ms.load(), 300.0);
+  EXPECT_LT(lost_after_ms.load(), 2000.0);
+}
+
 }  // namespace
 }  // namespace sy::dist
