@@ -18,27 +18,17 @@
 
 #include "engine/model/safetensors.h"
 #include "engine/util/npy.h"
+#include "tests/support/shell_run.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using CliRun = test::ShellRun;
 
 CliRun switchyard(const std::string& args) {
-  CliRun run;
-  const std::string cmd = std::string(SY_SWITCHYARD_BIN) + " --threads 1 " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
+  return test::shell(std::string(SY_SWITCHYARD_BIN) + " --threads 1 " + args);
 }
 
 class Cli : public ::testing::Test {

@@ -21,25 +21,14 @@
 #include "console/imgui_glue/imgui_widget.h"
 #include "gui_environment.h"
 #include "telemetry/control_client.h"
+#include "tests/support/free_port.h"
 
 namespace sy::console {
 namespace {
 
 using nlohmann::json;
 
-// A port nobody listens on right now (the kernel's pick for an ephemeral bind).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using test::free_port;
 
 template <class F>
 bool wait_for(F done, int seconds = 30) {

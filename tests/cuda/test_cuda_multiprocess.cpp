@@ -32,44 +32,16 @@
 #include "engine/cuda/cuda_deployment.h"
 #include "engine/reference/reference_session.h"
 #include "engine/serving/workload.h"
+#include "tests/support/free_port.h"
+#include "tests/support/shell_run.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ShellRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-ShellRun shell(const std::string& command) {
-  ShellRun run;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
-
-// A TCP port nobody listens on right now (the kernel's choice).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return 29600 + static_cast<int>(::getpid() % 1000);
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using test::free_port;
+using test::shell;
+using test::ShellRun;
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);

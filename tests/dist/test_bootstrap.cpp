@@ -13,23 +13,12 @@
 #include <vector>
 
 #include "engine/dist/bootstrap.h"
+#include "tests/support/free_port.h"
 
 namespace sy::dist {
 namespace {
 
-std::uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  std::uint16_t port = static_cast<std::uint16_t>(29700 + ::getpid() % 1000);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
+std::uint16_t free_port() { return static_cast<std::uint16_t>(test::free_port()); }
 
 struct Outcome {
   bool ok = false;

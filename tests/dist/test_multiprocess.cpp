@@ -23,47 +23,16 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/free_port.h"
+#include "tests/support/shell_run.h"
+
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct ShellRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-  double seconds = 0;
-};
-
-ShellRun shell(const std::string& command) {
-  ShellRun run;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), pipe)) run.output.append(buf.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run;
-}
-
-// A TCP port nobody listens on right now (the kernel's choice), so that tests running at the
-// same time do not meet at one rendezvous.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return 29600 + static_cast<int>(::getpid() % 1000);
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using test::free_port;
+using test::shell;
+using test::ShellRun;
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);
