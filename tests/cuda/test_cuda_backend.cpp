@@ -19,16 +19,12 @@
 #include "engine/cuda/decode_graphs.h"
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
+#include "tests/cuda/gpu_skips.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define SKIP_WITHOUT_GPU()                                          \
-  if (const std::string why = cuda_backend_problem(); !why.empty()) { \
-    GTEST_SKIP() << "no CUDA device: " << why;                        \
-  }
 
 std::vector<RequestSpec> make_requests(std::int32_t n, std::int32_t vocab, std::uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -19,16 +19,12 @@
 #include "engine/cuda/cuda_executor.h"
 #include "engine/model/random_model.h"
 #include "engine/runtime/wall_clock_event_loop.h"
+#include "tests/cuda/gpu_skips.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define SKIP_WITHOUT_GPU()                                            \
-  if (const std::string why = cuda_backend_problem(); !why.empty()) { \
-    GTEST_SKIP() << "no CUDA device: " << why;                        \
-  }
 
 struct Waiter {
   bool done = false;

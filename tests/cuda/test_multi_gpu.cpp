@@ -18,21 +18,13 @@
 #include "engine/cuda/nccl_links.h"
 #include "engine/model/random_model.h"
 #include "engine/reference/reference_session.h"
+#include "tests/cuda/gpu_skips.h"
 
 namespace sy {
 namespace {
 
 namespace fs = std::filesystem;
 
-int gpu_count() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
-#define SKIP_WITHOUT_GPU()                                            \
-  if (const std::string why = cuda_backend_problem(); !why.empty()) { \
-    GTEST_SKIP() << "no CUDA device: " << why;                        \
-  }
 #define SKIP_WITHOUT_TWO_GPUS()                                                                     \
   SKIP_WITHOUT_GPU();                                                                               \
   if (gpu_count() < 2) {                                                                            \

@@ -16,19 +16,10 @@
 #include "engine/cuda/cuda_activation_ops.h"
 #include "engine/cuda/cuda_deployment.h"
 #include "engine/cuda/nccl_peer_links.h"
+#include "tests/cuda/gpu_skips.h"
 
 namespace sy {
 namespace {
-
-int gpu_count() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
-}
-
-#define SKIP_WITHOUT_GPU()                                            \
-  if (const std::string why = cuda_backend_problem(); !why.empty()) { \
-    GTEST_SKIP() << "no CUDA device: " << why;                        \
-  }
 
 std::vector<float> read(const Activations& a) {
   std::vector<float> v(static_cast<std::size_t>(a.rows() * a.width()));
