@@ -4,7 +4,7 @@
 # .gpu/check.sh, which runs them there in one call within a time budget.
 #
 #   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda,
-#                                        #   switchyard (the multi-process test's ranks); pack
+#                                        #   bench_module_loading, switchyard (the multi-process test's ranks); pack
 #   .gpu/check.sh [tests|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
@@ -18,11 +18,12 @@ bundle=${SY_GPU_BUNDLE:-../shared/tools/gpu-bundle}
 export PATH=/usr/local/cuda/bin:$PATH
 command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found: the CUDA checks need the CUDA compiler here" >&2; exit 1; }
 [[ -f build/CMakeCache.txt ]] || cmake --preset default
-cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_backend bench_cuda switchyard
+cmake --build build -j"$(nproc)" --target test_cuda_kernels test_cuda_backend bench_cuda bench_module_loading switchyard
 rm -rf .gpu
-# bench_cuda needs no library beyond CUDA's, which gpu-bundle's library scan treats as a failure:
-# it travels as an extra file.
-"$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend build/bin/switchyard -- build/bin/bench_cuda
+# bench_cuda and bench_module_loading need no library beyond CUDA's and NCCL's, which gpu-bundle's
+# library scan treats as a failure: they travel as extra files.
+"$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend build/bin/switchyard -- build/bin/bench_cuda \
+  build/bin/bench_module_loading
 # The device tool carries at most 64 MiB: OpenBLAS (36 MiB, ~11 MiB compressed) travels gzipped
 # and check.sh unpacks it before the first step.
 gzip -6 .gpu/libopenblas.so.0
@@ -72,6 +73,9 @@ run() {  # name, command...
 for step in "${steps[@]}"; do
   case $step in
     tests)
+      # The kernels loaded before NCCL links carry rows, first in a process of their own (it
+      # prints how many were still unloaded under lazy loading before preload_kernels).
+      run test_kernel_preload "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='KernelPreload.*'
       run test_cuda_kernels "$here/test_cuda_kernels" --gtest_brief=1
       # The backend in three processes, eager first: a crash in the CUDA graphs' code cannot
       # hide whether the rest of the backend works.
@@ -84,7 +88,9 @@ for step in "${steps[@]}"; do
       # several GPUs in one process (NCCL; skips with one GPU, saying so); NCCL between ranks
       # (the GPU's UUID; two GPUs for rows) and cuBLAS loaded from the machine's library.
       run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
-        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*:NcclPeerLinks.*:CublasLibrary.*' ;;
+        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*:NcclPeerLinks.*:CublasLibrary.*:ModuleLoading*'
+      # What CUDA_MODULE_LOADING=EAGER (a rank under a launcher) costs next to lazy: seconds.
+      run bench_module_loading "$here/bench_module_loading" ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "engine/cli/cli_support.h"
 #include "engine/cpu/cpu_deployment.h"
@@ -37,6 +38,15 @@ fs::path resolve_model_config(const std::string& model) {
 }
 
 }  // namespace
+
+void load_cuda_modules_eagerly_under_launcher() {
+#if SY_HAVE_CUDA
+  // The driver reads the variable once, when CUDA starts (cuInit); a bad launcher variable is
+  // the command's to report, later.
+  const auto env = dist::RankEnvironment::from_process();
+  if (env.ok() && env->distributed()) setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+#endif
+}
 
 std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const Topology& topology,
                                                      const dist::RankEnvironment& env, int gpu) {

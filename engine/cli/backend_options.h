@@ -44,6 +44,13 @@ struct BackendOptions {
 std::unique_ptr<Deployment> deploy_cuda(std::shared_ptr<const ModelWeights> weights, Topology topology,
                                         DeploymentOptions options, int gpu, bool cuda_graphs);
 
+// A rank of a run under a launcher (world above 1) may join NCCL links to other ranks' GPUs:
+// before anything starts CUDA, sets CUDA_MODULE_LOADING=EAGER (unless the environment sets it)
+// so that every kernel, cuBLAS's included, is loaded when CUDA starts rather than at its first
+// launch, which may wait for an NCCL kernel waiting for its peer (docs/architecture.md, "Lazy
+// module loading"). No effect in a build without CUDA, nor on a backend that never starts it.
+void load_cuda_modules_eagerly_under_launcher();
+
 // Under a launcher with --backend cuda: NCCL between this rank's GPU (its devices' `gpu` key,
 // else `gpu`) and the other ranks' GPUs, for dist::DistributedRun::join. A rank without
 // devices gets links without a GPU (no memory, no pairs: as rank 0 it still makes the NCCL ids);

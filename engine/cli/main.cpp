@@ -5,12 +5,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/cli/backend_options.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/required_options.h"
 #include "kernels/cpu/gemm.h"
 
 int main(int argc, char** argv) {
+  // First, before any command can start CUDA (a rank's NCCL links: backend_options.h).
+  sy::cli::load_cuda_modules_eagerly_under_launcher();
   CLI::App app{"Switchyard: a Mixture-of-Experts serving engine", "switchyard"};
   app.require_subcommand(1);
   // Global options are accepted after the subcommand too (`switchyard bench --threads 1 …`):

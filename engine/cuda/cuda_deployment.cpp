@@ -21,9 +21,9 @@ namespace {
 using GpuModels = std::map<int, std::shared_ptr<const DeviceModel>>;
 
 Cluster::ExecutorFactory cuda_executors(GpuModels models, const DeploymentOptions& options, std::vector<int> device_gpu,
-                                        bool cuda_graphs) {
+                                        bool cuda_graphs, bool preload_kernels) {
   return [models = std::move(models), device_gpu, kv_pages = options.kv_pages_per_rank, page_size = options.page_size,
-          cuda_graphs](std::int32_t device, bool attention_rank, EventLoop& loop) {
+          cuda_graphs, preload_kernels](std::int32_t device, bool attention_rank, EventLoop& loop) {
     CudaExecutorOptions o;
     o.gpu = gpu_of(device_gpu, device);
     o.device = device;
@@ -31,6 +31,7 @@ Cluster::ExecutorFactory cuda_executors(GpuModels models, const DeploymentOption
     o.kv_pages = kv_pages;
     o.page_size = page_size;
     o.cuda_graphs = cuda_graphs;
+    o.preload_kernels = preload_kernels;
     return std::unique_ptr<Executor>(std::make_unique<CudaExecutor>(models.at(o.gpu), o, loop));
   };
 }
@@ -108,14 +109,19 @@ StatusOr<std::unique_ptr<CudaDeployment>> CudaDeployment::create(std::shared_ptr
     };
   }
   options.clock = Clock::Wall;  // completions come from the GPU's streams, in real time
+  // Where NCCL may carry rows (between this process's GPUs, or to other ranks' under a
+  // launcher), every kernel is loaded before serving (CudaExecutorOptions::preload_kernels).
+  const bool preload_kernels = across_processes || gpus.size() > 1;
   return std::unique_ptr<CudaDeployment>(new CudaDeployment(std::move(models), row_bytes, std::move(topology),
-                                                            std::move(options), std::move(cuda)));
+                                                            std::move(options), std::move(cuda), preload_kernels));
 }
 
 CudaDeployment::CudaDeployment(std::map<int, std::shared_ptr<const DeviceModel>> models, std::int64_t row_bytes,
-                               Topology topology, DeploymentOptions options, CudaDeploymentOptions cuda)
+                               Topology topology, DeploymentOptions options, CudaDeploymentOptions cuda,
+                               bool preload_kernels)
     // float32 activations cross between workers.
     : Deployment(std::move(topology), options, row_bytes,
-                 cuda_executors(std::move(models), options, std::move(cuda.device_gpu), cuda.cuda_graphs)) {}
+                 cuda_executors(std::move(models), options, std::move(cuda.device_gpu), cuda.cuda_graphs,
+                                preload_kernels)) {}
 
 }  // namespace sy

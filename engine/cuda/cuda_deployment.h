@@ -54,7 +54,7 @@ class CudaDeployment final : public Deployment {
 
  private:
   CudaDeployment(std::map<int, std::shared_ptr<const DeviceModel>> models, std::int64_t row_bytes, Topology topology,
-                 DeploymentOptions options, CudaDeploymentOptions cuda);
+                 DeploymentOptions options, CudaDeploymentOptions cuda, bool preload_kernels);
 };
 
 }  // namespace sy

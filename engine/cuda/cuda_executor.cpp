@@ -11,6 +11,7 @@
 
 #include "engine/cuda/cuda_must.h"
 #include "kernels/cuda/device_sync_lock.h"
+#include "kernels/cuda/kernel_preload.h"
 #include "kernels/cuda/cublas_library.h"
 #include "kernels/cpu/sampling.h"
 
@@ -113,6 +114,12 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
       activations_(options.gpu) {
   must(cudaSetDevice(options_.gpu), "cudaSetDevice");
   must(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (options_.preload_kernels) {
+    if (const Status s = kernels::preload_kernels(); !s.ok()) {
+      std::fprintf(stderr, "cuda backend: gpu %d: %s\n", options_.gpu, s.message().c_str());
+      std::abort();
+    }
+  }
   // cuda_backend_problem() says when the library cannot load, before any device is made.
   const kernels::CublasLibrary* library = kernels::cublas_library();
   if (!library) {

@@ -40,6 +40,10 @@ struct CudaExecutorOptions {
   // Without graphs: pad decode batches to the buckets all the same, so that the very kernels
   // of the graphs run eagerly on the same shapes (the tests compare the two bit for bit).
   bool pad_decode = false;
+  // NCCL links carry rows to or from this GPU (several GPUs in one process, or ranks of a
+  // launcher): every kernel of kernels/cuda is loaded before the executor serves, since a lazy
+  // first launch may wait for an NCCL kernel that waits for its peer (kernel_preload.h).
+  bool preload_kernels = false;
 };
 
 // Growable device memory for one kind of scratch; only the executor's thread uses it.

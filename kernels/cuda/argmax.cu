@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -62,6 +63,11 @@ Status argmax_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, s
   argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, vocab, out);
   SY_RETURN_IF_ERROR(detail::check_launch("argmax_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_argmax_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(argmax_kernel)});
 }
 
 }  // namespace sy::kernels

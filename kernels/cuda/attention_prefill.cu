@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -118,6 +119,11 @@ Status paged_attention_prefill_cuda(const float* q, std::int64_t n_tokens, std::
     SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_prefill_cuda"));
   }
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_attention_prefill_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(prefill_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -1,6 +1,7 @@
 // combine_cuda (the token pool's merge), gather_rows_cuda and copy_rows_cuda: over rows.
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -65,6 +66,13 @@ Status gather_rows_cuda(const float* src, const std::int32_t* rows, std::int64_t
   if (n == 0 || width == 0) return Status::Ok();
   gather_rows_kernel<<<detail::grid_for(n * width, kThreads), kThreads, 0, stream>>>(src, rows, n, width, dst);
   return detail::check_launch("gather_rows_cuda");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_combine_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(combine_kernel),
+                         SY_KERNEL_ENTRY(gather_rows_kernel),
+                         SY_KERNEL_ENTRY(copy_rows_kernel)});
 }
 
 }  // namespace sy::kernels

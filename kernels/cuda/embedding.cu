@@ -4,6 +4,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -29,6 +30,11 @@ Status embedding_cuda(const void* table, DType type, std::int64_t rows, std::int
   if (n == 0 || cols == 0) return Status::Ok();
   embedding_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(table, type, rows, cols, tokens, out);
   return detail::check_launch("embedding_cuda");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_embedding_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(embedding_kernel)});
 }
 
 }  // namespace sy::kernels

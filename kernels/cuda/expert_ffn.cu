@@ -11,6 +11,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -208,6 +209,13 @@ Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems,
                                          ws.gemm, stream));
   scale_rows_kernel<<<per_segment, kThreads, 0, stream>>>(d_segs, H);
   return detail::check_launch("swiglu_experts_cuda (scale)");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_expert_ffn_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(gather_convert_kernel),
+                         SY_KERNEL_ENTRY(silu_mul_low_kernel),
+                         SY_KERNEL_ENTRY(scale_rows_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -195,6 +196,11 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
         "grouped_linear_cuda: cublasGemmEx"));
   }
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_grouped_gemm_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(convert_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/grouped_small_m.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -290,6 +291,25 @@ Status small_m_device_limits(std::size_t& smem_limit, int& sm_count) {
                                         "grouped_small_m_cuda: SM count"));
   smem_limit = static_cast<std::size_t>(smem);
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels: each m tile and weight type launch_type can pick.
+void detail::add_grouped_small_m_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(small_m_kernel<1, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<2, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<4, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<8, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<16, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<1, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<2, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<4, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<8, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<16, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_kernel<1, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_kernel<2, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_kernel<4, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_kernel<8, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_kernel<16, DType::F32>)});
 }
 
 }  // namespace sy::kernels

@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -43,6 +44,11 @@ Status kv_cache_write_cuda(const KvLayerView& cache, const std::int32_t* block_t
   kv_write_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(cache, block_tables, table_stride,
                                                                             token_seq, positions, k, v);
   return detail::check_launch("kv_cache_write_cuda");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_kv_cache_write_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(kv_write_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -72,6 +73,12 @@ Status linear_bf16_cuda(cublasHandle_t handle, const std::uint16_t* x, std::int6
                       std::int64_t N, std::int64_t K, const float* bias, float* y, bool accumulate,
                       cudaStream_t stream) {
   return linear_cuda(handle, x, DType::BF16, M, w, N, K, bias, y, accumulate, stream);
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_linear_bf16_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(f32_to_bf16_kernel),
+                         SY_KERNEL_ENTRY(bias_kernel)});
 }
 
 }  // namespace sy::kernels

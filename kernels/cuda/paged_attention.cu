@@ -5,6 +5,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -103,6 +104,11 @@ Status paged_attention_decode_cuda(const float* q, std::int32_t n_seqs, std::int
   decode_kernel<<<grid, kWarps * 32, 0, stream>>>(q, n_heads, positions, cache, block_tables, table_stride, scale, out);
   SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_decode_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_paged_attention_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(decode_kernel)});
 }
 
 }  // namespace sy::kernels

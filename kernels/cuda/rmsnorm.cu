@@ -4,6 +4,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -42,6 +43,11 @@ Status rmsnorm_cuda(const float* x, const void* weight, DType weight_type, float
   rmsnorm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, weight, weight_type, eps, dim, y);
   SY_RETURN_IF_ERROR(detail::check_launch("rmsnorm_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_rmsnorm_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(rmsnorm_kernel)});
 }
 
 }  // namespace sy::kernels

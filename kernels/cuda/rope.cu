@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -41,6 +42,11 @@ Status rope_cuda(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int
   rope_kernel<<<static_cast<unsigned>(n_tokens), kThreads, 0, stream>>>(x, n_heads, head_dim, inv_freq, positions);
   SY_RETURN_IF_ERROR(detail::check_launch("rope_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_rope_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(rope_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -106,6 +107,11 @@ Status router_topk_cuda(const float* logits, std::int64_t n_tokens, std::int32_t
                                                             weights);
   SY_RETURN_IF_ERROR(detail::check_launch("router_topk_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_router_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(router_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -330,6 +331,11 @@ Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, c
   if (rows == 0) return Status::Ok();
   sample_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, vocab, params, out);
   return detail::check_launch("sample_cuda");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_sampling_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(sample_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -2,6 +2,7 @@
 // projection (as swiglu_experts_cuda's last step and HF's expert modules do).
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -22,6 +23,11 @@ Status scale_rows_cuda(float* y, const float* scale, std::int64_t rows, std::int
   if (rows == 0) return Status::Ok();
   scale_rows_kernel<<<detail::grid_for(rows * width, kThreads), kThreads, 0, stream>>>(y, scale, width, rows * width);
   return detail::check_launch("scale_rows_cuda");
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_scale_rows_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(scale_rows_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -2,6 +2,7 @@
 // sigmoid_cuda: the shared expert's gate, 1 / (1 + exp(-x)) as ModelOps::shared_expert.
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
 namespace {
@@ -38,6 +39,12 @@ Status silu_mul_cuda(const float* g, const float* u, float* h, std::int64_t n, c
   silu_mul_kernel<<<detail::grid_for(n, kThreads), kThreads, 0, stream>>>(g, u, h, n);
   SY_RETURN_IF_ERROR(detail::check_launch("silu_mul_cuda"));
   return Status::Ok();
+}
+
+// Every kernel of this file, for preload_kernels (kernel_preload.h).
+void detail::add_silu_mul_kernels(std::vector<KernelEntry>& out) {
+  out.insert(out.end(), {SY_KERNEL_ENTRY(silu_mul_kernel),
+                         SY_KERNEL_ENTRY(sigmoid_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "engine/cuda/cuda_executor.h"
 #include "engine/model/random_model.h"
 #include "engine/runtime/wall_clock_event_loop.h"
+#include "kernels/cuda/kernel_preload.h"
 #include "tests/cuda/gpu_skips.h"
 
 namespace sy {
@@ -386,6 +388,25 @@ TEST_P(CudaGraphs, PaddedDecodeMatchesUnpaddedEagerDecode) {
     for (std::size_t i = 0; i < a.logprobs.size(); ++i) EXPECT_NEAR(a.logprobs[i].logprob, b.logprobs[i].logprob, 1e-3);
   }
   EXPECT_GT(graphs.executor().graph_stats().replays, 0);
+}
+
+// Where NCCL links carry rows (CudaExecutorOptions::preload_kernels), an executor, once made,
+// has every kernel of kernels/cuda loaded (cuFuncIsLoaded), so that no first launch amid an
+// NCCL transfer loads one lazily. Eager executor (no graphs): its construction launches nothing.
+TEST_P(CudaGraphs, AnExecutorThatPreloadsHasEveryKernelLoaded) {
+  WallClockEventLoop loop;
+  CudaExecutorOptions o;
+  o.cuda_graphs = false;
+  o.attention_rank = true;
+  o.kv_pages = 4;
+  o.preload_kernels = true;
+  auto executor = std::make_unique<CudaExecutor>(model_, o, loop);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  for (const kernels::KernelEntry& k : kernels::registered_kernels()) {
+    const auto loaded = kernels::kernel_loaded(k.symbol);
+    ASSERT_TRUE(loaded.ok()) << k.name << ": " << loaded.status().message();
+    EXPECT_TRUE(*loaded) << k.name << " is not loaded after the executor was made";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaGraphs,
