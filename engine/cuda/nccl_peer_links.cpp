@@ -15,6 +15,18 @@
 namespace sy {
 namespace {
 
+// Polls `stream` until its work is done or `limit_ns` passed; true when done (or failed:
+// an error also means nothing of ours runs there any longer).
+bool stream_drained_after_abort(cudaStream_t stream, std::int64_t limit_ns) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (cudaStreamQuery(stream) != cudaErrorNotReady) return true;
+    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    if (waited.count() >= limit_ns) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
 using cuda_backend::must;
 
 std::string cuda_error(const char* what, cudaError_t e) { return std::string(what) + ": " + cudaGetErrorString(e); }
@@ -246,6 +258,15 @@ NcclPeerLinks::Outcome NcclPeerLinks::transfer(Link& link, std::int32_t peer, bo
       // From this thread, which owns the link: nothing else uses the communicator now.
       ncclCommAbort(link.comm);
       link.comm = nullptr;
+      // NCCL does not promise that an aborted kernel has left the stream when the abort
+      // returns, and the rows go back to the pool once this returns: a late write would land
+      // in reused memory. Wait (bounded) for the stream; a kernel still there after the
+      // give-up time leaves this rank nothing safe to do but end.
+      if (issued && !stream_drained_after_abort(link.stream, seconds_ns(give_up_s_))) {
+        why = what + ": the aborted NCCL kernel was still on the stream after " + std::to_string(give_up_s_) +
+              " s, so its rows cannot be reused";
+        return Outcome::Failed;
+      }
     }
     switch (step.next) {
       case dist::LinkWait::Next::Done:
