@@ -96,9 +96,16 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     SY_RETURN_IF_ERROR(r.get_array(b.slot));
     SY_RETURN_IF_ERROR(r.get_array(b.weight));
     const std::size_t rows = b.request.size();
-    if (b.position.size() != rows || b.rank.size() != rows || (!b.slot.empty() && b.slot.size() != rows) ||
-        (!b.weight.empty() && b.weight.size() != rows) || (!b.token.empty() && b.token.size() != rows))
+    // Expert outputs (rows bound for an attention or sampler layer with a top-k slot each) carry
+    // the request and the slot only: the token pool reads nothing else.
+    const bool outputs = b.layer.kind != LayerKind::Expert && !b.slot.empty();
+    if (outputs) {
+      if (b.slot.size() != rows || !b.position.empty() || !b.rank.empty() || !b.token.empty() || !b.weight.empty())
+        return Status::Error("an expert output batch's rows need a request and a slot each, and nothing else");
+    } else if (b.position.size() != rows || b.rank.size() != rows || (!b.slot.empty() && b.slot.size() != rows) ||
+               (!b.weight.empty() && b.weight.size() != rows) || (!b.token.empty() && b.token.size() != rows)) {
       return Status::Error("a batch's columns differ in length");
+    }
     // The expert dispatch reads a slot and a weight for every expert row, and no token.
     if (b.layer.kind == LayerKind::Expert && (b.slot.size() != rows || b.weight.size() != rows || !b.token.empty()))
       return Status::Error("an expert batch's rows need a slot and a weight each, and no token");

@@ -20,6 +20,9 @@ struct TokenBatch {
   std::int64_t oldest_ns = 0;  // when its earliest row entered the μ-queue it waits in
 
   // One entry per row. Rows of one request are contiguous and in position order (a prefill).
+  // Expert outputs (rows on their way back to the token pool: an attention or sampler layer,
+  // with slots) carry request and slot only, and position and rank stay empty: the pool reads
+  // nothing else. Every other batch has a position and a rank per row.
   std::vector<std::int64_t> request;
   std::vector<std::int32_t> position;  // absolute position of the row
   std::vector<std::int32_t> rank;      // attention DP rank that owns the request's KV cache

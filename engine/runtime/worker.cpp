@@ -729,10 +729,8 @@ void Worker::dispatch_experts() {
     assert(tb.token.empty() && tb.slot.size() == static_cast<std::size_t>(rows) &&
            tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry slot and weight, no token");
     const std::int64_t* const request = tb.request.data();
-    const std::int32_t* const position = tb.position.data();
     const std::int32_t* const rank_of = tb.rank.data();
     const std::int32_t* const slot = tb.slot.data();
-    const float* const weight = tb.weight.data();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int32_t rank = rank_of[r];
       const std::int32_t d = rank_device[rank];
@@ -741,12 +739,12 @@ void Worker::dispatch_experts() {
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
         cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
       }
+      // An expert output row carries its request and top-k slot only: the token pool that
+      // takes it reads nothing else (TokenBatch), and three of five columns per row were
+      // copied for nobody.
       TokenBatch& out = outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
       out.request.push_back(request[r]);
-      out.position.push_back(position[r]);
-      out.rank.push_back(rank);
       out.slot.push_back(slot[r]);
-      out.weight.push_back(weight[r]);
       if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
     }
   }

@@ -156,6 +156,54 @@ TEST(WireFormat, ExpertRowsWithoutSlotsOrWeightsOrWithTokensAreRefused) {
   EXPECT_TRUE(decode_payload(r, ops, 0, got).ok());
 }
 
+TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
+  // Rows going back from an expert to its attention rank's token pool (the expert dispatch
+  // sends request and slot per row): they decode as sent, with their activations.
+  HostActivationOps ops;
+  const auto outputs = [&ops] {
+    Shipment s = sample_shipment(ops);
+    s.kind = LayerKind::Attention;
+    for (TokenBatch& b : s.batches) {
+      b.layer = LayerId::attention(3, 1);
+      b.position.clear();
+      b.rank.clear();
+      b.weight.clear();
+    }
+    return s;
+  };
+  const Shipment sent = outputs();
+  ByteWriter w;
+  encode_payload(w, sent);
+  ByteReader r(w.bytes().data(), w.bytes().size());
+  Shipment got;
+  ASSERT_TRUE(decode_payload(r, ops, 0, got).ok());
+  ASSERT_EQ(got.batches.size(), sent.batches.size());
+  for (std::size_t b = 0; b < sent.batches.size(); ++b) {
+    EXPECT_EQ(got.batches[b].request, sent.batches[b].request);
+    EXPECT_EQ(got.batches[b].slot, sent.batches[b].slot);
+    EXPECT_TRUE(got.batches[b].position.empty() && got.batches[b].rank.empty() && got.batches[b].weight.empty());
+    EXPECT_EQ(got.batches[b].hidden.rows(), sent.batches[b].hidden.rows());
+  }
+  // Any other column on them, or a slot short of a row, is refused.
+  for (int variant = 0; variant < 5; ++variant) {
+    Shipment s = outputs();
+    TokenBatch& b = s.batches[1];
+    const auto rows = b.request.size();
+    if (variant == 0) b.position.assign(rows, 1);
+    if (variant == 1) b.rank.assign(rows, 1);
+    if (variant == 2) b.weight.assign(rows, 0.5f);
+    if (variant == 3) b.token.assign(rows, 7);
+    if (variant == 4) b.slot.pop_back();
+    ByteWriter wv;
+    encode_payload(wv, s);
+    ByteReader rv(wv.bytes().data(), wv.bytes().size());
+    Shipment bad;
+    const Status st = decode_payload(rv, ops, 0, bad);
+    EXPECT_FALSE(st.ok()) << "variant " << variant;
+    EXPECT_NE(st.message().find("expert output"), std::string::npos) << st.message();
+  }
+}
+
 // The rows travel as the floats' own bytes, the last batch's at the message's end: what the
 // cpu backend sent before rows went through copy_to_host, so cpu ranks stay bit-identical.
 TEST(WireFormat, RowsTravelAsTheirFloatsBytes) {
