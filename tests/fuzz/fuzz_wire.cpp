@@ -57,8 +57,12 @@ void check_payload(const std::uint8_t* data, std::size_t size) {
   if (const Status st = decode_payload(r, ops, 0, s); !st.ok()) return refused(st, "payload");
   for (const TokenBatch& b : s.batches) {
     const std::size_t rows = b.request.size();
-    if (b.position.size() != rows || b.rank.size() != rows || (!b.token.empty() && b.token.size() != rows) ||
-        (!b.slot.empty() && b.slot.size() != rows) || (!b.weight.empty() && b.weight.size() != rows))
+    // Expert outputs (attention or sampler rows with slots) carry request and slot only.
+    const bool outputs = b.layer.kind != LayerKind::Expert && !b.slot.empty();
+    if (outputs ? b.slot.size() != rows || !b.position.empty() || !b.rank.empty() || !b.token.empty() ||
+                      !b.weight.empty()
+                : b.position.size() != rows || b.rank.size() != rows || (!b.token.empty() && b.token.size() != rows) ||
+                      (!b.slot.empty() && b.slot.size() != rows) || (!b.weight.empty() && b.weight.size() != rows))
       fuzz_fail("wire", "payload: a batch's columns differ in length");
     if (!b.hidden.null() && b.hidden.rows() != static_cast<std::int64_t>(rows))
       fuzz_fail("wire", "payload: activations for another number of rows");
