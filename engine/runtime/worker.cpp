@@ -624,7 +624,6 @@ void Worker::dispatch_attention() {
   // alias these vectors' pointers as far as the compiler knows, and it reloaded every one of
   // them for each of the K copies of a row. Nothing in the loop resizes them.
   const std::int64_t* const request = batch.request.data();
-  const std::int32_t* const position = batch.position.data();
   const std::int32_t* const rank = batch.rank.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
@@ -658,7 +657,6 @@ void Worker::dispatch_attention() {
         }
         TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
         out->request.push_back(request[row]);
-        out->position.push_back(position[row]);
         out->rank.push_back(rank[row]);
         out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
         out->weight.push_back(expert_weights[rk]);
@@ -721,13 +719,12 @@ void Worker::dispatch_experts() {
     const std::int64_t rows = tb.rows();
     // The columns read per row, held in locals (as in dispatch_attention): a store into an
     // outgoing batch's vectors might alias these vectors' pointers as far as the compiler
-    // knows, and append_row reloaded each of them for every row. Expert rows carry a slot and
-    // a weight each and no token (block 0's, on attention rows): dispatch_attention makes them
-    // so, and a shipment from another process with other expert rows is refused when it is
-    // decoded. No test of the columns per row (a second, general loop here cost more than
-    // the tests: the function's registers).
-    assert(tb.token.empty() && tb.slot.size() == static_cast<std::size_t>(rows) &&
-           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry slot and weight, no token");
+    // knows, and reloaded each of them for every row. Expert rows carry a rank, a slot and a
+    // weight each (TokenBatch): dispatch_attention makes them so, and a shipment from another
+    // process with other expert rows is refused when it is decoded. No test of the columns per
+    // row (a second, general loop here cost more than the tests: the function's registers).
+    assert(tb.rank.size() == static_cast<std::size_t>(rows) && tb.slot.size() == static_cast<std::size_t>(rows) &&
+           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry rank, slot and weight");
     const std::int64_t* const request = tb.request.data();
     const std::int32_t* const rank_of = tb.rank.data();
     const std::int32_t* const slot = tb.slot.data();
