@@ -262,22 +262,22 @@ void Worker::arrive(const GroupKey& key) {
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
-  completed_.clear();
-  pool_.absorb(outputs, completed_);
-  take_completed();
+  pool_.absorb(outputs, [this](TokenPool::Completed& c) { take_completed(c); });
 }
 
 void Worker::take_completed() {
+  for (TokenPool::Completed& c : completed_) take_completed(c);
+}
+
+void Worker::take_completed(TokenPool::Completed& c) {
   // Every request whose K outputs per row are all back is merged into its residual by an
   // execution of its own on the device; without activations (sim) there is nothing to add
   // and its rows go straight to the layer after the expert block.
-  for (TokenPool::Completed& c : completed_) {
-    pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
-    if (c.hidden.null()) {
-      enqueue_merged(c);
-    } else {
-      merges_.push_back(std::move(c));
-    }
+  pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
+  if (c.hidden.null()) {
+    enqueue_merged(c);
+  } else {
+    merges_.push_back(std::move(c));
   }
 }
 
