@@ -307,8 +307,11 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       out.layer = b.layer;
       out.group = b.group;
       out.oldest_ns = b.oldest_ns;
+      // `out` comes empty in every column (a job's batches are emptied when it ends, spares
+      // when they are given back), so b is left empty by the swap: no clear needed.
       out.swap_rows(b);
-      b.clear();
+      assert(b.empty() && b.position.empty() && b.rank.empty() && b.token.empty() && b.slot.empty() &&
+             b.weight.empty() && b.hidden.null());
     } else {
       out.oldest_ns = std::min(out.oldest_ns, b.oldest_ns);
       out.append(std::move(b));
