@@ -38,7 +38,6 @@ Shipment make_shipment(HostActivationOps& ops, std::int64_t rows, std::int64_t w
   b.layer = LayerId::expert(0, 0);
   for (std::int64_t r = 0; r < rows; ++r) {
     b.request.push_back(r);
-    b.position.push_back(static_cast<std::int32_t>(r));
     b.rank.push_back(0);
     b.slot.push_back(static_cast<std::int32_t>(r));
     b.weight.push_back(0.5f);

@@ -96,12 +96,22 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     SY_RETURN_IF_ERROR(r.get_array(b.slot));
     SY_RETURN_IF_ERROR(r.get_array(b.weight));
     const std::size_t rows = b.request.size();
-    if (b.position.size() != rows || b.rank.size() != rows || (!b.slot.empty() && b.slot.size() != rows) ||
-        (!b.weight.empty() && b.weight.size() != rows) || (!b.token.empty() && b.token.size() != rows))
+    // Each kind of batch carries the columns its receiver reads (TokenBatch): expert rows a
+    // rank, a slot and a weight (the expert dispatch and the expert read them; no position, no
+    // token); expert outputs (rows bound for an attention or sampler layer with a top-k slot
+    // each) a slot only, for the token pool; other rows a position and a rank, and block 0's
+    // a token.
+    if (b.layer.kind == LayerKind::Expert) {
+      if (b.rank.size() != rows || b.slot.size() != rows || b.weight.size() != rows || !b.position.empty() ||
+          !b.token.empty())
+        return Status::Error("an expert batch's rows need a rank, a slot and a weight each, and no position or token");
+    } else if (!b.slot.empty()) {
+      if (b.slot.size() != rows || !b.position.empty() || !b.rank.empty() || !b.token.empty() || !b.weight.empty())
+        return Status::Error("an expert output batch's rows need a request and a slot each, and nothing else");
+    } else if (b.position.size() != rows || b.rank.size() != rows || (!b.weight.empty() && b.weight.size() != rows) ||
+               (!b.token.empty() && b.token.size() != rows)) {
       return Status::Error("a batch's columns differ in length");
-    // The expert dispatch reads a slot and a weight for every expert row, and no token.
-    if (b.layer.kind == LayerKind::Expert && (b.slot.size() != rows || b.weight.size() != rows || !b.token.empty()))
-      return Status::Error("an expert batch's rows need a slot and a weight each, and no token");
+    }
     std::int64_t hidden_rows = 0, width = 0;
     SY_RETURN_IF_ERROR(r.get(hidden_rows));
     SY_RETURN_IF_ERROR(r.get(width));

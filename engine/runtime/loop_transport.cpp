@@ -57,23 +57,29 @@ void LoopTransport::send(Shipment&& shipment) {
     r.on_header(ShipmentHeader{src, dst, shipment.kind, shipment.block, shipment.group, tokens, bytes});
   std::uint32_t slot;
   if (free_.empty()) {
-    slot = static_cast<std::uint32_t>(parked_.size());
-    parked_.emplace_back();
+    slot = slots_++;
+    if ((slot >> kChunkBits) == parked_.size()) parked_.push_back(std::make_unique<Shipment[]>(1u << kChunkBits));
   } else {
     slot = free_.back();
     free_.pop_back();
   }
-  parked_[slot] = std::move(shipment);
+  parked(slot) = std::move(shipment);
   // On the receiver's lane: a virtual loop may hold it while the receiver executes.
   loop_.post_call_to(dst, arrival, &LoopTransport::deliver, this, slot);
 }
 
 void LoopTransport::deliver(void* transport, std::uint64_t slot) {
   auto& self = *static_cast<LoopTransport*>(transport);
-  Shipment s = std::move(self.parked_[slot]);
-  self.free_.push_back(static_cast<std::uint32_t>(slot));
-  --self.in_flight_[s.dst];
-  self.receivers_[s.dst].on_payload(std::move(s));
+  const auto at = static_cast<std::uint32_t>(slot);
+  Shipment& s = self.parked(at);
+  const std::int32_t dst = s.dst;
+  --self.in_flight_[dst];
+  // The receiver takes what it keeps (a worker: the rows and the list of batches); batches it
+  // left are let go here, as a moved-out shipment's were. The slot is free only after: a send
+  // from within the receiver must not park into it.
+  self.receivers_[dst].on_payload(std::move(s));
+  self.parked(at).batches.clear();
+  self.free_.push_back(at);
 }
 
 }  // namespace sy

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -63,8 +64,16 @@ class LoopTransport final : public Transport {
   std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
   std::vector<std::int64_t> ingress_free_;  // and its receive port
   // Shipments on a link, parked until delivery; a free list keeps their slots (and the event
-  // callbacks, which capture only a slot index) free of allocation.
-  std::vector<Shipment> parked_;
+  // callbacks, which capture only a slot index) free of allocation. The receiver is handed the
+  // parked shipment itself (no move out and no destructor per delivery), so slots live in
+  // chunks that never move: a receiver may send, and parking a new shipment then must not move
+  // the one it is reading.
+  static constexpr std::uint32_t kChunkBits = 8;
+  Shipment& parked(std::uint32_t slot) {
+    return parked_[slot >> kChunkBits][slot & ((1u << kChunkBits) - 1)];
+  }
+  std::vector<std::unique_ptr<Shipment[]>> parked_;
+  std::uint32_t slots_ = 0;  // slots made so far, in parked_'s chunks
   std::vector<std::uint32_t> free_;
 };
 

@@ -38,18 +38,20 @@ void TokenBatch::append(TokenBatch&& src) {
     hidden = std::move(src.hidden);
     return;
   }
-  // Every row of a queue carries the same columns (all or none have tokens, slots, activations).
-  assert(token.empty() == src.token.empty() && slot.empty() == src.slot.empty());
+  // Every row of a queue carries the same columns (TokenBatch: they depend on its kind).
+  assert(position.empty() == src.position.empty() && rank.empty() == src.rank.empty() &&
+         token.empty() == src.token.empty() && slot.empty() == src.slot.empty());
   assert(hidden.null() == src.hidden.null());
   const std::size_t n = src.request.size();
   if (n <= 4) {
     // Most appends are a row or two (one sender's share of one expert's rows): pushed row by
     // row, which costs less than a call (and insert's memmove) per column.
-    const bool tokens = !src.token.empty(), slots = !src.slot.empty(), weights = !src.weight.empty();
+    const bool positions = !src.position.empty(), ranks = !src.rank.empty(), tokens = !src.token.empty(),
+               slots = !src.slot.empty(), weights = !src.weight.empty();
     for (std::size_t i = 0; i < n; ++i) {
       request.push_back(src.request[i]);
-      position.push_back(src.position[i]);
-      rank.push_back(src.rank[i]);
+      if (positions) position.push_back(src.position[i]);
+      if (ranks) rank.push_back(src.rank[i]);
       if (tokens) token.push_back(src.token[i]);
       if (slots) slot.push_back(src.slot[i]);
       if (weights) weight.push_back(src.weight[i]);

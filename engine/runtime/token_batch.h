@@ -20,6 +20,12 @@ struct TokenBatch {
   std::int64_t oldest_ns = 0;  // when its earliest row entered the μ-queue it waits in
 
   // One entry per row. Rows of one request are contiguous and in position order (a prefill).
+  // A batch carries the columns its receiver reads, no more: every row its request; attention
+  // and sampler rows a position and a rank (block 0's a token too); expert rows a rank, a slot
+  // and a weight (the expert and the dispatch after it read nothing else), and no position;
+  // expert outputs (rows on their way back to the token pool: an attention or sampler layer,
+  // with slots) a slot only. The columns a batch lacks stay empty. Per row they are a push
+  // each, the sim's main cost.
   std::vector<std::int64_t> request;
   std::vector<std::int32_t> position;  // absolute position of the row
   std::vector<std::int32_t> rank;      // attention DP rank that owns the request's KV cache
@@ -39,21 +45,6 @@ struct TokenBatch {
     slot.clear();
     weight.clear();
     hidden.reset();
-  }
-  // Appends row `r` of `src`'s metadata only: the activations of a batch built row by row are
-  // gathered afterwards by the backend, in one call for the whole batch.
-  // Inline: the expert dispatch calls it once per row (a million times per cluster second of
-  // the demo), and the call cost as much as the copy.
-  void append_row(const TokenBatch& src, std::int64_t r) {
-    const auto i = static_cast<std::size_t>(r);
-    request.push_back(src.request[i]);
-    position.push_back(src.position[i]);
-    rank.push_back(src.rank[i]);
-    if (!src.token.empty()) token.push_back(src.token[i]);
-    if (!src.slot.empty()) {
-      slot.push_back(src.slot[i]);
-      weight.push_back(src.weight[i]);
-    }
   }
   // Appends every row of `src`, activations included (by their backend); when this batch is
   // empty it takes src's storage instead.

@@ -60,32 +60,24 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
   if (!shared_out.null()) scatter_rows(shared_out, &Completed::shared_out);
 }
 
-void TokenPool::absorb(const TokenBatch& outputs, std::vector<Completed>& done) {
+void TokenPool::scatter_outputs(const TokenBatch& outputs) {
+  // Before any request leaves the pool with them.
   const std::int64_t n = outputs.rows();
-  if (n > 0 && !outputs.hidden.null()) {
-    // Every output row into its request's slot storage, in one scatter, before any request
-    // leaves the pool with it.
-    targets_.clear();
-    for (std::int64_t r = 0; r < n; ++r) {
-      const auto i = static_cast<std::size_t>(r);
-      targets_.push_back({&entries_[index_find(outputs.request[i])].c.slot_outputs, outputs.slot[i]});
-    }
-    targets_.front().of->owner().scatter(outputs.hidden, targets_);
-  }
-  // Through a local: a release pushes into `done`, which might alias the column's pointer as
-  // far as the compiler knows.
-  const std::int64_t* const request = outputs.request.data();
+  targets_.clear();
   for (std::int64_t r = 0; r < n; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    const std::uint32_t at = index_find(request[i]);
-#ifndef NDEBUG
-    Entry& e = entries_[at];
-    const auto slot = static_cast<std::size_t>(outputs.slot[i]);
-    assert(slot < e.filled.size() && !e.filled[slot] && "a top-k slot arrived twice");
-    e.filled[slot] = true;
-#endif
-    count_in(at, done);
+    targets_.push_back({&entries_[index_find(outputs.request[i])].c.slot_outputs, outputs.slot[i]});
   }
+  targets_.front().of->owner().scatter(outputs.hidden, targets_);
+}
+
+void TokenPool::mark_filled(std::uint32_t at, std::int32_t slot) {
+  Entry& e = entries_[at];
+  const auto s = static_cast<std::size_t>(slot);
+  assert(s < e.filled.size() && !e.filled[s] && "a top-k slot arrived twice");
+  e.filled[s] = true;
+  (void)e;
+  (void)s;
 }
 
 void TokenPool::release(std::uint32_t at, std::vector<Completed>& done) {

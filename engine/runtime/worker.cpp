@@ -262,22 +262,22 @@ void Worker::arrive(const GroupKey& key) {
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
-  completed_.clear();
-  pool_.absorb(outputs, completed_);
-  take_completed();
+  pool_.absorb(outputs, [this](TokenPool::Completed& c) { take_completed(c); });
 }
 
 void Worker::take_completed() {
+  for (TokenPool::Completed& c : completed_) take_completed(c);
+}
+
+void Worker::take_completed(TokenPool::Completed& c) {
   // Every request whose K outputs per row are all back is merged into its residual by an
   // execution of its own on the device; without activations (sim) there is nothing to add
   // and its rows go straight to the layer after the expert block.
-  for (TokenPool::Completed& c : completed_) {
-    pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
-    if (c.hidden.null()) {
-      enqueue_merged(c);
-    } else {
-      merges_.push_back(std::move(c));
-    }
+  pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
+  if (c.hidden.null()) {
+    enqueue_merged(c);
+  } else {
+    merges_.push_back(std::move(c));
   }
 }
 
@@ -307,8 +307,11 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       out.layer = b.layer;
       out.group = b.group;
       out.oldest_ns = b.oldest_ns;
+      // `out` comes empty in every column (a job's batches are emptied when it ends, spares
+      // when they are given back), so b is left empty by the swap: no clear needed.
       out.swap_rows(b);
-      b.clear();
+      assert(b.empty() && b.position.empty() && b.rank.empty() && b.token.empty() && b.slot.empty() &&
+             b.weight.empty() && b.hidden.null());
     } else {
       out.oldest_ns = std::min(out.oldest_ns, b.oldest_ns);
       out.append(std::move(b));
@@ -624,7 +627,6 @@ void Worker::dispatch_attention() {
   // alias these vectors' pointers as far as the compiler knows, and it reloaded every one of
   // them for each of the K copies of a row. Nothing in the loop resizes them.
   const std::int64_t* const request = batch.request.data();
-  const std::int32_t* const position = batch.position.data();
   const std::int32_t* const rank = batch.rank.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
@@ -658,7 +660,6 @@ void Worker::dispatch_attention() {
         }
         TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
         out->request.push_back(request[row]);
-        out->position.push_back(position[row]);
         out->rank.push_back(rank[row]);
         out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
         out->weight.push_back(expert_weights[rk]);
@@ -721,18 +722,15 @@ void Worker::dispatch_experts() {
     const std::int64_t rows = tb.rows();
     // The columns read per row, held in locals (as in dispatch_attention): a store into an
     // outgoing batch's vectors might alias these vectors' pointers as far as the compiler
-    // knows, and append_row reloaded each of them for every row. Expert rows carry a slot and
-    // a weight each and no token (block 0's, on attention rows): dispatch_attention makes them
-    // so, and a shipment from another process with other expert rows is refused when it is
-    // decoded. No test of the columns per row (a second, general loop here cost more than
-    // the tests: the function's registers).
-    assert(tb.token.empty() && tb.slot.size() == static_cast<std::size_t>(rows) &&
-           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry slot and weight, no token");
+    // knows, and reloaded each of them for every row. Expert rows carry a rank, a slot and a
+    // weight each (TokenBatch): dispatch_attention makes them so, and a shipment from another
+    // process with other expert rows is refused when it is decoded. No test of the columns per
+    // row (a second, general loop here cost more than the tests: the function's registers).
+    assert(tb.rank.size() == static_cast<std::size_t>(rows) && tb.slot.size() == static_cast<std::size_t>(rows) &&
+           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry rank, slot and weight");
     const std::int64_t* const request = tb.request.data();
-    const std::int32_t* const position = tb.position.data();
     const std::int32_t* const rank_of = tb.rank.data();
     const std::int32_t* const slot = tb.slot.data();
-    const float* const weight = tb.weight.data();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int32_t rank = rank_of[r];
       const std::int32_t d = rank_device[rank];
@@ -741,12 +739,12 @@ void Worker::dispatch_experts() {
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
         cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
       }
+      // An expert output row carries its request and top-k slot only: the token pool that
+      // takes it reads nothing else (TokenBatch), and three of five columns per row were
+      // copied for nobody.
       TokenBatch& out = outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
       out.request.push_back(request[r]);
-      out.position.push_back(position[r]);
-      out.rank.push_back(rank);
       out.slot.push_back(slot[r]);
-      out.weight.push_back(weight[r]);
       if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
     }
   }

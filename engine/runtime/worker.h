@@ -116,6 +116,7 @@ class Worker {
   void absorb_expert_outputs(const TokenBatch& outputs);
   // Requests the token pool let go (completed_): merged by an execution, or (sim) queued at once.
   void take_completed();
+  void take_completed(TokenPool::Completed& c);
   // Grouped: one more arrival for `key`; the key is pending once all it expects are in.
   void arrive(const GroupKey& key);
   // findep: runs the oldest waiting shared-expert execution, if any.

@@ -25,7 +25,6 @@ Shipment sample_shipment(HostActivationOps& ops) {
     batch.group = 1;
     for (int r = 0; r < 3 + b; ++r) {
       batch.request.push_back(100 + r);
-      batch.position.push_back(7 * r);
       batch.rank.push_back(r % 2);
       batch.slot.push_back(r * 2 + b);
       batch.weight.push_back(0.25f * static_cast<float>(r + 1));
@@ -60,7 +59,7 @@ TEST(WireFormat, ShipmentRoundTripsWithActivations) {
     EXPECT_EQ(y.group, x.group);
     EXPECT_EQ(y.oldest_ns, 42);
     EXPECT_EQ(y.request, x.request);
-    EXPECT_EQ(y.position, x.position);
+    EXPECT_TRUE(y.position.empty());
     EXPECT_EQ(y.rank, x.rank);
     EXPECT_EQ(y.slot, x.slot);
     EXPECT_EQ(y.weight, x.weight);
@@ -113,6 +112,13 @@ TEST(WireFormat, EveryTruncationIsAnError) {
 TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   HostActivationOps ops;
   Shipment s = sample_shipment(ops);
+  s.kind = LayerKind::Attention;
+  for (TokenBatch& b : s.batches) {
+    b.layer = LayerId::attention(2, 1);
+    b.slot.clear();
+    b.weight.clear();
+    b.position.assign(b.request.size(), 4);
+  }
   s.batches[0].position.pop_back();
   ByteWriter w;
   encode_payload(w, s);
@@ -123,15 +129,18 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   EXPECT_NE(st.message().find("columns"), std::string::npos) << st.message();
 }
 
-TEST(WireFormat, ExpertRowsWithoutSlotsOrWeightsOrWithTokensAreRefused) {
-  // The expert dispatch reads a slot and a weight per expert row and copies no token.
+TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreRefused) {
+  // The expert dispatch reads a rank, a slot and a weight per expert row; expert rows carry
+  // no position and no token.
   HostActivationOps ops;
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     Shipment s = sample_shipment(ops);
     TokenBatch& b = s.batches[1];
     if (variant == 0) b.slot.clear();
     if (variant == 1) b.weight.clear();
     if (variant == 2) b.token.assign(b.request.size(), 5);
+    if (variant == 3) b.rank.pop_back();
+    if (variant == 4) b.position.assign(b.request.size(), 3);
     ByteWriter w;
     encode_payload(w, s);
     ByteReader r(w.bytes().data(), w.bytes().size());
@@ -146,6 +155,7 @@ TEST(WireFormat, ExpertRowsWithoutSlotsOrWeightsOrWithTokensAreRefused) {
     b.layer = LayerId::attention(0, 1);
     b.slot.clear();
     b.weight.clear();
+    b.position.assign(b.request.size(), 2);
     b.token.assign(b.request.size(), 9);
   }
   s.kind = LayerKind::Attention;
@@ -154,6 +164,53 @@ TEST(WireFormat, ExpertRowsWithoutSlotsOrWeightsOrWithTokensAreRefused) {
   ByteReader r(w.bytes().data(), w.bytes().size());
   Shipment got;
   EXPECT_TRUE(decode_payload(r, ops, 0, got).ok());
+}
+
+TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
+  // Rows going back from an expert to its attention rank's token pool (the expert dispatch
+  // sends request and slot per row): they decode as sent, with their activations.
+  HostActivationOps ops;
+  const auto outputs = [&ops] {
+    Shipment s = sample_shipment(ops);
+    s.kind = LayerKind::Attention;
+    for (TokenBatch& b : s.batches) {
+      b.layer = LayerId::attention(3, 1);
+      b.rank.clear();
+      b.weight.clear();
+    }
+    return s;
+  };
+  const Shipment sent = outputs();
+  ByteWriter w;
+  encode_payload(w, sent);
+  ByteReader r(w.bytes().data(), w.bytes().size());
+  Shipment got;
+  ASSERT_TRUE(decode_payload(r, ops, 0, got).ok());
+  ASSERT_EQ(got.batches.size(), sent.batches.size());
+  for (std::size_t b = 0; b < sent.batches.size(); ++b) {
+    EXPECT_EQ(got.batches[b].request, sent.batches[b].request);
+    EXPECT_EQ(got.batches[b].slot, sent.batches[b].slot);
+    EXPECT_TRUE(got.batches[b].position.empty() && got.batches[b].rank.empty() && got.batches[b].weight.empty());
+    EXPECT_EQ(got.batches[b].hidden.rows(), sent.batches[b].hidden.rows());
+  }
+  // Any other column on them, or a slot short of a row, is refused.
+  for (int variant = 0; variant < 5; ++variant) {
+    Shipment s = outputs();
+    TokenBatch& b = s.batches[1];
+    const auto rows = b.request.size();
+    if (variant == 0) b.position.assign(rows, 1);
+    if (variant == 1) b.rank.assign(rows, 1);
+    if (variant == 2) b.weight.assign(rows, 0.5f);
+    if (variant == 3) b.token.assign(rows, 7);
+    if (variant == 4) b.slot.pop_back();
+    ByteWriter wv;
+    encode_payload(wv, s);
+    ByteReader rv(wv.bytes().data(), wv.bytes().size());
+    Shipment bad;
+    const Status st = decode_payload(rv, ops, 0, bad);
+    EXPECT_FALSE(st.ok()) << "variant " << variant;
+    EXPECT_NE(st.message().find("expert output"), std::string::npos) << st.message();
+  }
 }
 
 // The rows travel as the floats' own bytes, the last batch's at the message's end: what the

@@ -49,18 +49,16 @@ TokenBatch residual(ActivationOps& ops, const std::vector<std::int64_t>& request
   return b;
 }
 
-// Expert output rows of `request` carrying the given slots; each slot's output encodes
-// (request, slot) so that placement can be checked.
+// Expert output rows of `request` carrying the given slots (request and slot per row, as the
+// expert dispatch sends them); each slot's output encodes (request, slot) so that placement can
+// be checked.
 TokenBatch expert_output(ActivationOps& ops, std::int64_t request, const std::vector<std::int32_t>& slots) {
   TokenBatch b;
   b.layer = LayerId::attention(1, 0);
   std::vector<float> hidden;
   for (std::int32_t s : slots) {
     b.request.push_back(request);
-    b.position.push_back(0);
-    b.rank.push_back(0);
     b.slot.push_back(s);
-    b.weight.push_back(1.0f);
     for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(request * 1000 + s * 10 + c));
   }
   b.hidden = host_rows(ops, hidden);
@@ -91,6 +89,57 @@ TEST(TokenPool, ReleasesOnlyWhenEverySlotOfEveryRowIsBack) {
     for (std::int64_t col = 0; col < kWidth; ++col)
       EXPECT_EQ(slot_outputs[static_cast<std::size_t>(s * kWidth + col)], static_cast<float>(7000 + s * 10 + col));
   EXPECT_TRUE(c.shared_out.null());
+}
+
+TEST(TokenPool, HandsCompletedRequestsToACallbackInTheOrderOfTheList) {
+  // The worker takes each request where it lies in the pool as it completes: the same requests
+  // in the same order as the list overload gives them, its activations movable from there, and
+  // the entry reused afterwards.
+  HostActivationOps ops;
+  TokenPool by_list, by_callback;
+  for (TokenPool* pool : {&by_list, &by_callback}) pool->hold(residual(ops, {4, 9, 6}, {1, 2, 1}, 3), /*k=*/2, {});
+  TokenBatch outputs = expert_output(ops, 9, {0, 1, 2});
+  const TokenBatch more[] = {expert_output(ops, 6, {1, 0}), expert_output(ops, 4, {0}), expert_output(ops, 9, {3})};
+  for (const TokenBatch& m : more) {
+    for (std::size_t i = 0; i < m.request.size(); ++i) {
+      outputs.request.push_back(m.request[i]);
+      outputs.slot.push_back(m.slot[i]);
+    }
+    outputs.hidden.owner().append(outputs.hidden, expert_output(ops, m.request[0], m.slot).hidden);
+  }
+  std::vector<TokenPool::Completed> listed;
+  by_list.absorb(outputs, listed);
+  std::vector<std::int64_t> order;
+  std::vector<std::vector<float>> hidden, slot_outputs;
+  by_callback.absorb(outputs, [&](TokenPool::Completed& c) {
+    order.push_back(c.request);
+    const Activations taken = std::move(c.hidden);
+    hidden.push_back(values(taken));
+    slot_outputs.push_back(values(c.slot_outputs));
+  });
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(order, (std::vector<std::int64_t>{6, 9}));
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    EXPECT_EQ(order[i], listed[i].request);
+    EXPECT_EQ(hidden[i], values(listed[i].hidden));
+    EXPECT_EQ(slot_outputs[i], values(listed[i].slot_outputs));
+  }
+  EXPECT_EQ(by_callback.size(), 1u);
+  // Request 4's last slot; the entries 6 and 9 left are reused by the next hold.
+  std::vector<TokenPool::Completed> last;
+  by_callback.absorb(expert_output(ops, 4, {1}), last);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].request, 4);
+  EXPECT_EQ(values(last[0].hidden), (std::vector<float>{400, 400, 400}));
+  by_callback.hold(residual(ops, {11, 12}, {1, 1}, 3), 1, {});
+  EXPECT_EQ(by_callback.capacity(), 3u);
+  std::vector<std::int64_t> again;
+  TokenBatch out11 = expert_output(ops, 11, {0});
+  by_callback.absorb(out11, [&](TokenPool::Completed& c) {
+    again.push_back(c.request);
+    EXPECT_EQ(values(c.hidden), (std::vector<float>{1100, 1100, 1100}));
+  });
+  EXPECT_EQ(again, (std::vector<std::int64_t>{11}));
 }
 
 TEST(TokenPool, GivesEachRequestItsSliceOfTheSharedExpertOutput) {
