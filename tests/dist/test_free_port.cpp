@@ -32,8 +32,8 @@ TEST(FreePort, IsOutsideTheEphemeralRangeAndBinds) {
     EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << port;
     ::close(fd);
   }
-  // Tests started together must not all be handed one port.
-  EXPECT_GT(seen.size(), 1u);
+  // One test's picks (a telemetry and a control endpoint) are bound only later: all differ.
+  EXPECT_EQ(seen.size(), 20u);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 
 namespace sy::test {
 namespace {
@@ -45,9 +47,17 @@ int free_port() {
   std::mt19937 pick(static_cast<unsigned>(::getpid()) ^
                     static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_int_distribution<int> port(low, high);
+  // Nobody binds a port until the test starts its process: two picks of one test (telemetry
+  // and control endpoints) must differ by themselves.
+  static std::mutex mutex;
+  static std::set<int> given;
+  std::lock_guard lock(mutex);
   for (int tries = 0; tries < 200; ++tries) {
     const int p = port(pick);
-    if ((p < eph.first || p > eph.last) && binds(p)) return p;
+    if ((p < eph.first || p > eph.last) && !given.count(p) && binds(p)) {
+      given.insert(p);
+      return p;
+    }
   }
   return 29600 + static_cast<int>(::getpid() % 1000);
 }
