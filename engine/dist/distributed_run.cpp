@@ -132,7 +132,7 @@ void DistributedRun::attach(Deployment& deployment) {
                   }
                   loop.post_external([this, rank, reason = std::string(why)] { lost(rank, reason); });
                 },
-                [&loop] { return loop.now(); });
+                [&loop] { return loop.now(); }, runs_);
   if (runs_coordinator()) deployment.cluster().set_peers(group_.get());
   links_->start();
 }

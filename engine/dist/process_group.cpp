@@ -94,6 +94,9 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
     loop_.post_external([this, epoch, policy, placement] { apply_remote(epoch, policy, placement); });
   });
   links_.on(MessageType::Shutdown, [this](ByteReader&) {
+    // Rank 0 stops beating as it sends this: from here its silence is the run's end, not a
+    // death, however long this rank's loop takes to reach end_outside_work (a loaded host).
+    links_.departed(0);
     loop_.post_external([this] { end_outside_work(); });
   });
 }

@@ -7,7 +7,7 @@
 namespace {
 
 constexpr std::int64_t kHeartbeatNs = 100'000'000;
-constexpr std::size_t kHeartbeatBytes = 1 + 4 + 3 * 8;
+constexpr std::size_t kHeartbeatBytes = 1 + 4 + 4 + 3 * 8;
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -41,8 +41,9 @@ ProcessLinks::~ProcessLinks() {
 }
 
 void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
-                         std::function<std::int64_t()> clock) {
+                         std::function<std::int64_t()> clock, std::uint32_t run) {
   clock_ = std::move(clock);
+  run_ = run;
   {
     std::lock_guard lock(offsets_mutex_);
     offsets_.clear();  // a new loop: a new time base
@@ -89,6 +90,7 @@ void ProcessLinks::beat_and_check(std::int64_t now, bool check) {
       ByteWriter w;
       w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
       w.put<std::int32_t>(rank_);
+      w.put<std::uint32_t>(run_);
       w.put<std::int64_t>(clock_());
       w.put<std::int64_t>(p.their_send);
       w.put<std::int64_t>(p.our_receipt);
@@ -115,6 +117,11 @@ void ProcessLinks::send(std::int32_t rank, const std::string& message) {
   if (auto& s = peers_[static_cast<std::size_t>(rank)]) s->send(zmq::buffer(message), zmq::send_flags::none);
 }
 
+void ProcessLinks::departed(std::int32_t rank) {
+  for (Watched& p : watched_)
+    if (p.rank == rank) p.lost = true;  // without lost_: nothing failed
+}
+
 void ProcessLinks::forget(std::int32_t rank) {
   auto& s = peers_[static_cast<std::size_t>(rank)];
   if (!s) return;
@@ -127,8 +134,14 @@ void ProcessLinks::heard(ByteReader& r) {
   const std::int64_t t4 = clock_ ? clock_() : 0;
   std::uint8_t type = 0;
   std::int32_t from = -1;
+  std::uint32_t run = 0;
   std::int64_t t3 = 0, t1 = -1, t2 = 0;  // their send; our earlier send and their receipt of it
-  if (!r.get(type).ok() || !r.get(from).ok() || !r.get(t3).ok() || !r.get(t1).ok() || !r.get(t2).ok()) return;
+  if (!r.get(type).ok() || !r.get(from).ok() || !r.get(run).ok() || !r.get(t3).ok() || !r.get(t1).ok() ||
+      !r.get(t2).ok())
+    return;
+  // A late beat of the previous run (it waited in the socket while no receiver ran): it says
+  // nothing of whether the peer has started this one, and its times are of another loop's clock.
+  if (run != run_) return;
   for (Watched& p : watched_) {
     if (p.rank != from) continue;
     p.last_heard = steady_ns();

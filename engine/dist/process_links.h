@@ -47,9 +47,16 @@ class ProcessLinks {
   // Before start(): exchange heartbeats (every 100 ms) with `ranks`; one silent for `timeout_ns`
   // after its first heartbeat, or that never sent one within `startup_ns`, is lost. Heartbeats
   // carry `clock`'s times (the event loop's, readable from any thread) NTP-style, so each side
-  // learns the other's clock offset.
+  // learns the other's clock offset. `run` numbers the deployments served on these links (every
+  // rank counts them alike): a heartbeat of another run is ignored, so that the beats a peer
+  // sent before the previous run ended, still queued, do not count as its first one of this
+  // run (its silence would be timed from them while it still builds the next deployment).
   void watch(std::vector<std::int32_t> ranks, std::int64_t timeout_ns, std::int64_t startup_ns, Lost lost,
-             std::function<std::int64_t()> clock);
+             std::function<std::int64_t()> clock, std::uint32_t run = 0);
+  // From a handler on the receiver thread: `rank` ended the run on purpose (its Shutdown came),
+  // so its silence from now on is not a loss. The handler's work reaches the loop later, under
+  // load later than the heartbeat timeout.
+  void departed(std::int32_t rank);
   // A watched rank's clock minus ours (its time = ours + offset), from the heartbeat with the
   // shortest round trip so far; error_ns bounds the residual (half that round trip). False until
   // a round trip has completed.
@@ -96,7 +103,7 @@ class ProcessLinks {
     std::int32_t rank = 0;
     std::unique_ptr<zmq::socket_t> socket;  // PUSH to its data socket, this thread's own
     std::int64_t last_heard = -1;           // steady ns; -1: never
-    bool lost = false;
+    bool lost = false;                      // or departed: no longer watched
     std::int64_t their_send = -1;           // their clock, when they sent their last heartbeat
     std::int64_t our_receipt = 0;           // our clock, when it arrived
   };
@@ -105,6 +112,7 @@ class ProcessLinks {
   std::int64_t startup_ns_ = 0;
   std::int64_t started_ns_ = 0;
   std::int64_t next_beat_ns_ = 0;
+  std::uint32_t run_ = 0;
   Lost lost_;
   std::function<std::int64_t()> clock_;
   mutable std::mutex offsets_mutex_;

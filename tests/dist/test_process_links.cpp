@@ -150,5 +150,58 @@ TEST(ProcessLinks, AWaitThatPumpsFindsASilentPeerLost) {
   EXPECT_LT(lost_after_ms.load(), 2000.0);
 }
 
+// The next deployment on the same links (bench serves one per policy): the beats rank 0 sent
+// while rank 1 had already stopped receiving wait in rank 1's socket. They belong to the run
+// that ended, so rank 1 still gives rank 0, busy building its next deployment, the startup
+// time for its first beat, not the heartbeat timeout counted from those old beats.
+TEST(ProcessLinks, BeatsLeftFromThePreviousRunDoNotStartTheNextRunsTimeout) {
+  std::vector<Rendezvous> rv = two_ranks();
+  ProcessLinks zero(std::move(rv[0]), 0), one(std::move(rv[1]), 1);
+  std::atomic<int> zero_lost{0}, one_lost{0};
+  const std::int64_t timeout = 400'000'000, startup = 10'000'000'000;
+  zero.watch({1}, timeout, startup, [&](std::int32_t, double) { ++one_lost; }, now_ns, 1);
+  one.watch({0}, timeout, startup, [&](std::int32_t, double) { ++zero_lost; }, now_ns, 1);
+  zero.start();
+  one.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  one.stop();  // rank 1's run ended first; rank 0 beats on for a while
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  zero.stop();
+  // Run 2: rank 1 is back at once, rank 0 takes more than twice the heartbeat timeout.
+  one.watch({0}, timeout, startup, [&](std::int32_t, double) { ++zero_lost; }, now_ns, 2);
+  one.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(zero_lost.load(), 0) << "rank 1 timed rank 0's silence from beats of the previous run";
+  zero.watch({1}, timeout, startup, [&](std::int32_t, double) { ++one_lost; }, now_ns, 2);
+  zero.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  one.stop();
+  zero.stop();
+  EXPECT_EQ(zero_lost.load(), 0);
+  EXPECT_EQ(one_lost.load(), 0);
+  ProcessLinks::Offset offset;
+  EXPECT_TRUE(one.clock_offset(0, offset)) << "run 2's beats were not taken";
+}
+
+// A peer that departed (rank 0's Shutdown arrived) falls silent without being lost, however
+// long this rank then takes to stop its receiver; another peer's silence still counts.
+TEST(ProcessLinks, ADepartedPeersSilenceIsNoLoss) {
+  std::vector<Rendezvous> rv = two_ranks();
+  ProcessLinks zero(std::move(rv[0]), 0), one(std::move(rv[1]), 1);
+  std::atomic<int> zero_lost{0};
+  one.on(MessageType::Shutdown, [&](ByteReader&) { one.departed(0); });
+  const std::int64_t timeout = 400'000'000, startup = 10'000'000'000;
+  zero.watch({1}, timeout, startup, [](std::int32_t, double) {}, now_ns);
+  one.watch({0}, timeout, startup, [&](std::int32_t, double) { ++zero_lost; }, now_ns);
+  zero.start();
+  one.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  zero.send(1, std::string(1, static_cast<char>(MessageType::Shutdown)));
+  zero.stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  one.stop();
+  EXPECT_EQ(zero_lost.load(), 0) << "rank 0 ended the run and was then declared dead";
+}
+
 }  // namespace
 }  // namespace sy::dist
