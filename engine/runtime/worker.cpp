@@ -525,7 +525,10 @@ std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, st
   if (used == 0) touched_.push_back(device);
   for (std::size_t i = 0; i < used; ++i)
     if (batches[i].layer == layer) return i;
+  TokenBatch* const before = batches.data();
   TokenBatch& b = used < batches.size() ? batches[used] : recycler_.take_into(batches);
+  // A new batch may have moved the list: dispatch_attention's addresses into it are stale.
+  if (batches.data() != before) ++out_epoch_;
   b.layer = layer;
   b.group = group;
   return used++;
@@ -614,9 +617,10 @@ void Worker::dispatch_attention() {
   const RoutedRows& routed = job_.routed;
   ActivationOps* activations = routed.ffn_in.null() ? nullptr : &routed.ffn_in.owner();
   // Permute by expert: one outgoing batch per (device, expert); each row travels K times. An
-  // expert with one replica always lands in the same batch: remember where, per dispatch.
+  // expert with one replica always lands in the same batch: remember it, per chunk, by address
+  // (an index cost a look at the expert's replicas and two indexings per copy of a row).
   // The rows' activations follow in one gather per outgoing batch.
-  expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
+  expert_out_.resize(static_cast<std::size_t>(topo_.num_experts));
   const auto& replicas = topo_.placement.block_devices(b);
   // findep cuts the micro-batch's rows into r2 chunks, each shipped as a group of its own
   // (group · r2 + chunk) so that an expert device can start on chunk 0 while chunk 1 is still
@@ -630,7 +634,7 @@ void Worker::dispatch_attention() {
   const std::int32_t* const rank = batch.rank.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
-  std::int32_t* const expert_batch = expert_batch_.data();
+  ExpertOut* const expert_out = expert_out_.data();
   for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
@@ -647,18 +651,18 @@ void Worker::dispatch_attention() {
       for (std::int32_t k = 0; k < K; ++k) {
         const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
         const std::int32_t e = expert_ids[rk];
-        std::int32_t d;
-        std::size_t at;
-        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-          d = replicas[static_cast<std::size_t>(e)][0];
-          std::int32_t& cached = expert_batch[e];
-          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
-          at = static_cast<std::size_t>(cached);
-        } else {
-          d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
+        ExpertOut& cached = expert_out[e];
+        TokenBatch* out = cached.batch;
+        std::int32_t d = cached.device;
+        auto at = static_cast<std::size_t>(cached.index);
+        if (cached.epoch != out_epoch_) {
+          const auto& devices = replicas[static_cast<std::size_t>(e)];
+          const bool single = devices.size() == 1;
+          d = single ? devices[0] : choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
           at = outgoing_index(d, LayerId::expert(b, e), sub_group);
+          out = &outgoing_[static_cast<std::size_t>(d)][at];
+          if (single) cached = {out, out_epoch_, d, static_cast<std::int32_t>(at)};
         }
-        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
         out->request.push_back(request[row]);
         out->rank.push_back(rank[row]);
         out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
@@ -666,7 +670,7 @@ void Worker::dispatch_attention() {
         if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
     }
-    std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
+    ++out_epoch_;
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }

@@ -225,7 +225,18 @@ class Worker {
   Shipment shipment_;  // send_outgoing's, its list moved out by every send
   std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
   std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
-  std::vector<std::int32_t> expert_batch_;  // dispatch_attention: expert -> index in outgoing_[its device]
+  // dispatch_attention, per expert with one replica: the outgoing batch it fills, its device and
+  // its index in outgoing_[device], valid while `epoch` is out_epoch_. A new epoch (each chunk,
+  // and whenever a new batch moves a list of outgoing_) drops them all at once: resetting the
+  // entries set cost more than the cache saved where most experts take one row per chunk.
+  struct ExpertOut {
+    TokenBatch* batch = nullptr;
+    std::uint64_t epoch = 0;
+    std::int32_t device = 0;
+    std::int32_t index = 0;
+  };
+  std::vector<ExpertOut> expert_out_;
+  std::uint64_t out_epoch_ = 1;
 };
 
 }  // namespace sy
