@@ -152,6 +152,7 @@ class Worker {
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
   // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
+  std::size_t add_outgoing(std::int32_t device, const LayerId& layer, std::int32_t group);  // its slow path
   // The rows whose activations outgoing batch `batch` of `device` is to receive.
   std::vector<SourceRow>& gather_list(std::int32_t device, std::size_t batch);
   // One backend gather per outgoing batch that has rows listed; empties the lists.
