@@ -649,7 +649,7 @@ void Worker::dispatch_attention() {
   const std::int32_t* const rank = batch.rank.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
-  ExpertOut* const expert_out = expert_out_.data();
+  OutgoingRef* const expert_out = expert_out_.data();
   for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
@@ -666,7 +666,7 @@ void Worker::dispatch_attention() {
       for (std::int32_t k = 0; k < K; ++k) {
         const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
         const std::int32_t e = expert_ids[rk];
-        ExpertOut& cached = expert_out[e];
+        OutgoingRef& cached = expert_out[e];
         TokenBatch* out = cached.batch;
         std::int32_t d = cached.device;
         auto at = static_cast<std::size_t>(cached.index);
@@ -731,12 +731,13 @@ void Worker::dispatch_experts() {
   const std::int32_t group = micro_batch_of(job_.group);  // the chunk's outputs rejoin their micro-batch
   // Permute by attention rank: each row goes back to the rank that holds its request's KV;
   // the outputs' activations follow in one gather per rank.
-  rank_batch_.assign(static_cast<std::size_t>(topo_.num_ranks()), -1);
+  rank_out_.resize(static_cast<std::size_t>(topo_.num_ranks()));
+  ++out_epoch_;
   ActivationOps* activations = nullptr;
   for (const TokenBatch& tb : job_.per_expert)
     if (!tb.hidden.null()) activations = &tb.hidden.owner();
   const std::int32_t* const rank_device = topo_.rank_device.data();
-  std::int32_t* const rank_batch = rank_batch_.data();
+  OutgoingRef* const rank_out = rank_out_.data();
   for (const TokenBatch& tb : job_.per_expert) {
     const std::int64_t rows = tb.rows();
     // The columns read per row, held in locals (as in dispatch_attention): a store into an
@@ -752,19 +753,20 @@ void Worker::dispatch_experts() {
     const std::int32_t* const slot = tb.slot.data();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int32_t rank = rank_of[r];
-      const std::int32_t d = rank_device[rank];
-      std::int32_t& cached = rank_batch[rank];
-      if (cached < 0) {
+      OutgoingRef& cached = rank_out[rank];
+      if (cached.epoch != out_epoch_) {
+        const std::int32_t d = rank_device[rank];
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
-        cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
+        const std::size_t at = outgoing_index(d, layer, group);
+        cached = {&outgoing_[static_cast<std::size_t>(d)][at], out_epoch_, d, static_cast<std::int32_t>(at)};
       }
       // An expert output row carries its request and top-k slot only: the token pool that
       // takes it reads nothing else (TokenBatch), and three of five columns per row were
       // copied for nobody.
-      TokenBatch& out = outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
+      TokenBatch& out = *cached.batch;
       out.request.push_back(request[r]);
       out.slot.push_back(slot[r]);
-      if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
+      if (activations) gather_list(cached.device, static_cast<std::size_t>(cached.index)).push_back({&tb.hidden, r});
     }
   }
   if (activations) gather_outgoing(*activations);

@@ -225,18 +225,18 @@ class Worker {
   std::vector<std::int32_t> touched_;
   Shipment shipment_;  // send_outgoing's, its list moved out by every send
   std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
-  std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
-  // dispatch_attention, per expert with one replica: the outgoing batch it fills, its device and
-  // its index in outgoing_[device], valid while `epoch` is out_epoch_. A new epoch (each chunk,
-  // and whenever a new batch moves a list of outgoing_) drops them all at once: resetting the
-  // entries set cost more than the cache saved where most experts take one row per chunk.
-  struct ExpertOut {
+  // An outgoing batch being filled, by address, its device and its index in outgoing_[device],
+  // valid while `epoch` is out_epoch_. A new epoch (each chunk of a dispatch, and whenever a
+  // new batch moves a list of outgoing_) drops them all at once: resetting the entries set cost
+  // more than the cache saved where most experts take one row per chunk.
+  struct OutgoingRef {
     TokenBatch* batch = nullptr;
     std::uint64_t epoch = 0;
     std::int32_t device = 0;
     std::int32_t index = 0;
   };
-  std::vector<ExpertOut> expert_out_;
+  std::vector<OutgoingRef> expert_out_;  // dispatch_attention: per expert with one replica
+  std::vector<OutgoingRef> rank_out_;    // dispatch_experts: per attention rank
   std::uint64_t out_epoch_ = 1;
 };
 
