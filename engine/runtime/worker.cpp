@@ -161,7 +161,17 @@ std::size_t Worker::queue_index(const LayerId& id) const {
   return static_cast<std::size_t>(id.block * columns_ + column);
 }
 
-TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
+// Most arrivals join the group of the queue's first batch (one group at a time under async):
+// inline, and the scan for a spare batch out of line.
+inline TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
+  std::vector<TokenBatch>& batches = queues_[qi].batches;
+  if (batches.empty() || batches[0].group != group) return find_queue_tail(qi, layer, group);
+  TokenBatch& b = batches[0];
+  if (b.empty()) b.oldest_ns = loop_.now();
+  return b;
+}
+
+[[gnu::noinline]] TokenBatch& Worker::find_queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
   Queue& q = queues_[qi];
   // Drained batches stay, empty, for their storage: the group's own, or any empty one (grouped
   // policies tag each iteration's micro-batch anew, so their tags never come back).

@@ -109,6 +109,7 @@ class Worker {
   std::size_t queue_index(const LayerId& id) const;
   // The batch of queue `qi` that rows of `group` append to, created (and stamped) when absent.
   TokenBatch& queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);
+  TokenBatch& find_queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);  // its slow path
   void account(std::size_t qi, std::int64_t rows);
   // Queues the rows of `batch`, a batch of a delivered shipment: it is left empty or holding
   // rows already copied, and goes back to the recycler with its shipment's list.
