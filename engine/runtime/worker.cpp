@@ -161,7 +161,17 @@ std::size_t Worker::queue_index(const LayerId& id) const {
   return static_cast<std::size_t>(id.block * columns_ + column);
 }
 
-TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
+// Most arrivals join the group of the queue's first batch (one group at a time under async):
+// inline, and the scan for a spare batch out of line.
+inline TokenBatch& Worker::queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
+  std::vector<TokenBatch>& batches = queues_[qi].batches;
+  if (batches.empty() || batches[0].group != group) return find_queue_tail(qi, layer, group);
+  TokenBatch& b = batches[0];
+  if (b.empty()) b.oldest_ns = loop_.now();
+  return b;
+}
+
+[[gnu::noinline]] TokenBatch& Worker::find_queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group) {
   Queue& q = queues_[qi];
   // Drained batches stay, empty, for their storage: the group's own, or any empty one (grouped
   // policies tag each iteration's micro-batch anew, so their tags never come back).
@@ -519,13 +529,31 @@ std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std
   return devices[h % devices.size()];
 }
 
-std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group) {
+// Most calls open the first batch to a device that the last shipment there left in its list:
+// inline, without the search and the recycler's path (a call of those cost about fifteen
+// instructions per batch on top of what it did).
+inline std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group) {
+  std::vector<TokenBatch>& batches = outgoing_[static_cast<std::size_t>(device)];
+  std::size_t& used = outgoing_used_[static_cast<std::size_t>(device)];
+  if (used != 0 || batches.empty()) return add_outgoing(device, layer, group);
+  touched_.push_back(device);
+  TokenBatch& b = batches[0];
+  b.layer = layer;
+  b.group = group;
+  used = 1;
+  return 0;
+}
+
+[[gnu::noinline]] std::size_t Worker::add_outgoing(std::int32_t device, const LayerId& layer, std::int32_t group) {
   std::vector<TokenBatch>& batches = outgoing_[static_cast<std::size_t>(device)];
   std::size_t& used = outgoing_used_[static_cast<std::size_t>(device)];
   if (used == 0) touched_.push_back(device);
   for (std::size_t i = 0; i < used; ++i)
     if (batches[i].layer == layer) return i;
+  TokenBatch* const before = batches.data();
   TokenBatch& b = used < batches.size() ? batches[used] : recycler_.take_into(batches);
+  // A new batch may have moved the list: dispatch_attention's addresses into it are stale.
+  if (batches.data() != before) ++out_epoch_;
   b.layer = layer;
   b.group = group;
   return used++;
@@ -614,9 +642,10 @@ void Worker::dispatch_attention() {
   const RoutedRows& routed = job_.routed;
   ActivationOps* activations = routed.ffn_in.null() ? nullptr : &routed.ffn_in.owner();
   // Permute by expert: one outgoing batch per (device, expert); each row travels K times. An
-  // expert with one replica always lands in the same batch: remember where, per dispatch.
+  // expert with one replica always lands in the same batch: remember it, per chunk, by address
+  // (an index cost a look at the expert's replicas and two indexings per copy of a row).
   // The rows' activations follow in one gather per outgoing batch.
-  expert_batch_.resize(static_cast<std::size_t>(topo_.num_experts), -1);
+  expert_out_.resize(static_cast<std::size_t>(topo_.num_experts));
   const auto& replicas = topo_.placement.block_devices(b);
   // findep cuts the micro-batch's rows into r2 chunks, each shipped as a group of its own
   // (group · r2 + chunk) so that an expert device can start on chunk 0 while chunk 1 is still
@@ -630,7 +659,7 @@ void Worker::dispatch_attention() {
   const std::int32_t* const rank = batch.rank.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
-  std::int32_t* const expert_batch = expert_batch_.data();
+  OutgoingRef* const expert_out = expert_out_.data();
   for (std::int32_t chunk = 0; chunk < chunks; ++chunk) {
     const std::int64_t lo = total_rows * chunk / chunks;
     const std::int64_t hi = total_rows * (chunk + 1) / chunks;
@@ -647,18 +676,18 @@ void Worker::dispatch_attention() {
       for (std::int32_t k = 0; k < K; ++k) {
         const std::size_t rk = row * static_cast<std::size_t>(K) + static_cast<std::size_t>(k);
         const std::int32_t e = expert_ids[rk];
-        std::int32_t d;
-        std::size_t at;
-        if (replicas[static_cast<std::size_t>(e)].size() == 1) {
-          d = replicas[static_cast<std::size_t>(e)][0];
-          std::int32_t& cached = expert_batch[e];
-          if (cached < 0) cached = static_cast<std::int32_t>(outgoing_index(d, LayerId::expert(b, e), sub_group));
-          at = static_cast<std::size_t>(cached);
-        } else {
-          d = choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
+        OutgoingRef& cached = expert_out[e];
+        TokenBatch* out = cached.batch;
+        std::int32_t d = cached.device;
+        auto at = static_cast<std::size_t>(cached.index);
+        if (cached.epoch != out_epoch_) {
+          const auto& devices = replicas[static_cast<std::size_t>(e)];
+          const bool single = devices.size() == 1;
+          d = single ? devices[0] : choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
           at = outgoing_index(d, LayerId::expert(b, e), sub_group);
+          out = &outgoing_[static_cast<std::size_t>(d)][at];
+          if (single) cached = {out, out_epoch_, d, static_cast<std::int32_t>(at)};
         }
-        TokenBatch* out = &outgoing_[static_cast<std::size_t>(d)][at];
         out->request.push_back(request[row]);
         out->rank.push_back(rank[row]);
         out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
@@ -666,7 +695,7 @@ void Worker::dispatch_attention() {
         if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
     }
-    std::fill(expert_batch_.begin(), expert_batch_.end(), -1);
+    ++out_epoch_;
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
@@ -712,12 +741,13 @@ void Worker::dispatch_experts() {
   const std::int32_t group = micro_batch_of(job_.group);  // the chunk's outputs rejoin their micro-batch
   // Permute by attention rank: each row goes back to the rank that holds its request's KV;
   // the outputs' activations follow in one gather per rank.
-  rank_batch_.assign(static_cast<std::size_t>(topo_.num_ranks()), -1);
+  rank_out_.resize(static_cast<std::size_t>(topo_.num_ranks()));
+  ++out_epoch_;
   ActivationOps* activations = nullptr;
   for (const TokenBatch& tb : job_.per_expert)
     if (!tb.hidden.null()) activations = &tb.hidden.owner();
   const std::int32_t* const rank_device = topo_.rank_device.data();
-  std::int32_t* const rank_batch = rank_batch_.data();
+  OutgoingRef* const rank_out = rank_out_.data();
   for (const TokenBatch& tb : job_.per_expert) {
     const std::int64_t rows = tb.rows();
     // The columns read per row, held in locals (as in dispatch_attention): a store into an
@@ -733,19 +763,20 @@ void Worker::dispatch_experts() {
     const std::int32_t* const slot = tb.slot.data();
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int32_t rank = rank_of[r];
-      const std::int32_t d = rank_device[rank];
-      std::int32_t& cached = rank_batch[rank];
-      if (cached < 0) {
+      OutgoingRef& cached = rank_out[rank];
+      if (cached.epoch != out_epoch_) {
+        const std::int32_t d = rank_device[rank];
         const LayerId layer = next_kind == LayerKind::Sampler ? LayerId::sampler(last, rank) : LayerId::attention(b + 1, rank);
-        cached = static_cast<std::int32_t>(outgoing_index(d, layer, group));
+        const std::size_t at = outgoing_index(d, layer, group);
+        cached = {&outgoing_[static_cast<std::size_t>(d)][at], out_epoch_, d, static_cast<std::int32_t>(at)};
       }
       // An expert output row carries its request and top-k slot only: the token pool that
       // takes it reads nothing else (TokenBatch), and three of five columns per row were
       // copied for nobody.
-      TokenBatch& out = outgoing_[static_cast<std::size_t>(d)][static_cast<std::size_t>(cached)];
+      TokenBatch& out = *cached.batch;
       out.request.push_back(request[r]);
       out.slot.push_back(slot[r]);
-      if (activations) gather_list(d, static_cast<std::size_t>(cached)).push_back({&tb.hidden, r});
+      if (activations) gather_list(cached.device, static_cast<std::size_t>(cached.index)).push_back({&tb.hidden, r});
     }
   }
   if (activations) gather_outgoing(*activations);

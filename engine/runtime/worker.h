@@ -109,6 +109,7 @@ class Worker {
   std::size_t queue_index(const LayerId& id) const;
   // The batch of queue `qi` that rows of `group` append to, created (and stamped) when absent.
   TokenBatch& queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);
+  TokenBatch& find_queue_tail(std::size_t qi, const LayerId& layer, std::int32_t group);  // its slow path
   void account(std::size_t qi, std::int64_t rows);
   // Queues the rows of `batch`, a batch of a delivered shipment: it is left empty or holding
   // rows already copied, and goes back to the recycler with its shipment's list.
@@ -152,6 +153,7 @@ class Worker {
   std::int32_t choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request, std::int32_t row) const;
   // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
+  std::size_t add_outgoing(std::int32_t device, const LayerId& layer, std::int32_t group);  // its slow path
   // The rows whose activations outgoing batch `batch` of `device` is to receive.
   std::vector<SourceRow>& gather_list(std::int32_t device, std::size_t batch);
   // One backend gather per outgoing batch that has rows listed; empties the lists.
@@ -224,8 +226,19 @@ class Worker {
   std::vector<std::int32_t> touched_;
   Shipment shipment_;  // send_outgoing's, its list moved out by every send
   std::vector<std::vector<std::vector<SourceRow>>> gather_rows_;  // parallel to outgoing_
-  std::vector<std::int32_t> rank_batch_;    // dispatch_experts: rank -> index in outgoing_[its device]
-  std::vector<std::int32_t> expert_batch_;  // dispatch_attention: expert -> index in outgoing_[its device]
+  // An outgoing batch being filled, by address, its device and its index in outgoing_[device],
+  // valid while `epoch` is out_epoch_. A new epoch (each chunk of a dispatch, and whenever a
+  // new batch moves a list of outgoing_) drops them all at once: resetting the entries set cost
+  // more than the cache saved where most experts take one row per chunk.
+  struct OutgoingRef {
+    TokenBatch* batch = nullptr;
+    std::uint64_t epoch = 0;
+    std::int32_t device = 0;
+    std::int32_t index = 0;
+  };
+  std::vector<OutgoingRef> expert_out_;  // dispatch_attention: per expert with one replica
+  std::vector<OutgoingRef> rank_out_;    // dispatch_experts: per attention rank
+  std::uint64_t out_epoch_ = 1;
 };
 
 }  // namespace sy
