@@ -23,6 +23,11 @@ template <class T>
 void append_column(std::vector<T>& dst, const std::vector<T>& src) {
   dst.insert(dst.end(), src.begin(), src.end());
 }
+template <class T>
+void push_rows(std::vector<T>& dst, const std::vector<T>& src, std::size_t n) {
+  const T* const from = src.data();
+  for (std::size_t i = 0; i < n; ++i) dst.push_back(from[i]);
+}
 }  // namespace
 
 void TokenBatch::append(TokenBatch&& src) {
@@ -44,18 +49,15 @@ void TokenBatch::append(TokenBatch&& src) {
   assert(hidden.null() == src.hidden.null());
   const std::size_t n = src.request.size();
   if (n <= 4) {
-    // Most appends are a row or two (one sender's share of one expert's rows): pushed row by
-    // row, which costs less than a call (and insert's memmove) per column.
-    const bool positions = !src.position.empty(), ranks = !src.rank.empty(), tokens = !src.token.empty(),
-               slots = !src.slot.empty(), weights = !src.weight.empty();
-    for (std::size_t i = 0; i < n; ++i) {
-      request.push_back(src.request[i]);
-      if (positions) position.push_back(src.position[i]);
-      if (ranks) rank.push_back(src.rank[i]);
-      if (tokens) token.push_back(src.token[i]);
-      if (slots) slot.push_back(src.slot[i]);
-      if (weights) weight.push_back(src.weight[i]);
-    }
+    // Most appends are a row or two (one sender's share of one expert's rows): pushed one by
+    // one, which costs less than a call (and insert's memmove) per column. Column by column:
+    // a row-by-row loop tested every column's presence again for each row.
+    push_rows(request, src.request, n);
+    if (!src.position.empty()) push_rows(position, src.position, n);
+    if (!src.rank.empty()) push_rows(rank, src.rank, n);
+    if (!src.token.empty()) push_rows(token, src.token, n);
+    if (!src.slot.empty()) push_rows(slot, src.slot, n);
+    if (!src.weight.empty()) push_rows(weight, src.weight, n);
   } else {
     append_column(request, src.request);
     append_column(position, src.position);

@@ -49,10 +49,10 @@ class VirtualEventLoop final : public EventLoop {
   // loop waits for the wall clock between events; the handlers never do. 0: as fast as the
   // handlers allow (the default).
   void set_pace(double speed);
-  bool idle() const { return events_.empty(); }
+  bool idle() const { return pending() == 0; }
   // Events run since construction (simulator speed is events per wall second).
   std::int64_t events_run() const { return events_run_; }
-  std::size_t pending() const { return events_.size(); }
+  std::size_t pending() const { return events_.size() - (root_free_ ? 1 : 0); }
 
  private:
   // The heap orders small records; the calls stay put in a slab (moving them on every sift
@@ -79,6 +79,10 @@ class VirtualEventLoop final : public EventLoop {
     std::size_t head = 0;  // events[head..] wait (waiting of them)
     std::vector<Held> events;
   };
+  // Places `e` in the heap whose root is free (the event there has run or is running).
+  void fill_root(const Event& e);
+  // Removes the root, its event run, when it posted nothing to take its place.
+  void drop_root();
   // Queues a call with the (time, sequence) it was given.
   void push(std::int64_t at, std::uint64_t seq, const Call& call);
   // The lanes' slow paths: keep an event back, run those due, queue those left.
@@ -110,6 +114,8 @@ class VirtualEventLoop final : public EventLoop {
   std::int64_t pace_virtual_origin_ = 0;
   std::int64_t pace_wall_origin_ = 0;
   std::vector<Event> events_;  // binary heap under Later
+  // The root of events_ is the event running, no longer queued: the next push takes its place.
+  bool root_free_ = false;
   std::vector<Call> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::vector<std::function<void()>> functions_;

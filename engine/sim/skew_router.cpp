@@ -170,31 +170,23 @@ template <class Taken>
 }
 
 void SkewRouter::route_any(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
-                           float* weights) const {
-  // Ranks are kept in expert_ids until the end; the taken ranks are bits (two words to clear
-  // per token for 128 experts, where a byte per expert cost a 128-byte fill and scanning the
-  // picks so far cost more than either: a wide k rejects many draws).
-  constexpr std::size_t kStackWords = 16;  // up to 1024 experts
-  const std::size_t words = (static_cast<std::size_t>(num_experts_) + 63) / 64;
-  std::uint64_t stack_bits[kStackWords];
-  std::vector<std::uint64_t> spill_bits;
-  std::uint64_t* bits = stack_bits;
-  if (words > kStackWords) {
-    spill_bits.assign(words, 0);
-    bits = spill_bits.data();
-  } else {
-    std::fill(stack_bits, stack_bits + words, 0);
-  }
-  const auto taken = [bits](std::int32_t r) {
-    return ((bits[static_cast<std::uint32_t>(r) >> 6] >> (static_cast<std::uint32_t>(r) & 63)) & 1) != 0;
-  };
+                           float* weights, std::uint8_t* taken_ranks) const {
+  // Ranks are kept in expert_ids until the end; the taken ranks are bytes, zero on entry and
+  // zero again on return (the picks clear their own): a rejected draw is a byte compare, and
+  // a token clears k bytes rather than the table. A wide k rejects many draws (about 6.6 per
+  // pick for top-8 of 128 at exp:0.5), each of which tested a bit in a word.
+  const auto taken = [taken_ranks](std::int32_t r) { return taken_ranks[static_cast<std::uint32_t>(r)] != 0; };
   for (std::int32_t j = 0; j < k; ++j) {
     const std::int32_t r = pick_rank(state, taken);
     expert_ids[j] = r;
-    bits[static_cast<std::uint32_t>(r) >> 6] |= std::uint64_t{1} << (static_cast<std::uint32_t>(r) & 63);
+    taken_ranks[static_cast<std::uint32_t>(r)] = 1;
   }
   std::int32_t hottest = expert_ids[0];
-  for (std::int32_t j = 1; j < k; ++j) hottest = std::min(hottest, expert_ids[j]);
+  taken_ranks[static_cast<std::uint32_t>(expert_ids[0])] = 0;
+  for (std::int32_t j = 1; j < k; ++j) {
+    hottest = std::min(hottest, expert_ids[j]);
+    taken_ranks[static_cast<std::uint32_t>(expert_ids[j])] = 0;
+  }
   double relative[64];
   std::vector<double> spill;
   double* rel = relative;
@@ -224,8 +216,17 @@ void SkewRouter::route_rows(std::int32_t block, const std::int64_t* request, con
       route_two(mix(hash ^ skew_token_key(request[i], position[i])), order, expert_ids + i * 2, weights + i * 2);
     return;
   }
+  route_rows_any(hash, block, request, position, rows, k, expert_ids, weights);
+}
+
+// Out of line: the taken ranks' table on route_rows' own frame cost the top-2 loop above.
+[[gnu::noinline]] void SkewRouter::route_rows_any(std::uint64_t hash, std::int32_t block, const std::int64_t* request,
+                                                  const std::int32_t* position, std::int64_t rows, std::int32_t k,
+                                                  std::int32_t* expert_ids, float* weights) const {
+  TakenRanks taken(num_experts_);
   for (std::int64_t i = 0; i < rows; ++i)
-    route_any(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k);
+    route_any(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k,
+              taken.data());
 }
 
 void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
@@ -233,7 +234,7 @@ void SkewRouter::route_from(std::uint64_t state, std::int32_t block, std::int32_
   if (k == 2)
     route_two(state, ranking_[static_cast<std::size_t>(block)].data(), expert_ids, weights);
   else
-    route_any(state, block, k, expert_ids, weights);
+    route_any(state, block, k, expert_ids, weights, TakenRanks(num_experts_).data());
 }
 
 void SkewRouting::route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k,

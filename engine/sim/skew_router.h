@@ -56,8 +56,32 @@ class SkewRouter {
   void route_from(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
                   float* weights) const;
   void route_two(std::uint64_t state, const std::int32_t* order, std::int32_t* expert_ids, float* weights) const;
+  // route_rows for k other than 2, from the block's hash.
+  void route_rows_any(std::uint64_t hash, std::int32_t block, const std::int64_t* request, const std::int32_t* position,
+                      std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const;
+  // taken_ranks: a zero byte per rank, left zero.
   void route_any(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
-                 float* weights) const;
+                 float* weights, std::uint8_t* taken_ranks) const;
+  // route_any's table of taken ranks, zeroed once per call of route_rows: on the stack up to
+  // 1024 experts.
+  class TakenRanks {
+   public:
+    explicit TakenRanks(std::int32_t experts) {
+      const auto n = static_cast<std::size_t>(experts);
+      if (n > sizeof(stack_)) {
+        heap_.assign(n, 0);
+        data_ = heap_.data();
+      } else {
+        std::fill(stack_, stack_ + n, std::uint8_t{0});
+      }
+    }
+    std::uint8_t* data() { return data_; }
+
+   private:
+    std::uint8_t stack_[1024];
+    std::vector<std::uint8_t> heap_;
+    std::uint8_t* data_ = stack_;
+  };
   // A rank from the full distribution (one random number).
   std::int32_t draw(std::uint64_t& state) const;
   // Whether a drawn rank may be picked: it has weight and `taken(rank)` is false.

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <random>
+#include <set>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -107,6 +110,67 @@ TEST(VirtualEventLoop, UnheldLanesAreOrdinaryEvents) {
   loop.post_call_to(2, 1, push, &order, 3);
   EXPECT_EQ(loop.run(), 3);
   EXPECT_EQ(order, (std::vector<int>{3, 1, 2}));
+}
+
+// The event running keeps the heap's root until it posts or ends (run_next): whatever each
+// handler posts (nothing, one event, several, ties in time), events run in (time, posting)
+// order, as a sorted set of the pending (time, sequence) pairs says, and pending() counts
+// only what has not run.
+TEST(VirtualEventLoop, RunsEventsInTimeThenPostingOrderWhateverHandlersPost) {
+  struct World {
+    VirtualEventLoop loop;
+    std::mt19937_64 rng{17};
+    std::set<std::pair<std::int64_t, std::uint64_t>> expected;  // (time, sequence) not run yet
+    std::uint64_t next_seq = 0;
+    int posts_left = 20000;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> ran;
+    bool in_order = true;
+    bool counts_right = true;
+    void post(std::int64_t at) {
+      expected.insert({at, next_seq});
+      loop.post_call(at, &World::run, this, next_seq++);
+      --posts_left;
+    }
+    static void run(void* ctx, std::uint64_t seq) {
+      auto& w = *static_cast<World*>(ctx);
+      const std::pair<std::int64_t, std::uint64_t> me{w.loop.now(), seq};
+      w.in_order = w.in_order && !w.expected.empty() && *w.expected.begin() == me;
+      w.expected.erase(me);
+      w.ran.push_back(me);
+      w.counts_right = w.counts_right && w.loop.pending() == w.expected.size();
+      // 0 to 3 events, at now (a tie with what is queued there) or up to 50 ns later.
+      const int n = static_cast<int>(w.rng() % 4);
+      for (int i = 0; i < n && w.posts_left > 0; ++i) w.post(w.loop.now() + static_cast<std::int64_t>(w.rng() % 51));
+      w.counts_right = w.counts_right && w.loop.pending() == w.expected.size();
+    }
+  } w;
+  for (int i = 0; i < 40; ++i) w.post(static_cast<std::int64_t>(w.rng() % 100));
+  const std::int64_t posted = static_cast<std::int64_t>(w.next_seq);
+  const std::int64_t ran = w.loop.run();
+  EXPECT_EQ(ran, static_cast<std::int64_t>(w.next_seq));
+  EXPECT_GT(static_cast<std::int64_t>(w.next_seq), posted);
+  EXPECT_TRUE(w.in_order);
+  EXPECT_TRUE(w.counts_right);
+  EXPECT_TRUE(w.expected.empty());
+  EXPECT_TRUE(w.loop.idle());
+}
+
+// A handler that throws has still run: the next run goes on with the events after it, and
+// run_until still stops at its time.
+TEST(VirtualEventLoop, AnEventThatThrowsHasRun) {
+  VirtualEventLoop loop;
+  std::vector<int> order;
+  auto record = [](void* ctx, std::uint64_t id) { static_cast<std::vector<int>*>(ctx)->push_back(static_cast<int>(id)); };
+  auto fail = [](void*, std::uint64_t) { throw std::runtime_error("handler failed"); };
+  loop.post_call(10, fail, nullptr, 0);
+  loop.post_call(20, record, &order, 1);
+  loop.post_call(40, record, &order, 2);
+  EXPECT_THROW(loop.run(), std::runtime_error);
+  EXPECT_EQ(loop.pending(), 2u);
+  loop.run_until(30);
+  EXPECT_EQ(order, (std::vector<int>{1}));
+  EXPECT_EQ(loop.run(), 1);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
 
 }  // namespace
