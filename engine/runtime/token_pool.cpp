@@ -80,15 +80,8 @@ void TokenPool::mark_filled(std::uint32_t at, std::int32_t slot) {
   (void)s;
 }
 
-void TokenPool::release(std::uint32_t at, std::vector<Completed>& done) {
-  Entry& e = entries_[at];
-  index_erase(e.c.request);
-  // Moved-from handles are null, and hold() sets every other field when it reuses the entry.
-  done.push_back(std::move(e.c));
-  free_.push_back(at);
-}
-
 void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done) {
+  const auto push_done = [&done](Completed& c) { done.push_back(std::move(c)); };
   const std::int64_t n = outputs.rows();
   if (n > 0 && !outputs.hidden.null()) {
     targets_.clear();
@@ -109,7 +102,7 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>&
     assert(slot < e.filled.size() && !e.filled[slot] && "a shared expert row arrived twice");
     e.filled[slot] = true;
 #endif
-    count_in(at, done);
+    count_in(at, push_done);
   }
 }
 

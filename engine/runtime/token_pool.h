@@ -64,11 +64,7 @@ class TokenPool {
 #ifndef NDEBUG
       mark_filled(at, outputs.slot[static_cast<std::size_t>(r)]);
 #endif
-      Entry& e = entries_[at];
-      if (--e.remaining > 0) continue;
-      index_erase(e.c.request);
-      on_done(e.c);
-      free_.push_back(at);
+      count_in(at, on_done);
     }
   }
 
@@ -78,14 +74,18 @@ class TokenPool {
   std::size_t capacity() const { return entries_.size(); }
 
  private:
-  // One more output of the entry at `at` is in; the request leaves with its last one.
-  // Inline: absorb calls it once per expert output row.
-  void count_in(std::uint32_t at, std::vector<Completed>& done) {
-    if (--entries_[at].remaining > 0) return;
-    release(at, done);
+  // One more output of the entry at `at` is in; the request leaves with its last one, handed
+  // to on_done where it lies (moving from it is fine: moved-from handles are null, and hold()
+  // sets every other field when it reuses the entry). Inline: absorb calls it once per
+  // expert output row.
+  template <class OnDone>
+  void count_in(std::uint32_t at, OnDone& on_done) {
+    Entry& e = entries_[at];
+    if (--e.remaining > 0) return;
+    index_erase(e.c.request);
+    on_done(e.c);
+    free_.push_back(at);
   }
-  // The request of entry `at` leaves the pool: its last output is in.
-  void release(std::uint32_t at, std::vector<Completed>& done);
   // Every output row into its request's slot storage, in one scatter (rows with activations).
   void scatter_outputs(const TokenBatch& outputs);
   // Debug builds: slot `slot` of entry `at` is in; arriving twice is our bug.
