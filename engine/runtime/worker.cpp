@@ -515,8 +515,10 @@ void Worker::finish(ExecutionTiming timing) {
   run_next_or_stall(end);
 }
 
-std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request,
-                                    std::int32_t row) const {
+// Out of line: inlined, its hash of the row was hoisted out of dispatch_attention's top-k loop and
+// computed for every row, though only an expert with replicas needs it (about 25 instructions a row).
+[[gnu::noinline]] std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert,
+                                                     std::int64_t request, std::int32_t row) const {
   const auto& devices = topo_.placement.devices(block, expert);
   assert(!devices.empty());
   if (devices.size() == 1) return devices[0];
