@@ -315,7 +315,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       out.layer = b.layer;
       out.group = b.group;
       out.oldest_ns = b.oldest_ns;
-      // `out` comes empty in every column (a job's batches are emptied when it ends, spares
+      // `out` comes empty (a job's batches are emptied when it ends, spares
       // when they are given back), so b is left empty by the swap: no clear needed.
       out.swap_rows(b);
       assert(b.empty() && b.hidden.null());
