@@ -36,12 +36,9 @@ Shipment make_shipment(HostActivationOps& ops, std::int64_t rows, std::int64_t w
   Shipment s{0, 1, LayerKind::Expert, block, group, {}};
   TokenBatch b;
   b.layer = LayerId::expert(0, 0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    b.request.push_back(r);
-    b.rank.push_back(0);
-    b.slot.push_back(static_cast<std::int32_t>(r));
-    b.weight.push_back(0.5f);
-  }
+  b.columns = kExpertColumns;
+  for (std::int64_t r = 0; r < rows; ++r)
+    b.row.push_back({.request = r, .rank = 0, .slot = static_cast<std::int32_t>(r), .weight = 0.5f});
   if (rows > 0) {
     b.hidden = ops.allocate(rows, width);
     std::fill_n(HostActivationOps::data(b.hidden), rows * width, 1.0f);

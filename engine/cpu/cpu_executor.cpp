@@ -63,14 +63,17 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
   std::int64_t context = 0;
   std::size_t seq = 0;
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
-    const auto f = static_cast<std::size_t>(first);
-    assert(sequences[seq].request == batch.request[f]);
-    batch_.add_sequence(static_cast<std::int32_t>(rows), batch.position[f], sequences[seq++].block_table);
-    context += batch.position[f] + rows;
+    const TokenRow& f = batch.at(first);
+    assert(sequences[seq].request == f.request);
+    batch_.add_sequence(static_cast<std::int32_t>(rows), f.position, sequences[seq++].block_table);
+    context += f.position + rows;
   });
   if (block == 0) {
     batch.hidden = activations_.allocate(n, H);
-    ops_.embed(batch.token.data(), n, HostActivationOps::data(batch.hidden));
+    // The embedding reads the token ids as an array: gathered from the rows.
+    tokens_.resize(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) tokens_[static_cast<std::size_t>(r)] = batch.at(r).token;
+    ops_.embed(tokens_.data(), n, HostActivationOps::data(batch.hidden));
   }
   assert(batch.hidden.rows() == n && batch.hidden.width() == H);
   float* hidden = HostActivationOps::data(batch.hidden);
@@ -89,8 +92,8 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
     ops_.ffn_input(block, hidden, n, ffn_in);
     if (options_.routing) {
       for (std::int64_t row = 0; row < n; ++row) {
-        const auto r = static_cast<std::size_t>(row);
-        options_.routing(block, batch.request[r], batch.position[r], K, routed.expert_ids.data() + row * K,
+        const TokenRow& r = batch.at(row);
+        options_.routing(block, r.request, r.position, K, routed.expert_ids.data() + row * K,
                          routed.expert_weights.data() + row * K);
       }
     } else {
@@ -98,8 +101,8 @@ std::int64_t CpuExecutor::run_attention(std::int32_t block, TokenBatch& batch, s
     }
     if (options_.record_routing) {
       for (std::int64_t row = 0; row < n; ++row) {
-        const auto r = static_cast<std::size_t>(row);
-        options_.record_routing(block, batch.request[r], batch.position[r], K, routed.expert_ids.data() + row * K);
+        const TokenRow& r = batch.at(row);
+        options_.record_routing(block, r.request, r.position, K, routed.expert_ids.data() + row * K);
       }
     }
     routed.shared_out.reset();
@@ -140,8 +143,10 @@ std::int64_t CpuExecutor::run_experts(std::int32_t block, const std::vector<Toke
     // Only this device's own copy: an expert it does not hold is a bug of the placement switch.
     const std::shared_ptr<const ExpertCopy> w = expert_copy(block, batch->layer.index);
     assert(w && "an expert this device does not hold");
-    ops_.expert(w->weights, HostActivationOps::data(batch->hidden), m, batch->weight.data(), HostActivationOps::data(y),
-                ws_);
+    // The expert scales each row by its router weight, read as an array: gathered from the rows.
+    scales_.resize(static_cast<std::size_t>(m));
+    for (std::int64_t r = 0; r < m; ++r) scales_[static_cast<std::size_t>(r)] = batch->at(r).weight;
+    ops_.expert(w->weights, HostActivationOps::data(batch->hidden), m, scales_.data(), HostActivationOps::data(y), ws_);
     // The input goes back to the pool of the device that gathered it.
     batch->hidden = std::move(y);
     rows.push_back(m);
@@ -247,7 +252,7 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     // Drawn from (seed, position) alone, as the reference path does.
     const SamplingSpec& s = sequences[i].sampling;
-    const std::int32_t position = batch.position[static_cast<std::size_t>(last_rows[i])];
+    const std::int32_t position = batch.at(last_rows[i]).position;
     kernels::Sampler sampler({s.temperature, s.top_p, s.top_k}, kernels::position_seed(s.seed, position));
     const float* logits = logits_.data() + i * static_cast<std::size_t>(c.vocab_size);
     next[i] = sampler.sample(logits, c.vocab_size);

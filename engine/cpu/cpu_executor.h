@@ -91,6 +91,8 @@ class CpuExecutor final : public Executor {
   // Scratch of the device's thread.
   Workspace ws_;
   BatchLayout batch_;
+  std::vector<std::int32_t> tokens_;  // block 0: the rows' token ids, as the embedding reads them
+  std::vector<float> scales_;         // an expert's rows' router weights, as the expert reads them
   std::vector<float> logits_;
   // Before the stream: storage handed out here may be in use on its thread until it stops.
   HostActivationOps activations_;

@@ -314,13 +314,15 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   std::int32_t seq = 0;
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     const SequenceContext& s = sequences[static_cast<std::size_t>(seq)];
-    assert(s.request == batch.request[static_cast<std::size_t>(first)]);
+    assert(s.request == batch.at(first).request);
     std::copy_n(s.block_table, s.pages, tables + static_cast<std::int64_t>(seq) * stride);
     for (std::int64_t r = first; r < first + rows; ++r) token_seq[r] = seq;
     ++seq;
   });
-  std::copy_n(batch.position.data(), n, positions);
-  if (block == 0) std::copy_n(batch.token.data(), n, tokens);
+  // Gathered from the rows into the host buffer that is uploaded.
+  for (std::int64_t r = 0; r < n; ++r) positions[r] = batch.at(r).position;
+  if (block == 0)
+    for (std::int64_t r = 0; r < n; ++r) tokens[r] = batch.at(r).token;
   std::int32_t* d_meta = meta_.get<std::int32_t>(static_cast<std::int64_t>(host_meta_.size()));
   must(cudaMemcpyAsync(d_meta, host_meta_.data(), host_meta_.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
                        stream_),
@@ -510,9 +512,9 @@ void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
     std::int32_t* table = tables + i * stride;
     if (i < n) {
       const SequenceContext& s = sequences[static_cast<std::size_t>(i)];
-      assert(s.request == batch.request[static_cast<std::size_t>(i)]);
-      pos[i] = batch.position[static_cast<std::size_t>(i)];
-      tokens[i] = block == 0 ? batch.token[static_cast<std::size_t>(i)] : 0;
+      assert(s.request == batch.at(i).request);
+      pos[i] = batch.at(i).position;
+      tokens[i] = block == 0 ? batch.at(i).token : 0;
       std::copy_n(s.block_table, s.pages, table);
     } else {
       pos[i] = 0;
@@ -624,7 +626,8 @@ void CudaExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*
   const std::int64_t H = c.hidden_size;
   // The routing weights of every batch in one upload.
   std::vector<float> scales;
-  for (const TokenBatch* b : per_expert) scales.insert(scales.end(), b->weight.begin(), b->weight.end());
+  for (const TokenBatch* b : per_expert)
+    for (const TokenRow& row : b->row) scales.push_back(row.weight);
   float* d_scales = scale_.get<float>(static_cast<std::int64_t>(scales.size()));
   must(cudaMemcpyAsync(d_scales, scales.data(), scales.size() * sizeof(float), cudaMemcpyHostToDevice, stream_),
        "cudaMemcpyAsync (routing weights)");
@@ -677,7 +680,7 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   bool any_logprobs = false;
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     const SamplingSpec& s = sequences[i].sampling;
-    const std::int32_t position = batch.position[static_cast<std::size_t>(last_rows[i])];
+    const std::int32_t position = batch.at(last_rows[i]).position;
     params[i] = {s.temperature, s.top_p, s.top_k,
                  kernels::sampling_uniform(kernels::position_seed(s.seed, position))};
     any_logprobs = any_logprobs || s.logprobs >= 0;

@@ -1,5 +1,7 @@
 #include "engine/dist/shipment_codec.h"
 
+#include <cstring>
+
 namespace sy::dist {
 namespace {
 
@@ -9,6 +11,41 @@ Status get_kind(ByteReader& r, LayerKind& kind) {
   if (k > static_cast<std::uint8_t>(LayerKind::Sampler)) return Status::Error("unknown layer kind " + std::to_string(k));
   kind = static_cast<LayerKind>(k);
   return Status::Ok();
+}
+
+// A field of every row, written as the wire's array of it: its length, then the values.
+template <class T>
+void put_column(ByteWriter& w, const TokenBatch& b, T TokenRow::*field) {
+  const std::size_t n = b.row.size();
+  w.put<std::uint64_t>(n);
+  char* out = w.put_space(n * sizeof(T));
+  for (const TokenRow& row : b.row) {
+    std::memcpy(out, &(row.*field), sizeof(T));
+    out += sizeof(T);
+  }
+}
+// The same for a column the batch may lack: an empty array then.
+template <class T>
+void put_column(ByteWriter& w, const TokenBatch& b, TokenColumn column, T TokenRow::*field) {
+  if (b.has(column)) {
+    put_column(w, b, field);
+  } else {
+    w.put<std::uint64_t>(0);
+  }
+}
+
+// The columns of one batch as the wire holds them, before they are checked.
+struct Columns {
+  std::vector<std::int64_t> request;
+  std::vector<std::int32_t> position, rank, token, slot;
+  std::vector<float> weight;
+};
+// Stores a checked column (empty, or one value per row) into the rows' field.
+template <class T>
+void get_column(TokenBatch& b, const std::vector<T>& values, std::uint8_t column, T TokenRow::*field) {
+  if (values.empty()) return;
+  for (std::size_t i = 0; i < values.size(); ++i) b.row[i].*field = values[i];
+  b.columns |= column;
 }
 
 }  // namespace
@@ -46,12 +83,14 @@ void encode_payload(ByteWriter& w, const Shipment& s, bool rows_over_link) {
     w.put<std::int32_t>(b.layer.block);
     w.put<std::int32_t>(b.layer.index);
     w.put<std::int32_t>(b.group);
-    w.put_array(b.request);
-    w.put_array(b.position);
-    w.put_array(b.rank);
-    w.put_array(b.token);
-    w.put_array(b.slot);
-    w.put_array(b.weight);
+    // The wire keeps one array per column, as it did when a batch stored columns: the
+    // request's, then each other column's, empty where the batch does not carry it.
+    put_column(w, b, &TokenRow::request);
+    put_column(w, b, kColumnPosition, &TokenRow::position);
+    put_column(w, b, kColumnRank, &TokenRow::rank);
+    put_column(w, b, kColumnToken, &TokenRow::token);
+    put_column(w, b, kColumnSlot, &TokenRow::slot);
+    put_column(w, b, kColumnWeight, &TokenRow::weight);
     const bool rows = !b.hidden.null() && b.hidden.rows() > 0;
     w.put<std::int64_t>(rows ? b.hidden.rows() : 0);
     w.put<std::int64_t>(rows ? b.hidden.width() : 0);
@@ -67,6 +106,7 @@ Status decode_payload(ByteReader& r, ActivationOps& ops, std::int64_t now, Shipm
 
 Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t now, Shipment& s,
                       std::vector<Activations*>* over_link) {
+  Columns scratch;
   SY_RETURN_IF_ERROR(r.get(s.src));
   SY_RETURN_IF_ERROR(r.get(s.dst));
   ActivationOps* ops = arrivals(s.dst);
@@ -89,29 +129,40 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     SY_RETURN_IF_ERROR(r.get(b.layer.index));
     SY_RETURN_IF_ERROR(r.get(b.group));
     b.oldest_ns = now;
-    SY_RETURN_IF_ERROR(r.get_array(b.request));
-    SY_RETURN_IF_ERROR(r.get_array(b.position));
-    SY_RETURN_IF_ERROR(r.get_array(b.rank));
-    SY_RETURN_IF_ERROR(r.get_array(b.token));
-    SY_RETURN_IF_ERROR(r.get_array(b.slot));
-    SY_RETURN_IF_ERROR(r.get_array(b.weight));
-    const std::size_t rows = b.request.size();
+    // Read as the columns the wire holds, checked, then stored into the rows.
+    Columns& c = scratch;
+    SY_RETURN_IF_ERROR(r.get_array(c.request));
+    SY_RETURN_IF_ERROR(r.get_array(c.position));
+    SY_RETURN_IF_ERROR(r.get_array(c.rank));
+    SY_RETURN_IF_ERROR(r.get_array(c.token));
+    SY_RETURN_IF_ERROR(r.get_array(c.slot));
+    SY_RETURN_IF_ERROR(r.get_array(c.weight));
+    const std::size_t rows = c.request.size();
     // Each kind of batch carries the columns its receiver reads (TokenBatch): expert rows a
     // rank, a slot and a weight (the expert dispatch and the expert read them; no position, no
     // token); expert outputs (rows bound for an attention or sampler layer with a top-k slot
     // each) a slot only, for the token pool; other rows a position and a rank, and block 0's
     // a token.
     if (b.layer.kind == LayerKind::Expert) {
-      if (b.rank.size() != rows || b.slot.size() != rows || b.weight.size() != rows || !b.position.empty() ||
-          !b.token.empty())
+      if (c.rank.size() != rows || c.slot.size() != rows || c.weight.size() != rows || !c.position.empty() ||
+          !c.token.empty())
         return Status::Error("an expert batch's rows need a rank, a slot and a weight each, and no position or token");
-    } else if (!b.slot.empty()) {
-      if (b.slot.size() != rows || !b.position.empty() || !b.rank.empty() || !b.token.empty() || !b.weight.empty())
+    } else if (!c.slot.empty()) {
+      if (c.slot.size() != rows || !c.position.empty() || !c.rank.empty() || !c.token.empty() || !c.weight.empty())
         return Status::Error("an expert output batch's rows need a request and a slot each, and nothing else");
-    } else if (b.position.size() != rows || b.rank.size() != rows || (!b.weight.empty() && b.weight.size() != rows) ||
-               (!b.token.empty() && b.token.size() != rows)) {
+    } else if (c.position.size() != rows || c.rank.size() != rows || (!c.weight.empty() && c.weight.size() != rows) ||
+               (!c.token.empty() && c.token.size() != rows)) {
       return Status::Error("a batch's columns differ in length");
     }
+    // Every column is now empty or one value per row.
+    b.row.assign(rows, TokenRow{});
+    b.columns = 0;
+    get_column(b, c.request, 0, &TokenRow::request);
+    get_column(b, c.position, kColumnPosition, &TokenRow::position);
+    get_column(b, c.rank, kColumnRank, &TokenRow::rank);
+    get_column(b, c.token, kColumnToken, &TokenRow::token);
+    get_column(b, c.slot, kColumnSlot, &TokenRow::slot);
+    get_column(b, c.weight, kColumnWeight, &TokenRow::weight);
     std::int64_t hidden_rows = 0, width = 0;
     SY_RETURN_IF_ERROR(r.get(hidden_rows));
     SY_RETURN_IF_ERROR(r.get(width));

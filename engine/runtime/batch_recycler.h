@@ -39,8 +39,8 @@ class BatchRecycler {
 
   // The lists of batches a shipment carries come back whole: a delivered shipment's list keeps
   // its batches, emptied in place, so that the next dispatch fills them where they are instead
-  // of moving each batch out of the list and into it again (a TokenBatch is seven vectors and a
-  // handle: moving one in and out of the spares cost more than the rows of most batches).
+  // of moving each batch out of the list and into it again (when a TokenBatch was seven vectors
+  // and a handle, moving one in and out of the spares cost more than the rows of most batches).
   // take_list(n, to) gives the empty list `to` up to n such empty batches (n: how many the
   // caller expects to fill), or leaves it empty; lists are kept by their length so that one
   // usually fits. Lists are swapped in and out of slots that stay, so that neither side

@@ -20,12 +20,12 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
       free_.pop_back();
     }
     Entry& e = entries_[at];
-    const auto f = static_cast<std::size_t>(first);
-    e.c.request = residual.request[f];
+    const TokenRow& f = residual.at(first);
+    e.c.request = f.request;
     e.c.layer = residual.layer;
     e.c.group = residual.group;
-    e.c.rank = residual.rank[f];
-    e.c.first_position = residual.position[f];
+    e.c.rank = f.rank;
+    e.c.first_position = f.position;
     e.c.rows = static_cast<std::int32_t>(rows);
     e.remaining = static_cast<std::int32_t>(rows) * k;
 #ifndef NDEBUG
@@ -65,8 +65,8 @@ void TokenPool::scatter_outputs(const TokenBatch& outputs) {
   const std::int64_t n = outputs.rows();
   targets_.clear();
   for (std::int64_t r = 0; r < n; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    targets_.push_back({&entries_[index_find(outputs.request[i])].c.slot_outputs, outputs.slot[i]});
+    const TokenRow& row = outputs.at(r);
+    targets_.push_back({&entries_[index_find(row.request)].c.slot_outputs, row.slot});
   }
   targets_.front().of->owner().scatter(outputs.hidden, targets_);
 }
@@ -86,19 +86,19 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>&
   if (n > 0 && !outputs.hidden.null()) {
     targets_.clear();
     for (std::int64_t r = 0; r < n; ++r) {
-      const auto i = static_cast<std::size_t>(r);
-      Completed& c = entries_[index_find(outputs.request[i])].c;
-      targets_.push_back({&c.shared_out, outputs.position[i] - c.first_position});
+      const TokenRow& row = outputs.at(r);
+      Completed& c = entries_[index_find(row.request)].c;
+      targets_.push_back({&c.shared_out, row.position - c.first_position});
     }
     targets_.front().of->owner().scatter(outputs.hidden, targets_);
   }
   for (std::int64_t r = 0; r < n; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    const std::uint32_t at = index_find(outputs.request[i]);
+    const TokenRow& row = outputs.at(r);
+    const std::uint32_t at = index_find(row.request);
 #ifndef NDEBUG
     Entry& e = entries_[at];
     const auto slot = static_cast<std::size_t>(e.c.rows) * (e.filled.size() / static_cast<std::size_t>(e.c.rows) - 1) +
-                      static_cast<std::size_t>(outputs.position[i] - e.c.first_position);
+                      static_cast<std::size_t>(row.position - e.c.first_position);
     assert(slot < e.filled.size() && !e.filled[slot] && "a shared expert row arrived twice");
     e.filled[slot] = true;
 #endif

@@ -56,13 +56,13 @@ class TokenPool {
   void absorb(const TokenBatch& outputs, OnDone&& on_done) {
     const std::int64_t n = outputs.rows();
     if (n > 0 && !outputs.hidden.null()) scatter_outputs(outputs);
-    // Through a local: on_done might store into the column's vector as far as the compiler
+    // Through a local: on_done might store into the rows' vector as far as the compiler
     // knows, and the pointer was reloaded for every row.
-    const std::int64_t* const request = outputs.request.data();
+    const TokenRow* const in = outputs.row.data();
     for (std::int64_t r = 0; r < n; ++r) {
-      const std::uint32_t at = index_find(request[r]);
+      const std::uint32_t at = index_find(in[r].request);
 #ifndef NDEBUG
-      mark_filled(at, outputs.slot[static_cast<std::size_t>(r)]);
+      mark_filled(at, in[r].slot);
 #endif
       count_in(at, on_done);
     }

@@ -248,7 +248,7 @@ void Worker::receive(Shipment&& shipment) {
   // memory, so a handle is as good here as there. A transport between separate memories (a
   // GPU's) copies the rows into buffers of this device's pool before this sees them.
   for (TokenBatch& batch : shipment.batches) {
-    if (batch.layer.kind != LayerKind::Expert && !batch.slot.empty()) {
+    if (batch.layer.kind != LayerKind::Expert && batch.has(kColumnSlot)) {
       absorb_expert_outputs(batch);
     } else {
       enqueue(batch);
@@ -294,11 +294,9 @@ void Worker::take_completed(TokenPool::Completed& c) {
 void Worker::enqueue_merged(TokenPool::Completed& c) {
   const std::size_t qi = queue_index(c.layer);
   TokenBatch& tail = queue_tail(qi, c.layer, c.group);
-  for (std::int32_t i = 0; i < c.rows; ++i) {
-    tail.request.push_back(c.request);
-    tail.position.push_back(c.first_position + i);
-    tail.rank.push_back(c.rank);
-  }
+  tail.columns = kAttentionColumns;
+  for (std::int32_t i = 0; i < c.rows; ++i)
+    tail.row.push_back({.request = c.request, .position = c.first_position + i, .rank = c.rank});
   if (!c.hidden.null()) c.hidden.owner().append(tail.hidden, std::move(c.hidden));
   account(qi, c.rows);
 }
@@ -317,11 +315,10 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       out.layer = b.layer;
       out.group = b.group;
       out.oldest_ns = b.oldest_ns;
-      // `out` comes empty in every column (a job's batches are emptied when it ends, spares
+      // `out` comes empty (a job's batches are emptied when it ends, spares
       // when they are given back), so b is left empty by the swap: no clear needed.
       out.swap_rows(b);
-      assert(b.empty() && b.position.empty() && b.rank.empty() && b.token.empty() && b.slot.empty() &&
-             b.weight.empty() && b.hidden.null());
+      assert(b.empty() && b.hidden.null());
     } else {
       out.oldest_ns = std::min(out.oldest_ns, b.oldest_ns);
       out.append(std::move(b));
@@ -433,7 +430,7 @@ void Worker::collect_sequences() {
   if (!executor_.reads_sequences()) return;
   assert(kv_ && "attention rows on a device without an attention rank");
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
-    job_.sequences.push_back(kv_->context(job_.batch.request[static_cast<std::size_t>(first)]));
+    job_.sequences.push_back(kv_->context(job_.batch.at(first).request));
   });
 }
 
@@ -518,8 +515,10 @@ void Worker::finish(ExecutionTiming timing) {
   run_next_or_stall(end);
 }
 
-std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert, std::int64_t request,
-                                    std::int32_t row) const {
+// Out of line: inlined, its hash of the row was hoisted out of dispatch_attention's top-k loop and
+// computed for every row, though only an expert with replicas needs it (about 25 instructions a row).
+[[gnu::noinline]] std::int32_t Worker::choose_replica(std::int32_t block, std::int32_t expert,
+                                                     std::int64_t request, std::int32_t row) const {
   const auto& devices = topo_.placement.devices(block, expert);
   assert(!devices.empty());
   if (devices.size() == 1) return devices[0];
@@ -540,6 +539,7 @@ inline std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& la
   TokenBatch& b = batches[0];
   b.layer = layer;
   b.group = group;
+  b.columns = outgoing_columns(layer);
   used = 1;
   return 0;
 }
@@ -556,6 +556,7 @@ inline std::size_t Worker::outgoing_index(std::int32_t device, const LayerId& la
   if (batches.data() != before) ++out_epoch_;
   b.layer = layer;
   b.group = group;
+  b.columns = outgoing_columns(layer);
   return used++;
 }
 
@@ -627,7 +628,8 @@ void Worker::dispatch_attention() {
   const std::int32_t last = topo_.num_blocks;
   const LayerId next_layer = b + 1 == last ? LayerId::sampler(last, rank_) : LayerId::attention(b + 1, rank_);
   TokenBatch& batch = job_.batch;
-  batch.token.clear();
+  // Block 0's rows carried the token to embed; nothing after reads it.
+  batch.columns &= static_cast<std::uint8_t>(~kColumnToken);
 
   if (!topo_.sparse[b]) {
     // Dense block: the MLP ran with the attention; the rows stay on this rank.
@@ -652,11 +654,10 @@ void Worker::dispatch_attention() {
   // on the wire; other policies ship one chunk whose group is the micro-batch's.
   const std::int32_t chunks = policy_.chunks();
   const std::int64_t total_rows = batch.rows();
-  // The columns read per row, held in locals: a store into an outgoing batch's vectors might
-  // alias these vectors' pointers as far as the compiler knows, and it reloaded every one of
-  // them for each of the K copies of a row. Nothing in the loop resizes them.
-  const std::int64_t* const request = batch.request.data();
-  const std::int32_t* const rank = batch.rank.data();
+  // The rows and routing read per row, held in locals: a store into an outgoing batch's vector
+  // might alias these vectors' pointers as far as the compiler knows, and it reloaded every one
+  // of them for each of the K copies of a row. Nothing in the loop resizes them.
+  const TokenRow* const in = batch.row.data();
   const std::int32_t* const expert_ids = routed.expert_ids.data();
   const float* const expert_weights = routed.expert_weights.data();
   OutgoingRef* const expert_out = expert_out_.data();
@@ -668,9 +669,11 @@ void Worker::dispatch_attention() {
     // contiguous), found by looking back from the chunk's first row. A pass per request (with
     // for_each_request) cost the loop's setup once per row: a decode request has one row.
     std::int64_t first = lo;
-    while (first > 0 && lo < hi && request[first - 1] == request[lo]) --first;
+    while (first > 0 && lo < hi && in[first - 1].request == in[lo].request) --first;
     for (std::int64_t i = lo; i < hi; ++i) {
-      if (request[i] != request[first]) first = i;
+      const std::int64_t request = in[i].request;
+      const std::int32_t rank = in[i].rank;
+      if (request != in[first].request) first = i;
       const auto row = static_cast<std::size_t>(i);
       const std::int64_t r = i - first;
       for (std::int32_t k = 0; k < K; ++k) {
@@ -683,15 +686,15 @@ void Worker::dispatch_attention() {
         if (cached.epoch != out_epoch_) {
           const auto& devices = replicas[static_cast<std::size_t>(e)];
           const bool single = devices.size() == 1;
-          d = single ? devices[0] : choose_replica(b, e, request[row], static_cast<std::int32_t>(r));
+          d = single ? devices[0] : choose_replica(b, e, request, static_cast<std::int32_t>(r));
           at = outgoing_index(d, LayerId::expert(b, e), sub_group);
           out = &outgoing_[static_cast<std::size_t>(d)][at];
           if (single) cached = {out, out_epoch_, d, static_cast<std::int32_t>(at)};
         }
-        out->request.push_back(request[row]);
-        out->rank.push_back(rank[row]);
-        out->slot.push_back(static_cast<std::int32_t>(r) * K + k);
-        out->weight.push_back(expert_weights[rk]);
+        out->row.push_back({.request = request,
+                            .rank = rank,
+                            .slot = static_cast<std::int32_t>(r) * K + k,
+                            .weight = expert_weights[rk]});
         if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
     }
@@ -706,9 +709,8 @@ void Worker::dispatch_attention() {
     TokenBatch& shared = shared_jobs_.emplace_back(recycler_.take());
     shared.layer = LayerId::attention(b, rank_);
     shared.group = job_.group;
-    shared.request = batch.request;
-    shared.position = batch.position;
-    shared.rank = batch.rank;
+    shared.row = batch.row;
+    shared.columns = batch.columns;
     shared.hidden = std::move(job_.routed.ffn_in);
     if (policy_.grouped())
       --arrived_[{b + 1 == last ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group}];
@@ -750,19 +752,14 @@ void Worker::dispatch_experts() {
   OutgoingRef* const rank_out = rank_out_.data();
   for (const TokenBatch& tb : job_.per_expert) {
     const std::int64_t rows = tb.rows();
-    // The columns read per row, held in locals (as in dispatch_attention): a store into an
-    // outgoing batch's vectors might alias these vectors' pointers as far as the compiler
-    // knows, and reloaded each of them for every row. Expert rows carry a rank, a slot and a
-    // weight each (TokenBatch): dispatch_attention makes them so, and a shipment from another
-    // process with other expert rows is refused when it is decoded. No test of the columns per
-    // row (a second, general loop here cost more than the tests: the function's registers).
-    assert(tb.rank.size() == static_cast<std::size_t>(rows) && tb.slot.size() == static_cast<std::size_t>(rows) &&
-           tb.weight.size() == static_cast<std::size_t>(rows) && "expert rows carry rank, slot and weight");
-    const std::int64_t* const request = tb.request.data();
-    const std::int32_t* const rank_of = tb.rank.data();
-    const std::int32_t* const slot = tb.slot.data();
+    // The rows read, held in a local (as in dispatch_attention): a store into an outgoing
+    // batch's vector might alias the vector's pointer as far as the compiler knows. Expert rows
+    // carry a rank, a slot and a weight each (TokenBatch): dispatch_attention makes them so,
+    // and a shipment from another process with other expert rows is refused when it is decoded.
+    assert((rows == 0 || (tb.columns & kExpertColumns) == kExpertColumns) && "expert rows carry rank, slot and weight");
+    const TokenRow* const in = tb.row.data();
     for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int32_t rank = rank_of[r];
+      const std::int32_t rank = in[r].rank;
       OutgoingRef& cached = rank_out[rank];
       if (cached.epoch != out_epoch_) {
         const std::int32_t d = rank_device[rank];
@@ -774,8 +771,7 @@ void Worker::dispatch_experts() {
       // takes it reads nothing else (TokenBatch), and three of five columns per row were
       // copied for nobody.
       TokenBatch& out = *cached.batch;
-      out.request.push_back(request[r]);
-      out.slot.push_back(slot[r]);
+      out.row.push_back({.request = in[r].request, .slot = in[r].slot});
       if (activations) gather_list(cached.device, static_cast<std::size_t>(cached.index)).push_back({&tb.hidden, r});
     }
   }
@@ -788,7 +784,7 @@ void Worker::dispatch_sampler() {
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
     const kernels::TokenLogprobs* lp =
         i < job_.next_logprobs.size() && job_.next_logprobs[i].token >= 0 ? &job_.next_logprobs[i] : nullptr;
-    hooks_.on_sampled(job_.batch.request[static_cast<std::size_t>(first)], job_.next_tokens[i], lp);
+    hooks_.on_sampled(job_.batch.at(first).request, job_.next_tokens[i], lp);
     ++i;
   });
   if (policy_.grouped()) hooks_.on_group_sampled(rank_, job_.group);

@@ -154,6 +154,11 @@ class Worker {
   // The index of the outgoing batch for (device, layer), created on first use in this dispatch.
   std::size_t outgoing_index(std::int32_t device, const LayerId& layer, std::int32_t group);
   std::size_t add_outgoing(std::int32_t device, const LayerId& layer, std::int32_t group);  // its slow path
+  // The columns (TokenBatch) of an outgoing batch bound for `layer`: a dispatch sends expert
+  // rows to an expert, and expert outputs to anything else.
+  static std::uint8_t outgoing_columns(const LayerId& layer) {
+    return layer.kind == LayerKind::Expert ? kExpertColumns : kOutputColumns;
+  }
   // The rows whose activations outgoing batch `batch` of `device` is to receive.
   std::vector<SourceRow>& gather_list(std::int32_t device, std::size_t batch);
   // One backend gather per outgoing batch that has rows listed; empties the lists.

@@ -403,11 +403,9 @@ void Coordinator::admit_async() {
 void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
   const RequestRecord& r = record(idx);
   const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
+  out.columns = kAttentionColumns | kColumnToken;  // block 0's rows: the token to embed
   auto row = [&](std::int32_t token, std::int32_t position) {
-    out.request.push_back(idx);
-    out.position.push_back(position);
-    out.rank.push_back(r.rank);
-    out.token.push_back(token);
+    out.row.push_back({.request = idx, .position = position, .rank = r.rank, .token = token});
   };
   if (r.output.empty() && options_.skip_prefill && prompt > 0) {
     row(r.spec.prompt.back(), prompt - 1);

@@ -90,7 +90,7 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
   const std::int64_t rows = batch.rows();
   std::int64_t context = 0;
   // Every row attends to the cached positions before it and itself.
-  for (std::int32_t position : batch.position) context += position + 1;
+  for (const TokenRow& row : batch.row) context += row.position + 1;
   std::int64_t duration = options_.cost_model->attention_ns(block, rows, context);
   routed.shared_pending = false;
   if (config_.is_sparse(block)) {
@@ -106,20 +106,19 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
     if (!options_.routing_trace) {
       // The skew model alone: the whole batch in one call.
       assert(options_.skew && "no routing for a token the trace lacks");
-      options_.skew->route_rows(block, batch.request.data(), batch.position.data(), rows, K, routed.expert_ids.data(),
-                                routed.expert_weights.data());
+      options_.skew->route_rows(block, batch.row.data(), rows, K, routed.expert_ids.data(), routed.expert_weights.data());
     }
     for (std::int64_t r = 0; options_.routing_trace && r < rows; ++r) {
-      const auto i = static_cast<std::size_t>(r);
+      const TokenRow& row = batch.at(r);
       std::int32_t* ids = routed.expert_ids.data() + r * K;
       float* w = routed.expert_weights.data() + r * K;
-      if (options_.routing_trace->lookup(block, batch.request[i], batch.position[i], ids)) {
+      if (options_.routing_trace->lookup(block, row.request, row.position, ids)) {
         std::fill(w, w + K, 1.0f / static_cast<float>(K));
         continue;
       }
       ++trace_misses_;
       assert(options_.skew && "no routing for a token the trace lacks");
-      options_.skew->route(block, batch.request[i], batch.position[i], K, ids, w);
+      options_.skew->route(block, row.request, row.position, K, ids, w);
     }
   }
   complete_after(duration + (config_.is_sparse(block) ? collective_ns_ : 0), std::move(done));
@@ -142,7 +141,7 @@ void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, st
   next.clear();
   logprobs.clear();
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
-    next.push_back((batch.position[static_cast<std::size_t>(first + rows - 1)] + 1) % std::max(1, config_.vocab_size));
+    next.push_back((batch.at(first + rows - 1).position + 1) % std::max(1, config_.vocab_size));
   });
   complete_after(options_.cost_model->sample_ns(static_cast<std::int64_t>(next.size())) + host_ns_, std::move(done));
 }

@@ -206,26 +206,26 @@ void SkewRouter::route_any(std::uint64_t state, std::int32_t block, std::int32_t
   }
 }
 
-void SkewRouter::route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position,
-                            std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const {
+void SkewRouter::route_rows(std::int32_t block, const TokenRow* row, std::int64_t rows, std::int32_t k,
+                            std::int32_t* expert_ids, float* weights) const {
   assert(block >= 0 && block < num_layers() && k >= 1 && k <= num_experts_);
   const std::uint64_t hash = block_hash(block);
   if (k == 2) {  // every model the demos and benches run: the block's constants hoisted out of the rows
     const std::int32_t* order = ranking_[static_cast<std::size_t>(block)].data();
     for (std::int64_t i = 0; i < rows; ++i)
-      route_two(mix(hash ^ skew_token_key(request[i], position[i])), order, expert_ids + i * 2, weights + i * 2);
+      route_two(mix(hash ^ skew_token_key(row[i].request, row[i].position)), order, expert_ids + i * 2, weights + i * 2);
     return;
   }
-  route_rows_any(hash, block, request, position, rows, k, expert_ids, weights);
+  route_rows_any(hash, block, row, rows, k, expert_ids, weights);
 }
 
 // Out of line: the taken ranks' table on route_rows' own frame cost the top-2 loop above.
-[[gnu::noinline]] void SkewRouter::route_rows_any(std::uint64_t hash, std::int32_t block, const std::int64_t* request,
-                                                  const std::int32_t* position, std::int64_t rows, std::int32_t k,
-                                                  std::int32_t* expert_ids, float* weights) const {
+[[gnu::noinline]] void SkewRouter::route_rows_any(std::uint64_t hash, std::int32_t block, const TokenRow* row,
+                                                  std::int64_t rows, std::int32_t k, std::int32_t* expert_ids,
+                                                  float* weights) const {
   TakenRanks taken(num_experts_);
   for (std::int64_t i = 0; i < rows; ++i)
-    route_any(mix(hash ^ skew_token_key(request[i], position[i])), block, k, expert_ids + i * k, weights + i * k,
+    route_any(mix(hash ^ skew_token_key(row[i].request, row[i].position)), block, k, expert_ids + i * k, weights + i * k,
               taken.data());
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/runtime/token_batch.h"
 
 namespace sy {
 
@@ -27,11 +28,11 @@ class SkewRouter {
   // same token the same way, and a run replays exactly. Requires 1 <= k <= num_experts.
   void route(std::int32_t block, std::uint64_t token_key, std::int32_t k, std::int32_t* expert_ids,
              float* weights) const;
-  // route() for `rows` tokens of one block at once, token i keyed skew_token_key(request[i],
-  // position[i]), its k picks at expert_ids[i·k] and weights[i·k]: the same picks and weights
-  // as one route() per token, for one call per execution instead of one per row.
-  void route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position, std::int64_t rows,
-                  std::int32_t k, std::int32_t* expert_ids, float* weights) const;
+  // route() for `rows` tokens of one block at once, token i keyed skew_token_key(row[i].request,
+  // row[i].position), its k picks at expert_ids[i·k] and weights[i·k]: the same picks and
+  // weights as one route() per token, for one call per execution instead of one per row.
+  void route_rows(std::int32_t block, const TokenRow* row, std::int64_t rows, std::int32_t k, std::int32_t* expert_ids,
+                  float* weights) const;
 
   // Per expert id, the probability that it is the first pick in `block`; sums to 1.
   const std::vector<double>& popularity(std::int32_t block) const { return popularity_[static_cast<std::size_t>(block)]; }
@@ -57,8 +58,8 @@ class SkewRouter {
                   float* weights) const;
   void route_two(std::uint64_t state, const std::int32_t* order, std::int32_t* expert_ids, float* weights) const;
   // route_rows for k other than 2, from the block's hash.
-  void route_rows_any(std::uint64_t hash, std::int32_t block, const std::int64_t* request, const std::int32_t* position,
-                      std::int64_t rows, std::int32_t k, std::int32_t* expert_ids, float* weights) const;
+  void route_rows_any(std::uint64_t hash, std::int32_t block, const TokenRow* row, std::int64_t rows, std::int32_t k,
+                      std::int32_t* expert_ids, float* weights) const;
   // taken_ranks: a zero byte per rank, left zero.
   void route_any(std::uint64_t state, std::int32_t block, std::int32_t k, std::int32_t* expert_ids,
                  float* weights, std::uint8_t* taken_ranks) const;
@@ -116,9 +117,9 @@ class SkewRouting {
   void route(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t k, std::int32_t* expert_ids,
              float* weights) const;
   // Routes `rows` tokens of `block`, as SkewRouter::route_rows does.
-  void route_rows(std::int32_t block, const std::int64_t* request, const std::int32_t* position, std::int64_t rows,
-                  std::int32_t k, std::int32_t* expert_ids, float* weights) const {
-    router_->route_rows(block, request, position, rows, k, expert_ids, weights);
+  void route_rows(std::int32_t block, const TokenRow* row, std::int64_t rows, std::int32_t k, std::int32_t* expert_ids,
+                  float* weights) const {
+    router_->route_rows(block, row, rows, k, expert_ids, weights);
   }
   // From now on popularity ∝ exp(−lambda·rank), with the same per-block expert order.
   void set_lambda(double lambda) { router_ = std::make_unique<SkewRouter>(layers_, experts_, lambda, seed_); }

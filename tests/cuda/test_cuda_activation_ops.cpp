@@ -116,12 +116,10 @@ TEST(CudaActivationOps, ShipmentCodecCarriesGpuRowsBetweenBackends) {
   for (int b = 0; b < 2; ++b) {
     TokenBatch batch;
     batch.layer = LayerId::expert(3, b);
+    batch.columns = kExpertColumns;
     // Expert rows as the dispatch makes them (wire-format.md): a rank, a slot and a weight each.
     for (int r = 0; r < 2 + 3 * b; ++r) {
-      batch.request.push_back(r);
-      batch.rank.push_back(0);
-      batch.slot.push_back(r);
-      batch.weight.push_back(0.5f);
+      batch.row.push_back({.request = r, .rank = 0, .slot = static_cast<std::int32_t>(r), .weight = 0.5f});
     }
     batch.hidden = filled(gpu, batch.rows(), 33, 1000.0f * static_cast<float>(b));
     rows.push_back(read(batch.hidden));

@@ -90,12 +90,10 @@ class Driver {
     Step out;
     const ModelConfig& c = model_->config();
     TokenBatch batch;
+    batch.columns = kAttentionColumns | kColumnToken;
     std::vector<SequenceContext> seqs;
     for (const auto& [s, token] : rows) {
-      batch.request.push_back(s);
-      batch.position.push_back(next_pos_[s]++);
-      batch.rank.push_back(0);
-      batch.token.push_back(token);
+      batch.row.push_back({.request = s, .position = next_pos_[s]++, .rank = 0, .token = token});
       if (seqs.empty() || seqs.back().request != s) {
         SequenceContext ctx;
         ctx.request = s;

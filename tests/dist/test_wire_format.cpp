@@ -23,18 +23,95 @@ Shipment sample_shipment(HostActivationOps& ops) {
     TokenBatch batch;
     batch.layer = LayerId::expert(2, 4 + b);
     batch.group = 1;
-    for (int r = 0; r < 3 + b; ++r) {
-      batch.request.push_back(100 + r);
-      batch.rank.push_back(r % 2);
-      batch.slot.push_back(r * 2 + b);
-      batch.weight.push_back(0.25f * static_cast<float>(r + 1));
-    }
+    batch.columns = kExpertColumns;
+    for (int r = 0; r < 3 + b; ++r)
+      batch.row.push_back({.request = 100 + r, .rank = r % 2, .slot = r * 2 + b, .weight = 0.25f * static_cast<float>(r + 1)});
     batch.hidden = ops.allocate(batch.rows(), 6);
     float* h = HostActivationOps::data(batch.hidden);
     for (std::int64_t i = 0; i < batch.rows() * 6; ++i) h[i] = static_cast<float>(i) * 0.5f - static_cast<float>(b);
     s.batches.push_back(std::move(batch));
   }
   return s;
+}
+
+// One batch as the wire holds it (docs/wire-format.md): an array per column, each of any
+// length. A TokenBatch (one record per row) cannot hold columns of different lengths, which a
+// foreign or corrupt peer may send: these are written here by hand, from the documented layout.
+struct WireBatch {
+  LayerId layer;
+  std::int32_t group = 0;
+  std::vector<std::int64_t> request;
+  std::vector<std::int32_t> position, rank, token, slot;
+  std::vector<float> weight;
+  std::vector<float> hidden;  // rows × width
+  std::int64_t width = 0;
+};
+
+template <class T>
+std::vector<T> column(const TokenBatch& b, TokenColumn c, T TokenRow::*field) {
+  std::vector<T> v;
+  if (c == 0 || b.has(c))
+    for (const TokenRow& row : b.row) v.push_back(row.*field);
+  return v;
+}
+
+WireBatch wire_batch(const TokenBatch& b) {
+  WireBatch w;
+  w.layer = b.layer;
+  w.group = b.group;
+  w.request = column(b, TokenColumn{}, &TokenRow::request);
+  w.position = column(b, kColumnPosition, &TokenRow::position);
+  w.rank = column(b, kColumnRank, &TokenRow::rank);
+  w.token = column(b, kColumnToken, &TokenRow::token);
+  w.slot = column(b, kColumnSlot, &TokenRow::slot);
+  w.weight = column(b, kColumnWeight, &TokenRow::weight);
+  if (!b.hidden.null()) {
+    const float* h = HostActivationOps::data(b.hidden);
+    w.hidden.assign(h, h + b.hidden.rows() * b.hidden.width());
+    w.width = b.hidden.width();
+  }
+  return w;
+}
+
+// A payload of the shipment's header fields and these batches, byte by byte as the format says.
+std::string wire_payload(const Shipment& s, const std::vector<WireBatch>& batches) {
+  ByteWriter w;
+  w.put<std::int32_t>(s.src);
+  w.put<std::int32_t>(s.dst);
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(s.kind));
+  w.put<std::int32_t>(s.block);
+  w.put<std::int32_t>(s.group);
+  w.put<std::uint8_t>(0);  // rows in the message
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(batches.size()));
+  for (const WireBatch& b : batches) {
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(b.layer.kind));
+    w.put<std::int32_t>(b.layer.block);
+    w.put<std::int32_t>(b.layer.index);
+    w.put<std::int32_t>(b.group);
+    w.put_array(b.request);
+    w.put_array(b.position);
+    w.put_array(b.rank);
+    w.put_array(b.token);
+    w.put_array(b.slot);
+    w.put_array(b.weight);
+    const std::int64_t rows = b.width > 0 ? static_cast<std::int64_t>(b.hidden.size()) / b.width : 0;
+    w.put<std::int64_t>(rows);
+    w.put<std::int64_t>(b.width);
+    w.put_raw(b.hidden.data(), b.hidden.size() * sizeof(float));
+  }
+  return w.bytes();
+}
+
+std::vector<WireBatch> wire_batches(const Shipment& s) {
+  std::vector<WireBatch> v;
+  for (const TokenBatch& b : s.batches) v.push_back(wire_batch(b));
+  return v;
+}
+
+Status decode_wire(HostActivationOps& ops, const Shipment& s, const std::vector<WireBatch>& batches, Shipment& got) {
+  const std::string bytes = wire_payload(s, batches);
+  ByteReader r(bytes.data(), bytes.size());
+  return decode_payload(r, ops, 0, got);
 }
 
 TEST(WireFormat, ShipmentRoundTripsWithActivations) {
@@ -58,18 +135,49 @@ TEST(WireFormat, ShipmentRoundTripsWithActivations) {
     EXPECT_EQ(y.layer, x.layer);
     EXPECT_EQ(y.group, x.group);
     EXPECT_EQ(y.oldest_ns, 42);
-    EXPECT_EQ(y.request, x.request);
-    EXPECT_TRUE(y.position.empty());
-    EXPECT_EQ(y.rank, x.rank);
-    EXPECT_EQ(y.slot, x.slot);
-    EXPECT_EQ(y.weight, x.weight);
-    EXPECT_TRUE(y.token.empty());
+    EXPECT_EQ(y.columns, kExpertColumns);
+    ASSERT_EQ(y.rows(), x.rows());
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      EXPECT_EQ(y.at(i).request, x.at(i).request);
+      EXPECT_EQ(y.at(i).rank, x.at(i).rank);
+      EXPECT_EQ(y.at(i).slot, x.at(i).slot);
+      EXPECT_EQ(y.at(i).weight, x.at(i).weight);
+    }
     ASSERT_EQ(y.hidden.rows(), x.hidden.rows());
     ASSERT_EQ(y.hidden.width(), x.hidden.width());
     const float* a = HostActivationOps::data(x.hidden);
     const float* c = HostActivationOps::data(y.hidden);
     for (std::int64_t i = 0; i < x.hidden.rows() * x.hidden.width(); ++i) EXPECT_EQ(a[i], c[i]) << i;
   }
+}
+
+// The encoder writes the documented layout, an array per column (the columns a batch lacks
+// empty), whatever the rows carry in the fields their kind leaves out.
+TEST(WireFormat, EachKindOfBatchIsEncodedAsTheFormatsColumns) {
+  HostActivationOps ops;
+  Shipment s = sample_shipment(ops);
+  s.batches[0].row[1].position = 9;  // not a column of expert rows: not sent
+  {
+    ByteWriter w;
+    encode_payload(w, s);
+    EXPECT_EQ(w.bytes(), wire_payload(s, wire_batches(s)));
+  }
+  s.kind = LayerKind::Attention;
+  for (TokenBatch& b : s.batches) {
+    b.layer = LayerId::attention(0, 1);
+    b.columns = kAttentionColumns | kColumnToken;
+    for (TokenRow& row : b.row) {
+      row.position = static_cast<std::int32_t>(row.request) - 90;
+      row.token = 7;
+    }
+  }
+  s.batches[1].columns = kOutputColumns;
+  ByteWriter w;
+  encode_payload(w, s);
+  const std::vector<WireBatch> wire = wire_batches(s);
+  EXPECT_EQ(wire[0].token.size(), 3u);
+  EXPECT_TRUE(wire[1].position.empty() && wire[1].rank.empty() && wire[1].weight.empty() && wire[1].slot.size() == 4u);
+  EXPECT_EQ(w.bytes(), wire_payload(s, wire));
 }
 
 TEST(WireFormat, EmptyBarrierShipmentAndHeaderRoundTrip) {
@@ -113,18 +221,17 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   HostActivationOps ops;
   Shipment s = sample_shipment(ops);
   s.kind = LayerKind::Attention;
-  for (TokenBatch& b : s.batches) {
+  std::vector<WireBatch> wire = wire_batches(s);
+  for (WireBatch& b : wire) {
     b.layer = LayerId::attention(2, 1);
     b.slot.clear();
     b.weight.clear();
     b.position.assign(b.request.size(), 4);
   }
-  s.batches[0].position.pop_back();
-  ByteWriter w;
-  encode_payload(w, s);
-  ByteReader r(w.bytes().data(), w.bytes().size());
   Shipment got;
-  const Status st = decode_payload(r, ops, 0, got);
+  ASSERT_TRUE(decode_wire(ops, s, wire, got).ok());
+  wire[0].position.pop_back();
+  const Status st = decode_wire(ops, s, wire, got);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("columns"), std::string::npos) << st.message();
 }
@@ -133,19 +240,17 @@ TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreR
   // The expert dispatch reads a rank, a slot and a weight per expert row; expert rows carry
   // no position and no token.
   HostActivationOps ops;
+  const Shipment sample = sample_shipment(ops);
   for (int variant = 0; variant < 5; ++variant) {
-    Shipment s = sample_shipment(ops);
-    TokenBatch& b = s.batches[1];
+    std::vector<WireBatch> wire = wire_batches(sample);
+    WireBatch& b = wire[1];
     if (variant == 0) b.slot.clear();
     if (variant == 1) b.weight.clear();
     if (variant == 2) b.token.assign(b.request.size(), 5);
     if (variant == 3) b.rank.pop_back();
     if (variant == 4) b.position.assign(b.request.size(), 3);
-    ByteWriter w;
-    encode_payload(w, s);
-    ByteReader r(w.bytes().data(), w.bytes().size());
     Shipment got;
-    const Status st = decode_payload(r, ops, 0, got);
+    const Status st = decode_wire(ops, sample, wire, got);
     EXPECT_FALSE(st.ok()) << "variant " << variant;
     EXPECT_NE(st.message().find("expert batch"), std::string::npos) << st.message();
   }
@@ -153,17 +258,23 @@ TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreR
   Shipment s = sample_shipment(ops);
   for (TokenBatch& b : s.batches) {
     b.layer = LayerId::attention(0, 1);
-    b.slot.clear();
-    b.weight.clear();
-    b.position.assign(b.request.size(), 2);
-    b.token.assign(b.request.size(), 9);
+    b.columns = kAttentionColumns | kColumnToken;
+    for (TokenRow& row : b.row) {
+      row.position = 2;
+      row.token = 9;
+    }
   }
   s.kind = LayerKind::Attention;
   ByteWriter w;
   encode_payload(w, s);
   ByteReader r(w.bytes().data(), w.bytes().size());
   Shipment got;
-  EXPECT_TRUE(decode_payload(r, ops, 0, got).ok());
+  ASSERT_TRUE(decode_payload(r, ops, 0, got).ok());
+  ASSERT_EQ(got.batches.size(), 2u);
+  EXPECT_EQ(got.batches[1].columns, kAttentionColumns | kColumnToken);
+  EXPECT_EQ(got.batches[1].at(3).token, 9);
+  EXPECT_EQ(got.batches[1].at(3).position, 2);
+  EXPECT_EQ(got.batches[1].at(3).rank, 1);
 }
 
 TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
@@ -175,8 +286,7 @@ TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
     s.kind = LayerKind::Attention;
     for (TokenBatch& b : s.batches) {
       b.layer = LayerId::attention(3, 1);
-      b.rank.clear();
-      b.weight.clear();
+      b.columns = kOutputColumns;
     }
     return s;
   };
@@ -188,26 +298,28 @@ TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
   ASSERT_TRUE(decode_payload(r, ops, 0, got).ok());
   ASSERT_EQ(got.batches.size(), sent.batches.size());
   for (std::size_t b = 0; b < sent.batches.size(); ++b) {
-    EXPECT_EQ(got.batches[b].request, sent.batches[b].request);
-    EXPECT_EQ(got.batches[b].slot, sent.batches[b].slot);
-    EXPECT_TRUE(got.batches[b].position.empty() && got.batches[b].rank.empty() && got.batches[b].weight.empty());
-    EXPECT_EQ(got.batches[b].hidden.rows(), sent.batches[b].hidden.rows());
+    const TokenBatch& x = sent.batches[b];
+    const TokenBatch& y = got.batches[b];
+    EXPECT_EQ(y.columns, kOutputColumns);
+    ASSERT_EQ(y.rows(), x.rows());
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      EXPECT_EQ(y.at(i).request, x.at(i).request);
+      EXPECT_EQ(y.at(i).slot, x.at(i).slot);
+    }
+    EXPECT_EQ(y.hidden.rows(), x.hidden.rows());
   }
   // Any other column on them, or a slot short of a row, is refused.
   for (int variant = 0; variant < 5; ++variant) {
-    Shipment s = outputs();
-    TokenBatch& b = s.batches[1];
+    std::vector<WireBatch> wire = wire_batches(sent);
+    WireBatch& b = wire[1];
     const auto rows = b.request.size();
     if (variant == 0) b.position.assign(rows, 1);
     if (variant == 1) b.rank.assign(rows, 1);
     if (variant == 2) b.weight.assign(rows, 0.5f);
     if (variant == 3) b.token.assign(rows, 7);
     if (variant == 4) b.slot.pop_back();
-    ByteWriter wv;
-    encode_payload(wv, s);
-    ByteReader rv(wv.bytes().data(), wv.bytes().size());
     Shipment bad;
-    const Status st = decode_payload(rv, ops, 0, bad);
+    const Status st = decode_wire(ops, sent, wire, bad);
     EXPECT_FALSE(st.ok()) << "variant " << variant;
     EXPECT_NE(st.message().find("expert output"), std::string::npos) << st.message();
   }
@@ -284,7 +396,8 @@ TEST(WireFormat, RowsOverADeviceLinkTravelAsShapesOnly) {
     EXPECT_EQ(&got.batches[b].hidden.owner(), &arrivals);
     EXPECT_EQ(got.batches[b].hidden.rows(), sent.batches[b].hidden.rows());
     EXPECT_EQ(got.batches[b].hidden.width(), 6);
-    EXPECT_EQ(got.batches[b].request, sent.batches[b].request);
+    ASSERT_EQ(got.batches[b].rows(), sent.batches[b].rows());
+    for (std::int64_t i = 0; i < sent.batches[b].rows(); ++i) EXPECT_EQ(got.batches[b].at(i).request, sent.batches[b].at(i).request);
   }
   // Rows inline decode as before, listing nothing.
   ByteReader ri(inline_rows.bytes().data(), inline_rows.bytes().size());

@@ -56,18 +56,19 @@ void check_payload(const std::uint8_t* data, std::size_t size) {
   Shipment s;
   if (const Status st = decode_payload(r, ops, 0, s); !st.ok()) return refused(st, "payload");
   for (const TokenBatch& b : s.batches) {
-    const std::size_t rows = b.request.size();
+    const std::size_t rows = b.row.size();
     // The columns of each kind of batch (wire-format.md): expert rows rank, slot and weight;
-    // expert outputs (attention or sampler rows with slots) slot only; others position and rank.
+    // expert outputs (attention or sampler rows with slots) slot only; others position and
+    // rank, a token and a weight optional. An empty batch carries none.
+    const std::uint8_t c = b.empty() ? 0 : b.columns;
     bool ok;
     if (b.layer.kind == LayerKind::Expert) {
-      ok = b.rank.size() == rows && b.slot.size() == rows && b.weight.size() == rows && b.position.empty() &&
-           b.token.empty();
-    } else if (!b.slot.empty()) {
-      ok = b.slot.size() == rows && b.position.empty() && b.rank.empty() && b.token.empty() && b.weight.empty();
+      ok = rows == 0 || c == kExpertColumns;
+    } else if (b.has(kColumnSlot)) {
+      ok = c == kOutputColumns;
     } else {
-      ok = b.position.size() == rows && b.rank.size() == rows && (b.token.empty() || b.token.size() == rows) &&
-           (b.weight.empty() || b.weight.size() == rows);
+      ok = rows == 0 || ((c & kAttentionColumns) == kAttentionColumns && (c & ~(kAttentionColumns | kColumnToken |
+                                                                                  kColumnWeight)) == 0);
     }
     if (!ok) fuzz_fail("wire", "payload: a batch's columns differ in length");
     if (!b.hidden.null() && b.hidden.rows() != static_cast<std::int64_t>(rows))

@@ -1,5 +1,5 @@
 // The recycler hands back lists with their batches emptied in place, by length, and trims a
-// list to the batches a dispatch filled; TokenBatch::append keeps every column in row order.
+// list to the batches a dispatch filled; TokenBatch::append keeps every row's fields in order.
 #include <gtest/gtest.h>
 
 #include "engine/runtime/batch_recycler.h"
@@ -12,13 +12,12 @@ TokenBatch rows(std::int64_t first_request, int n, bool expert) {
   b.layer = expert ? LayerId::expert(3, 1) : LayerId::attention(3, 0);
   b.group = 2;
   b.oldest_ns = 77;
+  b.columns = expert ? kAttentionColumns | kColumnSlot | kColumnWeight : kAttentionColumns;
   for (int i = 0; i < n; ++i) {
-    b.request.push_back(first_request + i);
-    b.position.push_back(10 + i);
-    b.rank.push_back(i % 2);
+    b.row.push_back({.request = first_request + i, .position = 10 + i, .rank = i % 2});
     if (expert) {
-      b.slot.push_back(i);
-      b.weight.push_back(0.5f + static_cast<float>(i));
+      b.row.back().slot = i;
+      b.row.back().weight = 0.5f + static_cast<float>(i);
     }
   }
   return b;
@@ -29,7 +28,7 @@ TEST(BatchRecycler, ListComesBackWithItsBatchesEmptied) {
   std::vector<TokenBatch> l;
   l.push_back(rows(1, 3, true));
   l.push_back(rows(5, 2, true));
-  const std::int64_t* storage = l[0].request.data();
+  const TokenRow* storage = l[0].row.data();
   r.give_list(l);
   EXPECT_TRUE(l.empty()) << "the list given is left empty";
 
@@ -41,12 +40,12 @@ TEST(BatchRecycler, ListComesBackWithItsBatchesEmptied) {
   ASSERT_EQ(back.size(), 2u);
   for (const TokenBatch& b : back) {
     EXPECT_TRUE(b.empty());
-    EXPECT_TRUE(b.slot.empty() && b.weight.empty() && b.position.empty() && b.rank.empty());
+    EXPECT_FALSE(b.has(kColumnSlot) || b.has(kColumnWeight) || b.has(kColumnPosition) || b.has(kColumnRank));
     EXPECT_EQ(b.group, -1);
     EXPECT_EQ(b.oldest_ns, 0);
     EXPECT_EQ(b.layer, LayerId{});
   }
-  EXPECT_EQ(back[0].request.data(), storage) << "the batch keeps its storage for the next rows";
+  EXPECT_EQ(back[0].row.data(), storage) << "the batch keeps its storage for the next rows";
   std::vector<TokenBatch> none;
   r.take_list(2, none);
   EXPECT_TRUE(none.empty());
@@ -56,7 +55,7 @@ TEST(BatchRecycler, ListComesBackWithItsBatchesEmptied) {
   std::vector<TokenBatch> again;
   r.take_list(2, again);
   ASSERT_EQ(again.size(), 2u);
-  EXPECT_EQ(again[0].request.data(), storage);
+  EXPECT_EQ(again[0].row.data(), storage);
 }
 
 TEST(BatchRecycler, TrimHandsTheUnfilledBatchesToTheSpares) {
@@ -78,15 +77,13 @@ TEST(TokenBatch, AppendKeepsRowOrderForSmallAndLargeBatches) {
     TokenBatch a = rows(100, 3, true);
     a.append(rows(200, n, true));
     ASSERT_EQ(a.rows(), 3 + n);
-    ASSERT_EQ(a.slot.size(), a.request.size());
-    ASSERT_EQ(a.weight.size(), a.request.size());
+    ASSERT_TRUE(a.has(kColumnSlot) && a.has(kColumnWeight));
     for (int i = 0; i < 3 + n; ++i) {
-      const auto u = static_cast<std::size_t>(i);
       const int j = i < 3 ? i : i - 3;
-      EXPECT_EQ(a.request[u], (i < 3 ? 100 : 200) + j);
-      EXPECT_EQ(a.position[u], 10 + j);
-      EXPECT_EQ(a.slot[u], j);
-      EXPECT_FLOAT_EQ(a.weight[u], 0.5f + static_cast<float>(j));
+      EXPECT_EQ(a.at(i).request, (i < 3 ? 100 : 200) + j);
+      EXPECT_EQ(a.at(i).position, 10 + j);
+      EXPECT_EQ(a.at(i).slot, j);
+      EXPECT_FLOAT_EQ(a.at(i).weight, 0.5f + static_cast<float>(j));
     }
     EXPECT_EQ(a.oldest_ns, 77) << "append keeps the batch's own identity";
   }

@@ -36,12 +36,11 @@ TokenBatch residual(ActivationOps& ops, const std::vector<std::int64_t>& request
                     std::int32_t next_block) {
   TokenBatch b;
   b.layer = LayerId::attention(next_block, 0);
+  b.columns = kAttentionColumns;
   std::vector<float> hidden;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     for (std::int32_t r = 0; r < rows[i]; ++r) {
-      b.request.push_back(requests[i]);
-      b.position.push_back(10 + r);
-      b.rank.push_back(0);
+      b.row.push_back({.request = requests[i], .position = 10 + r, .rank = 0});
       for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(requests[i] * 100 + r));
     }
   }
@@ -55,10 +54,10 @@ TokenBatch residual(ActivationOps& ops, const std::vector<std::int64_t>& request
 TokenBatch expert_output(ActivationOps& ops, std::int64_t request, const std::vector<std::int32_t>& slots) {
   TokenBatch b;
   b.layer = LayerId::attention(1, 0);
+  b.columns = kOutputColumns;
   std::vector<float> hidden;
   for (std::int32_t s : slots) {
-    b.request.push_back(request);
-    b.slot.push_back(s);
+    b.row.push_back({.request = request, .slot = s});
     for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(request * 1000 + s * 10 + c));
   }
   b.hidden = host_rows(ops, hidden);
@@ -101,11 +100,12 @@ TEST(TokenPool, HandsCompletedRequestsToACallbackInTheOrderOfTheList) {
   TokenBatch outputs = expert_output(ops, 9, {0, 1, 2});
   const TokenBatch more[] = {expert_output(ops, 6, {1, 0}), expert_output(ops, 4, {0}), expert_output(ops, 9, {3})};
   for (const TokenBatch& m : more) {
-    for (std::size_t i = 0; i < m.request.size(); ++i) {
-      outputs.request.push_back(m.request[i]);
-      outputs.slot.push_back(m.slot[i]);
+    std::vector<std::int32_t> slots;
+    for (const TokenRow& row : m.row) {
+      outputs.row.push_back(row);
+      slots.push_back(row.slot);
     }
-    outputs.hidden.owner().append(outputs.hidden, expert_output(ops, m.request[0], m.slot).hidden);
+    outputs.hidden.owner().append(outputs.hidden, expert_output(ops, m.row[0].request, slots).hidden);
   }
   std::vector<TokenPool::Completed> listed;
   by_list.absorb(outputs, listed);
@@ -174,11 +174,10 @@ TEST(TokenPool, ASharedExpertRunApartIsWaitedForAndSlicedByPosition) {
   EXPECT_TRUE(done.empty());  // every expert output is back, the shared expert's is not
   const auto shared_rows = [&](const std::vector<std::pair<std::int64_t, std::int32_t>>& rows) {
     TokenBatch b;
+    b.columns = kAttentionColumns;
     std::vector<float> hidden;
     for (const auto& [request, position] : rows) {
-      b.request.push_back(request);
-      b.position.push_back(position);
-      b.rank.push_back(0);
+      b.row.push_back({.request = request, .position = position, .rank = 0});
       for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(request * 10 + position) + 0.5f);
     }
     b.hidden = host_rows(ops, hidden);
@@ -315,11 +314,8 @@ TEST(TokenPool, FindsEveryRequestWhateverItsIdThroughGrowthAndSpills) {
     std::set<std::int64_t> expect_released;
     TokenBatch delivery;
     for (std::size_t j = 0; j < take; ++j) {
-      delivery.request.push_back(pending[j].first);
-      delivery.position.push_back(0);
-      delivery.rank.push_back(0);
-      delivery.slot.push_back(pending[j].second);
-      delivery.weight.push_back(1.0f);
+      delivery.columns = kAttentionColumns | kColumnSlot | kColumnWeight;
+      delivery.row.push_back({.request = pending[j].first, .position = 0, .rank = 0, .slot = pending[j].second, .weight = 1.0f});
       if (--remaining[pending[j].first] == 0) expect_released.insert(pending[j].first);
     }
     pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(take));

@@ -177,6 +177,13 @@ TEST(SkewRouter, RoutingIsAPureFunctionOfSeedBlockAndKey) {
   EXPECT_GT(differ_block, 250);
 }
 
+// Rows of (request, position), as an attention batch holds them.
+std::vector<TokenRow> token_rows(const std::vector<std::int64_t>& request, const std::vector<std::int32_t>& position) {
+  std::vector<TokenRow> rows;
+  for (std::size_t i = 0; i < request.size(); ++i) rows.push_back({.request = request[i], .position = position[i]});
+  return rows;
+}
+
 TEST(SkewRouter, RoutingRowsAtOnceEqualsRoutingEachRow) {
   // The simulator routes an attention execution's rows in one call: bit for bit what one call
   // per token gives, for top-1, top-2 and a wide top-k, skewed and uniform.
@@ -188,7 +195,7 @@ TEST(SkewRouter, RoutingRowsAtOnceEqualsRoutingEachRow) {
     for (std::int32_t b = 0; b < 3; ++b) {
       std::vector<std::int32_t> ids(static_cast<std::size_t>(rows * k), -1), one_ids(static_cast<std::size_t>(k));
       std::vector<float> w(ids.size(), -1.0f), one_w(static_cast<std::size_t>(k));
-      routing.route_rows(b, request.data(), position.data(), rows, k, ids.data(), w.data());
+      routing.route_rows(b, token_rows(request, position).data(), rows, k, ids.data(), w.data());
       for (std::int64_t i = 0; i < rows; ++i) {
         const auto row = static_cast<std::size_t>(i);
         routing.route(b, request[row], position[row], k, one_ids.data(), one_w.data());
@@ -240,8 +247,8 @@ TEST(SkewRouter, DrawsAreTheSameNumbersAsTheFirstImplementation) {
     std::vector<float> w(ids.size());
     std::uint64_t digest = 1469598103934665603ULL;  // FNV-1a over (id, weight bits)
     for (std::int32_t b = 0; b < 3; ++b) {
-      routing.route_rows(b, request.data(), position.data(), static_cast<std::int64_t>(request.size()), c.k, ids.data(),
-                         w.data());
+      routing.route_rows(b, token_rows(request, position).data(), static_cast<std::int64_t>(request.size()), c.k,
+                         ids.data(), w.data());
       for (std::size_t i = 0; i < ids.size(); ++i) {
         digest = (digest ^ static_cast<std::uint32_t>(ids[i])) * 1099511628211ULL;
         digest = (digest ^ std::bit_cast<std::uint32_t>(w[i])) * 1099511628211ULL;
