@@ -227,7 +227,7 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
           deployment->metrics().routed_per_device()};
 }
 
-// The threads a study's runs get: --jobs (default: the CPU count), at most one per run, 1
+// The threads a study's runs get: --jobs (default: the hardware threads), at most one per run, 1
 // when `serial` says why they cannot run at once (said on stderr when --jobs asked for more).
 int bench_jobs(const BenchArgs& a, std::size_t runs, const std::string& serial) {
   if (!serial.empty()) {
@@ -653,12 +653,12 @@ void register_bench(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   args->live.add_to(*sub, /*default_on=*/false);
   sub->add_option("--jobs", args->jobs,
-                  "sim: --compare and --sweep runs at once on threads (default: the CPU count, " +
+                  "sim: --compare and --sweep runs at once on threads (default: the hardware threads, " +
                       std::to_string(JobPool::default_threads()) +
                       " here; 1: one after another); output and results are the same for any N. One at a time "
                       "whatever N on cpu and cuda (real math, wall clock) and with telemetry, control or --record, "
                       "and for --rebalance")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   sub->callback([args] { run(*args); });
 }
 

@@ -690,7 +690,7 @@ void register_reproduce(CLI::App& app) {
                       std::to_string(JobPool::default_threads()) +
                       " here; 1: one after another). Output and results are the same for any N. findep runs no "
                       "simulation (it solves schedules, and times the solver): one thread")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   sub->callback([args] { run(*args); });
 }
 
