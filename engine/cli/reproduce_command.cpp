@@ -686,7 +686,7 @@ void register_reproduce(CLI::App& app) {
   sub->add_flag("--quick", args->quick, "One workload and one model per figure (a smoke run)");
   sub->add_flag("--verbose", args->verbose, "Print every simulated point's metrics table to stderr");
   sub->add_option("--jobs", args->jobs,
-                  "Simulations run at once on threads (amoe, megascale; default: the CPU count, " +
+                  "Simulations run at once on threads (amoe, megascale; default: the hardware threads, " +
                       std::to_string(JobPool::default_threads()) +
                       " here; 1: one after another). Output and results are the same for any N. findep runs no "
                       "simulation (it solves schedules, and times the solver): one thread")
