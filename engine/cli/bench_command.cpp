@@ -395,7 +395,6 @@ void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& lay
   if (algorithms.empty()) throw CommandError{"--rebalance needs greedy, eplb or greedy,eplb"};
   if (!a.live.record.empty()) throw CommandError{"--record with --rebalance would put every run's events on one time base"};
   const Clock clock = backend.clock();
-  bench_jobs(a, 0, "--rebalance plans each proposal from the first run's expert load");
   std::vector<BenchRun> runs;
   runs.reserve(1 + algorithms.size());  // `base` below refers into it
   runs.push_back(run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr));
@@ -430,10 +429,15 @@ void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& lay
   in.slots_per_device = a.rebalance_slots > 0 ? a.rebalance_slots : most + 1;
   in.min_load = a.rebalance_min_load;
   std::vector<RebalanceProposal> proposals;
-  for (RebalanceAlgorithm algorithm : algorithms) {
-    proposals.push_back(take(plan_rebalance(algorithm, in)));
-    runs.push_back(run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr, &proposals.back().placement));
-    runs.back().label = std::string(rebalance_algorithm_name(algorithm));
+  for (RebalanceAlgorithm algorithm : algorithms) proposals.push_back(take(plan_rebalance(algorithm, in)));
+  // The first run plans every proposal; the proposals' runs are independent of each other.
+  const int jobs = bench_jobs(a, proposals.size(), serial_reason(backend, nullptr));
+  std::vector<BenchRun> tried = run_all(a, proposals.size(), jobs, [&](std::size_t i, std::string* log) {
+    return run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr, &proposals[i].placement, log);
+  });
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    runs.push_back(std::move(tried[i]));
+    runs.back().label = std::string(rebalance_algorithm_name(algorithms[i]));
   }
   backend.finish();
 
@@ -656,8 +660,8 @@ void register_bench(CLI::App& app) {
                   "sim: --compare and --sweep runs at once on threads (default: the hardware threads, " +
                       std::to_string(JobPool::default_threads()) +
                       " here; 1: one after another); output and results are the same for any N. One at a time "
-                      "whatever N on cpu and cuda (real math, wall clock) and with telemetry, control or --record, "
-                      "and for --rebalance")
+                      "whatever N on cpu and cuda (real math, wall clock) and with telemetry, control or --record; "
+                      "--rebalance: the layout's run first, then its proposals' runs at once")
       ->check(CLI::Range(1, 1024));
   sub->callback([args] { run(*args); });
 }

@@ -326,6 +326,14 @@ TEST_F(Cli, BenchJobsPrintTheSerialRunsOutputAndResults) {
   ASSERT_EQ(j2.exit_code, 0) << j2.out << j2.err;
   EXPECT_EQ(j1.err, j2.err) << "no summary with --json";
   EXPECT_EQ(without_speed(nlohmann::json::parse(j1.out)), without_speed(nlohmann::json::parse(j2.out)));
+
+  // --rebalance: the layout's run, then both proposals' runs at once.
+  const std::string rebalance = "bench --backend sim --model mixtral-8x7b --layout disaggregated:2+4 --policy sync"
+                                " --rate 40 --duration 0.2 --skew exp:0.5 --rebalance greedy,eplb";
+  const SplitRun r1 = switchyard_split(rebalance + " --jobs 1", err), r2 = switchyard_split(rebalance + " --jobs 2", err);
+  ASSERT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+  EXPECT_EQ(r1.out, r2.out);
+  EXPECT_NE(r2.err.find("2 simulations on 2 threads: "), std::string::npos) << r2.err;
 }
 
 // Runs that cannot go at once go one at a time, and say why when --jobs asked for more.
