@@ -1,9 +1,13 @@
 // `switchyard bench`: a Poisson workload through the runtime (cpu or sim); prints throughput,
 // latency and per-device busy/stall, several policies side by side, and on cpu the same run
 // on the wall clock (devices concurrent) next to virtual time (measured durations summed).
+// On sim, the independent runs of --compare and --sweep go on --jobs threads; their output is
+// printed on the main thread in the serial order, so it does not depend on the thread count.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <future>
 #include <optional>
 #include <cstdio>
 #include <sstream>
@@ -20,6 +24,8 @@
 #include "engine/dist/distributed_run.h"
 #include "engine/plan/expert_rebalance.h"
 #include "engine/serving/workload.h"
+#include "engine/util/job_pool.h"
+#include "engine/util/thread_cpu_time.h"
 
 namespace sy::cli {
 namespace {
@@ -40,6 +46,7 @@ struct BenchArgs {
   std::int32_t rebalance_slots = 0;  // 0: one more than a device holds now
   double rebalance_min_load = 0;     // K: the least one replica costs, tokens over the run
   TelemetryFlags live;
+  int jobs = 0;  // sim runs at once; 0: not given (JobPool::default_threads())
 };
 
 std::vector<std::string> split(const std::string& text) {
@@ -131,6 +138,7 @@ struct BenchRun {
   MetricsReport report;
   double simulated_s = 0;  // virtual time the run covered
   double wall_s = 0;       // wall time it took
+  double cpu_s = 0;        // CPU time of the thread that ran it
   std::int64_t events = 0;  // event-loop events run
   Placement placement;                            // the placement it ran with
   std::vector<std::vector<std::int64_t>> expert_load;  // [block][expert] tokens routed
@@ -138,10 +146,16 @@ struct BenchRun {
 };
 
 // ranks: this process's part when a launcher started several (the other ranks serve the same
-// runs in the same order, and only rank 0 reports).
+// runs in the same order, and only rank 0 reports). log: where the run's messages go (the
+// findep configuration chosen, the adaptive policy's decisions); null: stderr at once. A run
+// on a pool thread collects them for the main thread to print in the serial order.
 BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layout, const std::string& policy,
                  Clock clock, const std::vector<RequestSpec>& requests, LiveTelemetry* live,
-                 dist::DistributedRun* ranks, const Placement* placement = nullptr) {
+                 dist::DistributedRun* ranks, const Placement* placement = nullptr, std::string* log = nullptr) {
+  const auto say = [log](const std::string& line) {
+    if (log) *log += line + "\n";
+    else std::fprintf(stderr, "%s\n", line.c_str());
+  };
   const ModelConfig& c = backend.config();
   const CompareEntry entry = parse_compare_entry(policy);
   DeploymentOptions options = a.serve.deployment_options(layout, entry.policy, a.skew, a.seed);
@@ -161,7 +175,7 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
     for (const RequestSpec& r : requests) context += static_cast<double>(r.prompt.size()) + r.max_new_tokens / 2.0;
     context /= static_cast<double>(std::max<std::size_t>(1, requests.size()));
     const std::string chosen = serve.resolve_findep(options, *backend.findep_costs(), topology, context);
-    if (!chosen.empty()) std::fprintf(stderr, "%s\n", chosen.c_str());
+    if (!chosen.empty()) say(chosen);
   }
   if (ranks) {
     ranks->place(topology);
@@ -192,7 +206,9 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
       });
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_seconds();
   const std::int64_t end = deployment->run();
+  const double cpu = thread_cpu_seconds() - cpu0;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (ranks) {
     ranks->finish();
@@ -201,11 +217,76 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
   if (live) live->detach();
   // The adaptive policy's decisions, when and why (a sweep would print every load's).
   if (!a.json && a.sweep.empty())
-    for (const Coordinator::AdaptiveSwitch& sw : deployment->coordinator().adaptive_switches())
-      std::fprintf(stderr, "adaptive at %.3f s: %s -> %s: %s\n", static_cast<double>(sw.t_ns) * 1e-9,
-                   policy_name(sw.from.kind).c_str(), policy_name(sw.to.kind).c_str(), sw.reason.c_str());
+    for (const Coordinator::AdaptiveSwitch& sw : deployment->coordinator().adaptive_switches()) {
+      char line[64];
+      std::snprintf(line, sizeof line, "adaptive at %.3f s: ", static_cast<double>(sw.t_ns) * 1e-9);
+      say(line + policy_name(sw.from.kind) + " -> " + policy_name(sw.to.kind) + ": " + sw.reason);
+    }
   return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
-          deployment->events_run(), ran_with, deployment->metrics().expert_load(), deployment->metrics().routed_per_device()};
+          cpu, deployment->events_run(), ran_with, deployment->metrics().expert_load(),
+          deployment->metrics().routed_per_device()};
+}
+
+// The threads a study's runs get: --jobs (default: the hardware threads), at most one per run, 1
+// when `serial` says why they cannot run at once (said on stderr when --jobs asked for more).
+int bench_jobs(const BenchArgs& a, std::size_t runs, const std::string& serial) {
+  if (!serial.empty()) {
+    if (a.jobs > 1) std::fprintf(stderr, "--jobs %d: the runs go one at a time: %s\n", a.jobs, serial.c_str());
+    return 1;
+  }
+  const int jobs = a.jobs > 0 ? a.jobs : JobPool::default_threads();
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), std::max<std::size_t>(runs, 1)));
+}
+
+// Why the runs of this bench cannot run at once (empty: they can).
+std::string serial_reason(const Backend& backend, const LiveTelemetry* live) {
+  if (!backend.sim())
+    return "--backend " + std::string(backend.cuda() ? "cuda" : "cpu") +
+           " runs real math on this machine's threads and devices, timed on the wall clock";
+  if (live) return "telemetry, control and recording follow one deployment at a time";
+  return "";
+}
+
+// Runs that may go at once, on `jobs` threads: run(i) makes the i-th; returns them in order,
+// each one's messages printed to stderr before the next's, then says on stderr (unless --json)
+// what the study cost: wall time and the CPU time summed over the threads.
+template <class RunAt>
+std::vector<BenchRun> run_all(const BenchArgs& a, std::size_t count, int jobs, RunAt run,
+                              const std::function<void(std::size_t)>& after = {}) {
+  std::vector<BenchRun> runs;
+  if (jobs <= 1) {
+    for (std::size_t i = 0; i < count; ++i) {
+      runs.push_back(run(i, nullptr));
+      if (after) after(i);
+    }
+    return runs;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Done {
+    BenchRun run;
+    std::string log;
+  };
+  JobPool pool(jobs);
+  std::vector<std::future<Done>> pending;
+  for (std::size_t i = 0; i < count; ++i)
+    pending.push_back(pool.submit([&run, i] {
+      Done d;
+      d.run = run(i, &d.log);
+      return d;
+    }));
+  double cpu = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    Done d = pending[i].get();
+    std::fputs(d.log.c_str(), stderr);
+    cpu += d.run.cpu_s;
+    runs.push_back(std::move(d.run));
+    if (after) after(i);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!a.json)
+    std::fprintf(stderr, "%zu simulations on %d threads: %.2f s of wall time, %.2f s of CPU time summed over them\n",
+                 count, jobs, wall, cpu);
+  return runs;
 }
 
 // --sweep: every policy at every load, one table (and one JSON array) side by side.
@@ -217,7 +298,7 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
   const ModelConfig& c = backend.config();
   std::unique_ptr<LiveTelemetry> live = LiveTelemetry::start(a.live);
   if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
-  std::vector<std::vector<BenchRun>> runs;  // [rate][policy]
+  std::vector<std::vector<RequestSpec>> workloads;  // [rate]
   for (double rate : rates) {
     WorkloadSpec spec;
     spec.length_class = take(parse_length_class(a.workload));
@@ -225,11 +306,24 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
     spec.duration_s = a.duration;
     spec.seed = a.seed;
     spec.vocab_size = c.vocab_size;
-    const std::vector<RequestSpec> requests = generate_workload(spec);
-    runs.emplace_back();
-    for (const auto& p : policies)
-      runs.back().push_back(run_one(a, backend, layout, p, Clock::Virtual, requests, live.get(), nullptr));
-    if (!a.json) std::fprintf(stderr, "rate %g req/s: %zu policies done\n", rate, policies.size());
+    workloads.push_back(generate_workload(spec));
+  }
+  // Every (rate, policy) run is independent: rate-major, as the serial order had them.
+  const std::size_t n = policies.size();
+  const int jobs = bench_jobs(a, rates.size() * n, serial_reason(backend, live.get()));
+  std::vector<BenchRun> flat = run_all(
+      a, rates.size() * n, jobs,
+      [&](std::size_t i, std::string* log) {
+        return run_one(a, backend, layout, policies[i % n], Clock::Virtual, workloads[i / n], live.get(), nullptr,
+                       nullptr, log);
+      },
+      [&](std::size_t i) {
+        if (!a.json && i % n == n - 1) std::fprintf(stderr, "rate %g req/s: %zu policies done\n", rates[i / n], n);
+      });
+  std::vector<std::vector<BenchRun>> runs;  // [rate][policy]
+  for (std::size_t i = 0; i < flat.size(); ++i) {
+    if (i % n == 0) runs.emplace_back();
+    runs.back().push_back(std::move(flat[i]));
   }
   backend.finish();
 
@@ -335,10 +429,15 @@ void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& lay
   in.slots_per_device = a.rebalance_slots > 0 ? a.rebalance_slots : most + 1;
   in.min_load = a.rebalance_min_load;
   std::vector<RebalanceProposal> proposals;
-  for (RebalanceAlgorithm algorithm : algorithms) {
-    proposals.push_back(take(plan_rebalance(algorithm, in)));
-    runs.push_back(run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr, &proposals.back().placement));
-    runs.back().label = std::string(rebalance_algorithm_name(algorithm));
+  for (RebalanceAlgorithm algorithm : algorithms) proposals.push_back(take(plan_rebalance(algorithm, in)));
+  // The first run plans every proposal; the proposals' runs are independent of each other.
+  const int jobs = bench_jobs(a, proposals.size(), serial_reason(backend, nullptr));
+  std::vector<BenchRun> tried = run_all(a, proposals.size(), jobs, [&](std::size_t i, std::string* log) {
+    return run_one(a, backend, layout, policy, clock, requests, nullptr, nullptr, &proposals[i].placement, log);
+  });
+  for (std::size_t i = 0; i < tried.size(); ++i) {
+    runs.push_back(std::move(tried[i]));
+    runs.back().label = std::string(rebalance_algorithm_name(algorithms[i]));
   }
   backend.finish();
 
@@ -460,9 +559,13 @@ void run(const BenchArgs& a) {
   if (ranks) clocks = {Clock::Wall};
   if (live && clocks.size() > 1 && !a.live.record.empty())
     throw CommandError{"--record with both clocks would put two runs on one time base: pass --clock wall or virtual"};
-  std::vector<BenchRun> runs;
-  for (const auto& p : policies)
-    for (Clock clock : clocks) runs.push_back(run_one(a, backend, layout, p, clock, requests, live.get(), ranks.get()));
+  // On sim the policies' runs are independent (one virtual clock each): they may go at once.
+  const std::size_t count = policies.size() * clocks.size();
+  const int jobs = count > 1 ? bench_jobs(a, count, serial_reason(backend, live.get())) : 1;
+  std::vector<BenchRun> runs = run_all(a, count, jobs, [&](std::size_t i, std::string* log) {
+    return run_one(a, backend, layout, policies[i / clocks.size()], clocks[i % clocks.size()], requests, live.get(),
+                   ranks.get(), nullptr, log);
+  });
   if (ranks && !ranks->runs_coordinator()) return;  // rank 0 reports
   backend.finish();
 
@@ -553,6 +656,13 @@ void register_bench(CLI::App& app) {
                   "K for --rebalance: the least one expert replica costs, in tokens over the run (default 0)")
       ->check(CLI::NonNegativeNumber);
   args->live.add_to(*sub, /*default_on=*/false);
+  sub->add_option("--jobs", args->jobs,
+                  "sim: --compare and --sweep runs at once on threads (default: the hardware threads, " +
+                      std::to_string(JobPool::default_threads()) +
+                      " here; 1: one after another); output and results are the same for any N. One at a time "
+                      "whatever N on cpu and cuda (real math, wall clock) and with telemetry, control or --record; "
+                      "--rebalance: the layout's run first, then its proposals' runs at once")
+      ->check(CLI::Range(1, 1024));
   sub->callback([args] { run(*args); });
 }
 

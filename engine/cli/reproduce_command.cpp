@@ -1,6 +1,9 @@
 // `switchyard reproduce amoe|megascale|findep`: the papers' experiments on the sim backend, printed
 // next to the papers' figures (AMoE Figs. 9-11, MegaScale-Infer Fig. 12, FinDEP Table 5). Ctrl-C
-// or SIGTERM ends the run after the simulation under way, with the rows it has.
+// or SIGTERM ends the run after the simulations under way, with the rows it has. Independent
+// simulations (each search for a maximum throughput, each point of a figure) run on --jobs
+// threads; rows, progress and --verbose lines are made on the main thread in the serial order
+// as results arrive, so the output is the serial run's whatever the number of threads.
 #include <signal.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +27,7 @@
 #include "engine/sim/findep_model.h"
 #include "engine/sim/sim_experiment.h"
 #include "engine/sim/skew_router.h"
+#include "engine/util/job_pool.h"
 #include "engine/util/progress.h"
 
 namespace sy::cli {
@@ -46,6 +51,7 @@ struct ReproduceArgs {
   // same experts on a device in every block) or "block-balanced" (block_balanced_placement
   // from the skew router's popularity).
   std::string async_placement = "block-balanced";
+  int jobs = 0;  // simulations at once; 0: JobPool::default_threads()
 };
 
 // The signal that asked the run to stop (0: none). A second one ends the process at once.
@@ -54,6 +60,13 @@ void on_stop_signal(int signo) { g_stop_signal = signo; }
 
 // Thrown between two simulations once a stop was asked for.
 struct Interrupted {};
+
+// A search for a scenario's maximum throughput: every point it ran, in order (for the
+// accounting and --verbose lines, made on the main thread), and the best.
+struct Search {
+  std::vector<SimPoint> points;
+  SimPoint best;
+};
 
 struct Row {
   std::string figure;
@@ -87,7 +100,10 @@ RuntimePolicy policy(const std::string& kind, const std::string& scheduler = "de
 class Reproduction {
  public:
   explicit Reproduction(const ReproduceArgs& a)
-      : a_(a), progress_("reproduce " + a.paper, expected_rows(a), "rows") {}
+      : a_(a), progress_("reproduce " + a.paper, expected_rows(a), "rows"),
+        pool_(a.paper == "findep" ? 1 : a.jobs > 0 ? a.jobs : JobPool::default_threads()) {}
+  // Jobs still queued are dropped; running ones stop at their next point.
+  ~Reproduction() { abandon_ = true; }
 
   // The rows amoe() and megascale() add (the progress bar's total; keep in step with them).
   static std::int64_t expected_rows(const ReproduceArgs& a) {
@@ -105,46 +121,79 @@ class Reproduction {
     const HardwareProfile a100_40 = take(find_hardware_profile("a100-40g"));
     const char* classes[] = {"short", "medium", "reasonable"};
     const double fig9_paper_top1[] = {2.7, 2.3, 2.0};
+    // Every search below is independent of the others: all go to the pool now (Fig. 11's
+    // points follow their search inside its job); the rows are made in the serial order.
+    struct Fig9Cell {
+      std::int32_t top_k;
+      int w;
+      std::future<Search> sync, async;
+    };
+    std::vector<Fig9Cell> fig9;
     for (std::int32_t top_k : {1, 2}) {
       for (int w = 0; w < 3; ++w) {
         if (a_.quick && w != 1) continue;
         SimScenario s = base(model("mixtral-8x7b"), a100_80, top_k, classes[w]);
-        const double sync = max_tp(colocated(s, 8));
-        const double async = max_tp(ours(s, 4, 4, "tail"));
-        add({"AMoE Fig. 9", std::string("top-") + std::to_string(top_k) + " " + classes[w] +
-                                ": async (4+4) / sync (8 colocated), max throughput",
-             top_k == 1 ? fig9_paper_top1[w] : NAN, async / sync,
-             std::string(top_k == 1 ? "" : "paper: async ahead, by less than top-1; ") + "async: " + async_kind("tail")});
+        fig9.push_back({top_k, w, submit_search(colocated(s, 8)), submit_search(ours(s, 4, 4, "tail"))});
       }
     }
+    // §5.2: 16 experts top-1 on 16 A100-40G over two p4d nodes, medium workload; the 8-GPU
+    // points are the one-node runs of the 8-expert model.
+    SimScenario s16 = base(model("mixtral-8x7b-16e-top1"), a100_40, 1, "medium");
+    SimScenario s8 = base(model("mixtral-8x7b"), a100_40, 1, "medium");
+    std::future<Search> fig10[] = {submit_search(colocated(s16, 16)), submit_search(ours(s16, 8, 8, "defrag")),
+                                   submit_search(colocated(s8, 8)), submit_search(ours(s8, 4, 4, "defrag"))};
+    // §5.3: schedulers at 80 % of defrag's maximum throughput, medium workload.
+    const char* names[] = {"defrag", "mtfs", "flfs"};
+    struct Fig11 {
+      Search peak;
+      std::vector<std::future<SimPoint>> by;  // defrag, mtfs, flfs at 80 % of the peak's rate
+    };
+    std::vector<std::future<Fig11>> fig11;
+    for (std::int32_t top_k : {1, 2}) {
+      SimScenario s = disaggregated(base(model("mixtral-8x7b"), a100_80, top_k, "medium"), 4, 4);
+      s.policy = policy("async", "defrag", 2, a_.async_policy);
+      s.policy.scheduler.name = "defrag";
+      std::vector<SimScenario> by;
+      for (const char* name : names) {
+        SimScenario t = s;
+        t.policy = policy("async", name, 2, a_.async_policy);
+        t.policy.scheduler.name = name;  // the row's scheduler, whatever --async-policy says
+        by.push_back(std::move(t));
+      }
+      fig11.push_back(pool_.submit([this, s = std::move(s), by = std::move(by)] {
+        Fig11 r;
+        r.peak = search(s);
+        // Submitted from this job, never waited for here: the pool's threads stay free.
+        for (const SimScenario& t : by) r.by.push_back(submit_point(t, 0.8 * r.peak.best.rate));
+        return r;
+      }));
+    }
+
+    for (Fig9Cell& c : fig9) {
+      const double sync = max_tp(c.sync);
+      const double async = max_tp(c.async);
+      add({"AMoE Fig. 9", std::string("top-") + std::to_string(c.top_k) + " " + classes[c.w] +
+                              ": async (4+4) / sync (8 colocated), max throughput",
+           c.top_k == 1 ? fig9_paper_top1[c.w] : NAN, async / sync,
+           std::string(c.top_k == 1 ? "" : "paper: async ahead, by less than top-1; ") + "async: " + async_kind("tail")});
+    }
     {
-      // §5.2: 16 experts top-1 on 16 A100-40G over two p4d nodes, medium workload; the 8-GPU
-      // points are the one-node runs of the 8-expert model.
-      SimScenario s16 = base(model("mixtral-8x7b-16e-top1"), a100_40, 1, "medium");
-      SimScenario s8 = base(model("mixtral-8x7b"), a100_40, 1, "medium");
-      const double sync16 = max_tp(colocated(s16, 16)), async16 = max_tp(ours(s16, 8, 8, "defrag"));
-      const double sync8 = max_tp(colocated(s8, 8)), async8 = max_tp(ours(s8, 4, 4, "defrag"));
+      const double sync16 = max_tp(fig10[0]), async16 = max_tp(fig10[1]);
+      const double sync8 = max_tp(fig10[2]), async8 = max_tp(fig10[3]);
       add({"AMoE Fig. 10", "sync 16 GPUs / sync 8 GPUs, max throughput", 1.0, sync16 / sync8,
            "paper: no throughput increase"});
       add({"AMoE Fig. 10", "async 16 GPUs / async 8 GPUs, max throughput", 1.92, async16 / async8,
            "async: " + async_kind("defrag")});
       add({"AMoE Fig. 10", "async / sync at 16 GPUs, max throughput", 3.0, async16 / sync16, "async: " + async_kind("defrag")});
     }
-    for (std::int32_t top_k : {1, 2}) {
-      // §5.3: schedulers at 80 % of defrag's maximum throughput, medium workload.
-      SimScenario s = disaggregated(base(model("mixtral-8x7b"), a100_80, top_k, "medium"), 4, 4);
-      s.policy = policy("async", "defrag", 2, a_.async_policy);
-      s.policy.scheduler.name = "defrag";
-      const SimPoint peak = max_point(s);
-      const double rate = 0.8 * peak.rate;
-      const std::string k = "top-" + std::to_string(top_k);
+    std::int32_t top_k = 1;
+    for (std::future<Fig11>& f : fig11) {
+      Fig11 r = f.get();
+      replay(r.peak);
+      const std::string k = "top-" + std::to_string(top_k++);
       SimPoint by[3];
-      const char* names[] = {"defrag", "mtfs", "flfs"};
       for (int i = 0; i < 3; ++i) {
-        SimScenario t = s;
-        t.policy = policy("async", names[i], 2, a_.async_policy);
-        t.policy.scheduler.name = names[i];  // the row's scheduler, whatever --async-policy says
-        by[i] = run_sim_point(t, rate, a_.duration, a_.duration / 4);
+        by[i] = r.by[static_cast<std::size_t>(i)].get();
         account(by[i]);
       }
       for (int i = 1; i < 3; ++i) {
@@ -180,8 +229,11 @@ class Reproduction {
     const SimScenario s = base(model("mixtral-8x7b"), a100_80, top_k, parts[1]);
     const std::pair<const char*, SimScenario> runs[] = {{"sync 8 colocated", colocated(s, 8)},
                                                          {"async 4+4", ours(s, 4, 4, "tail")}};
-    for (const auto& [name, scenario] : runs) {
-      const SimPoint p = run_sim_point(scenario, rate, a_.duration, a_.duration / 4);
+    std::vector<std::future<SimPoint>> points;
+    for (const auto& run : runs) points.push_back(submit_point(run.second, rate));
+    for (std::size_t i = 0; i < std::size(runs); ++i) {
+      const auto& [name, scenario] = runs[i];
+      const SimPoint p = points[i].get();
       std::printf("%s, top-%d %s at %.0f requests/s (%s):\n%s\n", name, top_k, parts[1].c_str(), rate,
                   scenario.policy.describe().c_str(), format_table(p.report).c_str());
     }
@@ -197,10 +249,11 @@ class Reproduction {
       std::int32_t attention, expert;
     };
     const Model models[] = {{"mixtral-8x22b", 1.10, 4, 8}, {"dbrx", 1.28, 4, 16}, {"scaled-moe", 1.38, 8, 32}};
+    // Every point is independent: all go to the pool now, the rows come in the serial order.
+    std::vector<std::future<SimPoint>> points;
     for (const Model& m : models) {
       if (a_.quick && std::string(m.name) != "mixtral-8x22b") continue;
       ModelConfig c = model(m.name);
-      double tp[4] = {0, 0, 0, 0};
       for (std::int32_t mb = 1; mb <= 3; ++mb) {
         SimScenario s = disaggregated(base(c, a100, c.top_k, "medium", /*mqa=*/false), m.attention, m.expert);
         s.policy = policy("pingpong", "defrag", mb);
@@ -210,7 +263,15 @@ class Reproduction {
         // (MegaScale-Infer's constraint 1, Ta ≈ Te).
         s.max_batch_per_rank = 128 * mb;
         // Saturate: arrivals well above what the batch can serve.
-        const SimPoint p = run_sim_point(s, 4000.0, a_.duration, a_.duration / 3);
+        points.push_back(submit_point(s, 4000.0, a_.duration / 3));
+      }
+    }
+    std::size_t next = 0;
+    for (const Model& m : models) {
+      if (a_.quick && std::string(m.name) != "mixtral-8x22b") continue;
+      double tp[4] = {0, 0, 0, 0};
+      for (std::int32_t mb = 1; mb <= 3; ++mb) {
+        const SimPoint p = points[next++].get();
         account(p);
         tp[mb] = p.report.tokens_per_s;
         if (a_.verbose) std::fprintf(stderr, "%s m=%d\n%s\n", m.name, mb, format_table(p.report).c_str());
@@ -369,9 +430,16 @@ class Reproduction {
       std::printf("%-24s %-62s %7s %7s %7s  %s\n", r.figure.c_str(), r.what.c_str(), paper, ours, ratio,
                   r.note.c_str());
     }
-    if (runs_ > 0)
-      std::printf("\n%d simulations, %.0f s of cluster time in %.0f s of wall time (%.2g× real time)\n", runs_,
-                  simulated_s_, wall_s_, wall_s_ > 0 ? simulated_s_ / wall_s_ : 0.0);
+    // Wall time is the study's, from start to this table; with several threads the
+    // simulations overlap, and their CPU time summed over the threads says what they cost.
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (runs_ > 0 && pool_.threads() == 0)
+      std::printf("\n%d simulations, %.0f s of cluster time in %.1f s of wall time (%.2g× real time)\n", runs_,
+                  simulated_s_, wall_s, wall_s > 0 ? simulated_s_ / wall_s : 0.0);
+    else if (runs_ > 0)
+      std::printf("\n%d simulations, %.0f s of cluster time in %.1f s of wall time (%.2g× real time) on %d threads,"
+                  " %.1f s of CPU time summed over them\n",
+                  runs_, simulated_s_, wall_s, wall_s > 0 ? simulated_s_ / wall_s : 0.0, pool_.threads(), cpu_s_);
   }
 
  private:
@@ -473,37 +541,66 @@ class Reproduction {
     return scheduler + (a_.async_placement == "block-balanced" ? ", block-balanced placement" : "") +
            (a_.async_policy.empty() ? "" : ", " + a_.async_policy);
   }
-  SimPoint max_point(const SimScenario& s) {
+  // Throws Interrupted between two simulations once a stop was asked for or the study given up.
+  void check_stop() const {
+    if (g_stop_signal || abandon_) throw Interrupted{};
+  }
+  // One point, on the pool (warmup: --duration / 4 unless given).
+  std::future<SimPoint> submit_point(SimScenario s, double rate, double warmup_s = -1) {
+    return pool_.submit([this, s = std::move(s), rate, warmup_s] {
+      check_stop();
+      return run_sim_point(s, rate, a_.duration, warmup_s >= 0 ? warmup_s : a_.duration / 4);
+    });
+  }
+  std::future<Search> submit_search(SimScenario s) {
+    return pool_.submit([this, s = std::move(s)] { return search(s); });
+  }
+  // The scenario's maximum throughput within --itl-target. Runs on a pool thread: touches
+  // nothing of this object but the options (rows and accounting: replay()).
+  Search search(const SimScenario& s) const {
     constexpr double kStep = 1.6;
+    check_stop();
+    Search out;
     SimPoint best = max_sustained_throughput(s, a_.itl_target_ms, 20, kStep, a_.duration, a_.duration / 4, 12,
-                                             [this](const SimPoint& p) { account(p); });
+                                             [&](const SimPoint& p) {
+                                               out.points.push_back(p);
+                                               check_stop();
+                                             });
     // The ×1.6 search stops at the last rate within the ITL target; the most the scenario
     // sustains lies between it and the next rate. Three bisections (geometric) narrow that to
     // 6 %: otherwise two policies compare by where the grid happens to fall (top-2 short: async
     // missed 150 ms by 2 ms at the rate where it would have served 6 % more than sync).
-    if (best.rate <= 0) return best;
-    double lo = best.rate, hi = best.rate * kStep;
-    for (int i = 0; i < 3; ++i) {
-      const double mid = std::sqrt(lo * hi);
-      SimPoint p = run_sim_point(s, mid, a_.duration, a_.duration / 4);
-      account(p);
-      if (p.report.itl.count > 0 && p.report.itl.mean_ms <= a_.itl_target_ms) {
-        if (p.report.tokens_per_s > best.report.tokens_per_s) best = p;
-        lo = mid;
-      } else {
-        hi = mid;
+    if (best.rate > 0) {
+      double lo = best.rate, hi = best.rate * kStep;
+      for (int i = 0; i < 3; ++i) {
+        const double mid = std::sqrt(lo * hi);
+        SimPoint p = run_sim_point(s, mid, a_.duration, a_.duration / 4);
+        out.points.push_back(p);
+        check_stop();
+        if (p.report.itl.count > 0 && p.report.itl.mean_ms <= a_.itl_target_ms) {
+          if (p.report.tokens_per_s > best.report.tokens_per_s) best = p;
+          lo = mid;
+        } else {
+          hi = mid;
+        }
       }
     }
-    return best;
+    out.best = std::move(best);
+    return out;
   }
-  double max_tp(const SimScenario& s) { return max_point(s).report.tokens_per_s; }
+  // A search's points accounted in the order it ran them (on the main thread).
+  const Search& replay(const Search& s) {
+    for (const SimPoint& p : s.points) account(p);
+    return s;
+  }
+  double max_tp(std::future<Search>& f) { return replay(f.get()).best.report.tokens_per_s; }
   void account(const SimPoint& p) {
     if (a_.verbose)
       std::fprintf(stderr, "    rate %.0f/s: %.0f tokens/s, mean ITL %.1f ms (%.1f s simulated in %.1f s)\n", p.rate,
                    p.report.tokens_per_s, p.report.itl.mean_ms, p.simulated_s, p.wall_s);
     ++runs_;
     simulated_s_ += p.simulated_s;
-    wall_s_ += p.wall_s;
+    cpu_s_ += p.cpu_s;
     progress_.update(progress_.done());  // the rate and ETA move between rows too
     if (g_stop_signal) throw Interrupted{};
   }
@@ -521,10 +618,13 @@ class Reproduction {
   const ReproduceArgs& a_;
   std::vector<Row> rows_;
   int runs_ = 0;
-  double simulated_s_ = 0, wall_s_ = 0;
+  double simulated_s_ = 0, cpu_s_ = 0;  // over the simulations accounted
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   Progress progress_;
   double solver_ms_ = 0;  // findep: Algorithm 1's time, solves and schedules evaluated
   std::int64_t solves_ = 0, evaluated_ = 0;
+  std::atomic<bool> abandon_{false};  // the study ends early: jobs stop at their next point
+  JobPool pool_;  // last: its threads end before anything they read goes
 };
 
 void run(const ReproduceArgs& a) {
@@ -585,6 +685,12 @@ void register_reproduce(CLI::App& app) {
                   "amoe: TOPK:WORKLOAD:RATE runs Fig. 9's sync and async scenarios at one rate and prints their metrics");
   sub->add_flag("--quick", args->quick, "One workload and one model per figure (a smoke run)");
   sub->add_flag("--verbose", args->verbose, "Print every simulated point's metrics table to stderr");
+  sub->add_option("--jobs", args->jobs,
+                  "Simulations run at once on threads (amoe, megascale; default: the hardware threads, " +
+                      std::to_string(JobPool::default_threads()) +
+                      " here; 1: one after another). Output and results are the same for any N. findep runs no "
+                      "simulation (it solves schedules, and times the solver): one thread")
+      ->check(CLI::Range(1, 1024));
   sub->callback([args] { run(*args); });
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/sim/sim_deployment.h"
+#include "engine/util/thread_cpu_time.h"
 
 namespace sy {
 
@@ -58,11 +59,13 @@ SimPoint run_sim_point(const SimScenario& s, double rate, double duration_s, dou
 
   const std::int64_t end = static_cast<std::int64_t>(duration_s * 1e9);
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = thread_cpu_seconds();
   d.loop().run([&] { return d.loop().now() >= end; });
   d.cluster().flush_stalls();
   SimPoint p;
   p.rate = rate;
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.cpu_s = thread_cpu_seconds() - cpu0;
   p.simulated_s = static_cast<double>(d.loop().now()) * 1e-9;
   p.report = d.metrics().report(static_cast<std::int64_t>(warmup_s * 1e9), d.loop().now());
   return p;

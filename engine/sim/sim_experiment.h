@@ -33,10 +33,13 @@ struct SimPoint {
   MetricsReport report;         // the steady-state window
   double simulated_s = 0;
   double wall_s = 0;
+  double cpu_s = 0;             // CPU time of the thread that ran it (studies run points in parallel)
 };
 
 // Serves Poisson arrivals at `rate` for `duration_s` of cluster time and reports the window
 // [warmup_s, duration_s] (the first seconds fill the batches and are not steady state).
+// Deterministic by the scenario's seed, and free of shared mutable state: points may run on
+// several threads at once (reproduce --jobs) with results identical to one after another.
 SimPoint run_sim_point(const SimScenario& s, double rate, double duration_s, double warmup_s);
 
 // The highest throughput the scenario sustains with mean inter-token latency within

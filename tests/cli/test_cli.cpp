@@ -253,6 +253,123 @@ TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
   expect_error("bench --model " + (root_ / "good").string() + " --layout colocated:2 --sweep 10", {"--sweep", "sim"});
 }
 
+// Issue 17: --jobs. A run's stdout and stderr kept apart (stdout is buffered, stderr is not:
+// interleaved, where they meet would depend on the lengths of the timing lines).
+struct SplitRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+SplitRun switchyard_split(const std::string& args, const fs::path& err_file) {
+  // The braces keep shell()'s own 2>&1 off the command's stderr.
+  CliRun r = test::shell("{ " + std::string(SY_SWITCHYARD_BIN) + " --threads 1 " + args + " 2>" + err_file.string() + "; }");
+  std::ifstream e(err_file);
+  return {r.exit_code, r.output, std::string((std::istreambuf_iterator<char>(e)), {})};
+}
+// The lines of `text` except those containing any of `drop` (what measures the machine: wall
+// times), with any text from `cut` to the end of a line removed.
+std::string without(const std::string& text, std::initializer_list<std::string> drop, const std::string& cut = "") {
+  std::istringstream in(text);
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    bool dropped = false;
+    for (const std::string& d : drop) dropped = dropped || line.find(d) != std::string::npos;
+    if (dropped) continue;
+    if (!cut.empty() && line.find(cut) != std::string::npos) line.resize(line.find(cut));
+    kept += line + "\n";
+  }
+  return kept;
+}
+// A --json bench's output without the one field that measures the machine.
+nlohmann::json without_speed(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("speed_vs_real_time");
+    for (auto& [key, value] : j.items()) value = without_speed(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) value = without_speed(value);
+  }
+  return j;
+}
+
+// A parallel --compare or --sweep prints what the serial run prints, in the same order (the
+// findep line of the fourth run after the adaptive decisions of the second), with the same
+// results, and says what it cost; --jobs 1 says nothing more than before.
+TEST_F(Cli, BenchJobsPrintTheSerialRunsOutputAndResults) {
+  const std::string base = "bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
+                           " --rate 40 --duration 3 --compare sync,adaptive,async,findep:auto";
+  const fs::path err = root_ / "jobs.err";
+  const SplitRun one = switchyard_split(base + " --jobs 1", err), three = switchyard_split(base + " --jobs 3", err);
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  EXPECT_EQ(without(one.out, {"s of wall time"}), without(three.out, {"s of wall time"}));
+  EXPECT_EQ(one.err, without(three.err, {"simulations on 3 threads"}));
+  EXPECT_NE(three.err.find("4 simulations on 3 threads: "), std::string::npos) << three.err;
+  EXPECT_NE(three.err.find("s of CPU time summed over them"), std::string::npos) << three.err;
+  const auto adaptive = one.err.find("adaptive at "), findep = one.err.find("findep solver: ");
+  ASSERT_NE(adaptive, std::string::npos) << one.err;
+  ASSERT_NE(findep, std::string::npos) << one.err;
+  EXPECT_LT(adaptive, findep) << one.err;
+
+  const SplitRun json1 = switchyard_split(base + " --json --jobs 1", err);
+  const SplitRun json3 = switchyard_split(base + " --json --jobs 3", err);
+  ASSERT_EQ(json3.exit_code, 0) << json3.out << json3.err;
+  EXPECT_EQ(without_speed(nlohmann::json::parse(json1.out)), without_speed(nlohmann::json::parse(json3.out)));
+
+  const std::string sweep = "bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
+                            " --skew exp:0.5 --rate 60 --duration 0.5 --sweep auto:3 --compare sync,pingpong,findep:auto";
+  const SplitRun s1 = switchyard_split(sweep + " --jobs 1", err), s2 = switchyard_split(sweep + " --jobs 2", err);
+  ASSERT_EQ(s2.exit_code, 0) << s2.out << s2.err;
+  EXPECT_EQ(s1.out, s2.out);  // the table has no wall time in it
+  EXPECT_EQ(s1.err, without(s2.err, {"simulations on 2 threads"}));
+  EXPECT_NE(s2.err.find("rate 40 req/s: 3 policies done"), std::string::npos) << s2.err;
+  const SplitRun j1 = switchyard_split(sweep + " --json --jobs 1", err);
+  const SplitRun j2 = switchyard_split(sweep + " --json --jobs 2", err);
+  ASSERT_EQ(j2.exit_code, 0) << j2.out << j2.err;
+  EXPECT_EQ(j1.err, j2.err) << "no summary with --json";
+  EXPECT_EQ(without_speed(nlohmann::json::parse(j1.out)), without_speed(nlohmann::json::parse(j2.out)));
+
+  // --rebalance: the layout's run, then both proposals' runs at once.
+  const std::string rebalance = "bench --backend sim --model mixtral-8x7b --layout disaggregated:2+4 --policy sync"
+                                " --rate 40 --duration 0.2 --skew exp:0.5 --rebalance greedy,eplb";
+  const SplitRun r1 = switchyard_split(rebalance + " --jobs 1", err), r2 = switchyard_split(rebalance + " --jobs 2", err);
+  ASSERT_EQ(r2.exit_code, 0) << r2.out << r2.err;
+  EXPECT_EQ(r1.out, r2.out);
+  EXPECT_NE(r2.err.find("2 simulations on 2 threads: "), std::string::npos) << r2.err;
+}
+
+// Runs that cannot go at once go one at a time, and say why when --jobs asked for more.
+TEST_F(Cli, BenchJobsOnTheCpuBackendRunOneAtATime) {
+  const fs::path err = root_ / "jobs-cpu.err";
+  const SplitRun r = switchyard_split("bench --model " + (root_ / "good").string() +
+                                          " --layout colocated:2 --rate 20 --duration 0.1 --clock virtual"
+                                          " --compare sync,async --jobs 4",
+                                      err);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("--jobs 4: the runs go one at a time: --backend cpu runs real math"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("simulations on"), std::string::npos) << r.err;
+  expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:2 --jobs 0", {"--jobs"});
+}
+
+// reproduce on several threads: the same rows, --verbose lines and progress notes in the same
+// order; the summary adds the threads and their CPU time.
+TEST_F(Cli, ReproduceJobsPrintTheSerialRows) {
+  const fs::path err = root_ / "jobs-reproduce.err";
+  const std::string amoe = "reproduce amoe --quick --duration 0.25 --verbose";
+  const SplitRun one = switchyard_split(amoe + " --jobs 1", err), three = switchyard_split(amoe + " --jobs 3", err);
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  EXPECT_EQ(without(one.out, {"simulations, "}), without(three.out, {"simulations, "}));
+  EXPECT_NE(three.out.find(" on 3 threads, "), std::string::npos) << three.out;
+  EXPECT_EQ(one.out.find(" threads"), std::string::npos) << one.out;
+  // Each point's wall time, and the progress lines (every few seconds), measure the machine.
+  EXPECT_EQ(without(one.err, {"reproduce amoe "}, " simulated in "), without(three.err, {"reproduce amoe "}, " simulated in "));
+  EXPECT_NE(one.err.find("rate 20/s: "), std::string::npos) << one.err;
+  const SplitRun m1 = switchyard_split("reproduce megascale --quick --duration 1 --json --jobs 1", err);
+  const SplitRun m3 = switchyard_split("reproduce megascale --quick --duration 1 --json --jobs 3", err);
+  ASSERT_EQ(m3.exit_code, 0) << m3.out << m3.err;
+  EXPECT_EQ(m1.out, m3.out);
+  EXPECT_NE(m1.out.find("m=3 / m=2"), std::string::npos) << m1.out;
+}
+
 TEST_F(Cli, BenchRebalanceRunsTheLayoutAndEachProposalOnOneWorkload) {
   CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+4 --policy sync"
                         " --rate 40 --duration 0.2 --skew exp:0.5 --rebalance greedy,eplb --json");
@@ -439,7 +556,8 @@ TEST_F(Cli, InterruptedReproducePrintsItsRows) {
   // SIGTERM once the first row and a progress line (after 5 s) are out; several rows are still
   // to come then (each takes seconds), so the run is cut short. At --duration 3 the whole run
   // took 6.3 s on a loaded 2-core machine, and the kill came after its end: 6 leaves ~7 s.
-  const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 6 >" +
+  // --jobs 1: that timing is the serial run's (on many cores the points would all be done).
+  const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 6 --jobs 1 >" +
                              out.string() + " 2>" + err.string() + " & p=$!; i=0; " +
                              "until grep -q 'reproduce megascale .*rows' " + err.string() +
                              " || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; kill -TERM $p; wait $p; echo rc=$?";
