@@ -234,7 +234,7 @@ void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std:
 
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
-  device(dev).stall[stall_reason_index(reason)].add({start, end});
+  device(dev).stall[static_cast<std::size_t>(reason)].add({start, end});  // kStallReasons' order
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,
