@@ -131,9 +131,9 @@ void MetricsCollector::on_request_rejected(std::int64_t id, std::int64_t t) {
 }
 
 void MetricsCollector::IntervalLog::append(Interval i) {
-  if (newest && i.end < newest->end) ordered = false;
+  if (!intervals.empty() && i.end < intervals.back().end) ordered = false;
   longest = std::max(longest, i.end - i.start);
-  newest = &intervals.emplace_back(i);
+  intervals.push_back(i);
 }
 
 std::vector<std::pair<std::int64_t, std::int64_t>> MetricsCollector::IntervalLog::overlapping(std::int64_t lo,
@@ -182,8 +182,15 @@ std::int64_t MetricsCollector::IntervalLog::covered(std::int64_t lo, std::int64_
 }
 
 void MetricsCollector::IntervalLog::forget_before(std::int64_t t) {
+  if (ordered) {
+    // Ends ascend, so the intervals that ended before t are a prefix: found by binary search,
+    // not by testing every interval kept (a live run forgets once a second, and that test over
+    // every log cost 2.5 % of a 30 s demo's CPU time).
+    intervals.erase(intervals.begin(), std::lower_bound(intervals.begin(), intervals.end(), t,
+                                                        [](const Interval& i, std::int64_t x) { return i.end < x; }));
+    return;
+  }
   std::erase_if(intervals, [t](const Interval& i) { return i.end < t; });
-  newest = intervals.empty() ? nullptr : &intervals.back();
 }
 
 void MetricsCollector::on_request(const RequestUpdate& u) {
@@ -212,19 +219,24 @@ void MetricsCollector::forget_before(std::int64_t t) {
     }
   }
   rejected_at_.erase(rejected_at_.begin(), std::lower_bound(rejected_at_.begin(), rejected_at_.end(), t));
-  for (auto& device : devices_) {
-    Device& d = *device;
+  for (Device& d : devices_) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
-    std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    if (d.executions_ordered) {  // a prefix, as in IntervalLog::forget_before
+      d.executions.erase(d.executions.begin(),
+                         std::lower_bound(d.executions.begin(), d.executions.end(), t,
+                                          [](const Execution& e, std::int64_t x) { return e.end < x; }));
+    } else {
+      std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    }
     d.traffic.forget_before(t);
   }
 }
 
 MetricsCollector::Device& MetricsCollector::add_device(std::int32_t index) {
   assert(index >= 0);
-  while (devices_.size() <= static_cast<std::size_t>(index)) devices_.push_back(std::make_unique<Device>());
-  return *devices_[static_cast<std::size_t>(index)];
+  if (devices_.size() <= static_cast<std::size_t>(index)) devices_.resize(static_cast<std::size_t>(index) + 1);
+  return devices_[static_cast<std::size_t>(index)];
 }
 
 void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std::int64_t end) {
@@ -242,8 +254,7 @@ void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::i
                                     std::int64_t start_ns, std::int64_t end_ns) {
   Device& d = device(dev);
   if (end_ns > start_ns) d.busy.add({start_ns, end_ns});
-  if (end_ns < d.last_execution_end) d.executions_ordered = false;
-  d.last_execution_end = end_ns;
+  if (!d.executions.empty() && end_ns < d.executions.back().end) d.executions_ordered = false;
   d.executions.push_back({end_ns, tokens});
 }
 
@@ -318,17 +329,17 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
     DeviceUsage u;
     u.name = d < names_.size() ? names_[d] : "dev" + std::to_string(d);
     if (d < devices_.size()) {
-      u.busy = fraction(devices_[d]->busy);
-      for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d]->stall[s]);
+      u.busy = fraction(devices_[d].busy);
+      for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
       std::int64_t rows = 0;
-      const auto& ex = devices_[d]->executions;
-      auto it = devices_[d]->executions_ordered
+      const auto& ex = devices_[d].executions;
+      auto it = devices_[d].executions_ordered
                     ? std::upper_bound(ex.begin(), ex.end(), t_begin,
                                        [](std::int64_t t, const Execution& e) { return t < e.end; })
                     : ex.begin();
       for (; it != ex.end(); ++it) {
         if (it->end > t_end) {
-          if (devices_[d]->executions_ordered) break;
+          if (devices_[d].executions_ordered) break;
           continue;
         }
         if (it->end <= t_begin) continue;
@@ -338,7 +349,7 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
       if (u.executions > 0) u.rows_per_execution = static_cast<double>(rows) / static_cast<double>(u.executions);
       if (out.window_s > 0) u.executions_per_s = static_cast<double>(u.executions) / out.window_s;
       std::int64_t carried = 0, waited = 0, longest = 0;
-      const auto& buckets = devices_[d]->traffic.buckets;
+      const auto& buckets = devices_[d].traffic.buckets;
       // Buckets whose start lies in [t_begin, t_end).
       for (auto b = std::lower_bound(buckets.begin(), buckets.end(), t_begin,
                                      [](const Bucket& x, std::int64_t t) { return x.index * kBucketNs < t; });

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <limits>
-#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -153,28 +151,21 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   // Intervals of one device (and reason) as reported. They arrive in order of their ends, so
   // a window finds its intervals by binary search instead of scanning the whole history.
   struct IntervalLog {
-    // A deque: a log grows a block at a time and never moves what it holds (as a vector every
-    // doubling copied the whole log: most of the 64-device run's memcpy). Its back() is a few
-    // instructions, so the newest interval is kept by address (valid until forget_before, which
-    // sets it again; the log never moves: devices are held by pointer).
-    IntervalLog() = default;
-    IntervalLog(const IntervalLog&) = delete;
-    IntervalLog& operator=(const IntervalLog&) = delete;
-    std::deque<Interval> intervals;
-    Interval* newest = nullptr;   // intervals.back(), or null when empty
+    std::vector<Interval> intervals;
     bool ordered = true;          // ends non-decreasing so far
     std::int64_t longest = 0;     // the longest interval's length
     // Inline: every execution and stall lands here, and most continue the last interval.
     void add(Interval i) {
-      if (ordered && newest && i.start <= newest->end && i.end >= newest->end) {
+      if (ordered && !intervals.empty() && i.start <= intervals.back().end && i.end >= intervals.back().end) {
         // It continues the last interval (a busy device's next execution starts as the last
         // one ends): extend that one. Reports count the union clipped to their window, the
         // same either way; forget_before(t) keeps a stretch whole where it would have dropped
         // its early pieces, but those ended before t, so no window from t on reaches them. One
         // that also started earlier (a report that covers the last one) extends it back too.
-        newest->start = std::min(newest->start, i.start);
-        newest->end = i.end;
-        longest = std::max(longest, newest->end - newest->start);
+        Interval& last = intervals.back();
+        last.start = std::min(last.start, i.start);
+        last.end = i.end;
+        longest = std::max(longest, last.end - last.start);
         return;
       }
       append(i);
@@ -226,26 +217,22 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
   };
   struct Device {
     IntervalLog busy;
-    std::deque<Execution> executions;  // a deque for the reason the interval logs are
+    std::vector<Execution> executions;
     bool executions_ordered = true;  // by end, as a device that runs one at a time reports them
-    // The end of the execution reported last (executions.back()'s until forget_before drops
-    // it: a later one that ends before it then marks the log unordered, which only costs a
-    // report the scan instead of the binary search).
-    std::int64_t last_execution_end = std::numeric_limits<std::int64_t>::min();
     std::array<IntervalLog, kStallReasons.size()> stall;
     BucketLog traffic;  // transfers by their start, queue waits by the take
   };
 
   // The device's record, made on first use; the common case inline (a call per report).
   Device& device(std::int32_t index) {
-    if (index >= 0 && static_cast<std::size_t>(index) < devices_.size()) return *devices_[static_cast<std::size_t>(index)];
+    if (index >= 0 && static_cast<std::size_t>(index) < devices_.size()) return devices_[static_cast<std::size_t>(index)];
     return add_device(index);
   }
   [[gnu::noinline]] Device& add_device(std::int32_t index);
 
   std::vector<std::string> names_;
   std::unordered_map<std::int64_t, Request> requests_;
-  std::vector<std::unique_ptr<Device>> devices_;  // by pointer: the logs keep addresses into themselves
+  std::vector<Device> devices_;
   // on_routed's first report of a block, expert or device: grows the counts (out of line, as
   // above).
   [[gnu::noinline]] void add_routed(std::int32_t block, std::int32_t expert, std::int32_t device, std::int64_t tokens);
