@@ -37,8 +37,9 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
     fixed[static_cast<std::size_t>(d)] = executors_[d]->kv_storage_bytes();
   }
   residency_ = ExpertResidency(topology_.num_devices, expert_bytes, topology_.device_memory_bytes, std::move(fixed));
+  const auto experts = topology_.placement.experts_by_device(topology_.num_devices);
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
-    for (const BlockExpert& be : topology_.placement.experts_on(d)) {
+    for (const BlockExpert& be : experts[static_cast<std::size_t>(d)]) {
       if (executors_[d]) executors_[d]->load_expert(be.block, be.expert);
       residency_.load(be.block, be.expert, d);
     }
@@ -121,13 +122,14 @@ void Cluster::set_placement(Placement placement) {
   // Copies still running (a policy switch re-applying a placement meanwhile) are for the staged
   // placement: keep what it needs. Otherwise nothing is staged any more.
   if (!copying()) staged_.reset();
+  const auto experts = topology_.placement.experts_by_device(topology_.num_devices);
   for (std::int32_t d = 0; d < topology_.num_devices; ++d) {
     Executor* ex = executors_[d].get();
     for (const BlockExpert& be : residency_.surplus(d, topology_.placement, staged_ ? &*staged_ : nullptr)) {
       if (ex) ex->drop_expert(be.block, be.expert);
       residency_.drop(be.block, be.expert, d);
     }
-    for (const BlockExpert& be : topology_.placement.experts_on(d)) {
+    for (const BlockExpert& be : experts[static_cast<std::size_t>(d)]) {
       if (residency_.resident(be.block, be.expert, d)) continue;
       // No copy brought it: a device of another process (or of a process that did not stage).
       assert(!residency_.arriving(be.block, be.expert, d) && "switched before its copy arrived");

@@ -133,6 +133,7 @@ Status validate_layout(const Layout& layout, const ModelConfig& config) {
   SY_RETURN_IF_ERROR(p.check_shape(config.num_experts, config.sparse_layers));
   if (layout.devices.empty()) return Status::Error("the layout has no devices");
   std::int32_t rank = 0;
+  const auto experts = p.experts_by_device(layout.num_devices());
   for (std::int32_t d = 0; d < layout.num_devices(); ++d) {
     const DeviceSpec& dev = layout.devices[d];
     if (!valid_device_name(dev.name))
@@ -142,7 +143,7 @@ Status validate_layout(const Layout& layout, const ModelConfig& config) {
     if (dev.attention_rank != want_rank)
       return Status::Error("device '" + dev.name + "' has attention rank " + std::to_string(dev.attention_rank) +
                            ", expected " + std::to_string(want_rank) + " (ranks follow device order)");
-    if (dev.holds_experts == p.experts_on(d).empty())
+    if (dev.holds_experts == experts[static_cast<std::size_t>(d)].empty())
       return Status::Error("device '" + dev.name + "': holds_experts disagrees with the placement");
     if (!dev.attention && !dev.holds_experts)
       return Status::Error("device '" + dev.name + "' neither runs attention nor holds any expert");
@@ -184,8 +185,9 @@ Layout make_layout(std::string name, std::int32_t attention_only, std::int32_t c
       (void)s;
     }
   }
+  const auto experts = layout.placement.experts_by_device(total);
   for (std::int32_t d = 0; d < total; ++d)
-    layout.devices[d].holds_experts = any_sparse && !layout.placement.experts_on(d).empty();
+    layout.devices[d].holds_experts = any_sparse && !experts[static_cast<std::size_t>(d)].empty();
   return layout;
 }
 

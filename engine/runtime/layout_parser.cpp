@@ -428,9 +428,10 @@ StatusOr<Layout> LayoutParser::parse(std::string_view text) {
   SY_RETURN_IF_ERROR(parse_policy(root));
   SY_RETURN_IF_ERROR(parse_capacity(root));
 
+  const auto experts = layout_.placement.experts_by_device(layout_.num_devices());
   for (std::int32_t d = 0; d < layout_.num_devices(); ++d) {
     DeviceSpec& dev = layout_.devices[d];
-    dev.holds_experts = !layout_.placement.experts_on(d).empty();
+    dev.holds_experts = !experts[static_cast<std::size_t>(d)].empty();
     if (!dev.attention && !dev.holds_experts)
       return error(entries_[d].where, "device '" + dev.name +
                                           "' neither runs attention nor holds any expert (give it attention = "

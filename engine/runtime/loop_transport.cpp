@@ -22,6 +22,12 @@ void LoopTransport::index_nodes() {
   node_.resize(receivers_.size());
   for (std::size_t d = 0; d < node_.size(); ++d)
     node_[d] = link_.devices_per_node > 0 ? static_cast<std::int32_t>(d) / link_.devices_per_node : 0;
+  for (int remote = 0; remote < 2; ++remote) {
+    const double bw = remote ? link_.inter_node_bytes_per_ns : link_.bytes_per_ns;
+    wire_ns_[remote].resize(static_cast<std::size_t>(kWireRows));
+    for (std::int64_t rows = 0; rows < kWireRows; ++rows)
+      wire_ns_[remote][static_cast<std::size_t>(rows)] = wire_of(bw, rows * bytes_per_row_);
+  }
 }
 
 TransportFactory LoopTransport::factory(std::int64_t bytes_per_row, LinkModel link) {
@@ -40,8 +46,7 @@ void LoopTransport::send(Shipment&& shipment) {
   const std::int64_t bytes = tokens * bytes_per_row_;
   if (src != dst) {
     const bool remote = node_[src] != node_[dst];
-    const double bw = remote ? link_.inter_node_bytes_per_ns : link_.bytes_per_ns;
-    const std::int64_t wire = bw > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bw) : 0;
+    const std::int64_t wire = wire_ns(remote, tokens, bytes);
     if (link_.shared_ports) {
       // The bytes go out once both ports are free; each stays busy for the wire time.
       wire_start = std::max({now, egress_free_[src], ingress_free_[dst]});

@@ -49,7 +49,7 @@ class LoopTransport final : public Transport {
  private:
   // The arrival event of parked shipment `slot`: phase 2.
   static void deliver(void* transport, std::uint64_t slot);
-  // Fills node_ from the link's devices per node.
+  // Fills node_ from the link's devices per node, and wire_ns_ from its bandwidths.
   void index_nodes();
 
   EventLoop& loop_;
@@ -60,6 +60,18 @@ class LoopTransport final : public Transport {
   std::vector<Receiver> receivers_;
   // [device]: the node it sits on (all 0 on one node): two divisions per shipment otherwise.
   std::vector<std::int32_t> node_;
+  // The wire time of a shipment of r < kWireRows rows, within a node [0] and between nodes [1],
+  // computed as send computes a larger one: a table lookup instead of a conversion and a
+  // division per shipment (most carry a few rows).
+  static constexpr std::int64_t kWireRows = 256;
+  std::vector<std::int64_t> wire_ns_[2];
+  std::int64_t wire_ns(bool remote, std::int64_t rows, std::int64_t bytes) const {
+    if (rows < kWireRows) return wire_ns_[remote][static_cast<std::size_t>(rows)];
+    return wire_of(remote ? link_.inter_node_bytes_per_ns : link_.bytes_per_ns, bytes);
+  }
+  static std::int64_t wire_of(double bytes_per_ns, std::int64_t bytes) {
+    return bytes_per_ns > 0 ? static_cast<std::int64_t>(static_cast<double>(bytes) / bytes_per_ns) : 0;
+  }
   std::vector<std::int32_t> in_flight_;
   std::vector<std::int64_t> egress_free_;   // shared_ports: when each device's send port frees
   std::vector<std::int64_t> ingress_free_;  // and its receive port

@@ -71,6 +71,17 @@ bool Placement::holds(std::int32_t block, std::int32_t expert, std::int32_t devi
   return std::binary_search(d.begin(), d.end(), device);
 }
 
+std::vector<std::vector<BlockExpert>> Placement::experts_by_device(std::int32_t num_devices) const {
+  std::vector<std::vector<BlockExpert>> out(static_cast<std::size_t>(std::max<std::int32_t>(0, num_devices)));
+  for (std::int32_t b = 0; b < num_blocks(); ++b) {
+    if (!is_sparse(b)) continue;
+    for (std::int32_t e = 0; e < num_experts_; ++e)
+      for (std::int32_t d : devices(b, e))  // ascending, without repeats (set and add refuse them)
+        if (d >= 0 && d < num_devices) out[static_cast<std::size_t>(d)].push_back({b, e});
+  }
+  return out;
+}
+
 std::vector<BlockExpert> Placement::experts_on(std::int32_t device) const {
   std::vector<BlockExpert> out;
   for (std::int32_t b = 0; b < num_blocks(); ++b) {

@@ -54,6 +54,10 @@ class Placement {
   bool holds(std::int32_t block, std::int32_t expert, std::int32_t device) const;
   // Every (block, expert) a device holds, by block then expert.
   std::vector<BlockExpert> experts_on(std::int32_t device) const;
+  // experts_on(d) for every d < num_devices, in one pass over the placement (asking each
+  // device in turn visits every block's every expert once per device: 64 devices of qwen3
+  // spent 45 M instructions there at start-up).
+  std::vector<std::vector<BlockExpert>> experts_by_device(std::int32_t num_devices) const;
 
   // Replaces the copies of one expert in one block. Refuses a dense or out-of-range block, an
   // out-of-range expert, a negative device index and a device listed twice; an empty list is

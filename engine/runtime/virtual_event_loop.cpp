@@ -65,14 +65,14 @@ void VirtualEventLoop::hold(HeldLane& lane, std::int64_t at, Callback fn, void* 
   // Its sequence is the newest: it goes after every held event not later than it. Arrivals
   // come mostly in time order, so the search from the back is short.
   ++lane.waiting;
-  if (lane.events.size() == lane.head || lane.events.back().at <= h.at) {
-    lane.events.push_back(h);
-    return;
-  }
-  auto it = lane.events.end() - 1;
-  const auto first = lane.events.begin() + static_cast<std::ptrdiff_t>(lane.head);
-  while (it != first && (it - 1)->at > h.at) --it;
-  lane.events.insert(it, h);
+  if (lane.tail == lane.events.size()) lane.events.resize(std::max<std::size_t>(16, 2 * lane.events.size()));
+  std::size_t at_index = lane.tail;
+  while (at_index > lane.head && lane.events[at_index - 1].at > h.at) --at_index;
+  std::move_backward(lane.events.begin() + static_cast<std::ptrdiff_t>(at_index),
+                     lane.events.begin() + static_cast<std::ptrdiff_t>(lane.tail),
+                     lane.events.begin() + static_cast<std::ptrdiff_t>(lane.tail + 1));
+  lane.events[at_index] = h;
+  ++lane.tail;
 }
 
 void VirtualEventLoop::catch_up(HeldLane& lane) {
@@ -83,7 +83,7 @@ void VirtualEventLoop::catch_up(HeldLane& lane) {
   // that check inline, instead of a virtual call per held event that would find this running.
   lane.waiting = 0;
   const std::int64_t now = now_;
-  while (lane.head < lane.events.size()) {
+  while (lane.head < lane.tail) {
     const Held& h = lane.events[lane.head];
     if (h.at > current_at_ || (h.at == current_at_ && h.seq > current_seq_)) break;
     const Call call = h.call;
@@ -94,19 +94,19 @@ void VirtualEventLoop::catch_up(HeldLane& lane) {
   }
   now_ = now;
   catching_up_ = false;
-  lane.waiting = lane.events.size() - lane.head;
+  lane.waiting = lane.tail - lane.head;
   if (lane.waiting == 0) {
-    lane.events.clear();
+    lane.tail = 0;
     lane.head = 0;
   }
 }
 
 void VirtualEventLoop::requeue(HeldLane& lane) {
-  for (std::size_t i = lane.head; i < lane.events.size(); ++i) {
+  for (std::size_t i = lane.head; i < lane.tail; ++i) {
     const Held& h = lane.events[i];
     push(h.at, h.seq, h.call);
   }
-  lane.events.clear();
+  lane.tail = 0;
   lane.head = 0;
   lane.waiting = 0;
 }

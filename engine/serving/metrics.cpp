@@ -182,6 +182,14 @@ std::int64_t MetricsCollector::IntervalLog::covered(std::int64_t lo, std::int64_
 }
 
 void MetricsCollector::IntervalLog::forget_before(std::int64_t t) {
+  if (ordered) {
+    // Ends ascend, so the intervals that ended before t are a prefix: found by binary search,
+    // not by testing every interval kept (a live run forgets once a second, and that test over
+    // every log cost 2.5 % of a 30 s demo's CPU time).
+    intervals.erase(intervals.begin(), std::lower_bound(intervals.begin(), intervals.end(), t,
+                                                        [](const Interval& i, std::int64_t x) { return i.end < x; }));
+    return;
+  }
   std::erase_if(intervals, [t](const Interval& i) { return i.end < t; });
 }
 
@@ -214,7 +222,13 @@ void MetricsCollector::forget_before(std::int64_t t) {
   for (Device& d : devices_) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
-    std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    if (d.executions_ordered) {  // a prefix, as in IntervalLog::forget_before
+      d.executions.erase(d.executions.begin(),
+                         std::lower_bound(d.executions.begin(), d.executions.end(), t,
+                                          [](const Execution& e, std::int64_t x) { return e.end < x; }));
+    } else {
+      std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
+    }
     d.traffic.forget_before(t);
   }
 }
@@ -232,7 +246,7 @@ void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std:
 
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
-  device(dev).stall[stall_reason_index(reason)].add({start, end});
+  device(dev).stall[static_cast<std::size_t>(reason)].add({start, end});  // kStallReasons' order
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,

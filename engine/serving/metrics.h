@@ -21,6 +21,12 @@ namespace sy {
 // Every StallReason, in report column order (update when the enum grows).
 inline constexpr std::array<StallReason, 4> kStallReasons = {StallReason::QueueEmpty, StallReason::Barrier,
                                                              StallReason::Transfer, StallReason::Weights};
+// In the enum's order: a reason's position is its value (on_stall indexes by it, per report).
+static_assert([] {
+  for (std::size_t i = 0; i < kStallReasons.size(); ++i)
+    if (static_cast<std::size_t>(kStallReasons[i]) != i) return false;
+  return true;
+}());
 
 struct LatencyStats {
   std::int64_t count = 0;  // samples in the window; the other fields are 0 when there are none

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,32 @@ TEST(PlacementTest, SetKeepsSortedUniqueListsAndRefusesBadSlots) {
   EXPECT_EQ(p.set(1, 1, {0, -1}).message(), "block 1 expert 1: negative device index -1");
   EXPECT_EQ(p.set(1, 1, {2, 0, 2}).message(), "block 1 expert 1: device 2 listed twice");
   EXPECT_EQ(p.add(1, 3, 4).message(), "block 1 expert 3: device 4 listed twice");
+}
+
+TEST(PlacementTest, ExpertsByDeviceListsWhatExpertsOnListsForEachDevice) {
+  // Random placements with replicas, holes and devices past the count asked for.
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 50; ++trial) {
+    Placement p(qwen3_like());
+    const std::int32_t devices = 1 + static_cast<std::int32_t>(rng() % 9);
+    for (std::int32_t b = 0; b < p.num_blocks(); ++b) {
+      if (!p.is_sparse(b)) continue;
+      for (std::int32_t e = 0; e < p.num_experts(); ++e) {
+        std::vector<std::int32_t> on;
+        for (std::int32_t d = 0; d < devices + 2; ++d)
+          if (rng() % 4 == 0) on.push_back(d);
+        if (!on.empty()) {
+          ASSERT_TRUE(p.set(b, e, on).ok());
+        }
+      }
+    }
+    const auto by_device = p.experts_by_device(devices);
+    ASSERT_EQ(by_device.size(), static_cast<std::size_t>(devices));
+    for (std::int32_t d = 0; d < devices; ++d) {
+      EXPECT_EQ(by_device[static_cast<std::size_t>(d)], p.experts_on(d)) << d;
+    }
+  }
+  EXPECT_TRUE(Placement(qwen3_like()).experts_by_device(0).empty());
 }
 
 TEST(PlacementTest, ValidateFindsHolesAndDevicesOutOfRange) {
