@@ -80,8 +80,7 @@ void TokenPool::mark_filled(std::uint32_t at, std::int32_t slot) {
   (void)s;
 }
 
-void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done) {
-  const auto push_done = [&done](Completed& c) { done.push_back(std::move(c)); };
+void TokenPool::absorb_shared(const TokenBatch& outputs, const std::function<void(Completed&)>& on_done) {
   const std::int64_t n = outputs.rows();
   if (n > 0 && !outputs.hidden.null()) {
     targets_.clear();
@@ -102,7 +101,7 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, std::vector<Completed>&
     assert(slot < e.filled.size() && !e.filled[slot] && "a shared expert row arrived twice");
     e.filled[slot] = true;
 #endif
-    count_in(at, push_done);
+    count_in(at, on_done);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -39,8 +40,12 @@ class TokenPool {
   void hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come = false);
 
   // Takes the shared expert's output rows of held requests (request and position per row;
-  // activations when they travel), like absorb().
-  void absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done);
+  // activations when they travel), like absorb(), handing each request that completes to
+  // on_done as the callback form of absorb() does (findep only: not a per-row path).
+  void absorb_shared(const TokenBatch& outputs, const std::function<void(Completed&)>& on_done);
+  void absorb_shared(const TokenBatch& outputs, std::vector<Completed>& done) {
+    absorb_shared(outputs, [&done](Completed& c) { done.push_back(std::move(c)); });
+  }
 
   // Takes expert output rows (request and slot per row; activations when they travel).
   // Requests whose last output arrived are moved out of the pool and appended to `done`.

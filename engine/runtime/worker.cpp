@@ -275,10 +275,6 @@ void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
   pool_.absorb(outputs, [this](TokenPool::Completed& c) { take_completed(c); });
 }
 
-void Worker::take_completed() {
-  for (TokenPool::Completed& c : completed_) take_completed(c);
-}
-
 void Worker::take_completed(TokenPool::Completed& c) {
   // Every request whose K outputs per row are all back is merged into its residual by an
   // execution of its own on the device; without activations (sim) there is nothing to add
@@ -728,9 +724,7 @@ void Worker::dispatch_attention() {
 void Worker::dispatch_shared_expert() {
   // Its rows join the token pool; requests whose expert outputs are back too are merged.
   const std::int32_t b = job_.block;
-  completed_.clear();
-  pool_.absorb_shared(job_.batch, completed_);
-  take_completed();
+  pool_.absorb_shared(job_.batch, [this](TokenPool::Completed& c) { take_completed(c); });
   if (policy_.grouped())
     arrive({b + 1 == topo_.num_blocks ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group});
 }

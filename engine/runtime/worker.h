@@ -115,8 +115,7 @@ class Worker {
   // rows already copied, and goes back to the recycler with its shipment's list.
   void enqueue(TokenBatch& batch);
   void absorb_expert_outputs(const TokenBatch& outputs);
-  // Requests the token pool let go (completed_): merged by an execution, or (sim) queued at once.
-  void take_completed();
+  // A request the token pool let go: merged by an execution, or (sim) queued at once.
   void take_completed(TokenPool::Completed& c);
   // Grouped: one more arrival for `key`; the key is pending once all it expects are in.
   void arrive(const GroupKey& key);
@@ -207,7 +206,6 @@ class Worker {
   std::int64_t queued_tokens_ = 0;
   QueueGrid grid_;                            // tokens per queue, kept in step with queues_
   TokenPool pool_;
-  std::vector<TokenPool::Completed> completed_;  // scratch for absorb
   std::vector<TokenPool::Completed> merges_;     // complete in the pool, waiting for their merge
   const KvBlockManager* kv_;
   EventLoop::Lane* lane_ = nullptr;  // this device's lane on the loop, where it has lanes

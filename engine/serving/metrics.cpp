@@ -60,18 +60,26 @@ std::string render(const std::vector<std::vector<std::string>>& rows, bool left 
   return out;
 }
 
+// Drops the records (intervals, executions) of `log` that ended before t. Ends ascending
+// (`ordered`), those are a prefix, found by binary search rather than by testing every record
+// kept: a live run forgets once a second, and that test over every log cost 2.5 % of a 30 s
+// demo's CPU time.
+template <class Record>
+void forget_ended_before(std::vector<Record>& log, bool ordered, std::int64_t t) {
+  if (ordered) {
+    log.erase(log.begin(),
+              std::lower_bound(log.begin(), log.end(), t, [](const Record& r, std::int64_t x) { return r.end < x; }));
+  } else {
+    std::erase_if(log, [t](const Record& r) { return r.end < t; });
+  }
+}
+
 std::vector<std::string> latency_row(const std::string& name, const LatencyStats& s) {
   if (s.count == 0) return {name, "0", "-", "-", "-"};
   return {name, std::to_string(s.count), fixed(s.mean_ms, 3), fixed(s.p50_ms, 3), fixed(s.p99_ms, 3)};
 }
 
 }  // namespace
-
-std::size_t stall_reason_index(StallReason reason) {
-  const auto it = std::find(kStallReasons.begin(), kStallReasons.end(), reason);
-  assert(it != kStallReasons.end() && "kStallReasons misses a StallReason");
-  return static_cast<std::size_t>(it - kStallReasons.begin());
-}
 
 LatencyStats latency_stats(std::vector<double> ns) {
   LatencyStats out;
@@ -181,17 +189,7 @@ std::int64_t MetricsCollector::IntervalLog::covered(std::int64_t lo, std::int64_
   return total;
 }
 
-void MetricsCollector::IntervalLog::forget_before(std::int64_t t) {
-  if (ordered) {
-    // Ends ascend, so the intervals that ended before t are a prefix: found by binary search,
-    // not by testing every interval kept (a live run forgets once a second, and that test over
-    // every log cost 2.5 % of a 30 s demo's CPU time).
-    intervals.erase(intervals.begin(), std::lower_bound(intervals.begin(), intervals.end(), t,
-                                                        [](const Interval& i, std::int64_t x) { return i.end < x; }));
-    return;
-  }
-  std::erase_if(intervals, [t](const Interval& i) { return i.end < t; });
-}
+void MetricsCollector::IntervalLog::forget_before(std::int64_t t) { forget_ended_before(intervals, ordered, t); }
 
 void MetricsCollector::on_request(const RequestUpdate& u) {
   switch (u.phase) {
@@ -222,13 +220,7 @@ void MetricsCollector::forget_before(std::int64_t t) {
   for (Device& d : devices_) {
     d.busy.forget_before(t);
     for (auto& reason : d.stall) reason.forget_before(t);
-    if (d.executions_ordered) {  // a prefix, as in IntervalLog::forget_before
-      d.executions.erase(d.executions.begin(),
-                         std::lower_bound(d.executions.begin(), d.executions.end(), t,
-                                          [](const Execution& e, std::int64_t x) { return e.end < x; }));
-    } else {
-      std::erase_if(d.executions, [t](const Execution& e) { return e.end < t; });
-    }
+    forget_ended_before(d.executions, d.executions_ordered, t);
     d.traffic.forget_before(t);
   }
 }
@@ -246,7 +238,7 @@ void MetricsCollector::on_device_busy(std::int32_t dev, std::int64_t start, std:
 
 void MetricsCollector::on_device_stall(std::int32_t dev, StallReason reason, std::int64_t start, std::int64_t end) {
   if (end <= start) return;
-  device(dev).stall[static_cast<std::size_t>(reason)].add({start, end});  // kStallReasons' order
+  device(dev).stall[stall_reason_index(reason)].add({start, end});
 }
 
 void MetricsCollector::on_execution(std::int32_t dev, LayerKind /*kind*/, std::int32_t /*block*/,

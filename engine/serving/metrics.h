@@ -21,7 +21,7 @@ namespace sy {
 // Every StallReason, in report column order (update when the enum grows).
 inline constexpr std::array<StallReason, 4> kStallReasons = {StallReason::QueueEmpty, StallReason::Barrier,
                                                              StallReason::Transfer, StallReason::Weights};
-// In the enum's order: a reason's position is its value (on_stall indexes by it, per report).
+// In the enum's order: a reason's position is its value (stall_reason_index, per report).
 static_assert([] {
   for (std::size_t i = 0; i < kStallReasons.size(); ++i)
     if (static_cast<std::size_t>(kStallReasons[i]) != i) return false;
@@ -70,8 +70,8 @@ struct MetricsReport {
 LatencyStats latency_stats(std::vector<double> ns);
 // {"count", "mean", "p50", "p90", "p99"} in ms; the statistics are null when there are no samples.
 nlohmann::json to_json(const LatencyStats& stats);
-// Position of `reason` in kStallReasons (the report's column, a window's slot).
-std::size_t stall_reason_index(StallReason reason);
+// Position of `reason` in kStallReasons (the report's column, a window's slot): its value.
+constexpr std::size_t stall_reason_index(StallReason reason) { return static_cast<std::size_t>(reason); }
 
 // Value at nearest rank ⌈p/100 · n⌉ (1-based) of ascending `sorted`; 0 when empty. No
 // interpolation: every percentile reported is a latency that really occurred.
