@@ -50,7 +50,7 @@ enum class RequestPhase : std::uint8_t {
 struct Span {
   std::int64_t start_ns = 0;  // run time base (see meta.clock)
   std::int64_t end_ns = 0;
-  std::int64_t tokens = 0;      // token rows executed or carried; 0 for stalls
+  std::int64_t tokens = 0;      // token rows executed or carried (Sampler: tokens sampled); 0 for stalls
   std::int32_t device = 0;
   std::int32_t block = -1;      // -1: not tied to a block (stalls, sampler)
   std::int32_t index = -1;      // expert id (Expert, WeightFetch), attention rank (Attention, Sampler);

@@ -23,7 +23,7 @@ struct SpanWindow {
   Lane lane = Lane::Compute;
   std::int64_t spans = 0;          // spans that start inside the window
   std::int64_t tokens = 0;         // token rows of those spans (executions; transfers on their lanes)
-  std::int64_t sampled_tokens = 0; // token rows of Sampler spans among them: tokens produced
+  std::int64_t sampled_tokens = 0; // tokens of Sampler spans among them (one per sequence sampled): tokens produced
   // Time covered by each kind inside the window: a span crossing a window edge is split.
   std::array<std::int64_t, kSpanKinds> kind_ns{};
   std::array<std::int64_t, kStallReasons> stall_ns{};  // Stall time by reason (index = StallReason)

@@ -59,7 +59,10 @@ struct TraceSummary {
   std::vector<DeviceSummary> devices;
   std::vector<QueueSummary> queues;  // by device, then layer kind
   std::int64_t requests_arrived = 0, requests_finished = 0, requests_rejected = 0;
-  std::int64_t tokens_generated = 0;  // per request the most tokens_out seen, summed
+  // The engine's count from its summary windows (token_windows of them) when recorded, else per
+  // request the most tokens_out seen, summed (a request still running counts its first token).
+  std::int64_t tokens_generated = 0;
+  std::int64_t token_windows = 0;
   double tokens_per_s = 0, requests_per_s = 0;
   LatencyStats ttft_ms;  // first token - arrival
   LatencyStats tpot_ms;  // (finished - first token) / (tokens_out - 1): a request's mean inter-token time

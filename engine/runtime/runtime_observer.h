@@ -17,8 +17,9 @@ std::string_view stall_reason_name(StallReason reason);
 class RuntimeObserver {
  public:
   virtual ~RuntimeObserver() = default;
-  // One execution on a device. index: the attention rank, the expert (-1 when a grouped
-  // execution ran several experts of the block), or the rank for the sampler.
+  // One execution on a device of `tokens` rows (the sampler's: the tokens it sampled, one per
+  // sequence). index: the attention rank, the expert (-1 when a grouped execution ran several
+  // experts of the block), or the rank for the sampler.
   virtual void on_execution(std::int32_t /*device*/, LayerKind /*kind*/, std::int32_t /*block*/,
                             std::int32_t /*index*/, std::int32_t /*group*/, std::int64_t /*tokens*/,
                             std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}

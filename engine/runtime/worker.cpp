@@ -500,9 +500,14 @@ void Worker::finish(ExecutionTiming timing) {
     dispatch_shared_expert();
     return run_next_or_stall(end);
   }
-  if (observer_ && job_.tokens > 0)
-    observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, job_.tokens, timing.start_ns,
-                            timing.end_ns);
+  if (observer_ && job_.tokens > 0) {
+    // A sampler execution computes logits for each sequence's last row alone and samples one
+    // token there: its size is the tokens it sampled. A prompt's other rows only pass through,
+    // and counted they made a prefill's sampler span claim its prompt as output tokens.
+    const std::int64_t tokens =
+        job_.kind == LayerKind::Sampler ? static_cast<std::int64_t>(job_.next_tokens.size()) : job_.tokens;
+    observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, tokens, timing.start_ns, timing.end_ns);
+  }
   switch (job_.kind) {
     case LayerKind::Attention: dispatch_attention(); break;
     case LayerKind::Expert: dispatch_experts(); break;

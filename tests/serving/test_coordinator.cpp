@@ -208,6 +208,43 @@ TEST_F(CoordinatorTest, AServiceKeepsNoRecordOfRejectedRequests) {
   EXPECT_LE(most_records, 16u) << "records of rejected requests were kept";
 }
 
+// A sampler execution's size is the tokens it sampled: a prefill's prompt rows pass through
+// the sampler without logits, and counted they made `trace compare` report a prompt-heavy run's
+// prompts as output tokens.
+TEST_F(CoordinatorTest, SamplerExecutionsCountTheTokensTheySampledNotThePromptRows) {
+  CpuDeployment d(weights_, Topology::disaggregated(weights_->config(), 2, 2), options(1024, 4));
+  struct Counter : RuntimeObserver, RequestObserver {
+    std::int64_t sampler_tokens = 0, sampler_executions = 0, attention_rows = 0, produced = 0;
+    void on_execution(std::int32_t, LayerKind kind, std::int32_t block, std::int32_t, std::int32_t,
+                      std::int64_t tokens, std::int64_t, std::int64_t) override {
+      if (kind == LayerKind::Sampler) {
+        sampler_tokens += tokens;
+        ++sampler_executions;
+      }
+      if (kind == LayerKind::Attention && block == 0) attention_rows += tokens;
+    }
+    void on_request(const RequestUpdate& u) override {
+      if (u.phase == RequestPhase::Token) ++produced;
+    }
+  } counter;
+  d.observers().add(&counter, &counter);
+  // Prompts of 5 to 23 tokens, 6 new tokens each.
+  std::vector<RequestSpec> reqs;
+  for (std::int64_t i = 0; i < 6; ++i) reqs.push_back(request(i, 5 + 3 * static_cast<std::int32_t>(i) + static_cast<std::int32_t>(i), 6, i * 50'000));
+  d.submit(reqs);
+  d.run();
+  d.observers().remove(&counter, &counter);
+  ASSERT_TRUE(d.coordinator().done());
+  EXPECT_EQ(counter.produced, 6 * 6);
+  EXPECT_EQ(counter.sampler_tokens, counter.produced);
+  EXPECT_GT(counter.sampler_executions, 0);
+  // Every prompt row and every generated token but the last went through block 0's attention:
+  // the rows the sampler took with them, which it no longer counts.
+  std::int64_t prompt_rows = 0;
+  for (const RequestSpec& r : reqs) prompt_rows += static_cast<std::int64_t>(r.prompt.size());
+  EXPECT_EQ(counter.attention_rows, prompt_rows + 6 * 5);
+}
+
 TEST_F(CoordinatorTest, TheTokenBoundRejectsLongPromptsFirst) {
   DeploymentOptions o = options(1024, 1);
   o.coordinator.max_waiting_tokens = 20;

@@ -147,6 +147,8 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_EQ(s.requests_arrived, 2);
   EXPECT_EQ(s.requests_finished, 1);
   EXPECT_EQ(s.requests_rejected, 1);
+  // Its summary windows carry no token count: the request events give it.
+  EXPECT_EQ(s.token_windows, 0);
   EXPECT_EQ(s.tokens_generated, 20);
   EXPECT_DOUBLE_EQ(s.tokens_per_s, 20);
   EXPECT_DOUBLE_EQ(s.requests_per_s, 1);
@@ -185,6 +187,39 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_NE(text.find("median p50 2.00 ms, worst p99 9.00 ms"), std::string::npos) << text;
   EXPECT_NE(text.find("       1       0        300     2.40            2.40"), std::string::npos) << text;
   EXPECT_NE(text.find("recording: complete"), std::string::npos) << text;
+  EXPECT_NE(text.find("20 tokens generated (from request events"), std::string::npos) << text;
+}
+
+// A recording that stops while its requests run: the request events know one token of each
+// (their first), the engine's windows every token sampled.
+TEST(TraceSummary, TokensComeFromTheEnginesWindowsWhenRecorded) {
+  TempDir dir;
+  RecorderOptions options;
+  options.path = dir / "running.db";
+  options.device_names = {"a0"};
+  auto recorder = TraceRecorder::open(options);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  const std::vector<Span> spans = {compute(0, 1000 * kMs, 0, SpanKind::Attention, 12)};
+  (*recorder)->add(spans);
+  const std::vector<RequestEvent> requests = {
+      request(0, 1, RequestPhase::Arrival, 0), request(100 * kMs, 1, RequestPhase::FirstToken, 1),
+      request(0, 2, RequestPhase::Arrival, 0), request(200 * kMs, 2, RequestPhase::FirstToken, 1)};
+  (*recorder)->add(requests);
+  (*recorder)->add_json(Topic::Summary, R"({"t_begin_ns":0,"t_end_ns":500000000,"tokens_generated":30})");
+  (*recorder)->add_json(Topic::Summary, R"({"t_begin_ns":500000000,"t_end_ns":1000000000,"tokens_generated":50})");
+  ASSERT_TRUE((*recorder)->stop().ok());
+  auto reader = TraceReader::open(options.path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto summary = summarize_trace(**reader);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->requests_arrived, 2);
+  EXPECT_EQ(summary->requests_finished, 0);
+  EXPECT_EQ(summary->token_windows, 2);
+  EXPECT_EQ(summary->tokens_generated, 80);
+  EXPECT_DOUBLE_EQ(summary->tokens_per_s, 80);
+  const std::string text = format_trace_summary(*summary);
+  EXPECT_NE(text.find("80 tokens generated (counted by the engine in 2 summary windows)"), std::string::npos) << text;
+  EXPECT_NE(text.find("throughput: 80.0 tokens/s"), std::string::npos) << text;
 }
 
 TEST(ChromeTrace, ExportParsesAndHoldsTheEvents) {
