@@ -62,8 +62,12 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
       if (r < d.stall.size()) d.stall[r] += dur;
     } else {
       d.busy += dur;
-      ++d.executions;
-      rows[s.device] += s.tokens;
+      // Executions as the engine's device table counts them: a token-pool merge and a findep
+      // shared expert are busy time over rows an execution already counted.
+      if (s.kind == SpanKind::Attention || s.kind == SpanKind::Expert || s.kind == SpanKind::Sampler) {
+        ++d.executions;
+        rows[s.device] += s.tokens;
+      }
     }
   }
   for (auto& [index, d] : devices) {

@@ -152,9 +152,9 @@ void TelemetryBridge::on_execution(std::int32_t device, LayerKind kind, std::int
 
 void TelemetryBridge::on_shared_expert(std::int32_t device, std::int32_t block, std::int32_t group,
                                        std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns) {
-  DeviceWindow& w = compute_span(tm::SpanKind::SharedExpert, device, block, -1, group, tokens, start_ns, end_ns);
-  ++w.executions;
-  w.rows += tokens;
+  // Busy, not an execution: its rows were counted by the attention execution (as the metrics'
+  // device table counts them).
+  compute_span(tm::SpanKind::SharedExpert, device, block, -1, group, tokens, start_ns, end_ns);
 }
 
 void TelemetryBridge::on_merge(std::int32_t device, std::int32_t block, std::int64_t tokens, std::int64_t start_ns,

@@ -20,6 +20,7 @@
 #include "telemetry/subscriber.h"
 #include "telemetry/telemetry_hub.h"
 #include "telemetry/trace_reader.h"
+#include "telemetry/trace_summary.h"
 
 namespace sy {
 namespace {
@@ -343,6 +344,14 @@ TEST_F(ControlCommandsTest, SummariesCountShipmentsAndQueueWaits) {
         << "device " << i;
     EXPECT_DOUBLE_EQ(wait_max_ms[i], u.queue_wait_max_ms) << "device " << i;
     EXPECT_GT(executions[i], 0) << "device " << i;
+    EXPECT_EQ(executions[i], u.executions) << "device " << i << ": the live view and the device table count differently";
+  }
+  // `trace summarize` counts from the spans what the device table counts.
+  auto summary = telemetry::summarize_trace(**trace);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  for (const telemetry::DeviceSummary& d : summary->devices) {
+    ASSERT_LT(static_cast<std::size_t>(d.device), D);
+    EXPECT_EQ(d.executions, whole.devices[static_cast<std::size_t>(d.device)].executions) << "device " << d.device;
   }
 }
 

@@ -190,6 +190,32 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_NE(text.find("20 tokens generated (from request events"), std::string::npos) << text;
 }
 
+// Executions as the engine's device table counts them: a token-pool merge and a findep shared
+// expert are busy time over rows an attention or expert execution counted already.
+TEST(TraceSummary, MergesAndSharedExpertsAreBusyButNoExecutions) {
+  TempDir dir;
+  RecorderOptions options;
+  options.path = dir / "merges.db";
+  options.device_names = {"a0"};
+  auto recorder = TraceRecorder::open(options);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  const std::vector<Span> spans = {
+      compute(0, 100 * kMs, 0, SpanKind::Attention, 10),    compute(100 * kMs, 150 * kMs, 0, SpanKind::SharedExpert, 10),
+      compute(150 * kMs, 200 * kMs, 0, SpanKind::Merge, 10), compute(200 * kMs, 250 * kMs, 0, SpanKind::Sampler, 2),
+      compute(250 * kMs, 1000 * kMs, 0, SpanKind::Stall, 0, StallReason::QueueEmpty)};
+  (*recorder)->add(spans);
+  ASSERT_TRUE((*recorder)->stop().ok());
+  auto reader = TraceReader::open(options.path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto summary = summarize_trace(**reader);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  ASSERT_EQ(summary->devices.size(), 1u);
+  const DeviceSummary& d = summary->devices[0];
+  EXPECT_DOUBLE_EQ(d.busy, 0.25);
+  EXPECT_EQ(d.executions, 2);
+  EXPECT_DOUBLE_EQ(d.rows_per_execution, 6);
+}
+
 // A recording that stops while its requests run: the request events know one token of each
 // (their first), the engine's windows every token sampled.
 TEST(TraceSummary, TokensComeFromTheEnginesWindowsWhenRecorded) {
