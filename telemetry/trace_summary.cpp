@@ -74,6 +74,9 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
     if (d.name.empty()) d.name = "device" + std::to_string(index);
     d.busy /= window_ns;
     for (double& x : d.stall) x /= window_ns;
+    double accounted = d.busy;
+    for (double x : d.stall) accounted += x;
+    d.host = accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0;
     d.rows_per_execution = d.executions > 0 ? static_cast<double>(rows[index]) / static_cast<double>(d.executions) : 0;
     d.executions_per_s = static_cast<double>(d.executions) / (window_ns / 1e9);
     d.rows_per_transfer = d.transfers > 0 ? static_cast<double>(carried[index]) / static_cast<double>(d.transfers) : 0;
@@ -259,11 +262,12 @@ std::string format_trace_summary(const TraceSummary& s) {
   if (!dropped.empty() && dropped != "0") out += "recording dropped " + dropped + " records (writer behind)\n";
 
   out += "\ndevices (fraction of the window)\n";
-  out += fmt("  %-12s %7s %12s %8s %9s %8s %11s %10s %9s %10s %10s\n", "device", "busy", "queue_empty", "barrier",
-             "transfer", "weights", "executions", "rows/exec", "exec/s", "transfers", "rows/xfer");
+  out += fmt("  %-12s %7s %12s %8s %9s %8s %7s %11s %10s %9s %10s %10s\n", "device", "busy", "queue_empty", "barrier",
+             "transfer", "weights", "host", "executions", "rows/exec", "exec/s", "transfers", "rows/xfer");
   for (const DeviceSummary& d : s.devices) {
-    out += fmt("  %-12s %6.1f%% %11.1f%% %7.1f%% %8.1f%% %7.1f%% %11lld %10.1f %9.0f %10lld %10.1f\n", d.name.c_str(),
-               100 * d.busy, 100 * d.stall[1], 100 * d.stall[2], 100 * d.stall[3], 100 * d.stall[4],
+    out += fmt("  %-12s %6.1f%% %11.1f%% %7.1f%% %8.1f%% %7.1f%% %6.1f%% %11lld %10.1f %9.0f %10lld %10.1f\n",
+               d.name.c_str(), 100 * d.busy, 100 * d.stall[1], 100 * d.stall[2], 100 * d.stall[3], 100 * d.stall[4],
+               100 * d.host,
                static_cast<long long>(d.executions), d.rows_per_execution, d.executions_per_s,
                static_cast<long long>(d.transfers), d.rows_per_transfer);
   }

@@ -27,7 +27,10 @@ struct DeviceSummary {
   // Fractions of the trace window spent on the compute lane.
   double busy = 0;
   std::array<double, 5> stall{};  // by StallReason (index 0, None, stays 0)
-  std::int64_t executions = 0;    // non-stall compute spans
+  // The rest (busy + stalls + host = 1): on the cpu and cuda backends the dispatch latency
+  // between the engine's loop and the device, before an execution starts and after it ends.
+  double host = 0;
+  std::int64_t executions = 0;    // attention, expert and sampler spans
   double rows_per_execution = 0;  // their mean tokens
   double executions_per_s = 0;    // executions / the window
   std::int64_t transfers = 0;     // Transfer spans on its Send lane: shipments to other devices

@@ -89,6 +89,11 @@ std::string DeviceActivity::main_stall() const {
   return best->first > 0 ? best->second : "";
 }
 
+double DeviceActivity::host() const {
+  const double rest = 1.0 - busy - stall_queue_empty - stall_barrier - stall_transfer - stall_weights;
+  return seconds > 0 && rest > 1e-6 ? rest : 0.0;
+}
+
 ActivityTable device_activity(const std::vector<const SummaryPoint*>& points, const RunMeta* meta,
                               std::int64_t t0_ns, std::int64_t t1_ns) {
   ActivityTable table;

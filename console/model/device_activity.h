@@ -29,6 +29,9 @@ struct DeviceActivity {
   double queue_wait_max_ms = 0;
   // The largest stall's name ("queue_empty", "barrier", "transfer", "weights"), or "" if none.
   std::string main_stall() const;
+  // The rest of the time, neither busy nor stalled: on the cpu and cuda backends the dispatch
+  // latency between the engine's loop and the device (0 on the sim).
+  double host() const;
 };
 
 struct ActivityGroup {

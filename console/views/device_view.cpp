@@ -50,9 +50,9 @@ void row(const DeviceActivity& d, const char* label, bool group) {
     ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::stall_reason(reason_of(stall))), "%s %.0f%%",
                        stall.c_str(), 100 * stall_share(d, stall));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("queue_empty %.1f%%  barrier %.1f%%  transfer %.1f%%  weights %.1f%%",
+      ImGui::SetTooltip("queue_empty %.1f%%  barrier %.1f%%  transfer %.1f%%  weights %.1f%%  host %.1f%%",
                         100 * d.stall_queue_empty, 100 * d.stall_barrier, 100 * d.stall_transfer,
-                        100 * d.stall_weights);
+                        100 * d.stall_weights, 100 * d.host());
   }
   ImGui::TableNextColumn();
   ImGui::Text("%.0f", d.executions_per_s);
@@ -101,7 +101,9 @@ void DeviceView::draw(const ConsoleModel& model, ViewState& state) {
         "Few rows per execution at many executions per second is batch fragmentation: an execution\n"
         "of a small batch costs about what a full one does (the weights are read either way).\n"
         "sends: shipments to other devices; wait: how long the oldest row of each batch taken\n"
-        "from a μ-queue had waited there (head-of-line queueing delay).");
+        "from a μ-queue had waited there (head-of-line queueing delay). Busy and the stalls leave\n"
+        "host time (in a stall's tooltip): on the cpu and cuda backends the dispatch latency between\n"
+        "the engine's loop and the device, before an execution starts and after it ends.");
 
   constexpr int kColumns = 9;
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |

@@ -323,6 +323,10 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
     if (d < devices_.size()) {
       u.busy = fraction(devices_[d].busy);
       for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
+      double accounted = u.busy;
+      for (double s : u.stall) accounted += s;
+      // Rounding of the fractions aside: a remainder under a microsecond per second is none.
+      u.host = span > 0 && accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0;
       std::int64_t rows = 0;
       const auto& ex = devices_[d].executions;
       auto it = devices_[d].executions_ordered
@@ -402,6 +406,7 @@ nlohmann::json to_json(const MetricsReport& r) {
     devices.push_back({{"name", d.name},
                        {"busy", d.busy},
                        {"stall", std::move(stall)},
+                       {"host", d.host},
                        {"executions", d.executions},
                        {"rows_per_execution", d.rows_per_execution},
                        {"executions_per_s", d.executions_per_s},
@@ -437,6 +442,7 @@ std::string format_table(const MetricsReport& r) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> header = {"device", "busy"};
     for (StallReason s : kStallReasons) header.push_back("stall:" + std::string(stall_reason_name(s)));
+    header.push_back("host");
     header.push_back("executions");
     header.push_back("rows/exec");
     header.push_back("exec/s");
@@ -447,6 +453,7 @@ std::string format_table(const MetricsReport& r) {
     for (const DeviceUsage& d : r.devices) {
       std::vector<std::string> row = {d.name, percent(d.busy)};
       for (double s : d.stall) row.push_back(percent(s));
+      row.push_back(percent(d.host));
       row.push_back(std::to_string(d.executions));
       row.push_back(fixed(d.rows_per_execution, 1));
       row.push_back(fixed(d.executions_per_s, 0));

@@ -40,6 +40,11 @@ struct DeviceUsage {
   std::string name;
   double busy = 0.0;  // fraction of the window covered by executions
   std::array<double, kStallReasons.size()> stall{};  // fraction stalled, per kStallReasons entry
+  // The rest of the window (busy + stalls + host = 1): neither executing nor stalled for one of
+  // the runtime's reasons. On the cpu and cuda backends, the dispatch latency between the loop
+  // starting an execution and the device starting it, and between the device finishing and the
+  // loop taking its result; on the sim, whose executions start and end on the loop's clock, 0.
+  double host = 0.0;
   std::int64_t executions = 0;  // executions that ended in the window
   double rows_per_execution = 0;  // their mean token rows: how well the device batches
   double executions_per_s = 0;    // executions / the window

@@ -88,9 +88,18 @@ TEST(DeviceActivity, WeighsRatesByTimeAndRowsByExecutions) {
   EXPECT_NEAR(a.queue_wait_mean_ms, (100.0 * 1 + 100 * 3) / 200, 1e-12);
   EXPECT_DOUBLE_EQ(a.queue_wait_max_ms, 9);
   EXPECT_EQ(a.main_stall(), "transfer");
+  EXPECT_DOUBLE_EQ(a.host(), 0);  // busy and stalled all along
   const DeviceActivity& e = t.devices[1];
   EXPECT_FALSE(e.attention);
   EXPECT_EQ(e.main_stall(), "queue_empty");  // 0.45 s against 0.3 s of barrier
+  EXPECT_DOUBLE_EQ(e.host(), 0);
+  // A window of a real backend: 30 % busy, 20 % stalled, the rest waiting on the host.
+  SummaryStore real;
+  real.add(parse(R"({"t_begin_ns": 0, "t_end_ns": 1000000000, "devices": [
+      {"device": 0, "busy": 0.3, "stall": {"queue_empty": 0.2}, "executions": 10, "rows_per_execution": 4}]})"));
+  const ActivityTable r = device_activity(pointers(real), &meta, 0, 1'000'000'000);
+  ASSERT_FALSE(r.devices.empty());
+  EXPECT_NEAR(r.devices[0].host(), 0.5, 1e-12);
 
   ASSERT_EQ(t.groups.size(), 2u);
   EXPECT_EQ(t.groups[0].label, "attention");

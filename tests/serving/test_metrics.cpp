@@ -270,16 +270,17 @@ TEST(Metrics, TableIsAligned) {
   std::getline(lines, row0);
   std::getline(lines, row1);
   EXPECT_EQ(header,
-            "device               busy  stall:queue_empty  stall:barrier  stall:transfer  stall:weights  executions  rows/exec"
-            "  exec/s"
+            "device               busy  stall:queue_empty  stall:barrier  stall:transfer  stall:weights   host  executions"
+            "  rows/exec  exec/s"
             "  wait ms  transfers  rows/xfer");
+  // host: the rest of the window, neither busy nor stalled.
   EXPECT_EQ(row0,
-            "gpu0                50.0%               0.0%           0.0%            0.0%           0.0%           0        0.0"
-            "       0"
+            "gpu0                50.0%               0.0%           0.0%            0.0%           0.0%  50.0%           0"
+            "        0.0       0"
             "     0.00          0        0.0");
   EXPECT_EQ(row1,
-            "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0.0%           0        0.0"
-            "       0"
+            "a-much-longer-name   0.0%               0.0%          25.0%            0.0%           0.0%  75.0%           0"
+            "        0.0       0"
             "     0.00          0        0.0");
   EXPECT_EQ(row0.size(), header.size());
 }
@@ -294,7 +295,9 @@ TEST(Metrics, ExecutionsAndRowsPerExecutionCountByEndTime) {
   EXPECT_EQ(r.devices[0].executions, 2);
   EXPECT_DOUBLE_EQ(r.devices[0].rows_per_execution, 6.0);
   EXPECT_DOUBLE_EQ(r.devices[0].busy, 1.0);
+  EXPECT_DOUBLE_EQ(r.devices[0].host, 0.0);
   EXPECT_EQ(to_json(r)["devices"][0]["executions"], 2);
+  EXPECT_EQ(to_json(r)["devices"][0]["host"], 0.0);
   EXPECT_DOUBLE_EQ(r.devices[0].executions_per_s, 20.0);
 }
 

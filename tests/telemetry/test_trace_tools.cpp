@@ -133,6 +133,8 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_DOUBLE_EQ(e0.busy, 0.25);
   EXPECT_DOUBLE_EQ(e0.stall[static_cast<int>(StallReason::Transfer)], 0.5);
   EXPECT_EQ(e0.executions, 1);
+  EXPECT_DOUBLE_EQ(a0.host, 0);
+  EXPECT_DOUBLE_EQ(e0.host, 0.25);
   // Where async loses: executions per second, transfers sent, the sampled μ-queues.
   EXPECT_DOUBLE_EQ(a0.executions_per_s, 2);
   EXPECT_EQ(a0.transfers, 0);
@@ -176,9 +178,12 @@ TEST(TraceSummary, NumbersOnKnownData) {
   const std::string text = format_trace_summary(s);
   EXPECT_NE(text.find("window: 1.000 s (0.000 to 1.000 s of run time, clock virtual)"), std::string::npos) << text;
   EXPECT_NE(text.find("model: tiny"), std::string::npos) << text;
-  EXPECT_NE(text.find("  a0             60.0%        30.0%    10.0%      0.0%     0.0%           2       20.0         2          0"
-                      "        0.0"),
+  EXPECT_NE(text.find("  a0             60.0%        30.0%    10.0%      0.0%     0.0%    0.0%           2       20.0         2"
+                      "          0        0.0"),
             std::string::npos)
+      << text;
+  // e0 is neither busy nor stalled for the last quarter: host time.
+  EXPECT_NE(text.find("  e0             25.0%         0.0%     0.0%     50.0%     0.0%   25.0%           1"), std::string::npos)
       << text;
   EXPECT_NE(text.find("throughput: 20.0 tokens/s, 1.00 requests/s"), std::string::npos) << text;
   EXPECT_NE(text.find("  time to first token           2    200.00    100.00    300.00    300.00    300.00"),
