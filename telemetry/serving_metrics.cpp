@@ -32,6 +32,10 @@ ServingMetrics::ServingMetrics(PrometheusRegistry& r)
       busy_(r.gauge("switchyard_device_busy_ratio", "Fraction of the last window a device computed.", {"device"})),
       stall_(r.gauge("switchyard_device_stall_ratio", "Fraction of the last window a device stalled, by reason.",
                      {"device", "reason"})),
+      host_(r.gauge("switchyard_device_host_ratio",
+                    "Fraction of the last window a device was neither busy nor stalled: dispatch latency between "
+                    "the engine's loop and the device.",
+                    {"device"})),
       imbalance_(r.gauge("switchyard_expert_load_imbalance", "Max over mean tokens per expert in the last window.",
                          {"block"})) {}
 
@@ -59,9 +63,18 @@ void ServingMetrics::on_summary(const nlohmann::json& s) {
       const std::string label = device_label(d["device"].get<std::int64_t>());
       if (number(d, "busy")) busy_.with({label}).set(d["busy"].get<double>());
       if (d.contains("stall") && d["stall"].is_object()) {
+        double accounted = number(d, "busy") ? d["busy"].get<double>() : 0.0;
+        bool whole = number(d, "busy");
         for (const auto& [reason, value] : d["stall"].items()) {
-          if (value.is_number()) stall_.with({label, reason}).set(value.get<double>());
+          if (!value.is_number()) {
+            whole = false;
+            continue;
+          }
+          stall_.with({label, reason}).set(value.get<double>());
+          accounted += value.get<double>();
         }
+        // What busy and the stalls leave: only from a device whose shares are all numbers.
+        if (whole) host_.with({label}).set(accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0);
       }
     }
   }

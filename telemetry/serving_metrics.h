@@ -54,6 +54,7 @@ class ServingMetrics {
   Family<Gauge>& queue_depth_;
   Family<Gauge>& busy_;
   Family<Gauge>& stall_;
+  Family<Gauge>& host_;
   Family<Gauge>& imbalance_;
 };
 

@@ -169,11 +169,17 @@ TEST(ServingMetrics, FollowsTheSummaryObjects) {
            "switchyard_device_busy_ratio{device=\"7\"} 0.5",
            "switchyard_device_stall_ratio{device=\"a0\",reason=\"queue_empty\"} 0.125",
            "switchyard_device_stall_ratio{device=\"a0\",reason=\"weights\"} 0",
+           "switchyard_device_host_ratio{device=\"a0\"} 0",
            "switchyard_expert_load_imbalance{block=\"1\"} 2.25"}) {
     EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
   }
   EXPECT_EQ(text.find("reason=\"transfer\"} n/a"), std::string::npos);
   EXPECT_EQ(text.find("device=\"7\",reason"), std::string::npos);
+  EXPECT_EQ(text.find("switchyard_device_host_ratio{device=\"7\"}"), std::string::npos);  // a stall share unknown
+
+  // A window of a real backend: the rest of it went to the host.
+  metrics.on_summary(nlohmann::json::parse(R"({"devices":[{"device":1,"busy":0.25,"stall":{"queue_empty":0.25}}]})"));
+  EXPECT_TRUE(has_line(registry.render(), "switchyard_device_host_ratio{device=\"e0\"} 0.5")) << registry.render();
 }
 
 TEST(MetricsHttpServer, ServesTheRegistryOverHttp) {
