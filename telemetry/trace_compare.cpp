@@ -47,6 +47,8 @@ RunProfile profile_windows(const std::vector<SpanWindow>& windows, std::vector<s
     d.sampled_per_s = static_cast<double>(s.compute.sampled_tokens) / seconds;
     d.busy_share = static_cast<double>(s.compute.busy_ns()) / ns;
     d.stall_share = static_cast<double>(s.compute.stalled_ns()) / ns;
+    const double rest = 1.0 - d.busy_share - d.stall_share;
+    d.host_share = rest > 1e-6 ? rest : 0.0;
     for (std::size_t r = 0; r < kStallReasons; ++r) d.stall_by_reason[r] = static_cast<double>(s.compute.stall_ns[r]) / ns;
     d.mean_queued_tokens = static_cast<double>(s.compute.queue_token_ns) / ns;
     d.link_busy_share = static_cast<double>(s.send.busy_ns()) / ns;
@@ -148,6 +150,11 @@ std::string format_comparison(const RunProfile& a, const RunProfile& b) {
       if (std::abs(delta) < 0.0005) continue;
       if (!reasons.empty()) reasons += ", ";
       reasons += std::string(stall_reason_name(static_cast<StallReason>(r))) + " " + points(x.stall_by_reason[r], y.stall_by_reason[r]);
+    }
+    // Host time changes as stalls do, and a real backend's may be most of what moved.
+    if (std::abs(y.host_share - x.host_share) >= 0.0005) {
+      if (!reasons.empty()) reasons += ", ";
+      reasons += "host " + points(x.host_share, y.host_share);
     }
     const std::string name = d.name + (d.a == nullptr ? " (B only)" : d.b == nullptr ? " (A only)" : "");
     std::snprintf(line, sizeof line, "%-14s %12.0f %12.0f %7s | %5.1f%% %5.1f%% %6s | %6.1f%% %6.1f%% %6s | %8.1f %8.1f %7s | %s\n",

@@ -22,6 +22,9 @@ struct DeviceProfile {
   double sampled_per_s = 0;    // tokens it sampled per second (attention ranks): the run's output
   double busy_share = 0;       // compute lane time covered by executions
   double stall_share = 0;      // compute lane time stalled
+  // Neither busy nor stalled (the rest): on the cpu and cuda backends the dispatch latency
+  // between the engine's loop and the device; 0 on the sim.
+  double host_share = 0;
   std::array<double, kStallReasons> stall_by_reason{};  // shares of the run's time, by reason
   double mean_queued_tokens = 0;  // tokens waiting in its μ-queues, time-averaged
   double link_busy_share = 0;    // send lane time busy (its outgoing links)

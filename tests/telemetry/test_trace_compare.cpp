@@ -12,8 +12,9 @@ using testing::TempDir;
 
 // Ten seconds of two devices: device 0 works `busy` of each 10 ms (rows of 8 tokens, a
 // sampler span of 2 tokens every 10 ms) and stalls at a barrier the rest; device 1 only stalls
-// on an empty queue. Device 0 has `queued` tokens waiting throughout.
-void record(const std::filesystem::path& path, double busy, std::int64_t queued, bool windows) {
+// on an empty queue. Device 0 has `queued` tokens waiting throughout; after each of its
+// executions it waits `host` of the 10 ms on the host (neither busy nor stalled).
+void record(const std::filesystem::path& path, double busy, std::int64_t queued, bool windows, double host = 0) {
   RecorderOptions o;
   o.path = path;
   o.span_windows = windows;
@@ -23,6 +24,7 @@ void record(const std::filesystem::path& path, double busy, std::int64_t queued,
   std::vector<Span> spans;
   std::vector<QueueSample> queues;
   const std::int64_t step = 10'000'000, work = static_cast<std::int64_t>(busy * static_cast<double>(step));
+  const auto gap = static_cast<std::int64_t>(host * static_cast<double>(step));
   for (std::int64_t t = 0; t < 10'000'000'000; t += step) {
     Span s;
     s.device = 0;
@@ -36,7 +38,7 @@ void record(const std::filesystem::path& path, double busy, std::int64_t queued,
     s.kind = SpanKind::Sampler;
     s.tokens = 2;
     spans.push_back(s);
-    s.start_ns = t + work;
+    s.start_ns = t + work + gap;
     s.end_ns = t + step;
     s.kind = SpanKind::Stall;
     s.stall_reason = StallReason::Barrier;
@@ -89,6 +91,27 @@ TEST(TraceCompare, ProfilesDevicesAndComparesTwoRuns) {
   EXPECT_NE(table.find("+30.0"), std::string::npos) << table;   // busy share, points
   EXPECT_NE(table.find("-30.0"), std::string::npos) << table;   // barrier stalls, points
   EXPECT_NE(table.find("3.00x"), std::string::npos) << table;   // queued tokens
+  EXPECT_DOUBLE_EQ(a0.host_share, 0);
+  EXPECT_EQ(table.find("host"), std::string::npos) << table;  // no host time in either run
+}
+
+// A run whose device waits on the host after each execution: the profile says how long, and the
+// comparison names it beside the stalls that gave it the time.
+TEST(TraceCompare, HostTimeIsWhatBusyAndTheStallsLeave) {
+  TempDir dir;
+  record(dir / "a.db", 0.5, 10, true);
+  record(dir / "b.db", 0.5, 10, true, 0.2);
+  auto ra = TraceReader::open(dir / "a.db");
+  auto rb = TraceReader::open(dir / "b.db");
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  auto a = profile_trace(**ra, "a");
+  auto b = profile_trace(**rb, "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NEAR(b->devices[0].host_share, 0.2, 0.002);
+  EXPECT_NEAR(b->devices[0].stall_by_reason[static_cast<std::size_t>(StallReason::Barrier)], 0.3, 0.002);
+  EXPECT_DOUBLE_EQ(b->devices[1].host_share, 0);
+  const std::string table = format_comparison(*a, *b);
+  EXPECT_NE(table.find("barrier -20.0, host +20.0"), std::string::npos) << table;
 }
 
 TEST(TraceCompare, ARecordingWithoutWindowsIsProfiledFromItsSpansAlike) {
