@@ -63,15 +63,19 @@ void record(const std::filesystem::path& path, double busy, std::int64_t queued,
   ASSERT_TRUE((*r)->stop().ok());
 }
 
+// The profile of the recording at `path`.
+StatusOr<RunProfile> profile_at(const std::filesystem::path& path, const char* label) {
+  auto reader = TraceReader::open(path);
+  if (!reader.ok()) return reader.status();
+  return profile_trace(**reader, label);
+}
+
 TEST(TraceCompare, ProfilesDevicesAndComparesTwoRuns) {
   TempDir dir;
   record(dir / "a.db", 0.5, 10, true);
   record(dir / "b.db", 0.8, 30, true);
-  auto ra = TraceReader::open(dir / "a.db");
-  auto rb = TraceReader::open(dir / "b.db");
-  ASSERT_TRUE(ra.ok() && rb.ok());
-  auto a = profile_trace(**ra, "a");
-  auto b = profile_trace(**rb, "b");
+  auto a = profile_at(dir / "a.db", "a");
+  auto b = profile_at(dir / "b.db", "b");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_TRUE(a->from_windows);
   ASSERT_EQ(a->devices.size(), 2u);
@@ -101,11 +105,8 @@ TEST(TraceCompare, HostTimeIsWhatBusyAndTheStallsLeave) {
   TempDir dir;
   record(dir / "a.db", 0.5, 10, true);
   record(dir / "b.db", 0.5, 10, true, 0.2);
-  auto ra = TraceReader::open(dir / "a.db");
-  auto rb = TraceReader::open(dir / "b.db");
-  ASSERT_TRUE(ra.ok() && rb.ok());
-  auto a = profile_trace(**ra, "a");
-  auto b = profile_trace(**rb, "b");
+  auto a = profile_at(dir / "a.db", "a");
+  auto b = profile_at(dir / "b.db", "b");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NEAR(b->devices[0].host_share, 0.2, 0.002);
   EXPECT_NEAR(b->devices[0].stall_by_reason[static_cast<std::size_t>(StallReason::Barrier)], 0.3, 0.002);

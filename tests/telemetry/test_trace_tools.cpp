@@ -195,24 +195,34 @@ TEST(TraceSummary, NumbersOnKnownData) {
   EXPECT_NE(text.find("20 tokens generated (from request events"), std::string::npos) << text;
 }
 
+// Records one device's spans, requests and summary windows as a trace at dir/name, and
+// summarizes it.
+StatusOr<TraceSummary> summarize_recorded(const TempDir& dir, const char* name, const std::vector<Span>& spans,
+                                          const std::vector<RequestEvent>& requests = {},
+                                          const std::vector<const char*>& summaries = {}) {
+  RecorderOptions options;
+  options.path = dir / name;
+  options.device_names = {"a0"};
+  auto recorder = TraceRecorder::open(options);
+  if (!recorder.ok()) return recorder.status();
+  (*recorder)->add(spans);
+  if (!requests.empty()) (*recorder)->add(requests);
+  for (const char* summary : summaries) (*recorder)->add_json(Topic::Summary, summary);
+  SY_RETURN_IF_ERROR((*recorder)->stop());
+  auto reader = TraceReader::open(options.path);
+  if (!reader.ok()) return reader.status();
+  return summarize_trace(**reader);
+}
+
 // Executions as the engine's device table counts them: a token-pool merge and a findep shared
 // expert are busy time over rows an attention or expert execution counted already.
 TEST(TraceSummary, MergesAndSharedExpertsAreBusyButNoExecutions) {
   TempDir dir;
-  RecorderOptions options;
-  options.path = dir / "merges.db";
-  options.device_names = {"a0"};
-  auto recorder = TraceRecorder::open(options);
-  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
-  const std::vector<Span> spans = {
-      compute(0, 100 * kMs, 0, SpanKind::Attention, 10),    compute(100 * kMs, 150 * kMs, 0, SpanKind::SharedExpert, 10),
-      compute(150 * kMs, 200 * kMs, 0, SpanKind::Merge, 10), compute(200 * kMs, 250 * kMs, 0, SpanKind::Sampler, 2),
-      compute(250 * kMs, 1000 * kMs, 0, SpanKind::Stall, 0, StallReason::QueueEmpty)};
-  (*recorder)->add(spans);
-  ASSERT_TRUE((*recorder)->stop().ok());
-  auto reader = TraceReader::open(options.path);
-  ASSERT_TRUE(reader.ok()) << reader.status().message();
-  auto summary = summarize_trace(**reader);
+  auto summary = summarize_recorded(
+      dir, "merges.db",
+      {compute(0, 100 * kMs, 0, SpanKind::Attention, 10), compute(100 * kMs, 150 * kMs, 0, SpanKind::SharedExpert, 10),
+       compute(150 * kMs, 200 * kMs, 0, SpanKind::Merge, 10), compute(200 * kMs, 250 * kMs, 0, SpanKind::Sampler, 2),
+       compute(250 * kMs, 1000 * kMs, 0, SpanKind::Stall, 0, StallReason::QueueEmpty)});
   ASSERT_TRUE(summary.ok()) << summary.status().message();
   ASSERT_EQ(summary->devices.size(), 1u);
   const DeviceSummary& d = summary->devices[0];
@@ -225,23 +235,12 @@ TEST(TraceSummary, MergesAndSharedExpertsAreBusyButNoExecutions) {
 // (their first), the engine's windows every token sampled.
 TEST(TraceSummary, TokensComeFromTheEnginesWindowsWhenRecorded) {
   TempDir dir;
-  RecorderOptions options;
-  options.path = dir / "running.db";
-  options.device_names = {"a0"};
-  auto recorder = TraceRecorder::open(options);
-  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
-  const std::vector<Span> spans = {compute(0, 1000 * kMs, 0, SpanKind::Attention, 12)};
-  (*recorder)->add(spans);
-  const std::vector<RequestEvent> requests = {
-      request(0, 1, RequestPhase::Arrival, 0), request(100 * kMs, 1, RequestPhase::FirstToken, 1),
-      request(0, 2, RequestPhase::Arrival, 0), request(200 * kMs, 2, RequestPhase::FirstToken, 1)};
-  (*recorder)->add(requests);
-  (*recorder)->add_json(Topic::Summary, R"({"t_begin_ns":0,"t_end_ns":500000000,"tokens_generated":30})");
-  (*recorder)->add_json(Topic::Summary, R"({"t_begin_ns":500000000,"t_end_ns":1000000000,"tokens_generated":50})");
-  ASSERT_TRUE((*recorder)->stop().ok());
-  auto reader = TraceReader::open(options.path);
-  ASSERT_TRUE(reader.ok()) << reader.status().message();
-  auto summary = summarize_trace(**reader);
+  auto summary = summarize_recorded(
+      dir, "running.db", {compute(0, 1000 * kMs, 0, SpanKind::Attention, 12)},
+      {request(0, 1, RequestPhase::Arrival, 0), request(100 * kMs, 1, RequestPhase::FirstToken, 1),
+       request(0, 2, RequestPhase::Arrival, 0), request(200 * kMs, 2, RequestPhase::FirstToken, 1)},
+      {R"({"t_begin_ns":0,"t_end_ns":500000000,"tokens_generated":30})",
+       R"({"t_begin_ns":500000000,"t_end_ns":1000000000,"tokens_generated":50})"});
   ASSERT_TRUE(summary.ok()) << summary.status().message();
   EXPECT_EQ(summary->requests_arrived, 2);
   EXPECT_EQ(summary->requests_finished, 0);
