@@ -94,6 +94,12 @@ double DeviceActivity::host() const {
   return seconds > 0 && rest > 1e-6 ? rest : 0.0;
 }
 
+std::string DeviceActivity::main_idle() const {
+  const double largest = std::max({stall_queue_empty, stall_barrier, stall_transfer, stall_weights});
+  const double h = host();
+  return h > 0 && h > largest ? "host" : main_stall();
+}
+
 ActivityTable device_activity(const std::vector<const SummaryPoint*>& points, const RunMeta* meta,
                               std::int64_t t0_ns, std::int64_t t1_ns) {
   ActivityTable table;

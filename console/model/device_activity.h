@@ -32,6 +32,9 @@ struct DeviceActivity {
   // The rest of the time, neither busy nor stalled: on the cpu and cuda backends the dispatch
   // latency between the engine's loop and the device (0 on the sim).
   double host() const;
+  // Where most of the time not busy went: main_stall(), or "host" where host time exceeds every
+  // stall (on a real backend, dispatch latency may outweigh the runtime's stalls).
+  std::string main_idle() const;
 };
 
 struct ActivityGroup {

@@ -30,6 +30,7 @@ double stall_share(const DeviceActivity& d, const std::string& name) {
   if (name == "barrier") return d.stall_barrier;
   if (name == "transfer") return d.stall_transfer;
   if (name == "weights") return d.stall_weights;
+  if (name == "host") return d.host();
   return 0;
 }
 
@@ -43,12 +44,13 @@ void row(const DeviceActivity& d, const char* label, bool group) {
   ImGui::TableNextColumn();
   ImGui::Text("%.0f%%", 100 * d.busy);
   ImGui::TableNextColumn();
-  const std::string stall = d.main_stall();
+  const std::string stall = d.main_idle();
   if (stall.empty()) {
     ImGui::TextDisabled("-");
   } else {
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::stall_reason(reason_of(stall))), "%s %.0f%%",
-                       stall.c_str(), 100 * stall_share(d, stall));
+    // Host time has no span of its own (nothing was recorded then): a colour apart from the stalls'.
+    const ImU32 colour = stall == "host" ? IM_COL32(120, 150, 200, 255) : palette::stall_reason(reason_of(stall));
+    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(colour), "%s %.0f%%", stall.c_str(), 100 * stall_share(d, stall));
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("queue_empty %.1f%%  barrier %.1f%%  transfer %.1f%%  weights %.1f%%  host %.1f%%",
                         100 * d.stall_queue_empty, 100 * d.stall_barrier, 100 * d.stall_transfer,

@@ -100,6 +100,9 @@ TEST(DeviceActivity, WeighsRatesByTimeAndRowsByExecutions) {
   const ActivityTable r = device_activity(pointers(real), &meta, 0, 1'000'000'000);
   ASSERT_FALSE(r.devices.empty());
   EXPECT_NEAR(r.devices[0].host(), 0.5, 1e-12);
+  EXPECT_EQ(r.devices[0].main_stall(), "queue_empty");
+  EXPECT_EQ(r.devices[0].main_idle(), "host");  // 50 % against 20 % of queue_empty
+  EXPECT_EQ(a.main_idle(), "transfer");         // no host time: the largest stall
 
   ASSERT_EQ(t.groups.size(), 2u);
   EXPECT_EQ(t.groups[0].label, "attention");
