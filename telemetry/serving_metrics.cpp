@@ -1,5 +1,7 @@
 #include "telemetry/serving_metrics.h"
 
+#include "telemetry/host_share.h"
+
 namespace sy::telemetry {
 
 namespace {
@@ -74,7 +76,7 @@ void ServingMetrics::on_summary(const nlohmann::json& s) {
           accounted += value.get<double>();
         }
         // What busy and the stalls leave: only from a device whose shares are all numbers.
-        if (whole) host_.with({label}).set(accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0);
+        if (whole) host_.with({label}).set(host_share(accounted));
       }
     }
   }

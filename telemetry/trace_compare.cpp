@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "telemetry/host_share.h"
+
 namespace sy::telemetry {
 
 double RunProfile::sampled_per_s() const {
@@ -47,8 +49,7 @@ RunProfile profile_windows(const std::vector<SpanWindow>& windows, std::vector<s
     d.sampled_per_s = static_cast<double>(s.compute.sampled_tokens) / seconds;
     d.busy_share = static_cast<double>(s.compute.busy_ns()) / ns;
     d.stall_share = static_cast<double>(s.compute.stalled_ns()) / ns;
-    const double rest = 1.0 - d.busy_share - d.stall_share;
-    d.host_share = rest > 1e-6 ? rest : 0.0;
+    d.host_share = host_share(d.busy_share + d.stall_share);
     for (std::size_t r = 0; r < kStallReasons; ++r) d.stall_by_reason[r] = static_cast<double>(s.compute.stall_ns[r]) / ns;
     d.mean_queued_tokens = static_cast<double>(s.compute.queue_token_ns) / ns;
     d.link_busy_share = static_cast<double>(s.send.busy_ns()) / ns;

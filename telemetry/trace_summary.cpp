@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "telemetry/host_share.h"
+
 namespace sy::telemetry {
 
 LatencyStats latency_stats(std::vector<double> v) {
@@ -76,7 +78,7 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
     for (double& x : d.stall) x /= window_ns;
     double accounted = d.busy;
     for (double x : d.stall) accounted += x;
-    d.host = accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0;
+    d.host = host_share(accounted);
     d.rows_per_execution = d.executions > 0 ? static_cast<double>(rows[index]) / static_cast<double>(d.executions) : 0;
     d.executions_per_s = static_cast<double>(d.executions) / (window_ns / 1e9);
     d.rows_per_transfer = d.transfers > 0 ? static_cast<double>(carried[index]) / static_cast<double>(d.transfers) : 0;

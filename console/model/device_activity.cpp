@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "telemetry/host_share.h"
+
 namespace sy::console {
 namespace {
 
@@ -90,8 +92,8 @@ std::string DeviceActivity::main_stall() const {
 }
 
 double DeviceActivity::host() const {
-  const double rest = 1.0 - busy - stall_queue_empty - stall_barrier - stall_transfer - stall_weights;
-  return seconds > 0 && rest > 1e-6 ? rest : 0.0;
+  if (seconds <= 0) return 0.0;
+  return telemetry::host_share(busy + stall_queue_empty + stall_barrier + stall_transfer + stall_weights);
 }
 
 std::string DeviceActivity::main_idle() const {

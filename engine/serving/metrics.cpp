@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include "telemetry/host_share.h"
+
 namespace sy {
 namespace {
 
@@ -325,8 +327,7 @@ MetricsReport MetricsCollector::report(std::int64_t t_begin, std::int64_t t_end)
       for (std::size_t s = 0; s < kStallReasons.size(); ++s) u.stall[s] = fraction(devices_[d].stall[s]);
       double accounted = u.busy;
       for (double s : u.stall) accounted += s;
-      // Rounding of the fractions aside: a remainder under a microsecond per second is none.
-      u.host = span > 0 && accounted < 1.0 - 1e-6 ? 1.0 - accounted : 0.0;
+      if (span > 0) u.host = telemetry::host_share(accounted);
       std::int64_t rows = 0;
       const auto& ex = devices_[d].executions;
       auto it = devices_[d].executions_ordered
