@@ -574,8 +574,9 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
     SY_RETURN_IF_ERROR(rmsnorm(r.q, w.q_norm, n * c.num_heads, c.head_dim, r.q));
     SY_RETURN_IF_ERROR(rmsnorm(r.k, w.k_norm, n * c.num_kv_heads, c.head_dim, r.k));
   }
-  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.q, n, c.num_heads, c.head_dim, model_->inv_freq(), r.pos, stream_));
-  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.k, n, c.num_kv_heads, c.head_dim, model_->inv_freq(), r.pos, stream_));
+  const float rope_scale = model_->rope_attention_scaling();
+  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.q, n, c.num_heads, c.head_dim, model_->inv_freq(), r.pos, rope_scale, stream_));
+  SY_RETURN_IF_ERROR(kernels::rope_cuda(r.k, n, c.num_kv_heads, c.head_dim, model_->inv_freq(), r.pos, rope_scale, stream_));
   const kernels::KvLayerView view{kv_k_ + block * kv_layer_floats_, kv_v_ + block * kv_layer_floats_,
                                   options_.kv_pages + 1, options_.page_size, c.num_kv_heads, c.head_dim};
   SY_RETURN_IF_ERROR(kernels::kv_cache_write_cuda(view, r.tables, r.stride, r.seq, r.pos, n, r.k, r.v, stream_));

@@ -125,7 +125,7 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
       host, needs, [&](const kernels::WeightView& m) { plan.add(m.data, bytes_of(m)); },
       [&](const VectorView& v) { plan.add(v.data, bytes_of(v)); },
       [&](const float* b, std::int64_t n) { plan.add(b, n * 4); });
-  const kernels::Rope rope(c.head_dim, c.rope_theta);
+  const kernels::Rope rope = c.rope();
   const std::int64_t freq_at = plan.total();
   const std::int64_t total = freq_at + aligned(static_cast<std::int64_t>(rope.inv_freq().size()) * 4);
 
@@ -208,6 +208,7 @@ StatusOr<std::shared_ptr<const DeviceModel>> DeviceModel::upload(const ModelWeig
   model->lm_head_ = matrix(host.lm_head());
   model->final_norm_ = vector(host.final_norm());
   model->inv_freq_ = reinterpret_cast<const float*>(base + freq_at);
+  model->rope_attention_scaling_ = rope.attention_scaling();
   model->layers_.resize(static_cast<std::size_t>(c.num_layers));
   for (std::int32_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& h = host.layer(l);

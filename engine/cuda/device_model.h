@@ -45,6 +45,8 @@ class DeviceModel {
   const LayerWeights& layer(std::int32_t i) const { return layers_[static_cast<std::size_t>(i)]; }
   // RoPE's inverse frequencies (head_dim / 2 floats, kernels::Rope's), on the device.
   const float* inv_freq() const { return inv_freq_; }
+  // The factor RoPE's cos and sin are scaled by (kernels::Rope::attention_scaling).
+  float rope_attention_scaling() const { return rope_attention_scaling_; }
   // The weights' element type (one per model: linear layers run in it).
   kernels::DType dtype() const { return dtype_; }
 
@@ -57,6 +59,7 @@ class DeviceModel {
   VectorView final_norm_;
   std::vector<LayerWeights> layers_;
   const float* inv_freq_ = nullptr;
+  float rope_attention_scaling_ = 1.0f;
   kernels::DType dtype_ = kernels::DType::BF16;
 };
 

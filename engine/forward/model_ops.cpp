@@ -31,7 +31,7 @@ void run_ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* r
 }  // namespace
 
 ModelOps::ModelOps(std::shared_ptr<const ModelWeights> weights)
-    : weights_(std::move(weights)), rope_(weights_->config().head_dim, weights_->config().rope_theta) {}
+    : weights_(std::move(weights)), rope_(weights_->config().rope()) {}
 
 void ModelOps::embed(const std::int32_t* tokens, std::int64_t n, float* hidden) const {
   const auto& table = weights_->embed_tokens();

@@ -4,6 +4,7 @@
 // default.
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +14,8 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -180,31 +183,103 @@ class Reader {
     lhs = *sy_v_;                           \
   } while (0)
 
-// A rope_scaling / rope_parameters object is acceptable only when it asks for plain RoPE.
-Status check_rope_object(const Reader& r, const char* key, double* theta) {
+// rope_scaling (transformers 4) or rope_parameters (transformers 5), read as transformers'
+// standardize_rope_params reads them: a non-empty rope_scaling replaces rope_parameters; the
+// object's rope_theta overrides the top-level one; yarn and llama3 take their pretraining
+// context from max_position_embeddings when the object does not say. Keys a type does not use
+// are refused (transformers only warns): the model they describe is not the one we would run.
+Status read_rope(const Reader& r, ModelConfig* c) {
+  const char* key = nullptr;
+  if (r.has("rope_scaling") && !(r.at("rope_scaling").is_object() && r.at("rope_scaling").empty())) {
+    key = "rope_scaling";
+  } else if (r.has("rope_parameters")) {
+    key = "rope_parameters";
+  }
+  if (key == nullptr) return Status::Ok();
   const json& v = r.at(key);
   if (!v.is_object()) return r.bad(key, "must be an object or null");
+  const Reader o(v, std::string(key) + " of " + r.source());
+
   std::string type = "default";
   for (const char* type_key : {"rope_type", "type"}) {
-    if (v.contains(type_key) && !v.at(type_key).is_null()) {
-      if (!v.at(type_key).is_string()) return r.bad(key, "has a non-string " + std::string(type_key));
-      type = v.at(type_key).get<std::string>();
-    }
+    if (!o.has(type_key)) continue;
+    if (!o.at(type_key).is_string()) return o.bad(type_key, "must be a string");
+    type = o.at(type_key).get<std::string>();
+    break;
   }
-  if (type != "default") {
-    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " asks for rope_type '" + type +
-                         "': RoPE scaling is not supported (only plain rotary embeddings); got " + v.dump());
+  RopeScaling& s = c->rope_scaling;
+  s = RopeScaling{};
+  std::vector<std::string> known = {"rope_type", "type", "rope_theta", "partial_rotary_factor"};
+  if (type == "default") {
+  } else if (type == "linear") {
+    s.type = RopeType::Linear;
+    known.insert(known.end(), {"factor"});
+  } else if (type == "yarn") {
+    s.type = RopeType::Yarn;
+    known.insert(known.end(), {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
+                               "mscale", "mscale_all_dim", "truncate"});
+  } else if (type == "llama3") {
+    s.type = RopeType::Llama3;
+    known.insert(known.end(), {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"});
+  } else {
+    const bool runtime = type == "dynamic" || type == "longrope";
+    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " asks for rope_type '" + type + "': " +
+                         (runtime ? "its frequencies change with the length of the batch at run time, which a server "
+                                    "batching sequences of different lengths cannot reproduce; "
+                                  : "not a RoPE variant this engine knows; ") +
+                         "supported: default, linear, yarn, llama3; got " + v.dump());
   }
   for (const auto& [name, value] : v.items()) {
-    if (name == "rope_type" || name == "type") continue;
-    if (name == "rope_theta") {
-      if (!value.is_number()) return r.bad(key, "has a non-numeric rope_theta");
-      *theta = value.get<double>();
-      continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " sets '" + name + "', which rope_type '" +
+                         type + "' does not use; got " + v.dump());
+  }
+  SY_ASSIGN_CFG(c->rope_theta, o.number("rope_theta", c->rope_theta));
+  double partial = 1;
+  SY_ASSIGN_CFG(partial, o.number("partial_rotary_factor", 1.0));
+  if (partial != 1.0) return o.bad("partial_rotary_factor", "must be 1 (partial rotary embeddings are not implemented)");
+  if (s.type == RopeType::Default) return Status::Ok();
+
+  // A positive, finite number.
+  const auto positive = [&](const char* name, double fallback, double* out) -> Status {
+    SY_ASSIGN_CFG(*out, o.number(name, fallback));
+    if (!(*out > 0) || !std::isfinite(*out)) return o.bad(name, "must be a positive number");
+    return Status::Ok();
+  };
+  if (!v.contains("factor")) return o.missing("factor");
+  SY_ASSIGN_CFG(s.original_max_position_embeddings,
+                o.positive("original_max_position_embeddings", c->max_position_embeddings));
+  if (s.type == RopeType::Yarn && !o.has("factor")) {
+    // transformers: a null factor is the ratio of the context lengths (DeepSeek-V3's form).
+    s.factor = static_cast<double>(c->max_position_embeddings) / s.original_max_position_embeddings;
+  } else {
+    SY_RETURN_IF_ERROR(positive("factor", 0, &s.factor));
+  }
+  if (s.type == RopeType::Yarn) {
+    if (o.has("attention_factor")) {
+      double a = 0;
+      SY_RETURN_IF_ERROR(positive("attention_factor", 0, &a));
+      s.attention_factor = a;
     }
-    if (name == "partial_rotary_factor" && value.is_number() && value.get<double>() == 1.0) continue;
-    return Status::Error("key '" + std::string(key) + "' in " + r.source() + " sets '" + name +
-                         "': RoPE scaling is not supported (only plain rotary embeddings); got " + v.dump());
+    // transformers tests them for truth: 0 or null means not given.
+    for (auto [name, out] : {std::pair{"mscale", &s.mscale}, std::pair{"mscale_all_dim", &s.mscale_all_dim}}) {
+      SY_ASSIGN_CFG(*out, o.number(name, 0));
+      if (!std::isfinite(*out)) return o.bad(name, "must be a finite number");
+    }
+    for (auto [name, out, fallback] : {std::tuple{"beta_fast", &s.beta_fast, 32.0}, std::tuple{"beta_slow", &s.beta_slow, 1.0}}) {
+      SY_ASSIGN_CFG(*out, o.number(name, fallback));
+      if (*out == 0) *out = fallback;  // `get(name) or default`
+      if (!(*out > 0) || !std::isfinite(*out)) return o.bad(name, "must be a positive number");
+    }
+    SY_ASSIGN_CFG(s.truncate, o.boolean("truncate", true));
+  }
+  if (s.type == RopeType::Llama3) {
+    for (const char* name : {"low_freq_factor", "high_freq_factor"})
+      if (!o.has(name)) return o.missing(name);
+    SY_RETURN_IF_ERROR(positive("low_freq_factor", 0, &s.low_freq_factor));
+    SY_RETURN_IF_ERROR(positive("high_freq_factor", 0, &s.high_freq_factor));
+    if (!(s.high_freq_factor > s.low_freq_factor))
+      return o.bad("high_freq_factor", "must be greater than low_freq_factor (" + std::to_string(s.low_freq_factor) + ")");
   }
   return Status::Ok();
 }
@@ -440,15 +515,14 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
     return r.bad("rms_norm_eps", "must be positive, within a float's range (about 1.2e-38 to 3.4e38)");
   c.rms_norm_eps = static_cast<float>(eps);
 
+  SY_ASSIGN_CFG(c.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
+  SY_ASSIGN_CFG(c.max_position_embeddings, r.positive("max_position_embeddings", mixtral ? 4096 * 32 : 32768));
+
   SY_ASSIGN_CFG(c.rope_theta, r.number("rope_theta", mixtral ? 1e6 : 1e4));
-  if (r.has("rope_parameters")) SY_RETURN_IF_ERROR(check_rope_object(r, "rope_parameters", &c.rope_theta));
-  if (r.has("rope_scaling")) SY_RETURN_IF_ERROR(check_rope_object(r, "rope_scaling", &c.rope_theta));
+  SY_RETURN_IF_ERROR(read_rope(r, &c));
   if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta)) {
     return Status::Error("rope_theta (" + std::to_string(c.rope_theta) + ") in " + source + " must be positive");
   }
-
-  SY_ASSIGN_CFG(c.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
-  SY_ASSIGN_CFG(c.max_position_embeddings, r.positive("max_position_embeddings", mixtral ? 4096 * 32 : 32768));
 
   // Sliding-window attention is not implemented: accept only windows that never bite.
   {
@@ -513,6 +587,37 @@ std::int64_t ModelConfig::active_parameter_count() const {
   return parameter_count() - skipped;
 }
 
+namespace {
+
+// The rope_scaling object read_rope reads back as `s` (null for plain RoPE); defaults are left out.
+nlohmann::ordered_json rope_scaling_json(const RopeScaling& s) {
+  if (!s.scaled()) return nullptr;
+  nlohmann::ordered_json j;
+  j["rope_type"] = rope_type_name(s.type);
+  j["factor"] = s.factor;
+  if (s.type == RopeType::Linear) return j;
+  j["original_max_position_embeddings"] = s.original_max_position_embeddings;
+  if (s.type == RopeType::Llama3) {
+    j["low_freq_factor"] = s.low_freq_factor;
+    j["high_freq_factor"] = s.high_freq_factor;
+    return j;
+  }
+  if (s.attention_factor) j["attention_factor"] = *s.attention_factor;
+  if (s.mscale != 0) j["mscale"] = s.mscale;
+  if (s.mscale_all_dim != 0) j["mscale_all_dim"] = s.mscale_all_dim;
+  if (s.beta_fast != 32) j["beta_fast"] = s.beta_fast;
+  if (s.beta_slow != 1) j["beta_slow"] = s.beta_slow;
+  if (!s.truncate) j["truncate"] = false;
+  return j;
+}
+
+}  // namespace
+
+kernels::Rope ModelConfig::rope() const {
+  RopeFrequencies f = rope_frequencies(head_dim, rope_theta, rope_scaling);
+  return kernels::Rope(head_dim, std::move(f.inv_freq), f.attention_scaling);
+}
+
 std::string ModelConfig::to_json() const {
   if (arch == Arch::Dbrx) return dbrx_json(*this);
   const bool mixtral = arch == Arch::Mixtral;
@@ -533,7 +638,7 @@ std::string ModelConfig::to_json() const {
   j["initializer_range"] = 0.02;
   j["rms_norm_eps"] = shortest_double(rms_norm_eps);
   j["rope_theta"] = rope_theta;
-  j["rope_scaling"] = nullptr;
+  j["rope_scaling"] = rope_scaling_json(rope_scaling);
   j["attention_dropout"] = 0.0;
   j["tie_word_embeddings"] = tie_word_embeddings;
   j["use_cache"] = true;

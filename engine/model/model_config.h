@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/model/rope_scaling.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/rope.h"
 
 namespace sy {
 
@@ -40,6 +42,7 @@ struct ModelConfig {
   bool qk_norm = false;                    // qwen3_moe: per-head RMSNorm of q and k
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
+  RopeScaling rope_scaling;                // rope_scaling / rope_parameters beyond plain RoPE
   bool tie_word_embeddings = false;
   std::int32_t max_position_embeddings = 0;
   std::vector<bool> sparse_layers;         // per layer: routed experts (true) or dense MLP
@@ -54,6 +57,8 @@ struct ModelConfig {
   // Parameters one token passes through: parameter_count() less the routed experts it skips
   // (num_experts - top_k of them in every sparse layer).
   std::int64_t active_parameter_count() const;
+  // The rotary embedding this config asks for: its frequencies and cos/sin factor.
+  kernels::Rope rope() const;
 
   // Parses and validates config.json text; `source` names the file in error messages.
   static StatusOr<ModelConfig> from_json(const std::string& text, const std::string& source);

@@ -299,8 +299,8 @@ int main() {
     lin(normed, wv, kvw, H, v, false);
     must(sy::kernels::rmsnorm_cuda(q, qn, DType::BF16, 1e-6f, n * heads, D, q, s));
     must(sy::kernels::rmsnorm_cuda(k, qn, DType::BF16, 1e-6f, n * kv_heads, D, k, s));
-    must(sy::kernels::rope_cuda(q, n, heads, D, inv_freq, pos, s));
-    must(sy::kernels::rope_cuda(k, n, kv_heads, D, inv_freq, pos, s));
+    must(sy::kernels::rope_cuda(q, n, heads, D, inv_freq, pos, 1.0f, s));
+    must(sy::kernels::rope_cuda(k, n, kv_heads, D, inv_freq, pos, 1.0f, s));
     must(sy::kernels::kv_cache_write_cuda(view, tables, static_cast<std::int32_t>(stride), seq, pos, n, k, v, s));
     must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables, static_cast<std::int32_t>(stride),
                                                    0.088f, attn, s));

@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include "kernels/cpu/gemm.h"
 
@@ -20,6 +21,11 @@ Rope::Rope(std::int32_t head_dim, double theta) : head_dim_(head_dim) {
   }
 }
 
+Rope::Rope(std::int32_t head_dim, std::vector<float> inv_freq, float attention_scaling)
+    : head_dim_(head_dim), inv_freq_(std::move(inv_freq)), attention_scaling_(attention_scaling) {
+  assert(head_dim > 0 && head_dim % 2 == 0 && inv_freq_.size() == static_cast<std::size_t>(head_dim / 2));
+}
+
 void Rope::apply(float* x, std::int64_t n_tokens, std::int32_t n_heads, const std::int32_t* positions) const {
   const std::int32_t half = head_dim_ / 2;
   const std::int64_t work = n_tokens * n_heads * head_dim_;
@@ -35,8 +41,9 @@ void Rope::apply(float* x, std::int64_t n_tokens, std::int32_t n_heads, const st
       const float pos = static_cast<float>(positions[t]);
       for (std::int32_t i = 0; i < half; ++i) {
         const float angle = pos * inv_freq_[static_cast<std::size_t>(i)];
-        cs[static_cast<std::size_t>(i)] = std::cos(angle);
-        cs[static_cast<std::size_t>(half + i)] = std::sin(angle);
+        // transformers multiplies by attention_scaling always; by 1 it changes nothing.
+        cs[static_cast<std::size_t>(i)] = std::cos(angle) * attention_scaling_;
+        cs[static_cast<std::size_t>(half + i)] = std::sin(angle) * attention_scaling_;
       }
       const float* c = cs.data();
       const float* s = cs.data() + half;

@@ -35,9 +35,9 @@ Status rmsnorm_cuda(const float* x, const void* weight, DType weight_type, float
                   std::int64_t dim, float* y, cudaStream_t stream);
 
 // Rope::apply (kernels/cpu/rope.h): inv_freq is a device copy of Rope::inv_freq() (head_dim/2
-// floats), positions a device array of n_tokens.
+// floats), positions a device array of n_tokens, attention_scaling Rope::attention_scaling().
 Status rope_cuda(float* x, std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim, const float* inv_freq,
-               const std::int32_t* positions, cudaStream_t stream);
+               const std::int32_t* positions, float attention_scaling, cudaStream_t stream);
 
 // Decode attention for n_seqs sequences, one query each: q and out are [n_seqs, n_heads,
 // head_dim]; sequence s attends to its cached positions 0..positions[s] through block table

@@ -114,14 +114,19 @@ TEST(CudaKernels, RopeMatchesCpu) {
   const std::vector<std::int32_t> pos = {0, 1, 7, 300, 4095, 100003};
   const auto tokens = static_cast<std::int64_t>(pos.size());
   const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(tokens * heads * dim));
-  const kernels::Rope rope(dim, 1e6);
-  std::vector<float> expected = x;
-  rope.apply(expected.data(), tokens, heads, pos.data());
-  DeviceBuffer<float> dx(x), dfreq(rope.inv_freq());
-  DeviceBuffer<std::int32_t> dpos(pos);
-  ASSERT_OK(kernels::rope_cuda(dx.get(), tokens, heads, dim, dfreq.get(), dpos.get(), nullptr));
-  // Same float32 angles; CUDA's sincosf and glibc's may differ by an ulp or two.
-  EXPECT_LT(nmse(dx.host(), as_double(expected)), 1e-12);
+  // Plain RoPE, and a yarn-like one: other frequencies and cos/sin scaled by 1.1386.
+  std::vector<float> scaled_freq = kernels::Rope(dim, 1e6).inv_freq();
+  for (std::size_t i = scaled_freq.size() / 2; i < scaled_freq.size(); ++i) scaled_freq[i] /= 4.0f;
+  for (const kernels::Rope& rope : {kernels::Rope(dim, 1e6), kernels::Rope(dim, scaled_freq, 1.1386294f)}) {
+    SCOPED_TRACE("attention_scaling " + std::to_string(rope.attention_scaling()));
+    std::vector<float> expected = x;
+    rope.apply(expected.data(), tokens, heads, pos.data());
+    DeviceBuffer<float> dx(x), dfreq(rope.inv_freq());
+    DeviceBuffer<std::int32_t> dpos(pos);
+    ASSERT_OK(kernels::rope_cuda(dx.get(), tokens, heads, dim, dfreq.get(), dpos.get(), rope.attention_scaling(), nullptr));
+    // Same float32 angles; CUDA's sincosf and glibc's may differ by an ulp or two.
+    EXPECT_LT(nmse(dx.host(), as_double(expected)), 1e-12);
+  }
 }
 
 TEST(CudaKernels, PagedAttentionDecodeMatchesCpu) {

@@ -59,6 +59,38 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RopeTest,
                          ::testing::Values(RopeCase{2, 1, 10000.0}, RopeCase{64, 4, 10000.0},
                                            RopeCase{128, 3, 1000000.0}, RopeCase{80, 2, 500000.0}));
 
+// A scaled variant (engine/model/rope_scaling.h) hands the kernel its own frequencies and a
+// factor for cos and sin: transformers' `emb.cos() * attention_scaling`, a float32 product.
+TEST(Rope, ScalesCosAndSinByTheAttentionFactor) {
+  Rng rng(11);
+  const std::int32_t dim = 32, heads = 3;
+  const std::vector<std::int32_t> pos = {0, 3, 511, 40000};
+  const auto tokens = static_cast<std::int64_t>(pos.size());
+  std::vector<float> freq(dim / 2);
+  for (std::size_t i = 0; i < freq.size(); ++i) freq[i] = 1.0f / static_cast<float>(1 + 7 * i * i);
+  const float scale = 1.1386294f;
+  const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(tokens * heads * dim));
+  std::vector<float> y = x;
+  const kernels::Rope rope(dim, freq, scale);
+  EXPECT_EQ(rope.attention_scaling(), scale);
+  rope.apply(y.data(), tokens, heads, pos.data());
+  std::vector<double> ref(x.size());
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int32_t i = 0; i < dim / 2; ++i) {
+      const float angle = static_cast<float>(pos[static_cast<std::size_t>(t)]) * freq[static_cast<std::size_t>(i)];
+      const double c = std::cos(static_cast<double>(angle)) * scale, s = std::sin(static_cast<double>(angle)) * scale;
+      for (std::int32_t h = 0; h < heads; ++h) {
+        const auto base = static_cast<std::size_t>((t * heads + h) * dim);
+        const double a = x[base + static_cast<std::size_t>(i)], b = x[base + static_cast<std::size_t>(i + dim / 2)];
+        ref[base + static_cast<std::size_t>(i)] = a * c - b * s;
+        ref[base + static_cast<std::size_t>(i + dim / 2)] = b * c + a * s;
+      }
+    }
+  EXPECT_LT(nmse(y, ref), 1e-12);
+  // Position 0 is no longer the identity: the factor scales q and k.
+  EXPECT_NEAR(y[0], x[0] * scale, 1e-6);
+}
+
 TEST(Rope, PositionZeroIsIdentity) {
   Rng rng(5);
   const std::vector<float> x = rng.uniform_vector(2 * 64);

@@ -277,17 +277,9 @@ TEST(ModelConfig, RejectsInconsistentHeadsAndExperts) {
   EXPECT_TRUE(FailsWith(parse(j), {"'attention_bias'", kSrc}));
 }
 
-TEST(ModelConfig, RejectsRopeScalingAndSlidingWindow) {
+TEST(ModelConfig, RejectsSlidingWindow) {
+  // RoPE variants: test_rope_scaling.cpp.
   json j = mixtral_json();
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  EXPECT_TRUE(FailsWith(parse(j), {"rope_scaling", "yarn", "not supported", kSrc}));
-  j["rope_scaling"] = {{"type", "default"}, {"factor", 4.0}};
-  EXPECT_TRUE(FailsWith(parse(j), {"rope_scaling", "factor", kSrc}));
-  j = mixtral_json();
-  j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e4}};
-  EXPECT_TRUE(FailsWith(parse(j), {"rope_parameters", "linear", kSrc}));
-
-  j = mixtral_json();
   j["max_position_embeddings"] = 32768;
   j["sliding_window"] = 4096;
   EXPECT_TRUE(FailsWith(parse(j), {"sliding_window 4096", "not implemented", kSrc}));
@@ -335,6 +327,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.qk_norm, b.qk_norm);
   EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
   EXPECT_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rope_scaling, b.rope_scaling);
   EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
   EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
   EXPECT_EQ(a.sparse_layers, b.sparse_layers);

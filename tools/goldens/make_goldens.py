@@ -17,6 +17,7 @@ deterministic: rerunning it rewrites byte-identical files (with the same pinned 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -155,6 +156,25 @@ ARCHS = OrderedDict(
         ),
     ),
 )
+# qwen3_moe with YaRN, as Qwen3's model cards enable it for long contexts (factor 4 over the
+# pretraining context); scaled to this model's 512 positions so that the ramp between
+# interpolated and extrapolated frequencies falls inside head_dim. The same weights as qwen3_moe
+# (same shapes, same seed): the logits differ by the rotary embedding alone. float32 only.
+ARCHS["qwen3_moe_yarn"] = dict(
+    ARCHS["qwen3_moe"],
+    family="qwen3_moe",
+    dtypes=("f32",),
+    config=dict(
+        ARCHS["qwen3_moe"]["config"],
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                         "original_max_position_embeddings": 128},
+    ),
+)
+
+
+def family(arch: str) -> str:
+    """The architecture a model entry is built as (qwen3_moe_yarn is a qwen3_moe)."""
+    return ARCHS[arch].get("family", arch)
 
 # Generic PretrainedConfig keys that say nothing about the architecture.
 CONFIG_KEYS_DROPPED = {
@@ -176,6 +196,7 @@ CONFIG_KEYS_DROPPED = {
 
 def sparse_layers(arch: str, config) -> list[bool]:
     """transformers' rule for which decoder layers route to experts."""
+    arch = family(arch)
     if arch == "mixtral":
         return [True] * config.num_hidden_layers
     return [
@@ -237,6 +258,7 @@ def state_dict_to_per_expert(arch: str, model) -> "OrderedDict[str, torch.Tensor
                   block_sparse_moe.gate (transformers renames block_sparse_moe -> mlp on load)
       qwen*_moe:  mlp.experts.{e}.gate_proj / up_proj / down_proj, router mlp.gate
     """
+    arch = family(arch)
     cfg = model.config
     tied = cfg.tie_word_embeddings
     out: OrderedDict[str, torch.Tensor] = OrderedDict()
@@ -266,6 +288,7 @@ def state_dict_to_per_expert(arch: str, model) -> "OrderedDict[str, torch.Tensor
 
 def per_expert_to_state_dict(arch: str, model, tensors: dict) -> "OrderedDict[str, torch.Tensor]":
     """The inverse of state_dict_to_per_expert, written independently (by stacking per expert)."""
+    arch = family(arch)
     cfg = model.config
     out: OrderedDict[str, torch.Tensor] = OrderedDict()
     for name, ref in model.state_dict().items():
@@ -296,6 +319,7 @@ def per_expert_to_state_dict(arch: str, model, tensors: dict) -> "OrderedDict[st
 def expected_tensor_shapes(arch: str, config) -> dict[str, tuple[int, ...]]:
     """Every tensor a per-expert checkpoint of this architecture holds, written out from the
     published naming independently of transformers' module tree."""
+    arch = family(arch)
     H, V = config.hidden_size, config.vocab_size
     D = config.head_dim
     q, kv = config.num_attention_heads * D, config.num_key_value_heads * D
@@ -554,10 +578,78 @@ def golden_prompt(model, model_f32_compute, slot: int, length: int) -> tuple[dic
     raise RuntimeError(f"no prompt of length {length} without near-ties in {MAX_PROMPT_ATTEMPTS} attempts")
 
 
+# RoPE variants (modeling_rope_utils) on qwen3_moe configs, through the model's rotary module: each case's
+# config.json keys, and the inverse frequencies and cos/sin factor transformers derives from them.
+# Written to rope/frequencies.json; the C++ test parses each config and must derive the same
+# float32 values bit for bit.
+ROPE_CASES = [
+    ("default", dict(head_dim=128, rope_theta=1e6, max_position_embeddings=40960)),
+    ("linear", dict(head_dim=64, max_position_embeddings=8192,
+                    rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.5})),
+    ("yarn, Qwen3's long-context setting", dict(
+        head_dim=128, max_position_embeddings=131072,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                         "original_max_position_embeddings": 32768})),
+    ("yarn, transformers 4 rope_scaling with type and a top-level rope_theta", dict(
+        head_dim=128, max_position_embeddings=40960, rope_theta=1e6,
+        rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})),
+    ("yarn, pretraining context defaulted to max_position_embeddings", dict(
+        head_dim=128, max_position_embeddings=40960,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0})),
+    ("yarn, factor null: the ratio of the context lengths", dict(
+        head_dim=64, max_position_embeddings=163840,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": None,
+                         "original_max_position_embeddings": 4096})),
+    ("yarn, DeepSeek's mscale and mscale_all_dim", dict(
+        head_dim=64, max_position_embeddings=163840,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                         "original_max_position_embeddings": 4096, "mscale": 0.707, "mscale_all_dim": 1.0,
+                         "beta_fast": 32, "beta_slow": 1})),
+    ("yarn, untruncated range, own betas and attention factor", dict(
+        head_dim=96, max_position_embeddings=65536,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 500000.0, "factor": 8.0,
+                         "original_max_position_embeddings": 8192, "truncate": False, "beta_fast": 16.0,
+                         "beta_slow": 2.0, "attention_factor": 1.2})),
+    ("llama3, Llama 3.1's setting", dict(
+        head_dim=128, max_position_embeddings=131072,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})),
+    ("llama3, Llama 3.2's factor 32", dict(
+        head_dim=64, max_position_embeddings=131072,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})),
+]
+
+
+def write_rope_goldens(out_dir: Path) -> None:
+    # The model's own rotary module: what its attention layers use.
+    from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeRotaryEmbedding
+
+    cases = []
+    for name, keys in ROPE_CASES:
+        config_json = dict(ARCHS["qwen3_moe"]["config"], model_type="qwen3_moe")
+        config_json.pop("rope_parameters")
+        config_json.update(keys)
+        kwargs = {k: v for k, v in config_json.items() if k != "model_type"}
+        config = Qwen3MoeConfig(**copy.deepcopy(kwargs))
+        rotary = Qwen3MoeRotaryEmbedding(config=config)
+        inv_freq, attention_scaling = rotary.inv_freq, rotary.attention_scaling
+        assert inv_freq.dtype == torch.float32
+        cases.append({"name": name, "config": config_json,
+                      "inv_freq": [float(x) for x in inv_freq.tolist()],
+                      "attention_scaling": float(attention_scaling)})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "frequencies.json", {"transformers_version": transformers.__version__,
+                                              "torch_version": torch.__version__.split("+")[0],
+                                              "cases": cases})
+    print(f"rope/frequencies.json  {len(cases)} cases")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: %(default)s)")
-    ap.add_argument("--only", nargs="*", default=None, help="model dirs to write, e.g. mixtral-f32")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="model dirs to write, e.g. mixtral-f32, or rope for rope/frequencies.json")
     args = ap.parse_args()
 
     # Determinism: one thread (reduction order does not depend on the machine's core count) and
@@ -565,10 +657,16 @@ def main() -> int:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
 
+    if not args.only or "rope" in args.only:
+        write_rope_goldens(args.out / "rope")
     for arch in ARCHS:
+        if args.only and not any(n.startswith(arch + "-") for n in args.only):
+            continue
         base = build_model(arch, torch.float32)
         randomize_(base)
         for dtype_name, dtype in DTYPES.items():
+            if dtype_name not in ARCHS[arch].get("dtypes", DTYPES):
+                continue
             name = f"{arch}-{dtype_name}"
             if args.only and name not in args.only:
                 continue
@@ -599,7 +697,7 @@ def main() -> int:
                 prompts.append(entry)
                 attempts.append(attempt)
 
-            golden = {"arch": arch, "dtype": dtype_name,
+            golden = {"arch": family(arch), "dtype": dtype_name,
                       "transformers_version": transformers.__version__,
                       "torch_version": torch.__version__.split("+")[0],
                       "prompts": prompts}
