@@ -46,7 +46,7 @@ void register_make_model(CLI::App& app) {
   auto args = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a randomly initialised model (Hugging Face layout)");
   sub->add_option("--arch", args->arch, "Architecture")
-      ->check(CLI::IsMember({"mixtral", "qwen2_moe", "qwen3_moe"}))->capture_default_str();
+      ->check(CLI::IsMember({"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"}))->capture_default_str();
   sub->add_option("--preset", args->preset, "Size: tiny (a few MB) or small (0.3-0.7 B parameters)")
       ->check(CLI::IsMember({"tiny", "small"}))->capture_default_str();
   sub->add_option("--seed", args->seed, "Random seed")->capture_default_str();

@@ -571,8 +571,12 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
   SY_RETURN_IF_ERROR(linear(r.normed, n, w.k_proj, w.k_bias, r.k, r.x_low));
   SY_RETURN_IF_ERROR(linear(r.normed, n, w.v_proj, w.v_bias, r.v, r.x_low));
   if (c.qk_norm) {
-    SY_RETURN_IF_ERROR(rmsnorm(r.q, w.q_norm, n * c.num_heads, c.head_dim, r.q));
-    SY_RETURN_IF_ERROR(rmsnorm(r.k, w.k_norm, n * c.num_kv_heads, c.head_dim, r.k));
+    // Per head (qwen3_moe) or over each row's whole projection (olmoe), as on the cpu.
+    const std::int64_t q_rows = c.qk_norm_per_head ? c.num_heads : 1, kv_rows = c.qk_norm_per_head ? c.num_kv_heads : 1;
+    const std::int64_t q_width = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
+    const std::int64_t kv_width = static_cast<std::int64_t>(c.num_kv_heads) * c.head_dim;
+    SY_RETURN_IF_ERROR(rmsnorm(r.q, w.q_norm, n * q_rows, q_width / q_rows, r.q));
+    SY_RETURN_IF_ERROR(rmsnorm(r.k, w.k_norm, n * kv_rows, kv_width / kv_rows, r.k));
   }
   const float rope_scale = model_->rope_attention_scaling();
   SY_RETURN_IF_ERROR(kernels::rope_cuda(r.q, n, c.num_heads, c.head_dim, model_->inv_freq(), r.pos, rope_scale, stream_));

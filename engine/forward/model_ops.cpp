@@ -61,9 +61,11 @@ void ModelOps::attention(std::int32_t layer, const BatchLayout& batch, PagedKvCa
   kernels::linear(normed, n, w.k_proj, w.k_bias, k);
   kernels::linear(normed, n, w.v_proj, w.v_bias, v);
   if (c.qk_norm) {
-    // Qwen3 normalises each head before the rotation, so RoPE sees unit-scale vectors.
-    rmsnorm(q, w.q_norm, c.rms_norm_eps, n * c.num_heads, c.head_dim, q);
-    rmsnorm(k, w.k_norm, c.rms_norm_eps, n * c.num_kv_heads, c.head_dim, k);
+    // Qwen3 normalises each head before the rotation, so RoPE sees unit-scale vectors; OLMoE
+    // normalises each row's whole projection (all heads at once).
+    const std::int32_t q_rows = c.qk_norm_per_head ? c.num_heads : 1, kv_rows = c.qk_norm_per_head ? c.num_kv_heads : 1;
+    rmsnorm(q, w.q_norm, c.rms_norm_eps, n * q_rows, q_width / q_rows, q);
+    rmsnorm(k, w.k_norm, c.rms_norm_eps, n * kv_rows, kv_width / kv_rows, k);
   }
   rope_.apply(q, n, c.num_heads, batch.positions.data());
   rope_.apply(k, n, c.num_kv_heads, batch.positions.data());

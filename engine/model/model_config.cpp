@@ -31,6 +31,7 @@ std::string arch_name(Arch arch) {
     case Arch::Mixtral: return "mixtral";
     case Arch::Qwen2Moe: return "qwen2_moe";
     case Arch::Qwen3Moe: return "qwen3_moe";
+    case Arch::Olmoe: return "olmoe";
     case Arch::Dbrx: return "dbrx";
   }
   return "unknown";
@@ -40,9 +41,10 @@ StatusOr<Arch> parse_arch(const std::string& model_type) {
   if (model_type == "mixtral") return Arch::Mixtral;
   if (model_type == "qwen2_moe") return Arch::Qwen2Moe;
   if (model_type == "qwen3_moe") return Arch::Qwen3Moe;
+  if (model_type == "olmoe") return Arch::Olmoe;
   if (model_type == "dbrx") return Arch::Dbrx;
   return Status::Error("unsupported model_type '" + model_type +
-                       "' (supported: mixtral, qwen2_moe, qwen3_moe; dbrx as a simulator shape only)");
+                       "' (supported: mixtral, qwen2_moe, qwen3_moe, olmoe; dbrx as a simulator shape only)");
 }
 
 bool arch_is_shapes_only(Arch arch) { return arch == Arch::Dbrx; }
@@ -54,6 +56,7 @@ std::string architecture_class(Arch arch) {
     case Arch::Mixtral: return "MixtralForCausalLM";
     case Arch::Qwen2Moe: return "Qwen2MoeForCausalLM";
     case Arch::Qwen3Moe: return "Qwen3MoeForCausalLM";
+    case Arch::Olmoe: return "OlmoeForCausalLM";
     case Arch::Dbrx: return "DbrxForCausalLM";
   }
   return "";
@@ -409,7 +412,7 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
     auto arch = parse_arch(model_type);
     if (!arch.ok()) {
       return Status::Error("unsupported model_type '" + model_type + "' in " + source +
-                           " (supported: mixtral, qwen2_moe, qwen3_moe; dbrx as a simulator shape only)");
+                           " (supported: mixtral, qwen2_moe, qwen3_moe, olmoe; dbrx as a simulator shape only)");
     }
     c.arch = *arch;
   }
@@ -421,6 +424,10 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
   const bool mixtral = c.arch == Arch::Mixtral;
   const bool qwen2 = c.arch == Arch::Qwen2Moe;
   const bool qwen3 = c.arch == Arch::Qwen3Moe;
+  // OLMoE: every layer routed, each expert of width intermediate_size (as Mixtral), experts
+  // under mlp. (as Qwen), q and k each RMS-normalised over its whole projection.
+  const bool olmoe = c.arch == Arch::Olmoe;
+  const bool all_sparse = mixtral || olmoe;
 
   SY_ASSIGN_CFG(c.vocab_size, r.positive("vocab_size"));
   SY_ASSIGN_CFG(c.hidden_size, r.positive("hidden_size"));
@@ -433,6 +440,12 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
                          ") in " + source);
   }
   SY_ASSIGN_CFG(c.head_dim, r.positive("head_dim", c.hidden_size / c.num_heads));
+  if (olmoe && c.head_dim * c.num_heads != c.hidden_size) {
+    // transformers' OlmoeAttention normalises q over hidden_size values: the heads must fill it.
+    return Status::Error("head_dim (" + std::to_string(c.head_dim) + ") times num_attention_heads (" +
+                         std::to_string(c.num_heads) + ") must equal hidden_size (" + std::to_string(c.hidden_size) +
+                         ") for olmoe (its q_norm spans hidden_size) in " + source);
+  }
   if (c.head_dim <= 0) {
     return Status::Error("head_dim is not given and hidden_size (" + std::to_string(c.hidden_size) +
                          ") / num_attention_heads (" + std::to_string(c.num_heads) + ") is 0 in " + source);
@@ -460,7 +473,7 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
 
   // Which layers route to experts.
   c.sparse_layers.assign(static_cast<std::size_t>(c.num_layers), true);
-  if (!mixtral) {
+  if (!all_sparse) {
     std::int32_t step = 1;
     SY_ASSIGN_CFG(step, r.positive("decoder_sparse_step", 1));
     std::vector<std::int64_t> mlp_only;
@@ -481,7 +494,7 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
   for (bool s : c.sparse_layers) any_dense = any_dense || !s;
 
   // FFN widths.
-  if (mixtral) {
+  if (all_sparse) {
     SY_ASSIGN_CFG(c.intermediate_size, r.positive("intermediate_size"));
     c.moe_intermediate_size = c.intermediate_size;
   } else {
@@ -505,9 +518,17 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
     if (attention_bias) return r.bad("attention_bias", "is not supported for qwen3_moe (only false)");
     c.qk_norm = true;
   }
+  if (olmoe) {
+    bool attention_bias = false;
+    SY_ASSIGN_CFG(attention_bias, r.boolean("attention_bias", false));
+    if (attention_bias) return r.bad("attention_bias", "is not supported for olmoe (only false)");
+    if (r.has("clip_qkv")) return r.bad("clip_qkv", "is not supported (only null: q, k and v unclipped)");
+    c.qk_norm = true;
+    c.qk_norm_per_head = false;
+  }
 
   double eps = 0;
-  SY_ASSIGN_CFG(eps, r.number("rms_norm_eps", mixtral ? 1e-5 : 1e-6));
+  SY_ASSIGN_CFG(eps, r.number("rms_norm_eps", mixtral || olmoe ? 1e-5 : 1e-6));
   // Kept as a float (as the kernels use it): outside a float's normal range it would become 0
   // or infinity, a model other than the one the file describes.
   if (!(eps >= static_cast<double>(std::numeric_limits<float>::min()) &&
@@ -516,7 +537,8 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
   c.rms_norm_eps = static_cast<float>(eps);
 
   SY_ASSIGN_CFG(c.tie_word_embeddings, r.boolean("tie_word_embeddings", false));
-  SY_ASSIGN_CFG(c.max_position_embeddings, r.positive("max_position_embeddings", mixtral ? 4096 * 32 : 32768));
+  SY_ASSIGN_CFG(c.max_position_embeddings,
+                r.positive("max_position_embeddings", mixtral ? 4096 * 32 : olmoe ? 4096 : 32768));
 
   SY_ASSIGN_CFG(c.rope_theta, r.number("rope_theta", mixtral ? 1e6 : 1e4));
   SY_RETURN_IF_ERROR(read_rope(r, &c));
@@ -566,7 +588,7 @@ std::int64_t ModelConfig::parameter_count() const {
     n += 2 * H;                            // input and post-attention norms
     n += H * q + 2 * H * kv + q * H;       // q, k, v, o projections
     if (qkv_bias) n += q + 2 * kv;
-    if (qk_norm) n += 2 * D;
+    if (qk_norm) n += qk_norm_per_head ? 2 * D : q + kv;
     if (static_cast<std::size_t>(i) < sparse_layers.size() && sparse_layers[static_cast<std::size_t>(i)]) {
       n += static_cast<std::int64_t>(num_experts) * H;                                   // router
       n += static_cast<std::int64_t>(num_experts) * 3 * H * moe_intermediate_size;       // experts
@@ -653,6 +675,11 @@ std::string ModelConfig::to_json() const {
     j["num_local_experts"] = num_experts;
     j["router_jitter_noise"] = 0.0;
     j["sliding_window"] = nullptr;
+  } else if (arch == Arch::Olmoe) {
+    j["num_experts"] = num_experts;
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["attention_bias"] = false;
+    j["clip_qkv"] = nullptr;
   } else {
     // Express sparse_layers as decoder_sparse_step + mlp_only_layers: the largest step for which
     // every sparse layer i has (i + 1) % step == 0, the remaining dense layers listed explicitly.

@@ -16,9 +16,9 @@ namespace sy {
 
 // Dbrx is a shape for the simulator only: its config.json is read, its weights are not (its
 // checkpoints fuse q/k/v and the experts into tensors the loader does not know).
-enum class Arch { Mixtral, Qwen2Moe, Qwen3Moe, Dbrx };
+enum class Arch { Mixtral, Qwen2Moe, Qwen3Moe, Olmoe, Dbrx };
 
-// "mixtral", "qwen2_moe", "qwen3_moe", "dbrx" (the config.json model_type strings).
+// "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "dbrx" (the config.json model_type strings).
 std::string arch_name(Arch arch);
 StatusOr<Arch> parse_arch(const std::string& model_type);
 // True for architectures whose config.json is read but whose weights cannot be loaded or written.
@@ -39,7 +39,8 @@ struct ModelConfig {
   bool norm_topk_prob = true;              // Mixtral always renormalises
   std::int32_t shared_expert_intermediate_size = 0;  // 0: no shared expert
   bool qkv_bias = false;                   // qwen2_moe: q/k/v projections carry biases
-  bool qk_norm = false;                    // qwen3_moe: per-head RMSNorm of q and k
+  bool qk_norm = false;                    // RMSNorm of q and k after their projections:
+  bool qk_norm_per_head = true;            //   per head (qwen3_moe), or over each whole projection (olmoe)
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;                // rope_scaling / rope_parameters beyond plain RoPE

@@ -135,8 +135,8 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(
       SY_RETURN_IF_ERROR(bias(a + "v_proj.bias", kv_out, &L.v_bias));
     }
     if (c.qk_norm) {
-      SY_RETURN_IF_ERROR(r.vector(a + "q_norm.weight", D, &L.q_norm));
-      SY_RETURN_IF_ERROR(r.vector(a + "k_norm.weight", D, &L.k_norm));
+      SY_RETURN_IF_ERROR(r.vector(a + "q_norm.weight", c.qk_norm_per_head ? D : q_out, &L.q_norm));
+      SY_RETURN_IF_ERROR(r.vector(a + "k_norm.weight", c.qk_norm_per_head ? D : kv_out, &L.k_norm));
     }
 
     L.sparse = c.is_sparse(i);

@@ -37,7 +37,7 @@ struct LayerWeights {
   const float* q_bias = nullptr;  // qwen2_moe only; converted to float32 at load
   const float* k_bias = nullptr;
   const float* v_bias = nullptr;
-  VectorView q_norm, k_norm;      // qwen3_moe only
+  VectorView q_norm, k_norm;      // qwen3_moe (head_dim each), olmoe (each whole projection)
   bool sparse = false;
   FfnWeights dense_mlp;           // when !sparse
   kernels::WeightView router;     // [num_experts, H], when sparse

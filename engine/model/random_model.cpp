@@ -84,6 +84,21 @@ ModelConfig preset_config(Arch arch, ModelPreset preset, kernels::DType dtype) {
       c.sparse_layers.resize(static_cast<std::size_t>(c.num_layers));
       for (std::int32_t i = 0; i < c.num_layers; ++i) c.sparse_layers[static_cast<std::size_t>(i)] = (i + 1) % 2 == 0;
       break;
+    case Arch::Olmoe:
+      // q and k normalised over each whole projection, every layer routed, top-k weights not
+      // renormalised; heads fill hidden_size (olmoe's q_norm spans it).
+      c.num_layers = tiny ? 4 : 8;
+      c.num_experts = tiny ? 8 : 16;
+      c.top_k = tiny ? 2 : 4;
+      c.head_dim = c.hidden_size / c.num_heads;
+      c.intermediate_size = c.moe_intermediate_size = tiny ? 128 : 1024;
+      c.norm_topk_prob = false;
+      c.qk_norm = true;
+      c.qk_norm_per_head = false;
+      c.rms_norm_eps = 1e-5f;
+      c.rope_theta = 1e4;
+      c.sparse_layers.assign(static_cast<std::size_t>(c.num_layers), true);
+      break;
   }
   return c;
 }
@@ -170,8 +185,8 @@ std::vector<PlannedTensor> plan_tensors(const ModelConfig& c) {
       bias(a + "v_proj.bias", kv_out);
     }
     if (c.qk_norm) {
-      norm(a + "q_norm.weight", D);
-      norm(a + "k_norm.weight", D);
+      norm(a + "q_norm.weight", c.qk_norm_per_head ? D : q_out);
+      norm(a + "k_norm.weight", c.qk_norm_per_head ? D : kv_out);
     }
     norm(p + "post_attention_layernorm.weight", H);
     if (!c.is_sparse(i)) {
@@ -322,9 +337,9 @@ Status write_random_model(const ModelConfig& config, std::uint64_t seed, const f
     return Status::Error(arch_name(config.arch) + ": shapes only (simulator); writing weights is not supported");
   if (config.sparse_layers.size() != static_cast<std::size_t>(config.num_layers))
     return Status::Error("invalid model config: sparse_layers does not have num_layers entries");
-  if (config.arch == Arch::Mixtral)
+  if (config.arch == Arch::Mixtral || config.arch == Arch::Olmoe)
     for (bool s : config.sparse_layers)
-      if (!s) return Status::Error("invalid model config: every mixtral layer is sparse");
+      if (!s) return Status::Error("invalid model config: every " + arch_name(config.arch) + " layer is sparse");
   {
     // The config must read back as itself: validates sizes, head/kv-head divisibility, top-k.
     auto check = ModelConfig::from_json(config.to_json(), "the config.json to write");

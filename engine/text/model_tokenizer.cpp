@@ -18,6 +18,9 @@ StatusOr<std::string> tokenizer_style(Arch arch) {
     case Arch::Mixtral: return std::string("llama");
     case Arch::Qwen2Moe:
     case Arch::Qwen3Moe: return std::string("qwen2");
+    // OLMoE's own tokenizer is GPT-NeoX's byte-level BPE; the small byte-level one of the qwen2
+    // asset stands in for it, with OLMoE's tokenizer_config (family_config).
+    case Arch::Olmoe: return std::string("qwen2");
     case Arch::Dbrx: break;
   }
   return Status::Error(arch_name(arch) + ": no tokenizer asset for this architecture");
@@ -60,6 +63,13 @@ nlohmann::ordered_json family_config(Arch arch, const ModelConfig& config) {
     c["split_special_tokens"] = false;
     c["tokenizer_class"] = "Qwen2Tokenizer";
     c["unk_token"] = nullptr;
+  }
+  if (arch == Arch::Olmoe) {
+    // allenai/OLMoE-1B-7B's: no bos added, <|endoftext|> ends a sequence.
+    c["add_bos_token"] = false;
+    c["add_eos_token"] = false;
+    c["eos_token"] = "<|endoftext|>";
+    c["tokenizer_class"] = "GPTNeoXTokenizer";
   }
   return c;
 }

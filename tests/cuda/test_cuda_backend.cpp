@@ -216,11 +216,13 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaBackend,
                                            ModelCase{Arch::Qwen3Moe, kernels::DType::BF16, false},
                                            ModelCase{Arch::Mixtral, kernels::DType::F32, false},
                                            ModelCase{Arch::Qwen3Moe, kernels::DType::F32, false},
+                                           ModelCase{Arch::Olmoe, kernels::DType::BF16, false},
                                            ModelCase{Arch::Mixtral, kernels::DType::BF16, true},
                                            ModelCase{Arch::Qwen2Moe, kernels::DType::BF16, true},
                                            ModelCase{Arch::Qwen3Moe, kernels::DType::BF16, true},
                                            ModelCase{Arch::Mixtral, kernels::DType::F32, true},
-                                           ModelCase{Arch::Qwen3Moe, kernels::DType::F32, true}),
+                                           ModelCase{Arch::Qwen3Moe, kernels::DType::F32, true},
+                                           ModelCase{Arch::Olmoe, kernels::DType::BF16, true}),
                          [](const auto& p) {
                            return arch_name(p.param.arch) + "_" + std::string(kernels::dtype_name(p.param.dtype)) +
                                   (p.param.graphs ? "_graphs" : "_eager");

@@ -80,7 +80,7 @@ TEST_P(ForwardBatching, MixedBatchEqualsSeparateSessions) {
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatching, ::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe),
+INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatching, ::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe, Arch::Olmoe),
                          [](const auto& p) { return arch_name(p.param); });
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST_P(Golden, IncrementalDecodeMatchesPrefill) {
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, Golden,
                          ::testing::Values("mixtral-f32", "mixtral-bf16", "qwen2_moe-f32", "qwen2_moe-bf16",
-                                           "qwen3_moe-f32", "qwen3_moe-bf16",
+                                           "qwen3_moe-f32", "qwen3_moe-bf16", "olmoe-f32", "olmoe-bf16",
                                            // qwen3_moe's weights under YaRN (rope_type yarn, factor 4)
                                            "qwen3_moe_yarn-f32"),
                          [](const auto& p) {

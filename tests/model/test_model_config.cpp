@@ -277,6 +277,57 @@ TEST(ModelConfig, RejectsInconsistentHeadsAndExperts) {
   EXPECT_TRUE(FailsWith(parse(j), {"'attention_bias'", kSrc}));
 }
 
+json olmoe_json() {
+  return {{"model_type", "olmoe"},         {"vocab_size", 100},        {"hidden_size", 64},
+          {"num_hidden_layers", 3},        {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+          {"intermediate_size", 48},       {"num_experts", 6},         {"num_experts_per_tok", 2},
+          {"clip_qkv", nullptr}};
+}
+
+// OlmoeConfig: every layer routed, experts of width intermediate_size, q/k RMSNorm over each
+// whole projection, top-k weights as the softmax gave them unless norm_topk_prob.
+TEST(ModelConfig, OlmoeDefaultsAndRefusals) {
+  auto c = parse(olmoe_json());
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->arch, Arch::Olmoe);
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qk_norm_per_head);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_FALSE(c->has_shared_expert());
+  EXPECT_FALSE(c->norm_topk_prob);
+  EXPECT_EQ(c->moe_intermediate_size, 48);
+  EXPECT_EQ(c->sparse_layers, (std::vector<bool>{true, true, true}));
+  EXPECT_FLOAT_EQ(c->rms_norm_eps, 1e-5f);
+  EXPECT_EQ(c->rope_theta, 1e4);
+  EXPECT_EQ(c->max_position_embeddings, 4096);
+  // q_norm spans the whole q projection and k_norm the whole k projection.
+  const std::int64_t per_layer_norms = 64 + 2 * 16;
+  EXPECT_EQ(c->parameter_count(),
+            2 * 100 * 64 + 64 + 3 * (2 * 64 + 64 * 64 + 2 * 64 * 32 + 64 * 64 + per_layer_norms + 6 * 64 + 6 * 3 * 64 * 48));
+
+  // Qwen's sparsity keys do not apply: OLMoE routes every layer.
+  json j = olmoe_json();
+  j["mlp_only_layers"] = {1};
+  j["decoder_sparse_step"] = 2;
+  c = parse(j);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->sparse_layers, (std::vector<bool>{true, true, true}));
+
+  j = olmoe_json();
+  j["clip_qkv"] = 8.0;
+  EXPECT_TRUE(FailsWith(parse(j), {"clip_qkv", "not supported", kSrc}));
+  j = olmoe_json();
+  j["attention_bias"] = true;
+  EXPECT_TRUE(FailsWith(parse(j), {"attention_bias", "olmoe", kSrc}));
+  j = olmoe_json();
+  j["head_dim"] = 32;
+  EXPECT_TRUE(FailsWith(parse(j), {"head_dim (32)", "hidden_size (64)", "q_norm", kSrc}));
+  j = olmoe_json();
+  j.erase("intermediate_size");
+  EXPECT_TRUE(FailsWith(parse(j), {"missing required key 'intermediate_size'", kSrc}));
+}
+
 TEST(ModelConfig, RejectsSlidingWindow) {
   // RoPE variants: test_rope_scaling.cpp.
   json j = mixtral_json();
@@ -325,6 +376,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.shared_expert_intermediate_size, b.shared_expert_intermediate_size);
   EXPECT_EQ(a.qkv_bias, b.qkv_bias);
   EXPECT_EQ(a.qk_norm, b.qk_norm);
+  EXPECT_EQ(a.qk_norm_per_head, b.qk_norm_per_head);
   EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
   EXPECT_EQ(a.rope_theta, b.rope_theta);
   EXPECT_EQ(a.rope_scaling, b.rope_scaling);
@@ -336,7 +388,7 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
 }
 
 TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
-  for (Arch arch : {Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe}) {
+  for (Arch arch : {Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe, Arch::Olmoe}) {
     for (ModelPreset preset : {ModelPreset::Tiny, ModelPreset::Small}) {
       for (kernels::DType dtype : {kernels::DType::BF16, kernels::DType::F32}) {
         const ModelConfig c = preset_config(arch, preset, dtype);
@@ -401,6 +453,13 @@ TEST(ModelConfig, PresetsExerciseEveryArchitecturePath) {
     EXPECT_FALSE(q3.is_sparse(0));
     EXPECT_TRUE(q3.is_sparse(1));
     EXPECT_EQ(q3.tie_word_embeddings, preset == ModelPreset::Tiny);
+
+    const ModelConfig o = preset_config(Arch::Olmoe, preset, kernels::DType::BF16);
+    EXPECT_TRUE(o.qk_norm);
+    EXPECT_FALSE(o.qk_norm_per_head);
+    EXPECT_EQ(o.head_dim * o.num_heads, o.hidden_size);
+    for (std::int32_t i = 0; i < o.num_layers; ++i) EXPECT_TRUE(o.is_sparse(i));
+    EXPECT_FALSE(o.norm_topk_prob);
   }
   EXPECT_EQ(*parse_preset("tiny"), ModelPreset::Tiny);
   EXPECT_EQ(*parse_preset("small"), ModelPreset::Small);

@@ -159,11 +159,15 @@ TEST_P(RandomModel, WritesAndLoadsTiny) {
     EXPECT_EQ(L.q_bias != nullptr, arch == Arch::Qwen2Moe);
     EXPECT_EQ(L.k_bias != nullptr, arch == Arch::Qwen2Moe);
     EXPECT_EQ(L.v_bias != nullptr, arch == Arch::Qwen2Moe);
-    EXPECT_EQ(!L.q_norm.empty(), arch == Arch::Qwen3Moe);
-    EXPECT_EQ(!L.k_norm.empty(), arch == Arch::Qwen3Moe);
+    EXPECT_EQ(!L.q_norm.empty(), arch == Arch::Qwen3Moe || arch == Arch::Olmoe);
+    EXPECT_EQ(!L.k_norm.empty(), arch == Arch::Qwen3Moe || arch == Arch::Olmoe);
     if (arch == Arch::Qwen3Moe) {
       EXPECT_EQ(L.q_norm.size, D);
       EXPECT_EQ(L.k_norm.size, D);
+    }
+    if (arch == Arch::Olmoe) {  // over each whole projection
+      EXPECT_EQ(L.q_norm.size, c.num_heads * D);
+      EXPECT_EQ(L.k_norm.size, c.num_kv_heads * D);
     }
     EXPECT_EQ(L.sparse, c.is_sparse(i));
     if (!L.sparse) {
@@ -184,12 +188,12 @@ TEST_P(RandomModel, WritesAndLoadsTiny) {
       expect_matrix(L.shared_expert_gate, 1, H, dtype);
     }
   }
-  // Every arch's tiny preset covers its paths: Mixtral all sparse, Qwen a dense layer.
-  EXPECT_EQ(w.layer(0).sparse, arch == Arch::Mixtral);
+  // Every arch's tiny preset covers its paths: Mixtral and OLMoE all sparse, Qwen a dense layer.
+  EXPECT_EQ(w.layer(0).sparse, arch == Arch::Mixtral || arch == Arch::Olmoe);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, RandomModel,
-                         ::testing::Combine(::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe),
+                         ::testing::Combine(::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe, Arch::Olmoe),
                                             ::testing::Values(DType::BF16, DType::F32)),
                          [](const auto& p) {
                            return arch_name(std::get<0>(p.param)) +

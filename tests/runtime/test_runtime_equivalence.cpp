@@ -239,7 +239,7 @@ TEST_P(RuntimeEquivalence, FindepRunsTheSharedExpertApartInItsOrder) {
 INSTANTIATE_TEST_SUITE_P(Models, RuntimeEquivalence,
                          ::testing::Values(ModelCase{Arch::Mixtral, 1}, ModelCase{Arch::Mixtral, 2},
                                            ModelCase{Arch::Mixtral, 4}, ModelCase{Arch::Qwen2Moe, 2},
-                                           ModelCase{Arch::Qwen3Moe, 4}),
+                                           ModelCase{Arch::Qwen3Moe, 4}, ModelCase{Arch::Olmoe, 2}),
                          [](const auto& p) { return case_name(p.param); });
 
 }  // namespace

@@ -43,11 +43,11 @@ TEST(ModelShapes, EveryShippedShapeLoads) {
     ASSERT_TRUE(c.ok()) << c.status().message();
     EXPECT_GT(c->parameter_count(), c->active_parameter_count()) << e.path();
   }
-  EXPECT_EQ(n, 7);
+  EXPECT_EQ(n, 8);
 }
 
 // Published totals and active counts: the model cards (Mixtral 46.7B / 12.9B, 141B / 39B; DBRX
-// 132B / 36B; Qwen3 235B / 22B; Qwen1.5-MoE 14.3B / 2.7B) and MegaScale-Infer §7.1 (Scaled-MoE 317B, no active count).
+// 132B / 36B; Qwen3 235B / 22B; Qwen1.5-MoE 14.3B / 2.7B; OLMoE 6.9B / 1.3B) and MegaScale-Infer §7.1 (Scaled-MoE 317B, no active count).
 TEST(ModelShapes, ParameterCountsMatchThePublishedSizes) {
   struct Published {
     const char* name;
@@ -56,7 +56,7 @@ TEST(ModelShapes, ParameterCountsMatchThePublishedSizes) {
   };
   const Published models[] = {{"mixtral-8x7b", 46.7, 12.9}, {"mixtral-8x22b", 141, 39}, {"dbrx", 132, 36},
                               {"qwen3-235b-a22b", 235, 22}, {"scaled-moe", 317, 0},
-                              {"qwen1.5-moe-a2.7b", 14.3, 2.7}};
+                              {"qwen1.5-moe-a2.7b", 14.3, 2.7}, {"olmoe-1b-7b", 6.9, 1.3}};
   for (const Published& m : models) {
     const ModelConfig c = shape(m.name);
     EXPECT_NEAR(billions(c.parameter_count()), m.total_b, m.total_b * 0.02) << m.name;

@@ -47,7 +47,8 @@ TEST_P(ModelTokenizer, MadeModelServesText) {
   ASSERT_TRUE(written->bos_token_id);
 
   const bool mixtral = GetParam() == Arch::Mixtral;
-  EXPECT_EQ(tok->eos_token(), mixtral ? "</s>" : "<|im_end|>");
+  const bool olmoe = GetParam() == Arch::Olmoe;  // OLMoE's tokenizer_config over a byte-level BPE
+  EXPECT_EQ(tok->eos_token(), mixtral ? "</s>" : olmoe ? "<|endoftext|>" : "<|im_end|>");
   EXPECT_EQ(tok->bos_token(), mixtral ? "<s>" : "");
   EXPECT_EQ(tok->id_to_token(*written->bos_token_id), mixtral ? "<s>" : "<|endoftext|>");
 
@@ -68,7 +69,7 @@ TEST_P(ModelTokenizer, MadeModelServesText) {
   EXPECT_EQ(config_json.contains("chat_template"), has_template);
 }
 
-INSTANTIATE_TEST_SUITE_P(Arches, ModelTokenizer, ::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe),
+INSTANTIATE_TEST_SUITE_P(Arches, ModelTokenizer, ::testing::Values(Arch::Mixtral, Arch::Qwen2Moe, Arch::Qwen3Moe, Arch::Olmoe),
                          [](const auto& param_info) { return arch_name(param_info.param); });
 
 TEST(ModelTokenizerFiles, RefusesAVocabularySmallerThanTheTokenizer) {

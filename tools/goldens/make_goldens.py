@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden reference outputs from Hugging Face transformers for Switchyard's golden tests.
 
-Builds small random MoE models (mixtral, qwen2_moe, qwen3_moe), each in float32 and in bfloat16
+Builds small random MoE models (mixtral, qwen2_moe, qwen3_moe, olmoe), each in float32 and in bfloat16
 (the same random weights, cast), and writes under tests/golden/data/<arch>-<dtype>/:
 
   config.json                      the model's transformers config
@@ -35,6 +35,8 @@ from transformers import (
     MixtralForCausalLM,
     Qwen2MoeConfig,
     Qwen2MoeForCausalLM,
+    OlmoeConfig,
+    OlmoeForCausalLM,
     Qwen3MoeConfig,
     Qwen3MoeForCausalLM,
 )
@@ -156,6 +158,26 @@ ARCHS = OrderedDict(
         ),
     ),
 )
+# OLMoE (allenai/OLMoE-1B-7B's architecture): q and k RMS-normalised over each whole projection
+# (not per head), every layer routed, top-k weights not renormalised, head_dim = hidden / heads.
+ARCHS["olmoe"] = dict(
+    config_cls=OlmoeConfig,
+    model_cls=OlmoeForCausalLM,
+    config=dict(
+        COMMON,
+        num_hidden_layers=3,
+        num_key_value_heads=2,
+        intermediate_size=48,  # every expert's width
+        num_experts=6,
+        norm_topk_prob=False,
+        rms_norm_eps=1e-5,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        attention_bias=False,
+        clip_qkv=None,
+        tie_word_embeddings=False,
+    ),
+)
+
 # qwen3_moe with YaRN, as Qwen3's model cards enable it for long contexts (factor 4 over the
 # pretraining context); scaled to this model's 512 positions so that the ramp between
 # interpolated and extrapolated frequencies falls inside head_dim. The same weights as qwen3_moe
@@ -197,7 +219,7 @@ CONFIG_KEYS_DROPPED = {
 def sparse_layers(arch: str, config) -> list[bool]:
     """transformers' rule for which decoder layers route to experts."""
     arch = family(arch)
-    if arch == "mixtral":
+    if arch in ("mixtral", "olmoe"):
         return [True] * config.num_hidden_layers
     return [
         i not in config.mlp_only_layers and config.num_experts > 0 and (i + 1) % config.decoder_sparse_step == 0
@@ -256,7 +278,7 @@ def state_dict_to_per_expert(arch: str, model) -> "OrderedDict[str, torch.Tensor
     reads, have one 2-D nn.Linear weight per expert and projection:
       mixtral:    block_sparse_moe.experts.{e}.w1 (gate) / w3 (up) / w2 (down), router
                   block_sparse_moe.gate (transformers renames block_sparse_moe -> mlp on load)
-      qwen*_moe:  mlp.experts.{e}.gate_proj / up_proj / down_proj, router mlp.gate
+      qwen*_moe, olmoe: mlp.experts.{e}.gate_proj / up_proj / down_proj, router mlp.gate
     """
     arch = family(arch)
     cfg = model.config
@@ -321,7 +343,7 @@ def expected_tensor_shapes(arch: str, config) -> dict[str, tuple[int, ...]]:
     published naming independently of transformers' module tree."""
     arch = family(arch)
     H, V = config.hidden_size, config.vocab_size
-    D = config.head_dim
+    D = getattr(config, "head_dim", None) or H // config.num_attention_heads
     q, kv = config.num_attention_heads * D, config.num_key_value_heads * D
     shapes = {"model.embed_tokens.weight": (V, H), "model.norm.weight": (H,)}
     if not config.tie_word_embeddings:
@@ -341,6 +363,9 @@ def expected_tensor_shapes(arch: str, config) -> dict[str, tuple[int, ...]]:
         if arch == "qwen3_moe":
             shapes[f"{L}.self_attn.q_norm.weight"] = (D,)
             shapes[f"{L}.self_attn.k_norm.weight"] = (D,)
+        if arch == "olmoe":
+            shapes[f"{L}.self_attn.q_norm.weight"] = (q,)
+            shapes[f"{L}.self_attn.k_norm.weight"] = (kv,)
         if arch == "mixtral":
             E, I = config.num_local_experts, config.intermediate_size
             shapes[f"{L}.block_sparse_moe.gate.weight"] = (E, H)
@@ -349,7 +374,8 @@ def expected_tensor_shapes(arch: str, config) -> dict[str, tuple[int, ...]]:
                 shapes[f"{L}.block_sparse_moe.experts.{e}.w3.weight"] = (I, H)
                 shapes[f"{L}.block_sparse_moe.experts.{e}.w2.weight"] = (H, I)
         elif sparse:
-            E, I = config.num_experts, config.moe_intermediate_size
+            E = config.num_experts
+            I = config.intermediate_size if arch == "olmoe" else config.moe_intermediate_size
             shapes[f"{L}.mlp.gate.weight"] = (E, H)
             for e in range(E):
                 shapes[f"{L}.mlp.experts.{e}.gate_proj.weight"] = (I, H)
