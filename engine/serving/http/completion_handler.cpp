@@ -18,25 +18,6 @@ std::int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// What a streamed or whole answer keeps between the provider's calls.
-struct Answer {
-  Answer(const text::Tokenizer* tokenizer, const CompletionRequest& r)
-      : text(tokenizer, r.stop), want_logprobs(r.logprobs >= 0), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
-  AnswerText text;
-  bool want_logprobs;
-  LogprobsJson logprobs_json;
-  std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
-  std::string whole;  // the text so far (whole answers)
-  std::shared_ptr<RequestChannel> channel;
-  AnswerHeader header;
-  Usage usage;
-  std::vector<std::int32_t> ids;
-  bool role_sent = false;
-  bool include_usage = false;
-  bool complete = false;  // finished and written: nothing to cancel
-  Clock::time_point last_write = Clock::now();
-};
-
 // A content provider whose exceptions (none expected) end the answer instead of the process:
 // cpp-httplib calls providers outside its handler's try.
 template <class Fn>
@@ -51,6 +32,47 @@ httplib::ContentProviderWithoutLength guarded_provider(Fn fn) {
 }
 
 }  // namespace
+
+// One choice of an answer: its request's channel and what its text and tokens are so far.
+struct PendingChoice {
+  PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r) : text(tokenizer, r.stop) {}
+  std::shared_ptr<RequestChannel> channel;
+  AnswerText text;
+  std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
+  std::string whole;  // the text so far (whole answers)
+  std::vector<std::int32_t> ids;
+  FinishReason reason = FinishReason::None;  // set once the choice has ended (its last chunk written)
+  bool role_sent = false;
+  bool done() const { return reason != FinishReason::None; }
+};
+
+// What a streamed or whole answer keeps between the provider's calls: its n choices, read
+// through one signal that every choice's channel notifies.
+struct PendingAnswer {
+  PendingAnswer(const text::Tokenizer* tokenizer, const CompletionRequest& r)
+      : want_logprobs(r.logprobs >= 0), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
+  bool want_logprobs;
+  LogprobsJson logprobs_json;
+  std::shared_ptr<ChannelSignal> signal = std::make_shared<ChannelSignal>();
+  std::uint64_t seen = 0;  // the signal's generation when the channels were last read
+  std::vector<PendingChoice> choices;
+  AnswerHeader header;
+  Usage usage;
+  bool include_usage = false;
+  bool complete = false;  // every choice ended and written: nothing to cancel
+  Clock::time_point last_write = Clock::now();
+
+  bool all_done() const {
+    for (const PendingChoice& c : choices)
+      if (!c.done()) return false;
+    return true;
+  }
+  std::int32_t completion_tokens() const {
+    std::int32_t n = 0;
+    for (const PendingChoice& c : choices) n += static_cast<std::int32_t>(c.ids.size());
+    return n;
+  }
+};
 
 void set_error(httplib::Response& res, const ApiError& error) {
   res.status = error.status;
@@ -85,55 +107,85 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   std::vector<std::int32_t>& prompt = std::get<std::vector<std::int32_t>>(ids);
   const auto prompt_tokens = static_cast<std::int32_t>(prompt.size());
 
-  const std::uint64_t n = answers_.fetch_add(1);
-  RequestSpec spec;
-  spec.prompt = std::move(prompt);
-  spec.max_new_tokens = *r.max_tokens;
+  const std::uint64_t answer = answers_.fetch_add(1);
   // Without a seed each request draws its own; with one, the same request gives the same answer.
-  spec.sampling = SamplingSpec{r.temperature, r.top_p, r.top_k, r.seed ? *r.seed : seed_base_ ^ (n * 0x9E3779B97F4A7C15ull),
-                               r.logprobs};
-  spec.stop_token_ids = r.stop_token_ids;
-  if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
-  std::shared_ptr<RequestChannel> channel = broker_.submit(std::move(spec));
-  const RequestChannel::News verdict = channel->wait_accepted();
-  if (verdict.error) return set_error(res, *verdict.error);
+  // Choice i samples with seed + i: choice 0 is what the request with n = 1 answers.
+  const std::uint64_t seed = r.seed ? *r.seed : seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
+  auto a = std::make_shared<PendingAnswer>(text_.tokenizer(), r);
+  for (std::int32_t i = 0; i < r.n; ++i) {
+    RequestSpec spec;
+    spec.prompt = prompt;
+    spec.max_new_tokens = *r.max_tokens;
+    spec.sampling = SamplingSpec{r.temperature, r.top_p, r.top_k, seed + static_cast<std::uint64_t>(i), r.logprobs};
+    spec.stop_token_ids = r.stop_token_ids;
+    if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
+    a->choices.emplace_back(text_.tokenizer(), r);
+    a->choices.back().channel = broker_.submit(std::move(spec), a->signal);
+  }
+  for (PendingChoice& c : a->choices) {
+    const RequestChannel::News verdict = c.channel->wait_accepted();
+    if (!verdict.error) continue;
+    // One refused choice refuses the answer: the others are let go.
+    for (PendingChoice& other : a->choices)
+      if (&other != &c) broker_.cancel(other.channel->id());
+    return set_error(res, *verdict.error);
+  }
+  a->header = {"cmpl-" + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
+  if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
+  a->usage.prompt_tokens = prompt_tokens;  // once: every choice continues the same prompt
+  a->include_usage = r.include_usage;
   if (r.stream) {
-    answer_stream(res, r, std::move(channel), prompt_tokens);
+    answer_stream(res, std::move(a));
   } else {
-    answer_whole(res, r, std::move(channel), prompt_tokens);
+    answer_whole(res, std::move(a));
   }
 }
 
-void CompletionHandler::answer_whole(httplib::Response& res, const CompletionRequest& r,
-                                     std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>(text_.tokenizer(), r);
-  a->channel = std::move(channel);
-  a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
-  if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
-  a->usage.prompt_tokens = prompt_tokens;
+void CompletionHandler::cancel_open(PendingAnswer& a) {
+  for (PendingChoice& c : a.choices)
+    if (!c.done()) broker_.cancel(c.channel->id());
+}
+
+void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   // Chunked, so that while the answer is made a space (JSON allows it before the value) can
-  // go out now and then: the write fails once the client has gone, and the request is cancelled.
+  // go out now and then: the write fails once the client has gone, and the requests are cancelled.
   res.set_chunked_content_provider(
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
-        RequestChannel::News news = a->channel->take(kKeepAlive);
-        for (std::size_t i = 0; i < news.tokens.size(); ++i) {
-          a->ids.push_back(news.tokens[i]);
-          if (i < news.logprobs.size()) a->logprobs.push_back(std::move(news.logprobs[i]));
-          a->whole += a->text.push(news.tokens[i]);
-          if (a->text.stopped()) break;
+        a->signal->wait(a->seen, kKeepAlive);
+        a->seen = a->signal->generation();  // before reading: news after this wakes the next wait
+        std::optional<ApiError> error;
+        for (PendingChoice& c : a->choices) {
+          if (c.done()) continue;
+          RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
+          for (std::size_t i = 0; i < news.tokens.size(); ++i) {
+            c.ids.push_back(news.tokens[i]);
+            if (i < news.logprobs.size()) c.logprobs.push_back(std::move(news.logprobs[i]));
+            c.whole += c.text.push(news.tokens[i]);
+            if (c.text.stopped()) break;
+          }
+          if (news.error) {
+            error = news.error;
+            break;
+          }
+          if (c.text.stopped() || news.finished != FinishReason::None) {
+            if (!c.text.stopped()) c.whole += c.text.finish();
+            // A stop string ends the choice before the engine does: free its request now.
+            if (news.finished == FinishReason::None) broker_.cancel(c.channel->id());
+            c.reason = c.text.stopped() ? FinishReason::Stop : news.finished;
+          }
         }
         std::string out;
-        if (news.error) {
-          out = json_text(news.error->body());
-        } else if (a->text.stopped() || news.finished != FinishReason::None) {
-          if (!a->text.stopped()) a->whole += a->text.finish();
-          const FinishReason reason = a->text.stopped() ? FinishReason::Stop : news.finished;
-          // A stop string ends the answer before the engine does: free the request now.
-          if (news.finished == FinishReason::None) broker_.cancel(a->channel->id());
-          a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          out = json_text(completion_json(a->header, a->whole, a->ids, reason, a->usage,
-                                          a->want_logprobs ? a->logprobs_json.make(a->logprobs) : nullptr));
+        if (error) {
+          cancel_open(*a);
+          out = json_text(error->body());
+        } else if (a->all_done()) {
+          a->usage.completion_tokens = a->completion_tokens();
+          std::vector<ChoiceJson> choices;
+          for (PendingChoice& c : a->choices)
+            choices.push_back({std::move(c.whole), c.ids, c.reason,
+                               a->want_logprobs ? a->logprobs_json.make(c.logprobs) : nullptr});
+          out = json_text(completion_json(a->header, choices, a->usage));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
           return sink.write(" ", 1);
@@ -147,66 +199,79 @@ void CompletionHandler::answer_whole(httplib::Response& res, const CompletionReq
         return true;
       }),
       [this, a](bool) {
-        if (!a->complete) broker_.cancel(a->channel->id());
+        if (!a->complete) cancel_open(*a);
       });
 }
 
-void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRequest& r,
-                                      std::shared_ptr<RequestChannel> channel, std::int32_t prompt_tokens) {
-  auto a = std::make_shared<Answer>(text_.tokenizer(), r);
-  a->channel = std::move(channel);
-  a->header = {"cmpl-" + std::to_string(a->channel->id()), unix_seconds(), limits_.name, r.endpoint};
-  if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
-  a->usage.prompt_tokens = prompt_tokens;
-  a->include_usage = r.include_usage;
+void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
       guarded_provider([this, a](httplib::DataSink& sink) {
         std::string out;
-        if (!a->role_sent && a->header.endpoint == Endpoint::ChatCompletions) {
-          out += sse_event(role_chunk_json(a->header));
-          a->role_sent = true;
+        const auto index = [&](const PendingChoice& c) { return static_cast<std::int32_t>(&c - a->choices.data()); };
+        for (PendingChoice& c : a->choices) {
+          if (!c.role_sent && a->header.endpoint == Endpoint::ChatCompletions) {
+            out += sse_event(role_chunk_json(a->header, index(c)));
+            c.role_sent = true;
+          }
         }
-        RequestChannel::News news = a->channel->take(kKeepAlive);
-        bool finished = news.finished != FinishReason::None;
-        // One event per token, as OpenAI streams; the last carries the finish reason. Text held
-        // back (a character not complete yet, a possible stop string) goes out with a later one.
-        std::string last_text;
-        std::vector<std::int32_t> last_ids;
-        nlohmann::json last_logprobs;
-        // The token's logprobs object, null when not asked for (or the backend has no logits).
-        const auto logprobs_of = [&](std::size_t i) -> nlohmann::json {
-          if (!a->want_logprobs || i >= news.logprobs.size()) return nullptr;
-          return a->logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
-        };
-        for (std::size_t i = 0; i < news.tokens.size(); ++i) {
-          const std::int32_t t = news.tokens[i];
-          a->ids.push_back(t);
-          std::string piece = a->text.push(t);
-          if (a->text.stopped() || (finished && i + 1 == news.tokens.size())) {
-            last_text = std::move(piece);
-            last_ids = {t};
-            last_logprobs = logprobs_of(i);
+        if (out.empty()) a->signal->wait(a->seen, kKeepAlive);
+        a->seen = a->signal->generation();  // before reading: news after this wakes the next wait
+        std::optional<ApiError> error;
+        for (PendingChoice& c : a->choices) {
+          if (c.done()) continue;
+          RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
+          const bool finished = news.finished != FinishReason::None;
+          // One event per token, as OpenAI streams; the choice's last carries its finish reason.
+          // Text held back (a character not complete yet, a possible stop string) goes out with a
+          // later one.
+          std::string last_text;
+          std::vector<std::int32_t> last_ids;
+          nlohmann::json last_logprobs;
+          // The token's logprobs object, null when not asked for (or the backend has no logits).
+          const auto logprobs_of = [&](std::size_t i) -> nlohmann::json {
+            if (!a->want_logprobs || i >= news.logprobs.size()) return nullptr;
+            return a->logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
+          };
+          for (std::size_t i = 0; i < news.tokens.size(); ++i) {
+            const std::int32_t t = news.tokens[i];
+            c.ids.push_back(t);
+            std::string piece = c.text.push(t);
+            if (c.text.stopped() || (finished && i + 1 == news.tokens.size())) {
+              last_text = std::move(piece);
+              last_ids = {t};
+              last_logprobs = logprobs_of(i);
+              break;
+            }
+            out += sse_event(chunk_json(a->header, index(c), piece, {t}, std::nullopt, std::nullopt, logprobs_of(i)));
+          }
+          if (news.error) {
+            error = news.error;
             break;
           }
-          out += sse_event(chunk_json(a->header, piece, {t}, std::nullopt, std::nullopt, logprobs_of(i)));
+          if (c.text.stopped() || finished) {
+            if (!c.text.stopped()) last_text += c.text.finish();
+            // A stop string ends the choice before the engine does: free its request now.
+            if (!finished) broker_.cancel(c.channel->id());
+            c.reason = c.text.stopped() ? FinishReason::Stop : news.finished;
+            // Usage rides on the answer's last chunk (as llama-server sends it) unless the client
+            // asked for OpenAI's separate usage chunk.
+            std::optional<Usage> usage;
+            if (a->all_done() && !a->include_usage) {
+              a->usage.completion_tokens = a->completion_tokens();
+              usage = a->usage;
+            }
+            out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, c.reason, usage, std::move(last_logprobs)));
+          }
         }
-        if (news.error) {
-          out += sse_event(news.error->body());
+        if (error) {
+          cancel_open(*a);
+          out += sse_event(error->body());
           out += kSseDone;
           a->complete = true;
-        } else if (a->text.stopped() || finished) {
-          if (!a->text.stopped()) last_text += a->text.finish();
-          const FinishReason reason = a->text.stopped() ? FinishReason::Stop : news.finished;
-          // A stop string ends the answer before the engine does: free the request now.
-          if (!finished) broker_.cancel(a->channel->id());
-          a->usage.completion_tokens = static_cast<std::int32_t>(a->ids.size());
-          // Usage rides on the last chunk (as llama-server sends it) unless the client asked for
-          // OpenAI's separate usage chunk.
-          out += sse_event(chunk_json(a->header, last_text, last_ids, reason,
-                                      a->include_usage ? std::nullopt : std::optional<Usage>(a->usage),
-                                      std::move(last_logprobs)));
+        } else if (a->all_done()) {
+          a->usage.completion_tokens = a->completion_tokens();
           if (a->include_usage) out += sse_event(usage_chunk_json(a->header, a->usage));
           out += kSseDone;
           a->complete = true;
@@ -220,7 +285,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, const CompletionRe
         return true;
       }),
       [this, a](bool) {
-        if (!a->complete) broker_.cancel(a->channel->id());
+        if (!a->complete) cancel_open(*a);
       });
 }
 

@@ -1,6 +1,6 @@
 // Answers one POST /v1/completions or /v1/chat/completions on an HTTP worker thread: parses
-// and checks the body, submits through the broker, and answers as one JSON body or as
-// server-sent events. A client that goes away (noticed at the next write: a token, or a
+// and checks the body, submits its n choices through the broker (a request each), and answers
+// as one JSON body or as server-sent events. A client that goes away (noticed at the next write: a token, or a
 // keep-alive every 250 ms) has its request cancelled and its KV pages freed.
 #pragma once
 
@@ -21,6 +21,8 @@ struct Response;
 
 namespace sy::http {
 
+struct PendingAnswer;  // an accepted answer's choices and what they have produced (completion_handler.cpp)
+
 class CompletionHandler {
  public:
   // `text` must outlive the handler.
@@ -28,10 +30,12 @@ class CompletionHandler {
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
 
  private:
-  void answer_whole(httplib::Response& res, const CompletionRequest& r, std::shared_ptr<RequestChannel> channel,
-                    std::int32_t prompt_tokens);
-  void answer_stream(httplib::Response& res, const CompletionRequest& r, std::shared_ptr<RequestChannel> channel,
-                     std::int32_t prompt_tokens);
+  // The answer's n choices, accepted: one JSON body once every choice has ended, or their chunks
+  // as they come (each with its index).
+  void answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a);
+  void answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a);
+  // Cancels the requests of the answer's choices that have not ended (the client left, a choice failed).
+  void cancel_open(PendingAnswer& a);
   // The prompt's token ids: as given, or the text or chat messages encoded.
   std::variant<std::vector<std::int32_t>, ApiError> prompt_ids(CompletionRequest& r) const;
 

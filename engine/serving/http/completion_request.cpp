@@ -217,8 +217,8 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   if (chat ? !parse_messages(c, limits, out) : !parse_prompt(c, limits, out)) return *c.error;
 
   std::optional<std::int64_t> n, max_tokens, max_completion, top_k, seed;
-  if (c.integer("n", n, 0, std::numeric_limits<std::int32_t>::max()) && n && *n != 1)
-    c.fail("n", "'n' must be 1: one choice per request is supported, got " + std::to_string(*n));
+  c.integer("n", n, 1, kMaxChoices);
+  if (n) out.n = static_cast<std::int32_t>(*n);
   c.integer("max_tokens", max_tokens, 1, std::numeric_limits<std::int32_t>::max());
   if (chat) {
     c.integer("max_completion_tokens", max_completion, 1, std::numeric_limits<std::int32_t>::max());
@@ -247,7 +247,6 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   const auto is_false = [](const json& v) { return v.is_boolean() && !v.get<bool>(); };
   const auto is_zero = [](const json& v) { return v.is_number() && v.get<double>() == 0; };
   const auto is_empty = [](const json& v) { return (v.is_object() || v.is_array()) && v.empty(); };
-  const auto is_one = [](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() == 1; };
   // Completions: logprobs is the number of alternatives (0 gives the chosen token's alone).
   // Chat: logprobs says whether, top_logprobs how many. At most kMaxTopLogprobs, as vLLM.
   std::optional<std::int64_t> logprobs, top_logprobs;
@@ -263,7 +262,9 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
     if (logprobs) out.logprobs = static_cast<std::int32_t>(*logprobs);
   }
   c.neutral("echo", is_false, "'echo' is not supported");
-  c.neutral("best_of", is_one, "'best_of' must be 1");
+  // vLLM's best_of (more candidates than n, the best kept) is not done: only best_of = n.
+  c.neutral("best_of", [&](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() == out.n; },
+            "'best_of' must equal n (" + std::to_string(out.n) + "): returning the best of more candidates is not supported");
   c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },
             "'suffix' is not supported");
   c.neutral("presence_penalty", is_zero, "'presence_penalty' is not supported (only 0)");

@@ -26,8 +26,12 @@ struct ModelLimits {
   std::optional<std::int32_t> eos_token_id;  // requests stop after it unless they ignore_eos
 };
 
+// The most choices (`n`) one request may ask for: each runs as a request of its own.
+inline constexpr std::int32_t kMaxChoices = 16;
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
+  std::int32_t n = 1;  // choices, each sampled on its own (seed + i)
   // Completions: a prompt of token ids, or a text prompt (needs the tokenizer).
   std::vector<std::int32_t> prompt_ids;
   std::optional<std::string> prompt_text;

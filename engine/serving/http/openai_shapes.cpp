@@ -28,25 +28,28 @@ json reason_json(std::optional<FinishReason> finish) {
 
 }  // namespace
 
-json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                     FinishReason reason, const Usage& usage, json logprobs) {
+json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choices, const Usage& usage) {
   json out = header_json(h, false);
-  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", openai_finish_reason(reason)}};
-  if (h.endpoint == Endpoint::ChatCompletions) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  out["choices"] = json::array();
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceJson& c = choices[i];
+    json choice = {{"index", i}, {"logprobs", c.logprobs}, {"finish_reason", openai_finish_reason(c.reason)}};
+    if (h.endpoint == Endpoint::ChatCompletions) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choice["token_ids"] = c.ids;
+    out["choices"].push_back(std::move(choice));
   }
-  choice["token_ids"] = ids;
-  out["choices"] = json::array({std::move(choice)});
   out["usage"] = usage_json(usage);
   return out;
 }
 
-json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
+json chunk_json(const AnswerHeader& h, std::int32_t index, const std::string& text, const std::vector<std::int32_t>& ids,
                 std::optional<FinishReason> finish, const std::optional<Usage>& usage, json logprobs) {
   json out = header_json(h, true);
-  json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", reason_json(finish)}};
+  json choice = {{"index", index}, {"logprobs", std::move(logprobs)}, {"finish_reason", reason_json(finish)}};
   if (h.endpoint == Endpoint::ChatCompletions) {
     choice["delta"] = finish && text.empty() ? json::object() : json{{"content", text}};
   } else {
@@ -58,10 +61,12 @@ json chunk_json(const AnswerHeader& h, const std::string& text, const std::vecto
   return out;
 }
 
-json role_chunk_json(const AnswerHeader& h) {
+json role_chunk_json(const AnswerHeader& h, std::int32_t index) {
   json out = header_json(h, true);
-  out["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  out["choices"] = json::array({{{"index", index},
+                                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
   return out;
 }
 

@@ -32,15 +32,22 @@ struct Usage {
 const char* openai_finish_reason(FinishReason reason);
 
 nlohmann::json usage_json(const Usage& usage);
-// The whole answer; `logprobs` is the choice's (LogprobsJson), null when not asked for.
-nlohmann::json completion_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                               FinishReason reason, const Usage& usage, nlohmann::json logprobs = nullptr);
-// A stream chunk with new text (and its ids); finish_reason and usage on the last one. Chat's
-// first chunk carries the role (role_chunk).
-nlohmann::json chunk_json(const AnswerHeader& h, const std::string& text, const std::vector<std::int32_t>& ids,
-                          std::optional<FinishReason> finish, const std::optional<Usage>& usage,
-                          nlohmann::json logprobs = nullptr);
-nlohmann::json role_chunk_json(const AnswerHeader& h);
+
+// One choice of a whole answer; `logprobs` is its LogprobsJson, null when not asked for.
+struct ChoiceJson {
+  std::string text;
+  std::vector<std::int32_t> ids;
+  FinishReason reason = FinishReason::Stop;
+  nlohmann::json logprobs = nullptr;
+};
+// The whole answer: choice i has "index" i.
+nlohmann::json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choices, const Usage& usage);
+// A stream chunk of choice `index` with new text (and its ids); finish_reason on its last one,
+// usage on the answer's last. Chat's first chunk of each choice carries the role (role_chunk).
+nlohmann::json chunk_json(const AnswerHeader& h, std::int32_t index, const std::string& text,
+                          const std::vector<std::int32_t>& ids, std::optional<FinishReason> finish,
+                          const std::optional<Usage>& usage, nlohmann::json logprobs = nullptr);
+nlohmann::json role_chunk_json(const AnswerHeader& h, std::int32_t index);
 // OpenAI's separate usage chunk (stream_options.include_usage): no choices.
 nlohmann::json usage_chunk_json(const AnswerHeader& h, const Usage& usage);
 nlohmann::json models_json(const std::string& model, std::int64_t created, std::int32_t context);

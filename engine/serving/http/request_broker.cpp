@@ -11,10 +11,10 @@ RequestBroker::~RequestBroker() {
   deployment_.observers().remove(nullptr, this);
 }
 
-std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec) {
+std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal) {
   spec.id = next_id_.fetch_add(1);
   spec.external_id = std::to_string(spec.id);
-  auto channel = std::make_shared<RequestChannel>(spec.id);
+  auto channel = std::make_shared<RequestChannel>(spec.id, std::move(signal));
   {
     std::lock_guard lock(mutex_);
     if (closed_) {

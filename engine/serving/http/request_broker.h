@@ -24,8 +24,8 @@ class RequestBroker final : public RequestObserver {
   RequestBroker& operator=(const RequestBroker&) = delete;
 
   // Any thread. The spec's id and arrival time are the broker's to set. A closed broker answers
-  // 503 at once; a paused coordinator 503; a full queue 429.
-  std::shared_ptr<RequestChannel> submit(RequestSpec spec);
+  // 503 at once; a paused coordinator 503; a full queue 429. The channel notifies `signal` too.
+  std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr);
   // Any thread: the client went away; frees the request's KV pages (Coordinator::cancel).
   void cancel(std::int64_t id);
   // Any thread: from now on every request is answered 503 (shutting down), and every open one

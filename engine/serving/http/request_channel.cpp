@@ -2,27 +2,32 @@
 
 namespace sy::http {
 
+void RequestChannel::wake() {
+  cv_.notify_all();
+  if (signal_) signal_->notify();
+}
+
 void RequestChannel::accept() {
   {
     std::lock_guard lock(mutex_);
     accepted_ = true;
     news_ = true;
   }
-  cv_.notify_all();
+  wake();
 }
 
 void RequestChannel::push_token(std::int32_t token, const kernels::TokenLogprobs* logprobs) {
-  bool wake = false;
+  bool first = false;
   {
     std::lock_guard lock(mutex_);
     tokens_.push_back(token);
     if (logprobs) logprobs_.push_back(*logprobs);
     // A reader already woken and not yet back needs no second wake-up (tokens pile up
     // while it writes): one futex call per batch, not per token.
-    wake = !news_;
+    first = !news_;
     news_ = true;
   }
-  if (wake) cv_.notify_all();
+  if (first) wake();
 }
 
 void RequestChannel::finish(FinishReason reason) {
@@ -31,7 +36,7 @@ void RequestChannel::finish(FinishReason reason) {
     finished_ = reason;
     news_ = true;
   }
-  cv_.notify_all();
+  wake();
 }
 
 void RequestChannel::fail(ApiError error) {
@@ -40,7 +45,7 @@ void RequestChannel::fail(ApiError error) {
     if (!error_ && finished_ == FinishReason::None) error_ = std::move(error);
     news_ = true;
   }
-  cv_.notify_all();
+  wake();
 }
 
 RequestChannel::News RequestChannel::take(std::chrono::milliseconds timeout) {

@@ -6,18 +6,22 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "engine/serving/http/api_error.h"
+#include "engine/serving/http/channel_signal.h"
 #include "engine/serving/request_observer.h"
 
 namespace sy::http {
 
 class RequestChannel {
  public:
-  explicit RequestChannel(std::int64_t id) : id_(id) {}
+  // `signal`, when given, is notified with every news too (a handler following several channels).
+  explicit RequestChannel(std::int64_t id, std::shared_ptr<ChannelSignal> signal = nullptr)
+      : id_(id), signal_(std::move(signal)) {}
   std::int64_t id() const { return id_; }
 
   // Loop thread.
@@ -42,7 +46,11 @@ class RequestChannel {
   News wait_accepted();
 
  private:
+  // Both condition variables are notified outside the lock.
+  void wake();
+
   const std::int64_t id_;
+  const std::shared_ptr<ChannelSignal> signal_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool accepted_ = false;

@@ -170,11 +170,26 @@ def main():
             check(False, "an unknown model is refused")
         except openai.NotFoundError:
             check(True, "an unknown model: 404")
+        # n choices: choice i samples with seed + i; streamed, the chunks carry their index.
+        many = client.completions.create(model=name, prompt=prompt, max_tokens=8, temperature=1.0, seed=7, n=2)
+        second = client.completions.create(model=name, prompt=prompt, max_tokens=8, temperature=1.0, seed=8)
+        check([c.index for c in many.choices] == [0, 1]
+              and many.choices[0].model_extra["token_ids"] == a.choices[0].model_extra["token_ids"]
+              and many.choices[1].model_extra["token_ids"] == second.choices[0].model_extra["token_ids"]
+              and many.usage.completion_tokens == 16 and many.usage.prompt_tokens == len(prompt),
+              "n=2: choice i is the answer with seed + i, usage over both")
+        by_index = {0: [], 1: []}
+        for chunk in client.completions.create(model=name, prompt=prompt, max_tokens=8, temperature=1.0, seed=7, n=2,
+                                               stream=True):
+            for ch in chunk.choices:
+                by_index[ch.index] += ch.model_extra["token_ids"]
+        check(by_index[0] == many.choices[0].model_extra["token_ids"]
+              and by_index[1] == many.choices[1].model_extra["token_ids"], "n=2 streamed: the same tokens per index")
         try:
-            client.completions.create(model=name, prompt=prompt, n=2)
-            check(False, "n=2 is refused")
+            client.completions.create(model=name, prompt=prompt, n=17)
+            check(False, "n=17 is refused")
         except openai.BadRequestError as e:
-            check(e.body.get("param") == "n", "n=2: 400 naming n")
+            check(e.body.get("param") == "n", "n=17: 400 naming n")
 
         try:
             t = client.completions.create(model=name, prompt="Once upon a time", max_tokens=16, temperature=0,

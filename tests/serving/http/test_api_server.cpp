@@ -129,6 +129,87 @@ TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {
   EXPECT_EQ(ids, *generate(session, prompt, g));
 }
 
+// n choices: each its own request, sampled with seed + i, so choice i is what n = 1 with seed + i
+// answers; one body with every choice, or their chunks interleaved, each with its index, and one
+// [DONE]; usage counts the prompt once and every choice's tokens.
+TEST_F(ApiServerTest, NChoicesAreSampledWithSeedPlusTheirIndex) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const std::vector<std::int32_t> prompt = {11, 12, 13};
+  const json base = {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 1.0}, {"ignore_eos", true}};
+  std::vector<std::vector<std::int32_t>> single;
+  for (int i = 0; i < 3; ++i) {
+    json body = base;
+    body["seed"] = 40 + i;
+    single.push_back(post(c, "/v1/completions", body, 200)["choices"][0]["token_ids"].get<std::vector<std::int32_t>>());
+  }
+  ASSERT_NE(single[0], single[1]) << "sampling at temperature 1 should differ between seeds";
+  json body = base;
+  body["seed"] = 40;
+  body["n"] = 3;
+  const json r = post(c, "/v1/completions", body, 200);
+  ASSERT_EQ(r["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    EXPECT_EQ(r["choices"][i]["token_ids"].get<std::vector<std::int32_t>>(), single[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(r["choices"][i]["finish_reason"], "length");
+  }
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 24);
+
+  // Greedy: every choice is the reference continuation.
+  const json greedy = post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}, {"n", 2}}, 200);
+  const auto expected = reference(prompt, 6);
+  for (const json& choice : greedy["choices"]) EXPECT_EQ(choice["token_ids"].get<std::vector<std::int32_t>>(), expected);
+
+  // Streamed: the same tokens per index, each choice's last chunk with its finish reason, usage
+  // on the answer's last chunk.
+  body["stream"] = true;
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  std::map<int, std::vector<std::int32_t>> streamed;
+  std::map<int, int> finishes;
+  json last;
+  int done = 0;
+  std::size_t at = 0;
+  while (at < res->body.size()) {
+    const std::size_t end = res->body.find("\n\n", at);
+    ASSERT_NE(end, std::string::npos);
+    const std::string event = res->body.substr(at, end - at);
+    at = end + 2;
+    if (event[0] == ':') continue;
+    if (event == "data: [DONE]") {
+      ++done;
+      continue;
+    }
+    last = json::parse(event.substr(6));
+    const json& choice = last["choices"][0];
+    for (auto id : choice["token_ids"]) streamed[choice["index"].get<int>()].push_back(id.get<std::int32_t>());
+    if (!choice["finish_reason"].is_null()) ++finishes[choice["index"].get<int>()];
+  }
+  EXPECT_EQ(done, 1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(streamed[i], single[static_cast<std::size_t>(i)]) << "choice " << i;
+    EXPECT_EQ(finishes[i], 1) << "choice " << i;
+  }
+  EXPECT_EQ(last["usage"]["completion_tokens"], 24);
+  EXPECT_TRUE(s.kv_freed());
+}
+
+TEST_F(ApiServerTest, AClientThatLeavesFreesEveryChoicesKv) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const json body = {{"prompt", {1, 2, 3}}, {"max_tokens", 1500}, {"ignore_eos", true}, {"stream", true}, {"n", 3}};
+  int events = 0;
+  post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
+    for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
+    return events < 9;  // then hang up
+  });
+  EXPECT_TRUE(s.kv_freed());
+  for (std::int64_t id = 0; id < 3; ++id) EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id;
+}
+
 TEST_F(ApiServerTest, BadRequestsAre400sNamingTheField) {
   LiveServer s(weights_, {});
   auto c = s.client();

@@ -37,6 +37,8 @@ TEST(CompletionRequest, DefaultsAndValues) {
   EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
   EXPECT_EQ(r.stop_token_ids, std::vector<std::int32_t>{9});
   EXPECT_TRUE(r.stream && r.include_usage);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_EQ(parsed(R"({"prompt":[1],"n":16,"best_of":16})").n, 16);
   r = parsed(R"({"prompt":"hello"})");
   EXPECT_EQ(r.prompt_text, "hello");
   EXPECT_FALSE(r.max_tokens);  // decided once the text is encoded
@@ -66,7 +68,10 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"temperature":3})", "temperature", "[0, 2]"},
       {R"({"prompt":[1],"temperature":"hot"})", "temperature", "a number"},
       {R"({"prompt":[1],"top_p":0})", "top_p", "(0, 1]"},
-      {R"({"prompt":[1],"n":2})", "n", "'n' must be 1"},
+      {R"({"prompt":[1],"n":0})", "n", "[1, 16]"},
+      {R"({"prompt":[1],"n":17})", "n", "[1, 16]"},
+      {R"({"prompt":[1],"n":2,"best_of":3})", "best_of", "must equal n (2)"},
+      {R"({"prompt":[1],"best_of":2})", "best_of", "must equal n (1)"},
       {R"({"prompt":[1],"seed":1.5})", "seed", "an integer"},
       {R"({"prompt":[1],"stop":[1]})", "stop", "strings"},
       {R"({"prompt":[1],"stop_token_ids":[500]})", "stop_token_ids", "not a token id"},
