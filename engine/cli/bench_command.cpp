@@ -143,6 +143,7 @@ struct BenchRun {
   Placement placement;                            // the placement it ran with
   std::vector<std::vector<std::int64_t>> expert_load;  // [block][expert] tokens routed
   std::vector<std::int64_t> routed;               // [device] tokens routed to its experts
+  std::int64_t prefix_queries = 0, prefix_hits = 0;  // --prefix-caching: prompt tokens, and those cached
 };
 
 // ranks: this process's part when a launcher started several (the other ranks serve the same
@@ -222,9 +223,18 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
       std::snprintf(line, sizeof line, "adaptive at %.3f s: ", static_cast<double>(sw.t_ns) * 1e-9);
       say(line + policy_name(sw.from.kind) + " -> " + policy_name(sw.to.kind) + ": " + sw.reason);
     }
-  return {options.policy.describe(), clock, deployment->metrics().report(0, end), static_cast<double>(end) * 1e-9, wall,
-          cpu, deployment->events_run(), ran_with, deployment->metrics().expert_load(),
-          deployment->metrics().routed_per_device()};
+  return {options.policy.describe(),
+          clock,
+          deployment->metrics().report(0, end),
+          static_cast<double>(end) * 1e-9,
+          wall,
+          cpu,
+          deployment->events_run(),
+          ran_with,
+          deployment->metrics().expert_load(),
+          deployment->metrics().routed_per_device(),
+          deployment->coordinator().prefix_cache_queries(),
+          deployment->coordinator().prefix_cache_hits()};
 }
 
 // The threads a study's runs get: --jobs (default: the hardware threads), at most one per run, 1
@@ -594,6 +604,10 @@ void run(const BenchArgs& a) {
   for (const BenchRun& r : runs) {
     std::printf("== %s, %s clock\n%s", r.label.c_str(), std::string(clock_name(r.clock)).c_str(),
                 format_table(r.report).c_str());
+    if (r.prefix_queries > 0)
+      std::printf("prefix cache: %lld of %lld prompt tokens from the cache (%.1f %%)\n", static_cast<long long>(r.prefix_hits),
+                  static_cast<long long>(r.prefix_queries),
+                  100.0 * static_cast<double>(r.prefix_hits) / static_cast<double>(r.prefix_queries));
     if (backend.sim())
       std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time (%lld events, %.0f ns each)\n",
                   r.simulated_s, r.wall_s, r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0, static_cast<long long>(r.events),

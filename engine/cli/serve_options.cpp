@@ -42,6 +42,9 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   app.add_option("--max-waiting-tokens", max_waiting_tokens,
                  "Prompt tokens that may wait for admission; a request beyond is rejected at once (1..2^32)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 32))->capture_default_str();
+  app.add_flag("--prefix-caching", prefix_caching,
+               "Share the KV pages of prompts' common leading tokens between requests on an attention rank "
+               "(automatic prefix caching)");
 }
 
 namespace {
@@ -118,6 +121,7 @@ DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const s
   options.coordinator.max_batch_per_rank = loaded.capacity.max_batch;
   options.coordinator.max_waiting_requests = max_waiting_requests;
   options.coordinator.max_waiting_tokens = max_waiting_tokens;
+  options.coordinator.prefix_caching = prefix_caching;
   if (!skew.empty()) {
     options.skew_lambda = take(parse_skew(skew));
     options.skew_seed = seed;

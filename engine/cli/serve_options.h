@@ -27,6 +27,7 @@ struct ServeOptions {
   std::optional<double> decay;
   std::int64_t max_waiting_requests = CoordinatorOptions{}.max_waiting_requests;
   std::int64_t max_waiting_tokens = CoordinatorOptions{}.max_waiting_tokens;
+  bool prefix_caching = false;
 
   // Adds --layout, --policy, --scheduler, --microbatches, --expert-chunks, --lookahead, --decay and the
   // admission queue's bounds to a command.

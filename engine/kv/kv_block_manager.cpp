@@ -4,12 +4,55 @@
 
 namespace sy {
 
-bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling) {
+void KvBlockManager::enable_prefix_cache() {
+  if (!prefix_) prefix_ = std::make_unique<PrefixCache>(allocator_);
+}
+
+std::int32_t KvBlockManager::cached_pages(std::span<const std::int32_t> prompt) const {
+  if (!prefix_ || prompt.empty()) return 0;
+  const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
+  return static_cast<std::int32_t>(prefix_->match(prompt, before_last).size());
+}
+
+bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> prompt) const {
+  if (!prefix_ || prompt.empty()) return allocator_.pages_for(positions) <= free_pages();
+  const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
+  const std::vector<std::int32_t> hits = prefix_->match(prompt, before_last);
+  // A hit nobody references sits among the free pages: sharing it takes it out of them.
+  std::int32_t idle_hits = 0;
+  for (std::int32_t page : hits) idle_hits += allocator_.references(page) == 0 ? 1 : 0;
+  return allocator_.pages_for(positions) - static_cast<std::int32_t>(hits.size()) <= free_pages() - idle_hits;
+}
+
+bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
+                           std::span<const std::int32_t> prompt) {
   assert(!holds(request));
   Sequence s{SequenceKv{}, sampling};
-  if (!s.kv.reserve(allocator_, positions)) return false;
+  if (prefix_ && !prompt.empty()) {
+    if (!fits(positions, prompt)) return false;
+    const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
+    const std::vector<std::int32_t> hits = prefix_->match(prompt, before_last);
+    s.kv.share(allocator_, hits);
+    s.cached_positions = static_cast<std::int32_t>(hits.size()) * allocator_.page_size();
+  }
+  if (!s.kv.reserve(allocator_, positions)) {
+    s.kv.release(allocator_);
+    return false;
+  }
   sequences_.emplace(request, std::move(s));
   return true;
+}
+
+std::int32_t KvBlockManager::cached_positions(std::int64_t request) const {
+  const auto it = sequences_.find(request);
+  return it == sequences_.end() ? 0 : it->second.cached_positions;
+}
+
+void KvBlockManager::cache_prompt(std::int64_t request, std::span<const std::int32_t> prompt) {
+  const auto it = sequences_.find(request);
+  if (!prefix_ || it == sequences_.end() || it->second.adopted) return;
+  const SequenceKv& kv = it->second.kv;
+  prefix_->insert(prompt, std::span<const std::int32_t>(kv.block_table(), static_cast<std::size_t>(kv.pages())));
 }
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling) {

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/kv/kv_block_allocator.h"
+#include "engine/kv/prefix_cache.h"
 #include "engine/kv/sequence_kv.h"
 #include "engine/runtime/sequence.h"
 
@@ -22,9 +25,25 @@ class KvBlockManager {
   std::int32_t num_pages() const { return allocator_.num_pages(); }
   std::int32_t pages_for(std::int64_t positions) const { return allocator_.pages_for(positions); }
 
-  // Reserves pages for `positions` positions of `request`; false, with nothing taken, when too
-  // few are free.
-  bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling);
+  // Prefix caching (PrefixCache): off until enabled, and then for good.
+  void enable_prefix_cache();
+  bool prefix_caching() const { return prefix_ != nullptr; }
+  // How many of `prompt`'s leading pages a request admitted now would share from the cache: at
+  // most those before the page of its last token, which is always computed (its logits give
+  // the first token). 0 without prefix caching.
+  std::int32_t cached_pages(std::span<const std::int32_t> prompt) const;
+  // Whether a request of `positions` positions with this prompt would be admitted now.
+  bool fits(std::int64_t positions, std::span<const std::int32_t> prompt) const;
+  // Reserves pages for `positions` positions of `request`, sharing its prompt's cached leading
+  // pages (cached_pages); false, with nothing taken, when too few are free.
+  bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
+             std::span<const std::int32_t> prompt = {});
+  // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
+  std::int32_t cached_positions(std::int64_t request) const;
+  // The request's prompt is written in every layer: index its full pages for later requests.
+  void cache_prompt(std::int64_t request, std::span<const std::int32_t> prompt);
+  // Pages referenced by admitted requests (free_pages() counts cached unreferenced ones as free).
+  std::int32_t used_pages() const { return num_pages() - free_pages(); }
   // The manager of an attention rank whose device runs in another process than the coordinator
   // is a mirror: the coordinator's manager allocates, and this one holds the block table it
   // handed out (engine/dist sends it ahead of the request's first rows), so that the workers
@@ -42,8 +61,10 @@ class KvBlockManager {
     SequenceKv kv;
     SamplingSpec sampling;
     bool adopted = false;  // a mirror's: its pages go back to the coordinator's allocator, not ours
+    std::int32_t cached_positions = 0;
   };
   KvBlockAllocator allocator_;
+  std::unique_ptr<PrefixCache> prefix_;  // after allocator_: it registers with it
   std::unordered_map<std::int64_t, Sequence> sequences_;  // node-based: addresses are stable
 };
 

@@ -10,6 +10,13 @@ bool SequenceKv::reserve(KvBlockAllocator& allocator, std::int64_t positions) {
   return true;
 }
 
+void SequenceKv::share(KvBlockAllocator& allocator, const std::vector<std::int32_t>& pages) {
+  for (std::int32_t page : pages) {
+    allocator.retain_page(page);
+    pages_.push_back(page);
+  }
+}
+
 void SequenceKv::release(KvBlockAllocator& allocator) {
   for (std::int32_t page : pages_) allocator.free_page(page);
   pages_.clear();

@@ -14,7 +14,9 @@ class SequenceKv {
   // Makes sure positions [0, positions) have pages; false (nothing taken) when the cache is
   // too full, so the caller can queue or reject the request instead of failing mid-step.
   bool reserve(KvBlockAllocator& allocator, std::int64_t positions);
-  // Returns every page to the allocator.
+  // Starts the table with pages other sequences hold too (a prefix cache's), one reference each.
+  void share(KvBlockAllocator& allocator, const std::vector<std::int32_t>& pages);
+  // Drops its reference to every page.
   void release(KvBlockAllocator& allocator);
   // Takes pages another process's allocator handed out (a mirror of its block table).
   void adopt(std::vector<std::int32_t> pages) { pages_ = std::move(pages); }

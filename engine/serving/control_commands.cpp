@@ -172,7 +172,11 @@ void ControlCommands::get_state(const json& c, const Reply& reply) {
   state["load"] = bridge_.load();
   const Coordinator& co = d_.coordinator();
   // What requests hold right now: a cancelled request's pages are gone from here at once.
-  state["kv"] = {{"pages_used", co.kv_pages_used()}, {"pages_total", co.kv_pages_total()}};
+  state["kv"] = {{"pages_used", co.kv_pages_used()},
+                 {"pages_total", co.kv_pages_total()},
+                 {"prefix_cache", {{"enabled", co.options().prefix_caching},
+                                   {"queries", co.prefix_cache_queries()},
+                                   {"hits", co.prefix_cache_hits()}}}};
   state["requests"] = {{"open", co.open_requests()}, {"waiting", co.waiting_requests()}};
   state["weights"] = weights_json(d_.cluster(), co);
   reply({{"ok", true}, {"cmd", "get_state"}, {"state", std::move(state)}});

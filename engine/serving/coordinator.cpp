@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <span>
 
 namespace sy {
 
@@ -43,6 +44,7 @@ void Coordinator::notify(const RequestRecord& r, RequestPhase phase, RejectReaso
   u.rank = r.rank;
   u.tokens_in = static_cast<std::int32_t>(r.spec.prompt.size());
   u.tokens_out = static_cast<std::int32_t>(r.output.size());
+  u.tokens_cached = r.cached_positions;
   u.reject_reason = reason;
   if (phase == RequestPhase::Token) u.token = r.output.back();
   u.logprobs = logprobs;
@@ -89,8 +91,7 @@ std::int64_t Coordinator::kv_pages_used() const {
   std::int64_t n = 0;
   if (!cluster_) return 0;
   for (std::int32_t rank = 0; rank < cluster_->topology().num_ranks(); ++rank) {
-    const KvBlockManager& kv = cluster_->kv(rank);
-    n += kv.num_pages() - kv.free_pages();
+    n += cluster_->kv(rank).used_pages();
   }
   return n;
 }
@@ -117,6 +118,8 @@ void Coordinator::attach(Cluster& cluster, const RuntimePolicy& policy) {
   cluster_ = &cluster;
   policy_ = policy;
   running_per_rank_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
+  if (options_.prefix_caching)
+    for (std::int32_t rank = 0; rank < cluster.topology().num_ranks(); ++rank) cluster.kv(rank).enable_prefix_cache();
   held_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), {});
   held_count_.assign(static_cast<std::size_t>(cluster.topology().num_ranks()), 0);
   cluster.set_policy(policy);
@@ -340,17 +343,20 @@ bool Coordinator::admit_one(std::int32_t slot) {
   const std::int32_t ranks = cluster_->topology().num_ranks();
   // Most free KV pages wins; on a tie the rank with fewer running requests, and then the next
   // rank after the last one chosen, so that an idle cluster spreads requests round-robin.
-  std::int32_t best = -1, best_free = -1;
+  // With prefix caching the rank holding the longest cached prefix of the prompt comes first.
+  const std::span<const std::int32_t> prompt(r.spec.prompt);
+  std::int32_t best = -1, best_free = -1, best_hits = 0;
   for (std::int32_t i = 0; i < ranks; ++i) {
     const std::int32_t rank = (last_rank_ + 1 + i) % ranks;
     const KvBlockManager& kv = cluster_->kv(rank);
-    const std::int32_t need = kv.pages_for(positions);
-    if (running_per_rank_[rank] >= options_.max_batch_per_rank || kv.free_pages() < need) continue;
-    const bool better = kv.free_pages() > best_free ||
-                        (kv.free_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best]);
-    if (better) {
+    if (running_per_rank_[rank] >= options_.max_batch_per_rank || !kv.fits(positions, prompt)) continue;
+    const std::int32_t hits = kv.cached_pages(prompt);
+    const bool better = hits > best_hits || (hits == best_hits && (kv.free_pages() > best_free ||
+                        (kv.free_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best])));
+    if (best < 0 || better) {
       best = rank;
       best_free = kv.free_pages();
+      best_hits = hits;
     }
   }
   if (best < 0) {
@@ -373,9 +379,14 @@ bool Coordinator::admit_one(std::int32_t slot) {
       r.spec.sampling ? *r.spec.sampling
                       : SamplingSpec{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
                                      options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
-  const bool ok = cluster_->admit(best, idx, positions, sampling);
+  const bool ok = cluster_->admit(best, idx, positions, sampling, prompt);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
+  r.cached_positions = cluster_->kv(best).cached_positions(idx);
+  if (options_.prefix_caching) {
+    prefix_queries_ += static_cast<std::int64_t>(prompt.size());
+    prefix_hits_ += r.cached_positions;
+  }
   pop_waiting();
   r.state = RequestState::Running;
   r.rank = best;
@@ -410,7 +421,8 @@ void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
   if (r.output.empty() && options_.skip_prefill && prompt > 0) {
     row(r.spec.prompt.back(), prompt - 1);
   } else if (r.output.empty()) {
-    for (std::int32_t i = 0; i < prompt; ++i) row(r.spec.prompt[static_cast<std::size_t>(i)], i);
+    // Positions a prefix cache supplied are not computed again.
+    for (std::int32_t i = r.cached_positions; i < prompt; ++i) row(r.spec.prompt[static_cast<std::size_t>(i)], i);
   } else {
     row(r.output.back(), prompt + static_cast<std::int32_t>(r.output.size()) - 1);
   }
@@ -475,6 +487,8 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
   if (r.cancel) {
     reason = FinishReason::Cancelled;  // nobody wants the token any more
   } else {
+    // The prompt's KV is written in every layer once its first token is out: later prompts may share it.
+    if (r.output.empty() && options_.prefix_caching) cluster_->kv(r.rank).cache_prompt(idx, r.spec.prompt);
     r.output.push_back(token);
     const std::int64_t now = loop_.now();
     ++window_tokens_;

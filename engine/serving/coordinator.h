@@ -39,6 +39,10 @@ struct CoordinatorOptions {
   // flat whatever the arrival rate.
   std::int64_t max_waiting_requests = 4096;
   std::int64_t max_waiting_tokens = std::int64_t{1} << 22;
+  // Automatic prefix caching (engine/kv/prefix_cache.h): a request whose prompt begins with
+  // pages another prompt wrote on the same attention rank shares them and computes only the
+  // rest; admission prefers the rank holding the longest such prefix.
+  bool prefix_caching = false;
 };
 
 enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
@@ -53,6 +57,7 @@ struct RequestRecord {
   bool cancel = false;     // running, cancelled: finishes when its rows in flight come back
   FinishReason finish_reason = FinishReason::None;
   std::int64_t last_token_ns = -1;  // the adaptive policy measures inter-token gaps
+  std::int32_t cached_positions = 0;  // prompt positions whose KV a prefix cache supplied
 };
 
 class Coordinator {
@@ -124,6 +129,11 @@ class Coordinator {
   // KV pages reserved by running requests and in all, over every attention rank.
   std::int64_t kv_pages_used() const;
   std::int64_t kv_pages_total() const;
+  // Prefix caching since the start: prompt tokens admitted, and those whose KV came from the
+  // cache (vLLM's prefix_cache_queries and prefix_cache_hits).
+  std::int64_t prefix_cache_queries() const { return prefix_queries_; }
+  const CoordinatorOptions& options() const { return options_; }
+  std::int64_t prefix_cache_hits() const { return prefix_hits_; }
   std::int64_t open_requests() const { return open_; }  // arrived, neither finished nor rejected
   // Mean positions (prompt and output so far) of the running requests; 0 when none runs.
   double mean_context() const;
@@ -245,6 +255,7 @@ class Coordinator {
   std::int64_t arrived_ = 0;
   std::int64_t submitted_ = 0;
   std::int32_t last_rank_ = -1;  // the rank the last admission chose (round-robin tie-break)
+  std::int64_t prefix_queries_ = 0, prefix_hits_ = 0;
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
   std::int64_t placement_changes_ = 0;

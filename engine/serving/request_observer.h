@@ -27,6 +27,7 @@ struct RequestUpdate {
   std::int32_t rank = -1;        // attention DP rank once admitted
   std::int32_t tokens_in = 0;    // prompt length
   std::int32_t tokens_out = 0;   // tokens produced so far (Token: including this one)
+  std::int32_t tokens_cached = 0;  // from Admitted on: prompt positions whose KV a prefix cache supplied
   RejectReason reject_reason = RejectReason::None;  // Rejected only
   std::int32_t token = -1;                          // Token only: the token sampled
   // Token only, when the request asked (SamplingSpec::logprobs): valid during the call.

@@ -42,6 +42,7 @@ struct PendingChoice {
   std::string whole;  // the text so far (whole answers)
   std::vector<std::int32_t> ids;
   FinishReason reason = FinishReason::None;  // set once the choice has ended (its last chunk written)
+  std::int32_t cached_tokens = 0;  // prompt tokens a prefix cache supplied
   bool role_sent = false;
   bool done() const { return reason != FinishReason::None; }
 };
@@ -59,6 +60,7 @@ struct PendingAnswer {
   AnswerHeader header;
   Usage usage;
   bool include_usage = false;
+  bool prefix_caching = false;  // usage says how many prompt tokens came from the cache
   bool complete = false;  // every choice ended and written: nothing to cancel
   Clock::time_point last_write = Clock::now();
 
@@ -67,10 +69,12 @@ struct PendingAnswer {
       if (!c.done()) return false;
     return true;
   }
-  std::int32_t completion_tokens() const {
-    std::int32_t n = 0;
-    for (const PendingChoice& c : choices) n += static_cast<std::int32_t>(c.ids.size());
-    return n;
+  // Usage once every choice has ended: the prompt counted once (and, with prefix caching, what
+  // the first choice found cached), every choice's tokens.
+  void settle_usage() {
+    usage.completion_tokens = 0;
+    for (const PendingChoice& c : choices) usage.completion_tokens += static_cast<std::int32_t>(c.ids.size());
+    if (prefix_caching) usage.cached_tokens = choices[0].cached_tokens;
   }
 };
 
@@ -134,6 +138,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
   a->usage.prompt_tokens = prompt_tokens;  // once: every choice continues the same prompt
   a->include_usage = r.include_usage;
+  a->prefix_caching = broker_.prefix_caching();
   if (r.stream) {
     answer_stream(res, std::move(a));
   } else {
@@ -158,6 +163,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
         for (PendingChoice& c : a->choices) {
           if (c.done()) continue;
           RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
+          c.cached_tokens = news.cached_tokens;
           for (std::size_t i = 0; i < news.tokens.size(); ++i) {
             c.ids.push_back(news.tokens[i]);
             if (i < news.logprobs.size()) c.logprobs.push_back(std::move(news.logprobs[i]));
@@ -180,7 +186,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
           cancel_open(*a);
           out = json_text(error->body());
         } else if (a->all_done()) {
-          a->usage.completion_tokens = a->completion_tokens();
+          a->settle_usage();
           std::vector<ChoiceJson> choices;
           for (PendingChoice& c : a->choices)
             choices.push_back({std::move(c.whole), c.ids, c.reason,
@@ -222,6 +228,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
         for (PendingChoice& c : a->choices) {
           if (c.done()) continue;
           RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
+          c.cached_tokens = news.cached_tokens;
           const bool finished = news.finished != FinishReason::None;
           // One event per token, as OpenAI streams; the choice's last carries its finish reason.
           // Text held back (a character not complete yet, a possible stop string) goes out with a
@@ -259,7 +266,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             // asked for OpenAI's separate usage chunk.
             std::optional<Usage> usage;
             if (a->all_done() && !a->include_usage) {
-              a->usage.completion_tokens = a->completion_tokens();
+              a->settle_usage();
               usage = a->usage;
             }
             out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, c.reason, usage, std::move(last_logprobs)));
@@ -271,7 +278,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           out += kSseDone;
           a->complete = true;
         } else if (a->all_done()) {
-          a->usage.completion_tokens = a->completion_tokens();
+          a->settle_usage();
           if (a->include_usage) out += sse_event(usage_chunk_json(a->header, a->usage));
           out += kSseDone;
           a->complete = true;

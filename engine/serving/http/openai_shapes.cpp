@@ -7,9 +7,11 @@ using nlohmann::json;
 const char* openai_finish_reason(FinishReason reason) { return reason == FinishReason::Length ? "length" : "stop"; }
 
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json out = {{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens) out["prompt_tokens_details"] = {{"cached_tokens", *u.cached_tokens}};
+  return out;
 }
 
 namespace {

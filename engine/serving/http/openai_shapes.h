@@ -26,6 +26,9 @@ struct AnswerHeader {
 struct Usage {
   std::int32_t prompt_tokens = 0;
   std::int32_t completion_tokens = 0;
+  // With prefix caching: prompt tokens whose KV came from the cache (OpenAI's
+  // prompt_tokens_details.cached_tokens, which vLLM reports the same way).
+  std::optional<std::int32_t> cached_tokens;
 };
 
 // "stop" or "length".

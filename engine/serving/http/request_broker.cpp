@@ -2,6 +2,8 @@
 
 namespace sy::http {
 
+bool RequestBroker::prefix_caching() const { return deployment_.coordinator().options().prefix_caching; }
+
 RequestBroker::RequestBroker(Deployment& deployment) : deployment_(deployment) {
   deployment_.observers().add(nullptr, this);
 }
@@ -78,7 +80,10 @@ void RequestBroker::on_request(const RequestUpdate& u) {
   const std::shared_ptr<RequestChannel> channel = find(u.id);
   if (!channel) return;
   switch (u.phase) {
-    case RequestPhase::Token: channel->push_token(u.token, u.logprobs); break;
+    case RequestPhase::Token:
+      if (u.tokens_out == 1 && u.tokens_cached > 0) channel->set_cached_tokens(u.tokens_cached);
+      channel->push_token(u.token, u.logprobs);
+      break;
     case RequestPhase::Finished:
       forget(u.id);
       channel->finish(u.finish_reason);

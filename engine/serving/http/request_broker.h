@@ -33,6 +33,8 @@ class RequestBroker final : public RequestObserver {
   void close();
 
   void on_request(const RequestUpdate& update) override;  // loop thread
+  // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
+  bool prefix_caching() const;
 
  private:
   std::shared_ptr<RequestChannel> find(std::int64_t id);

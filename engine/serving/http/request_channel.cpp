@@ -30,6 +30,11 @@ void RequestChannel::push_token(std::int32_t token, const kernels::TokenLogprobs
   if (first) wake();
 }
 
+void RequestChannel::set_cached_tokens(std::int32_t tokens) {
+  std::lock_guard lock(mutex_);
+  cached_tokens_ = tokens;  // news with the first token, which follows at once
+}
+
 void RequestChannel::finish(FinishReason reason) {
   {
     std::lock_guard lock(mutex_);
@@ -58,6 +63,7 @@ RequestChannel::News RequestChannel::take(std::chrono::milliseconds timeout) {
   n.logprobs.swap(logprobs_);
   n.finished = finished_;
   n.error = error_;
+  n.cached_tokens = cached_tokens_;
   return n;
 }
 

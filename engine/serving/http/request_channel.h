@@ -28,6 +28,8 @@ class RequestChannel {
   void accept();  // the admission queue took the request
   // logprobs: the token's, when the request asked for them (else null).
   void push_token(std::int32_t token, const kernels::TokenLogprobs* logprobs = nullptr);
+  // Prompt tokens whose KV a prefix cache supplied (before the first token).
+  void set_cached_tokens(std::int32_t tokens);
   void finish(FinishReason reason);
   void fail(ApiError error);  // refused (queue full, paused, shutting down, never fits)
 
@@ -39,6 +41,7 @@ class RequestChannel {
     std::vector<kernels::TokenLogprobs> logprobs;
     FinishReason finished = FinishReason::None;
     std::optional<ApiError> error;
+    std::int32_t cached_tokens = 0;
     bool done() const { return finished != FinishReason::None || error.has_value(); }
   };
   News take(std::chrono::milliseconds timeout);
@@ -59,6 +62,7 @@ class RequestChannel {
   std::vector<kernels::TokenLogprobs> logprobs_;
   FinishReason finished_ = FinishReason::None;
   std::optional<ApiError> error_;
+  std::int32_t cached_tokens_ = 0;
 };
 
 }  // namespace sy::http

@@ -210,6 +210,34 @@ TEST_F(ApiServerTest, AClientThatLeavesFreesEveryChoicesKv) {
   for (std::int64_t id = 0; id < 3; ++id) EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id;
 }
 
+// --prefix-caching: a prompt served before shares its cached pages; usage says how many prompt
+// tokens came from the cache (OpenAI's prompt_tokens_details.cached_tokens), and the tokens are
+// the same. Without it usage has no such field.
+TEST_F(ApiServerTest, PrefixCachingReportsCachedPromptTokens) {
+  CoordinatorOptions co;
+  co.prefix_caching = true;
+  LiveServer s(weights_, co);
+  auto c = s.client();
+  std::vector<std::int32_t> prompt;
+  for (std::int32_t i = 0; i < 40; ++i) prompt.push_back(3 + i * 7 % 200);
+  const json body = {{"prompt", prompt}, {"max_tokens", 5}, {"temperature", 0}};
+  const json first = post(c, "/v1/completions", body, 200);
+  const json second = post(c, "/v1/completions", body, 200);
+  EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(second["usage"]["prompt_tokens_details"]["cached_tokens"], 32);  // two whole pages of 16
+  EXPECT_EQ(second["choices"][0]["token_ids"], first["choices"][0]["token_ids"]);
+  EXPECT_EQ(first["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), reference(prompt, 5));
+  const json state = s.control({{"cmd", "get_state"}})["state"]["kv"]["prefix_cache"];
+  EXPECT_EQ(state["enabled"], true);
+  EXPECT_EQ(state["queries"], 80);
+  EXPECT_EQ(state["hits"], 32);
+  EXPECT_TRUE(s.kv_freed());
+
+  LiveServer plain(weights_, {});
+  auto p = plain.client();
+  EXPECT_FALSE(post(p, "/v1/completions", body, 200)["usage"].contains("prompt_tokens_details"));
+}
+
 TEST_F(ApiServerTest, BadRequestsAre400sNamingTheField) {
   LiveServer s(weights_, {});
   auto c = s.client();
