@@ -25,6 +25,10 @@ ServingMetrics::ServingMetrics(PrometheusRegistry& r)
       finished_requests_(r.counter("switchyard_requests_finished_total", "Requests that produced their last token.")),
       rejected_requests_(r.counter("switchyard_requests_rejected_total", "Requests refused, by reason.", {"reason"})),
       dropped_events_(r.gauge("switchyard_telemetry_dropped_events", "Telemetry records dropped since start (full rings).")),
+      prefix_queries_(r.counter("switchyard_prefix_cache_queries_total",
+                                "Prompt tokens admitted (counted with --prefix-caching only).")),
+      prefix_hits_(r.counter("switchyard_prefix_cache_hits_total",
+                             "Prompt tokens whose KV pages came from the prefix cache.")),
       itl_(r.histogram("switchyard_inter_token_latency_seconds", "Time between consecutive tokens of a request.",
                        kItlBuckets)),
       ttft_(r.histogram("switchyard_time_to_first_token_seconds", "Time from arrival to the first token.",
@@ -59,6 +63,11 @@ void ServingMetrics::on_summary(const nlohmann::json& s) {
   if (number(s, "kv_usage")) kv_usage_.get().set(s["kv_usage"].get<double>());
   if (number(s, "requests_finished")) finished_requests_.get().inc(s["requests_finished"].get<double>());
   if (number(s, "dropped_events")) dropped_events_.get().set(s["dropped_events"].get<double>());
+  if (s.contains("prefix_cache") && s["prefix_cache"].is_object()) {
+    const auto& pc = s["prefix_cache"];
+    if (number(pc, "queries")) prefix_queries_.get().inc(pc["queries"].get<double>());
+    if (number(pc, "hits")) prefix_hits_.get().inc(pc["hits"].get<double>());
+  }
   if (s.contains("devices") && s["devices"].is_array()) {
     for (const auto& d : s["devices"]) {
       if (!d.is_object() || !d.contains("device") || !d["device"].is_number_integer()) continue;

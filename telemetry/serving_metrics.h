@@ -48,6 +48,8 @@ class ServingMetrics {
   Family<Counter>& finished_requests_;
   Family<Counter>& rejected_requests_;
   Family<Gauge>& dropped_events_;
+  Family<Counter>& prefix_queries_;
+  Family<Counter>& prefix_hits_;
   Family<Histogram>& itl_;
   Family<Histogram>& ttft_;
   Family<Histogram>& e2e_;

@@ -398,7 +398,11 @@ nlohmann::json TelemetryBridge::summary(std::int64_t t_begin, std::int64_t t_end
           {"kv_usage", kv_total > 0 ? static_cast<double>(co.kv_pages_used()) / static_cast<double>(kv_total) : 0.0},
           {"devices", std::move(devices)},
           {"expert_imbalance", std::move(imbalance)},
-          {"dropped_events", hub_.dropped_records()}};
+          {"dropped_events", hub_.dropped_records()},
+          // Prompt tokens admitted in the window, and those whose KV a prefix cache supplied.
+          {"prefix_cache",
+           {{"queries", co.prefix_cache_queries() - prefix_at_window_start_.first},
+            {"hits", co.prefix_cache_hits() - prefix_at_window_start_.second}}}};
 }
 
 void TelemetryBridge::close_summary_window() {
@@ -422,6 +426,7 @@ void TelemetryBridge::close_summary_window() {
   itl_ns_.clear();
   ttft_ns_.clear();
   window_tokens_ = window_finished_ = window_rejected_ = 0;
+  prefix_at_window_start_ = {d_.coordinator().prefix_cache_queries(), d_.coordinator().prefix_cache_hits()};
   last_window_ns_ = now - summary_start_;
   summary_start_ = now;
 }

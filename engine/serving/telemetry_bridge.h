@@ -164,6 +164,7 @@ class TelemetryBridge final : public RuntimeObserver, public RequestObserver {
                              std::int32_t group, std::int64_t tokens, std::int64_t start_ns, std::int64_t end_ns);
   std::vector<double> itl_ns_, ttft_ns_;
   std::int64_t window_tokens_ = 0, window_finished_ = 0, window_rejected_ = 0;
+  std::pair<std::int64_t, std::int64_t> prefix_at_window_start_{0, 0};  // the coordinator's prefix cache counters
 };
 
 }  // namespace sy

@@ -48,6 +48,8 @@ class ControlCommandsTest : public ::testing::Test {
     o.skew_lambda = 0.5;
     o.link = profile_links(*hw, 8);
     o.coordinator.max_batch_per_rank = 64;
+    // Random prompts share nothing, so nothing changes but the counting, which the summaries report.
+    o.coordinator.prefix_caching = true;
     auto findep = std::make_shared<FindepCostBasis>();
     findep->config = config_;
     findep->primitives = findep_primitives_from_roofline(*hw);
@@ -302,10 +304,12 @@ TEST_F(ControlCommandsTest, SummariesCountShipmentsAndQueueWaits) {
   const std::size_t D = 6;
   std::vector<std::int64_t> transfers(D, 0), takes(D, 0), executions(D, 0);
   std::vector<double> transfer_rows(D, 0), wait_ms(D, 0), wait_max_ms(D, 0);
+  std::int64_t prefix_queries = 0;
   auto summaries = (*trace)->summaries();
   ASSERT_TRUE(summaries.ok());
   for (const std::string& text : *summaries) {
     const json summary = json::parse(text);
+    prefix_queries += summary["prefix_cache"]["queries"].get<std::int64_t>();
     for (const json& d : summary["devices"]) {
       const auto i = d["device"].get<std::size_t>();
       ASSERT_TRUE(d.contains("transfers") && d.contains("queue_takes") && d.contains("queue_wait_ms")) << d.dump();
@@ -330,6 +334,9 @@ TEST_F(ControlCommandsTest, SummariesCountShipmentsAndQueueWaits) {
     if (s.kind == telemetry::SpanKind::Transfer && s.lane == telemetry::Lane::Send)
       ++transfer_spans[static_cast<std::size_t>(s.device)];
   const MetricsReport whole = deployment_->metrics().report(0, deployment_->loop().now() + 1);
+  // Each window counts what was admitted in it; together, everything.
+  EXPECT_GT(prefix_queries, 0);
+  EXPECT_EQ(prefix_queries, deployment_->coordinator().prefix_cache_queries());
   ASSERT_EQ(whole.devices.size(), D);
   for (std::size_t i = 0; i < D; ++i) {
     const DeviceUsage& u = whole.devices[i];

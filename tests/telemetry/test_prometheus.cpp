@@ -146,8 +146,8 @@ TEST(ServingMetrics, FollowsTheSummaryObjects) {
       "requests_finished":17,"running":48,"waiting":3,"kv_usage":0.375,
       "devices":[{"device":0,"busy":0.75,"stall":{"queue_empty":0.125,"barrier":0.125,"transfer":0,"weights":0}},
                  {"device":7,"busy":0.5,"stall":{"transfer":"n/a"}},{"busy":1}],
-      "expert_imbalance":[1.5,2.25],"dropped_events":4})"));
-  metrics.on_summary(nlohmann::json::parse(R"({"requests_finished":3,"running":"many"})"));
+      "expert_imbalance":[1.5,2.25],"dropped_events":4,"prefix_cache":{"queries":120,"hits":48}})"));
+  metrics.on_summary(nlohmann::json::parse(R"({"requests_finished":3,"running":"many","prefix_cache":{"queries":30,"hits":"x"}})"));
   metrics.on_summary(nlohmann::json::array());  // not an object: ignored
   metrics.add_generated_tokens(100);
   metrics.add_generated_tokens(28);
@@ -161,7 +161,8 @@ TEST(ServingMetrics, FollowsTheSummaryObjects) {
            "switchyard_requests_running 48", "switchyard_requests_waiting 3",
            "switchyard_generation_tokens_per_second 1662.5", "switchyard_kv_cache_usage_ratio 0.375",
            "switchyard_generation_tokens_total 128", "switchyard_requests_finished_total 20",
-           "switchyard_telemetry_dropped_events 4",
+           "switchyard_telemetry_dropped_events 4", "switchyard_prefix_cache_queries_total 150",
+           "switchyard_prefix_cache_hits_total 48",
            "switchyard_inter_token_latency_seconds_bucket{le=\"0.0025\"} 1",
            "switchyard_inter_token_latency_seconds_bucket{le=\"0.001\"} 0",
            "switchyard_time_to_first_token_seconds_count 1", "switchyard_request_latency_seconds_sum 3",
