@@ -35,6 +35,7 @@ struct BenchArgs {
   ServeOptions serve;
   BackendOptions backend;
   std::string workload = "short";
+  std::int32_t shared_prefix = 0;
   double rate = 20;
   double duration = 2;
   std::string skew;
@@ -316,6 +317,7 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
     spec.duration_s = a.duration;
     spec.seed = a.seed;
     spec.vocab_size = c.vocab_size;
+    spec.shared_prefix = a.shared_prefix;
     workloads.push_back(generate_workload(spec));
   }
   // Every (rate, policy) run is independent: rate-major, as the serial order had them.
@@ -519,6 +521,8 @@ void run(const BenchArgs& a) {
   spec.duration_s = a.duration;
   spec.seed = a.seed;
   spec.vocab_size = c.vocab_size;
+  spec.shared_prefix = a.shared_prefix;
+  check(validate_workload(spec));
   const std::vector<RequestSpec> requests = generate_workload(spec);
 
   std::vector<std::string> policies = split(a.compare);
@@ -647,6 +651,10 @@ void register_bench(CLI::App& app) {
   args->backend.add_to(*sub, /*with_both=*/true);
   sub->add_option("--workload", args->workload, "Length class")
       ->check(CLI::IsMember({"short", "medium", "reasonable"}))->capture_default_str();
+  sub->add_option("--shared-prefix", args->shared_prefix,
+                  "Every prompt begins with the same N tokens (a system prompt) before its drawn ones: what "
+                  "--prefix-caching serves")
+      ->check(CLI::Range(0, kMaxSharedPrefix))->capture_default_str();
   sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_option("--duration", args->duration, "Seconds of arrivals")->check(CLI::PositiveNumber)

@@ -29,6 +29,7 @@ struct DemoArgs {
   ServeOptions serve;
   BackendOptions backend;
   std::string workload = "short";
+  std::int32_t shared_prefix = 0;
   double rate = 0;  // 0: the backend's default
   std::string skew = "exp:0.5";
   double duration = 0;  // 0: until interrupted
@@ -96,6 +97,7 @@ void run(DemoArgs a) {
   spec.rate_per_s = a.rate;
   spec.duration_s = 1.0;
   spec.vocab_size = service.backend().config().vocab_size;
+  spec.shared_prefix = a.shared_prefix;
   check(validate_workload(spec));
 
   ControlCommands::Hooks hooks;
@@ -177,6 +179,10 @@ void register_demo(CLI::App& app) {
   args->backend.add_to(*sub);
   sub->add_option("--workload", args->workload, "Length class")
       ->check(CLI::IsMember({"short", "medium", "reasonable"}))->capture_default_str();
+  sub->add_option("--shared-prefix", args->shared_prefix,
+                  "Every prompt begins with the same N tokens (a system prompt) before its drawn ones: what "
+                  "--prefix-caching serves")
+      ->check(CLI::Range(0, kMaxSharedPrefix))->capture_default_str();
   sub->add_option("--rate", args->rate, "Arrivals per second (default: 60 on sim, 40 on cpu)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--skew", args->skew, "Routing skew exp:λ; empty for the model's router (cpu)")->capture_default_str();

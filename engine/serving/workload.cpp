@@ -81,6 +81,9 @@ Status validate_workload(const WorkloadSpec& spec) {
                          " requests, more than the 1e7 this generator makes");
   if (spec.vocab_size <= 0)
     return Status::Error("workload vocab_size must be > 0, got " + std::to_string(spec.vocab_size));
+  if (spec.shared_prefix < 0 || spec.shared_prefix > kMaxSharedPrefix)
+    return Status::Error("workload shared prefix must be 0 to " + std::to_string(kMaxSharedPrefix) + " tokens, got " +
+                         std::to_string(spec.shared_prefix));
   return Status::Ok();
 }
 
@@ -89,6 +92,10 @@ std::vector<RequestSpec> generate_workload(const WorkloadSpec& spec) {
   if (!validate_workload(spec).ok()) return out;
   const LengthRange lengths = length_range(spec.length_class);
   std::mt19937_64 rng(spec.seed);
+  // The shared prefix has a generator of its own: the draws of the requests stay what they were.
+  std::vector<std::int32_t> prefix(static_cast<std::size_t>(spec.shared_prefix));
+  std::mt19937_64 prefix_rng(0x5157E4D9A11Eull);
+  for (auto& token : prefix) token = static_cast<std::int32_t>(uniform_int(prefix_rng, 0, spec.vocab_size - 1));
   double t = 0.0;
   // The draw order (gap, input length, output length, tokens) is part of the contract: the
   // same seed must give the same workload across versions too.
@@ -101,8 +108,10 @@ std::vector<RequestSpec> generate_workload(const WorkloadSpec& spec) {
     r.arrival_ns = static_cast<std::int64_t>(t * 1e9);
     const auto input = static_cast<std::int32_t>(uniform_int(rng, lengths.input_min, lengths.input_max));
     r.max_new_tokens = static_cast<std::int32_t>(uniform_int(rng, lengths.output_min, lengths.output_max));
-    r.prompt.resize(static_cast<std::size_t>(input));
-    for (auto& token : r.prompt) token = static_cast<std::int32_t>(uniform_int(rng, 0, spec.vocab_size - 1));
+    r.prompt = prefix;
+    r.prompt.resize(prefix.size() + static_cast<std::size_t>(input));
+    for (std::size_t i = prefix.size(); i < r.prompt.size(); ++i)
+      r.prompt[i] = static_cast<std::int32_t>(uniform_int(rng, 0, spec.vocab_size - 1));
     out.push_back(std::move(r));
   }
   return out;

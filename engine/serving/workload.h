@@ -35,7 +35,14 @@ struct WorkloadSpec {
   double duration_s = 1.0;   // arrivals fall in [0, duration) (>= 0)
   std::uint64_t seed = 0;
   std::int32_t vocab_size = 0;  // prompt tokens are uniform in [0, vocab_size) (> 0)
+  // Every prompt begins with the same this many tokens (a system prompt), before the ones the
+  // class draws: what prefix caching serves. The prefix is fixed (the same for every seed and
+  // every run); 0 leaves the workload as it was.
+  std::int32_t shared_prefix = 0;
 };
+
+// The most shared-prefix tokens a workload takes.
+inline constexpr std::int32_t kMaxSharedPrefix = 1 << 20;
 
 // The message names the bad field.
 Status validate_workload(const WorkloadSpec& spec);

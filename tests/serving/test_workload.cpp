@@ -97,6 +97,32 @@ TEST(Workload, DeterministicPerSeed) {
   EXPECT_NE(a[0].arrival_ns, c[0].arrival_ns);
 }
 
+// A shared prefix is put in front of what the seed draws, which stays as it was.
+TEST(Workload, ASharedPrefixLeadsEveryPromptAndLeavesTheDrawsAlone) {
+  WorkloadSpec with = spec(LengthClass::Short, 40.0, 2.0, 9);
+  const auto plain = generate_workload(with);
+  with.shared_prefix = 100;
+  const auto prefixed = generate_workload(with);
+  ASSERT_EQ(plain.size(), prefixed.size());
+  ASSERT_FALSE(plain.empty());
+  const std::vector<std::int32_t> prefix(prefixed[0].prompt.begin(), prefixed[0].prompt.begin() + 100);
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(prefixed[i].arrival_ns, plain[i].arrival_ns);
+    EXPECT_EQ(prefixed[i].max_new_tokens, plain[i].max_new_tokens);
+    ASSERT_EQ(prefixed[i].prompt.size(), plain[i].prompt.size() + 100);
+    EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), prefixed[i].prompt.begin()));
+    EXPECT_TRUE(std::equal(plain[i].prompt.begin(), plain[i].prompt.end(), prefixed[i].prompt.begin() + 100));
+  }
+  // The same prefix for any seed.
+  WorkloadSpec other = with;
+  other.seed = 10;
+  const auto o = generate_workload(other);
+  ASSERT_FALSE(o.empty());
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), o[0].prompt.begin()));
+  with.shared_prefix = -1;
+  EXPECT_NE(validate_workload(with).message().find("shared prefix"), std::string::npos);
+}
+
 // The draw order and transforms are a contract (same seed, same workload, on every platform
 // and version). These values were computed by an independent Python implementation of
 // mt19937_64 and of the documented transforms (gap, input length, output length, tokens).

@@ -110,6 +110,51 @@ TEST(SimDeployment, EveryPolicyServesEveryRequestToItsLength) {
   }
 }
 
+// The simulator with prefix caching: a workload whose prompts share a 256-token system prompt
+// computes its pages once per rank, so every later request skips them (each prompt's page
+// before its last token included), and the first token comes sooner; every request is served.
+TEST(SimDeployment, PrefixCachingSkipsTheSharedPromptAndServesEveryRequest) {
+  const ModelConfig c = big_shape(2);
+  WorkloadSpec w;
+  w.length_class = LengthClass::Short;
+  w.rate_per_s = 50;
+  w.duration_s = 1.0;
+  w.seed = 3;
+  w.vocab_size = c.vocab_size;
+  w.shared_prefix = 256;
+  const auto requests = generate_workload(w);
+  ASSERT_GT(requests.size(), 20u);
+  double ttft[2] = {0, 0};
+  for (const bool caching : {false, true}) {
+    DeploymentOptions o;
+    o.policy = make_policy("async", "defrag", 2);
+    o.link = profile_links(test_gpu(), 8);
+    o.coordinator.prefix_caching = caching;
+    SimDeployment d(c, test_gpu(), Topology::from_layout(make_disaggregated_layout(4, 4, c), c), o);
+    d.submit(requests);
+    const std::int64_t end = d.run();
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const RequestRecord& r = d.coordinator().requests()[i];
+      ASSERT_EQ(r.state, RequestState::Finished) << "request " << i;
+      EXPECT_EQ(static_cast<std::int32_t>(r.output.size()), requests[i].max_new_tokens);
+    }
+    const Coordinator& co = d.coordinator();
+    EXPECT_EQ(co.kv_pages_used(), 0);
+    if (caching) {
+      // 256 shared tokens are 16 pages of 16; the four attention ranks each compute them once.
+      std::int64_t expected = 0, served_from_cache = 0;
+      for (std::size_t i = 0; i < requests.size(); ++i) served_from_cache += co.requests()[i].cached_positions;
+      for (std::size_t i = 4; i < requests.size(); ++i) expected += 256;
+      EXPECT_EQ(co.prefix_cache_hits(), served_from_cache);
+      EXPECT_GE(served_from_cache, expected);
+    } else {
+      EXPECT_EQ(co.prefix_cache_hits(), 0);
+    }
+    ttft[caching] = d.metrics().report(0, end).ttft.p50_ms;
+  }
+  EXPECT_LT(ttft[1], ttft[0]);
+}
+
 TEST(SimDeployment, SkewConcentratesExpertLoad) {
   const ModelConfig c = big_shape(1);
   const auto requests = workload(c.vocab_size, 30, 0.5);
