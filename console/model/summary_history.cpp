@@ -35,6 +35,8 @@ void fold_summary(SummaryPoint& a, const SummaryPoint& b) {
   fold_latency(a.itl_ms, b.itl_ms);
   fold_latency(a.ttft_ms, b.ttft_ms);
   a.kv_usage = weighted(a.kv_usage, wa, b.kv_usage, wb);
+  a.prefix_queries += b.prefix_queries;
+  a.prefix_hits += b.prefix_hits;
   for (const DeviceWindow& d : b.devices) {
     auto it = std::find_if(a.devices.begin(), a.devices.end(), [&](const DeviceWindow& x) { return x.device == d.device; });
     if (it == a.devices.end()) {

@@ -60,6 +60,11 @@ StatusOr<SummaryPoint> parse_summary(const std::string& json_object) {
     p.ttft_ms = latency(j, "ttft_ms");
     p.kv_usage = number(j, "kv_usage");
     p.dropped_events = integer(j, "dropped_events");
+    if (auto pc = j.find("prefix_cache"); pc != j.end() && !pc->is_null()) {
+      if (!pc->is_object()) throw std::runtime_error("key \"prefix_cache\" is not an object");
+      p.prefix_queries = integer(*pc, "queries");
+      p.prefix_hits = integer(*pc, "hits");
+    }
     if (auto it = j.find("devices"); it != j.end() && it->is_array()) {
       std::int32_t position = 0;
       for (const json& d : *it) {
@@ -127,12 +132,18 @@ std::string describe_summary(const SummaryPoint& p) {
     return std::string(buf);
   };
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%.0f tok/s  %.1f req/s  ITL p50 %s p99 %s ms  TTFT p50 %s ms  running %lld  waiting %lld  KV %.0f%%%s",
+  std::snprintf(buf, sizeof buf, "%.0f tok/s  %.1f req/s  ITL p50 %s p99 %s ms  TTFT p50 %s ms  running %lld  waiting %lld  KV %.0f%%",
                 p.tokens_per_s, p.requests_per_s, ms(p.itl_ms, p.itl_ms.p50, "%.2f").c_str(),
                 ms(p.itl_ms, p.itl_ms.p99, "%.2f").c_str(), ms(p.ttft_ms, p.ttft_ms.p50, "%.1f").c_str(),
-                static_cast<long long>(p.running), static_cast<long long>(p.waiting), p.kv_usage * 100,
-                p.dropped_events > 0 ? "  (events dropped!)" : "");
-  return buf;
+                static_cast<long long>(p.running), static_cast<long long>(p.waiting), p.kv_usage * 100);
+  std::string line = buf;
+  // Only where a prefix cache admitted something in the window.
+  if (p.prefix_queries > 0) {
+    std::snprintf(buf, sizeof buf, "  prefix cache %.0f%%", p.prefix_hit_rate() * 100);
+    line += buf;
+  }
+  if (p.dropped_events > 0) line += "  (events dropped!)";
+  return line;
 }
 
 }  // namespace sy::console

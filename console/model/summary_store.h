@@ -44,6 +44,12 @@ struct SummaryPoint {
   LatencySummary itl_ms;
   LatencySummary ttft_ms;
   double kv_usage = 0;
+  // Prompt tokens admitted in the window, and those a prefix cache served (0 without one).
+  std::int64_t prefix_queries = 0;
+  std::int64_t prefix_hits = 0;
+  double prefix_hit_rate() const {
+    return prefix_queries > 0 ? static_cast<double>(prefix_hits) / static_cast<double>(prefix_queries) : 0.0;
+  }
   std::vector<DeviceWindow> devices;
   std::vector<double> expert_imbalance;  // per block
   std::int64_t dropped_events = 0;

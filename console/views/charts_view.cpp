@@ -145,8 +145,9 @@ void ChartsView::draw(const ConsoleModel& model, ViewState& state) {
             return p.devices.empty() ? 0.0 : s / static_cast<double>(p.devices.size());
           }}});
   ImGui::SameLine();
-  chart("##kv", "KV usage and expert imbalance", "", size, pts, first, last, t0, t1, cursor,
+  chart("##kv", "KV usage, prefix cache hits and expert imbalance", "", size, pts, first, last, t0, t1, cursor,
         {{"kv usage", [](const SummaryPoint& p) { return p.kv_usage; }},
+         {"prefix hit rate", [](const SummaryPoint& p) { return p.prefix_hit_rate(); }},
          {"max imbalance", [](const SummaryPoint& p) {
             double m = 0;
             for (double v : p.expert_imbalance) m = std::max(m, v);

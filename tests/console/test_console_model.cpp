@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "console/model/console_model.h"
+#include "console/model/summary_history.h"
 #include "console/model/time_format.h"
 
 namespace sy::console {
@@ -288,6 +289,27 @@ TEST(SummaryLine, ALatencyNoRequestMeasuredReadsAsUnknownNotZero) {
   p.ttft_ms.count = 2;
   p.ttft_ms.p50 = 12.0;
   EXPECT_NE(describe_summary(p).find("TTFT p50 12.0 ms"), std::string::npos);
+}
+
+// The summary's prefix_cache object: read, added up when windows fold, shown as a hit rate in
+// the line only where a prefix cache admitted something.
+TEST(SummaryLine, PrefixCacheHitRateWhereACacheServed) {
+  auto p = parse_summary(R"({"t_begin_ns":0,"t_end_ns":500000000,"prefix_cache":{"queries":400,"hits":300}})");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->prefix_queries, 400);
+  EXPECT_EQ(p->prefix_hits, 300);
+  EXPECT_DOUBLE_EQ(p->prefix_hit_rate(), 0.75);
+  EXPECT_NE(describe_summary(*p).find("prefix cache 75%"), std::string::npos) << describe_summary(*p);
+  auto q = parse_summary(R"({"t_begin_ns":500000000,"t_end_ns":1000000000,"prefix_cache":{"queries":100,"hits":0}})");
+  ASSERT_TRUE(q.ok());
+  fold_summary(*p, *q);
+  EXPECT_EQ(p->prefix_queries, 500);
+  EXPECT_DOUBLE_EQ(p->prefix_hit_rate(), 0.6);
+  // Summaries without one (older recordings, no --prefix-caching) say nothing of it.
+  auto none = parse_summary(R"({"t_begin_ns":0,"t_end_ns":1})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(describe_summary(*none).find("prefix"), std::string::npos);
+  EXPECT_FALSE(parse_summary(R"({"t_begin_ns":0,"t_end_ns":1,"prefix_cache":3})").ok());
 }
 
 TEST(ConsoleModel, ClearForgetsTheRun) {
