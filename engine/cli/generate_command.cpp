@@ -180,6 +180,9 @@ void run_many(const GenerateArgs& a) {
                requests.size(), static_cast<long long>(rejected), static_cast<long long>(tokens),
                options.policy.describe().c_str(), layout.name.c_str(),
                static_cast<long long>(deployment.coordinator().policy_switches()), a.out.string().c_str());
+  if (const Coordinator& co = deployment.coordinator(); co.prefix_cache_queries() > 0)
+    std::fprintf(stderr, "prefix cache: %lld of %lld prompt tokens from the cache\n",
+                 static_cast<long long>(co.prefix_cache_hits()), static_cast<long long>(co.prefix_cache_queries()));
   if (ranks && !ranks->failure().empty())
     throw CommandError{"the deployment stopped: " + ranks->failure() + "; " + std::to_string(rejected) +
                        " request(s) failed"};

@@ -77,6 +77,22 @@ class MultiProcess : public ::testing::Test {
               "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 0\n"
               "[[device]]\nname = \"e2\"\nexperts = \"auto\"\nrank = 1\n"
               "[[device]]\nname = \"e3\"\nexperts = \"auto\"\nrank = 2\n";
+    // Remote attention devices admitting two requests at a time, so that later requests find the
+    // earlier prompts' pages cached; prompts sharing a 40-token prefix (some whole).
+    std::ofstream small_batch(root_ / "remote-attention-batch2.toml");
+    small_batch << "name = \"remote attention, batch 2\"\n[capacity]\nmax_batch = 2\npage_size = 8\n"
+                   "[[device]]\nname = \"a0\"\nattention = true\nrank = 1\n"
+                   "[[device]]\nname = \"a1\"\nattention = true\nrank = 2\n"
+                   "[[device]]\nname = \"e0\"\nexperts = \"auto\"\nrank = 0\n"
+                   "[[device]]\nname = \"e1\"\nexperts = \"auto\"\nrank = 1\n";
+    std::ofstream shared(root_ / "shared-prefix.jsonl");
+    for (int j = 0; j < 12; ++j) {
+      std::string t;
+      for (int k = 0; k < 40; ++k) t += std::to_string((k * 37 + 11) % 500) + ", ";
+      for (int k = 0; k < (j % 4 == 3 ? 0 : 1 + j % 5); ++k) t += std::to_string((j * 13 + k * 7) % 500) + ", ";
+      t += "7";
+      shared << "{\"id\": \"s" << j << "\", \"tokens\": [" << t << "], \"max_new_tokens\": " << 4 + j % 5 << "}\n";
+    }
     // The same devices as disaggregated-2a4e with experts moved between ranks and expert 0 copied.
     std::ofstream moved(root_ / "moved.toml");
     moved << "name = \"moved\"\n"
@@ -187,6 +203,36 @@ TEST_F(MultiProcess, AttentionDevicesOnOtherRanksMatchOneProcess) {
   }
   expect_same_tokens(layout, "--policy pingpong --switch-policy async --switch-after 20", 3);
   expect_same_tokens(layout, "--policy async --switch-policy sync --switch-after 25", 3);
+}
+
+// Prefix caching with the attention ranks in other processes: rank 0's block managers share the
+// cached pages and send the tables ahead, the remote devices read KV that an earlier request
+// wrote there. The tokens are those of one process, and of one process without the cache.
+TEST_F(MultiProcess, PrefixCachingWithRemoteAttentionMatchesOneProcess) {
+  const std::string layout = (root_ / "remote-attention-batch2.toml").string();
+  const auto run = [&](const std::string& launcher, const std::string& extra, const fs::path& out) {
+    fs::remove(out);
+    const ShellRun r = shell(launcher + bin_ + " generate --model " + (root_ / "model").string() + " --layout " + layout +
+                             " --prompts " + (root_ / "shared-prefix.jsonl").string() + " --ignore-eos --out " +
+                             out.string() + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    // With the cache, later requests find the shared prefix: a count above 0 of the 12 × 40+.
+    if (has(extra, "--prefix-caching")) {
+      EXPECT_TRUE(has(r.output, "prefix cache: ")) << r.output;
+      EXPECT_FALSE(has(r.output, "prefix cache: 0 of")) << r.output;
+    }
+    return read_file(out);
+  };
+  for (const char* policy : {"async", "sync"}) {
+    SCOPED_TRACE(policy);
+    const std::string plain = run("", std::string("--policy ") + policy, root_ / "plain.jsonl");
+    const std::string one = run("", std::string("--policy ") + policy + " --prefix-caching", root_ / "one.jsonl");
+    const std::string many =
+        run(mpirun(3, free_port()), std::string("--policy ") + policy + " --prefix-caching", root_ / "many.jsonl");
+    ASSERT_FALSE(plain.empty());
+    EXPECT_EQ(one, plain);
+    EXPECT_EQ(many, plain);
+  }
 }
 
 // AMoE's deployment over two nodes: an attention device and its share of the experts on each
