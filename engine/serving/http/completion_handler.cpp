@@ -69,6 +69,19 @@ struct PendingAnswer {
       if (!c.done()) return false;
     return true;
   }
+  // Waits for news up to kKeepAlive (unless `wait` is false), then hands each open choice's to
+  // `each`, until it returns false.
+  template <class Fn>
+  void take_news(bool wait, Fn&& each) {
+    if (wait) signal->wait(seen, kKeepAlive);
+    seen = signal->generation();  // before reading: news after this wakes the next wait
+    for (PendingChoice& c : choices) {
+      if (c.done()) continue;
+      RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
+      c.cached_tokens = news.cached_tokens;
+      if (!each(c, news)) break;
+    }
+  }
   // Usage once every choice has ended: the prompt counted once (and, with prefix caching, what
   // the first choice found cached), every choice's tokens.
   void settle_usage() {
@@ -157,13 +170,8 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
   res.set_chunked_content_provider(
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
-        a->signal->wait(a->seen, kKeepAlive);
-        a->seen = a->signal->generation();  // before reading: news after this wakes the next wait
         std::optional<ApiError> error;
-        for (PendingChoice& c : a->choices) {
-          if (c.done()) continue;
-          RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
-          c.cached_tokens = news.cached_tokens;
+        a->take_news(true, [&](PendingChoice& c, RequestChannel::News& news) {
           for (std::size_t i = 0; i < news.tokens.size(); ++i) {
             c.ids.push_back(news.tokens[i]);
             if (i < news.logprobs.size()) c.logprobs.push_back(std::move(news.logprobs[i]));
@@ -172,7 +180,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
           }
           if (news.error) {
             error = news.error;
-            break;
+            return false;
           }
           if (c.text.stopped() || news.finished != FinishReason::None) {
             if (!c.text.stopped()) c.whole += c.text.finish();
@@ -180,7 +188,8 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
             if (news.finished == FinishReason::None) broker_.cancel(c.channel->id());
             c.reason = c.text.stopped() ? FinishReason::Stop : news.finished;
           }
-        }
+          return true;
+        });
         std::string out;
         if (error) {
           cancel_open(*a);
@@ -222,13 +231,8 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             c.role_sent = true;
           }
         }
-        if (out.empty()) a->signal->wait(a->seen, kKeepAlive);
-        a->seen = a->signal->generation();  // before reading: news after this wakes the next wait
         std::optional<ApiError> error;
-        for (PendingChoice& c : a->choices) {
-          if (c.done()) continue;
-          RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
-          c.cached_tokens = news.cached_tokens;
+        a->take_news(out.empty(), [&](PendingChoice& c, RequestChannel::News& news) {
           const bool finished = news.finished != FinishReason::None;
           // One event per token, as OpenAI streams; the choice's last carries its finish reason.
           // Text held back (a character not complete yet, a possible stop string) goes out with a
@@ -255,7 +259,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           }
           if (news.error) {
             error = news.error;
-            break;
+            return false;
           }
           if (c.text.stopped() || finished) {
             if (!c.text.stopped()) last_text += c.text.finish();
@@ -271,7 +275,8 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             }
             out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, c.reason, usage, std::move(last_logprobs)));
           }
-        }
+          return true;
+        });
         if (error) {
           cancel_open(*a);
           out += sse_event(error->body());
