@@ -48,11 +48,11 @@ std::int32_t KvBlockManager::cached_positions(std::int64_t request) const {
   return it == sequences_.end() ? 0 : it->second.cached_positions;
 }
 
-void KvBlockManager::cache_prompt(std::int64_t request, std::span<const std::int32_t> prompt) {
+void KvBlockManager::cache_written(std::int64_t request, std::span<const std::int32_t> tokens) {
   const auto it = sequences_.find(request);
   if (!prefix_ || it == sequences_.end() || it->second.adopted) return;
   const SequenceKv& kv = it->second.kv;
-  prefix_->insert(prompt, std::span<const std::int32_t>(kv.block_table(), static_cast<std::size_t>(kv.pages())));
+  prefix_->insert(tokens, std::span<const std::int32_t>(kv.block_table(), static_cast<std::size_t>(kv.pages())));
 }
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling) {

@@ -40,8 +40,9 @@ class KvBlockManager {
              std::span<const std::int32_t> prompt = {});
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
   std::int32_t cached_positions(std::int64_t request) const;
-  // The request's prompt is written in every layer: index its full pages for later requests.
-  void cache_prompt(std::int64_t request, std::span<const std::int32_t> prompt);
+  // The request's KV for these leading tokens (its prompt, then the outputs fed back) is written
+  // in every layer: index their full pages for later requests.
+  void cache_written(std::int64_t request, std::span<const std::int32_t> tokens);
   // Pages referenced by admitted requests (free_pages() counts cached unreferenced ones as free).
   std::int32_t used_pages() const { return num_pages() - free_pages(); }
   // The manager of an attention rank whose device runs in another process than the coordinator

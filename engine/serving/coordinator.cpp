@@ -488,7 +488,7 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
     reason = FinishReason::Cancelled;  // nobody wants the token any more
   } else {
     // The prompt's KV is written in every layer once its first token is out: later prompts may share it.
-    if (r.output.empty() && options_.prefix_caching) cluster_->kv(r.rank).cache_prompt(idx, r.spec.prompt);
+    if (r.output.empty() && options_.prefix_caching) cluster_->kv(r.rank).cache_written(idx, r.spec.prompt);
     r.output.push_back(token);
     const std::int64_t now = loop_.now();
     ++window_tokens_;
@@ -506,6 +506,13 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
   }
   const std::int32_t rank = r.rank;
   if (reason != FinishReason::None) {
+    // What a finished request wrote serves the next turn of its conversation (whose prompt is
+    // this prompt and this answer): the prompt and every output fed back (all but the last).
+    if (options_.prefix_caching) {
+      std::vector<std::int32_t> written = r.spec.prompt;
+      if (!r.output.empty()) written.insert(written.end(), r.output.begin(), r.output.end() - 1);
+      cluster_->kv(rank).cache_written(idx, written);
+    }
     finish(idx, reason);
     if (!policy_.grouped()) admit_async();
   } else if (!policy_.grouped()) {

@@ -128,7 +128,7 @@ TEST(KvBlockManager, AdmitsWithTheCachedPrefixButComputesThePromptsLastPage) {
   const std::vector<std::int32_t> prompt = iota(8);  // exactly two pages
   ASSERT_TRUE(kv.admit(1, 12, {}, prompt));
   EXPECT_EQ(kv.cached_positions(1), 0);
-  kv.cache_prompt(1, prompt);
+  kv.cache_written(1, prompt);
   // The same prompt again: its last page holds the last token, which must be computed.
   EXPECT_EQ(kv.cached_pages(prompt), 1);
   ASSERT_TRUE(kv.admit(2, 12, {}, prompt));
@@ -154,7 +154,7 @@ TEST(KvBlockManager, FitsCountsIdleCachedHitsAsTaken) {
   kv.enable_prefix_cache();
   const std::vector<std::int32_t> prompt = {5, 6, 7};
   ASSERT_TRUE(kv.admit(1, 3, {}, prompt));  // two pages
-  kv.cache_prompt(1, prompt);
+  kv.cache_written(1, prompt);
   kv.release(1);
   EXPECT_EQ(kv.free_pages(), 3);
   // 6 positions: three pages, one shared; the shared one is among the "free" three.
@@ -170,7 +170,7 @@ TEST(KvBlockManager, WithoutPrefixCachingNothingIsShared) {
   KvBlockManager kv(8, 4);
   const std::vector<std::int32_t> prompt = iota(9);
   ASSERT_TRUE(kv.admit(1, 9, {}, prompt));
-  kv.cache_prompt(1, prompt);
+  kv.cache_written(1, prompt);
   EXPECT_EQ(kv.cached_pages(prompt), 0);
   ASSERT_TRUE(kv.admit(2, 9, {}, prompt));
   EXPECT_EQ(kv.cached_positions(2), 0);

@@ -230,6 +230,43 @@ TEST_P(RuntimeEquivalence, PrefixCachingComputesOnlyWhatIsNotCachedAndMatchesThe
   }
 }
 
+// A conversation's next turn: its prompt is the last turn's prompt and answer and a new message.
+// The finished turn left its prompt and every output it fed back cached, so the next turn
+// computes only the new message (and the page it starts in).
+TEST_P(RuntimeEquivalence, PrefixCachingServesTheNextTurnFromThePreviousAnswer) {
+  const ModelConfig& c = weights_->config();
+  RequestSpec first;
+  first.id = 0;
+  first.external_id = "0";
+  for (std::int32_t i = 0; i < 30; ++i) first.prompt.push_back((i * 31 + 7) % c.vocab_size);
+  first.max_new_tokens = 12;
+  const std::vector<std::int32_t> answer = reference_outputs({first})[0];
+  ASSERT_EQ(answer.size(), 12u);
+  RequestSpec next;
+  next.id = 1;
+  next.external_id = "1";
+  next.arrival_ns = 500'000'000;  // after the first turn
+  next.prompt = first.prompt;
+  next.prompt.insert(next.prompt.end(), answer.begin(), answer.end());
+  for (std::int32_t i = 0; i < 5; ++i) next.prompt.push_back((i * 17 + 3) % c.vocab_size);
+  next.max_new_tokens = 6;
+  const auto expected = reference_outputs({first, next});
+  for (const auto& [name, policy] : std::vector<std::pair<std::string, RuntimePolicy>>{
+           {"async/defrag", async_policy("defrag")}, {"sync", sync_policy()}}) {
+    DeploymentOptions o = options(policy, 3);
+    o.coordinator.prefix_caching = true;
+    CpuDeployment d(weights_, Topology::disaggregated(c, 1, 2), o);
+    d.submit({first, next});
+    d.run();
+    const auto& records = d.coordinator().requests();
+    EXPECT_EQ(records[0].output, expected[0]) << name;
+    EXPECT_EQ(records[1].output, expected[1]) << name;
+    // 30 prompt tokens and 11 answers fed back: 41 positions written, ten whole pages of 4.
+    EXPECT_EQ(records[1].cached_positions, 40) << name;
+    EXPECT_EQ(d.coordinator().kv_pages_used(), 0) << name;
+  }
+}
+
 TEST_P(RuntimeEquivalence, PolicySwitchesMidRunLoseAndDuplicateNothing) {
   const ModelConfig& c = weights_->config();
   for (const auto& [clock, interval] : {std::pair{Clock::Virtual, std::int64_t{1'000'000}},
