@@ -593,6 +593,7 @@ void run(const BenchArgs& a) {
       j["throughput_ratio"] = r.report.tokens_per_s / base.report.tokens_per_s;
       j["backend"] = a.backend.backend;
       j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
+      if (r.prefix_queries > 0) j["prefix_cache"] = {{"queries", r.prefix_queries}, {"hits", r.prefix_hits}};
       out.push_back(j);
     }
     std::printf("%s\n", (runs.size() == 1 ? out[0] : out).dump(2).c_str());

@@ -224,6 +224,26 @@ TEST_F(Cli, BenchComparesPoliciesOnOneWorkload) {
   EXPECT_DOUBLE_EQ(runs[1].at("throughput_ratio").get<double>(), 1.0);
 }
 
+// A workload with a shared system prompt: with --prefix-caching the run reports how much of
+// the prompts the cache served; without it, nothing of the kind.
+TEST_F(Cli, BenchReportsWhatThePrefixCacheServed) {
+  const std::string base = "bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
+                           " --rate 30 --duration 0.5 --shared-prefix 256 --json";
+  CliRun cached = switchyard(base + " --prefix-caching");
+  ASSERT_EQ(cached.exit_code, 0) << cached.output;
+  const auto run = nlohmann::json::parse(cached.output);
+  const auto queries = run.at("prefix_cache").at("queries").get<std::int64_t>();
+  const auto hits = run.at("prefix_cache").at("hits").get<std::int64_t>();
+  EXPECT_GT(hits, 0);
+  EXPECT_LT(hits, queries);
+  CliRun plain = switchyard(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(nlohmann::json::parse(plain.output).contains("prefix_cache"));
+  CliRun bad = switchyard(base + " --shared-prefix -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--shared-prefix"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
   CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
                         " --rate 40 --duration 0.2 --skew exp:0.5 --sweep auto:2 --compare sync,async --json");
