@@ -25,6 +25,7 @@ std::int32_t KvBlockAllocator::allocate_page() {
     PageState& s = state_[static_cast<std::size_t>(page)];
     s.evictable = false;
     s.cached = false;
+    ++evictions_;
     if (on_evict_) on_evict_(page);
   } else {
     return -1;

@@ -33,6 +33,7 @@ class KvBlockAllocator {
   // Another reference to a page that is referenced or evictable (a prefix cache hit).
   void retain_page(std::int32_t page);
   std::int32_t references(std::int32_t page) const { return refs_[static_cast<std::size_t>(page)]; }
+  std::int64_t evictions() const { return evictions_; }  // cached pages taken back since the start
 
   // A prefix cache marks the pages whose content it indexes; `on_evict` hears of each such page
   // an allocation takes back (the index forgets it).
@@ -52,6 +53,7 @@ class KvBlockAllocator {
   std::vector<PageState> state_;
   std::list<std::int32_t> evictable_;  // oldest release first
   std::function<void(std::int32_t)> on_evict_;
+  std::int64_t evictions_ = 0;
 };
 
 }  // namespace sy

@@ -45,6 +45,7 @@ class KvBlockManager {
   void cache_written(std::int64_t request, std::span<const std::int32_t> tokens);
   // Pages referenced by admitted requests (free_pages() counts cached unreferenced ones as free).
   std::int32_t used_pages() const { return num_pages() - free_pages(); }
+  std::int64_t prefix_evictions() const { return allocator_.evictions(); }
   // The manager of an attention rank whose device runs in another process than the coordinator
   // is a mirror: the coordinator's manager allocates, and this one holds the block table it
   // handed out (engine/dist sends it ahead of the request's first rows), so that the workers

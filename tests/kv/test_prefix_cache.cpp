@@ -49,6 +49,7 @@ TEST(KvBlockAllocator, CachedPagesAreEvictedOldestReleaseFirstAndOnlyWhenNothing
   EXPECT_TRUE(evicted.empty());
   EXPECT_EQ(a.allocate_page(), y);
   EXPECT_EQ(evicted, std::vector<std::int32_t>{y});
+  EXPECT_EQ(a.evictions(), 1);
   EXPECT_FALSE(a.cached(y));
   // A retained evictable page is safe from eviction.
   a.retain_page(x);

@@ -205,12 +205,16 @@ TEST_P(RuntimeEquivalence, PrefixCachingComputesOnlyWhatIsNotCachedAndMatchesThe
       {"async/defrag", async_policy("defrag")}, {"pingpong-2", pingpong(2)}, {"sync", sync_policy()},
       {"findep-2x3", findep(2, 3)}};
   std::uint64_t seed = 7;
+  // 512 pages of 4 keep every prompt; 16 (a request needs up to 8) evict cached pages all along,
+  // so a page is reused for other content while its old content is still indexed elsewhere.
+  for (const std::int32_t pages : {512, 16})
   for (const Topology& topology : {Topology::colocated(c, 2), Topology::disaggregated(c, 2, 4)}) {
     for (const auto& [name, policy] : policies) {
       for (const Clock clock : {Clock::Virtual, Clock::Wall}) {
         const std::string what = name + (topology.num_ranks() == 2 && topology.num_devices == 2 ? " colocated" : " disaggregated") +
-                                 " " + std::string(clock_name(clock));
+                                 " " + std::string(clock_name(clock)) + ", " + std::to_string(pages) + " pages";
         DeploymentOptions o = options(policy, seed++, clock);
+        o.kv_pages_per_rank = pages;
         o.coordinator.prefix_caching = true;
         CpuDeployment d(weights_, topology, o);
         d.submit(requests);
@@ -225,6 +229,11 @@ TEST_P(RuntimeEquivalence, PrefixCachingComputesOnlyWhatIsNotCachedAndMatchesThe
         EXPECT_LT(co.prefix_cache_hits(), co.prefix_cache_queries()) << what;
         EXPECT_EQ(co.kv_pages_used(), 0) << what;
         EXPECT_TRUE(d.cluster().quiescent()) << what;
+        std::int64_t evictions = 0;
+        for (std::int32_t rank = 0; rank < topology.num_ranks(); ++rank) evictions += d.cluster().kv(rank).prefix_evictions();
+        if (pages == 16) {
+          EXPECT_GT(evictions, 0) << what;
+        }
       }
     }
   }
