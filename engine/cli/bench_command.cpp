@@ -609,10 +609,7 @@ void run(const BenchArgs& a) {
   for (const BenchRun& r : runs) {
     std::printf("== %s, %s clock\n%s", r.label.c_str(), std::string(clock_name(r.clock)).c_str(),
                 format_table(r.report).c_str());
-    if (r.prefix_queries > 0)
-      std::printf("prefix cache: %lld of %lld prompt tokens from the cache (%.1f %%)\n", static_cast<long long>(r.prefix_hits),
-                  static_cast<long long>(r.prefix_queries),
-                  100.0 * static_cast<double>(r.prefix_hits) / static_cast<double>(r.prefix_queries));
+    if (r.prefix_queries > 0) std::printf("%s\n", describe_prefix_cache(r.prefix_hits, r.prefix_queries).c_str());
     if (backend.sim())
       std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time (%lld events, %.0f ns each)\n",
                   r.simulated_s, r.wall_s, r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0, static_cast<long long>(r.events),

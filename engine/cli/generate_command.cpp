@@ -181,8 +181,7 @@ void run_many(const GenerateArgs& a) {
                options.policy.describe().c_str(), layout.name.c_str(),
                static_cast<long long>(deployment.coordinator().policy_switches()), a.out.string().c_str());
   if (const Coordinator& co = deployment.coordinator(); co.prefix_cache_queries() > 0)
-    std::fprintf(stderr, "prefix cache: %lld of %lld prompt tokens from the cache\n",
-                 static_cast<long long>(co.prefix_cache_hits()), static_cast<long long>(co.prefix_cache_queries()));
+    std::fprintf(stderr, "%s\n", describe_prefix_cache(co.prefix_cache_hits(), co.prefix_cache_queries()).c_str());
   if (ranks && !ranks->failure().empty())
     throw CommandError{"the deployment stopped: " + ranks->failure() + "; " + std::to_string(rejected) +
                        " request(s) failed"};

@@ -314,9 +314,7 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
               wall() > 0 ? static_cast<double>(loop.now()) * 1e-9 / wall() : 0.0,
               static_cast<double>(loop.now() - from) * 1e-9, format_table(total).c_str());
   if (const Coordinator& co = d.coordinator(); co.prefix_cache_queries() > 0)
-    std::printf("prefix cache: %lld of %lld prompt tokens from the cache since the start (%.1f %%)\n",
-                static_cast<long long>(co.prefix_cache_hits()), static_cast<long long>(co.prefix_cache_queries()),
-                100.0 * static_cast<double>(co.prefix_cache_hits()) / static_cast<double>(co.prefix_cache_queries()));
+    std::printf("%s since the start\n", describe_prefix_cache(co.prefix_cache_hits(), co.prefix_cache_queries()).c_str());
   std::fflush(stdout);
   backend_.finish();
   return interrupted;

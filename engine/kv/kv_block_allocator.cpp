@@ -59,14 +59,9 @@ void KvBlockAllocator::retain_page(std::int32_t page) {
   ++refs_[static_cast<std::size_t>(page)];
 }
 
-void KvBlockAllocator::set_cached(std::int32_t page, bool cached) {
-  PageState& s = state_[static_cast<std::size_t>(page)];
-  s.cached = cached;
-  if (!cached && s.evictable) {
-    evictable_.erase(s.at);
-    s.evictable = false;
-    free_.push_back(page);
-  }
+void KvBlockAllocator::mark_cached(std::int32_t page) {
+  assert(refs_[static_cast<std::size_t>(page)] > 0 && "only a referenced page's content is indexed");
+  state_[static_cast<std::size_t>(page)].cached = true;
 }
 
 }  // namespace sy

@@ -35,9 +35,9 @@ class KvBlockAllocator {
   std::int32_t references(std::int32_t page) const { return refs_[static_cast<std::size_t>(page)]; }
   std::int64_t evictions() const { return evictions_; }  // cached pages taken back since the start
 
-  // A prefix cache marks the pages whose content it indexes; `on_evict` hears of each such page
-  // an allocation takes back (the index forgets it).
-  void set_cached(std::int32_t page, bool cached);
+  // A prefix cache marks the (referenced) pages whose content it indexes; `on_evict` hears of
+  // each such page an allocation takes back, which unmarks it (the index forgets it).
+  void mark_cached(std::int32_t page);
   bool cached(std::int32_t page) const { return state_[static_cast<std::size_t>(page)].cached; }
   void set_on_evict(std::function<void(std::int32_t page)> on_evict) { on_evict_ = std::move(on_evict); }
 

@@ -8,30 +8,40 @@ void KvBlockManager::enable_prefix_cache() {
   if (!prefix_) prefix_ = std::make_unique<PrefixCache>(allocator_);
 }
 
-std::int32_t KvBlockManager::cached_pages(std::span<const std::int32_t> prompt) const {
-  if (!prefix_ || prompt.empty()) return 0;
+std::vector<std::int32_t> KvBlockManager::prefix_hits(std::span<const std::int32_t> prompt) const {
+  if (!prefix_ || prompt.empty()) return {};
   const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
-  return static_cast<std::int32_t>(prefix_->match(prompt, before_last).size());
+  return prefix_->match(prompt, before_last);
 }
 
-bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> prompt) const {
-  if (!prefix_ || prompt.empty()) return allocator_.pages_for(positions) <= free_pages();
-  const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
-  const std::vector<std::int32_t> hits = prefix_->match(prompt, before_last);
+bool KvBlockManager::fits_with(std::int64_t positions, const std::vector<std::int32_t>& hits) const {
   // A hit nobody references sits among the free pages: sharing it takes it out of them.
   std::int32_t idle_hits = 0;
   for (std::int32_t page : hits) idle_hits += allocator_.references(page) == 0 ? 1 : 0;
   return allocator_.pages_for(positions) - static_cast<std::int32_t>(hits.size()) <= free_pages() - idle_hits;
 }
 
+std::optional<std::int32_t> KvBlockManager::admissible(std::int64_t positions, std::span<const std::int32_t> prompt) const {
+  const std::vector<std::int32_t> hits = prefix_hits(prompt);
+  if (!fits_with(positions, hits)) return std::nullopt;
+  return static_cast<std::int32_t>(hits.size());
+}
+
+std::int32_t KvBlockManager::cached_pages(std::span<const std::int32_t> prompt) const {
+  return static_cast<std::int32_t>(prefix_hits(prompt).size());
+}
+
+bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> prompt) const {
+  return fits_with(positions, prefix_hits(prompt));
+}
+
 bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
                            std::span<const std::int32_t> prompt) {
   assert(!holds(request));
   Sequence s{SequenceKv{}, sampling};
-  if (prefix_ && !prompt.empty()) {
-    if (!fits(positions, prompt)) return false;
-    const auto before_last = static_cast<std::int32_t>((prompt.size() - 1) / static_cast<std::size_t>(allocator_.page_size()));
-    const std::vector<std::int32_t> hits = prefix_->match(prompt, before_last);
+  const std::vector<std::int32_t> hits = prefix_hits(prompt);
+  if (!hits.empty()) {
+    if (!fits_with(positions, hits)) return false;
     s.kv.share(allocator_, hits);
     s.cached_positions = static_cast<std::int32_t>(hits.size()) * allocator_.page_size();
   }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,8 @@ class KvBlockManager {
   std::int32_t cached_pages(std::span<const std::int32_t> prompt) const;
   // Whether a request of `positions` positions with this prompt would be admitted now.
   bool fits(std::int64_t positions, std::span<const std::int32_t> prompt) const;
+  // Both at once (one look-up in the cache): the cached pages when it would be admitted now.
+  std::optional<std::int32_t> admissible(std::int64_t positions, std::span<const std::int32_t> prompt) const;
   // Reserves pages for `positions` positions of `request`, sharing its prompt's cached leading
   // pages (cached_pages); false, with nothing taken, when too few are free.
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
@@ -59,6 +62,11 @@ class KvBlockManager {
   SequenceContext context(std::int64_t request) const;
 
  private:
+  // The cached pages a request with this prompt would share (cached_pages), and whether its
+  // positions fit beside them.
+  std::vector<std::int32_t> prefix_hits(std::span<const std::int32_t> prompt) const;
+  bool fits_with(std::int64_t positions, const std::vector<std::int32_t>& hits) const;
+
   struct Sequence {
     SequenceKv kv;
     SamplingSpec sampling;

@@ -47,7 +47,7 @@ void PrefixCache::insert(std::span<const std::int32_t> tokens, std::span<const s
       if (allocator_.cached(page)) break;  // indexed under other content: never (a page holds one prefix)
       it = entries_.emplace(key, Entry{page, next_id_++}).first;
       by_page_.emplace(page, key);
-      allocator_.set_cached(page, true);
+      allocator_.mark_cached(page);
     }
     // The same content in another page (indexed first): ours stays private, and the pages after
     // it are still the children of that content.

@@ -349,8 +349,10 @@ bool Coordinator::admit_one(std::int32_t slot) {
   for (std::int32_t i = 0; i < ranks; ++i) {
     const std::int32_t rank = (last_rank_ + 1 + i) % ranks;
     const KvBlockManager& kv = cluster_->kv(rank);
-    if (running_per_rank_[rank] >= options_.max_batch_per_rank || !kv.fits(positions, prompt)) continue;
-    const std::int32_t hits = kv.cached_pages(prompt);
+    if (running_per_rank_[rank] >= options_.max_batch_per_rank) continue;
+    const std::optional<std::int32_t> admissible = kv.admissible(positions, prompt);
+    if (!admissible) continue;
+    const std::int32_t hits = *admissible;
     const bool better = hits > best_hits || (hits == best_hits && (kv.free_pages() > best_free ||
                         (kv.free_pages() == best_free && running_per_rank_[rank] < running_per_rank_[best])));
     if (best < 0 || better) {

@@ -428,6 +428,14 @@ nlohmann::json to_json(const MetricsReport& r) {
           {"devices", std::move(devices)}};
 }
 
+std::string describe_prefix_cache(std::int64_t hits, std::int64_t queries) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "prefix cache: %lld of %lld prompt tokens from the cache (%.1f %%)",
+                static_cast<long long>(hits), static_cast<long long>(queries),
+                queries > 0 ? 100.0 * static_cast<double>(hits) / static_cast<double>(queries) : 0.0);
+  return buf;
+}
+
 std::string format_table(const MetricsReport& r) {
   std::string out = render(
       {

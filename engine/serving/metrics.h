@@ -248,5 +248,7 @@ class MetricsCollector : public RuntimeObserver, public RequestObserver {
 nlohmann::json to_json(const MetricsReport& report);
 // An aligned plain-text table for terminals and logs.
 std::string format_table(const MetricsReport& report);
+// "prefix cache: H of Q prompt tokens from the cache (P %)": what --prefix-caching served.
+std::string describe_prefix_cache(std::int64_t hits, std::int64_t queries);
 
 }  // namespace sy

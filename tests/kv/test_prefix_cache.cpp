@@ -37,8 +37,8 @@ TEST(KvBlockAllocator, CachedPagesAreEvictedOldestReleaseFirstAndOnlyWhenNothing
   std::vector<std::int32_t> evicted;
   a.set_on_evict([&](std::int32_t page) { evicted.push_back(page); });
   const std::int32_t x = a.allocate_page(), y = a.allocate_page();
-  a.set_cached(x, true);
-  a.set_cached(y, true);
+  a.mark_cached(x);
+  a.mark_cached(y);
   a.free_page(y);  // released first: evicted first
   a.free_page(x);
   EXPECT_EQ(a.free_pages(), 3);
