@@ -24,29 +24,42 @@ rm -rf .gpu
 # library scan treats as a failure: they travel as extra files.
 "$bundle" .gpu build/bin/test_cuda_kernels build/bin/test_cuda_backend build/bin/switchyard -- build/bin/bench_cuda \
   build/bin/bench_module_loading
-# The device tool carries at most 64 MiB: OpenBLAS (36 MiB, ~11 MiB compressed) travels gzipped
-# and check.sh unpacks it before the first step.
+# The device tool carries at most 64 MiB with the working tree (about 15 MiB on disk, most of it
+# the fuzz corpora's small files): OpenBLAS (36 MiB) and the largest binaries travel gzipped and
+# check.sh unpacks them before the first step. Uncompressed, the bundle no longer fitted
+# (measured on the first GPU run, 2026-11-26).
 gzip -6 .gpu/libopenblas.so.0
+for f in switchyard test_cuda_backend test_cuda_kernels bench_module_loading libcrypto.so.3; do
+  [[ -f .gpu/$f ]] && gzip -9 ".gpu/$f"
+done
 cat > .gpu/check.sh <<'CHECK'
 #!/bin/bash
 # Runs the packed GPU checks (see scripts/gpu-check.sh); logs go to $OUT when set.
 here=$(cd "$(dirname "$0")" && pwd)
-# OpenBLAS travels gzipped (the device tool's 64 MiB): unpacked beside the others, or, where the
-# bundle cannot be written, in a copy of it under /tmp.
+# OpenBLAS and the largest binaries travel gzipped (the device tool's 64 MiB): unpacked beside
+# the others (executables keep their mode), or, where the bundle cannot be written, in a copy of
+# it under /tmp.
 gunzip_to() {  # file.gz, out: gzip, else Python's
-  gzip -dc "$1" >"$2" 2>/dev/null ||
-    python3 -c 'import gzip, shutil, sys; shutil.copyfileobj(gzip.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+  { gzip -dc "$1" >"$2" 2>/dev/null ||
+    python3 -c 'import gzip, shutil, sys; shutil.copyfileobj(gzip.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; } &&
+    chmod 755 "$2"
 }
-if [[ -f $here/libopenblas.so.0.gz && ! -f $here/libopenblas.so.0 ]]; then
-  if ! gunzip_to "$here/libopenblas.so.0.gz" "$here/libopenblas.so.0"; then
-    rm -f "$here/libopenblas.so.0"
-    copy=${TMPDIR:-/tmp}/sy-gpu-bundle
-    rm -rf "$copy" && cp -r "$here" "$copy" && gunzip_to "$here/libopenblas.so.0.gz" "$copy/libopenblas.so.0" &&
-      exec "$copy/check.sh" "$@"
-    echo "check.sh: could not unpack libopenblas.so.0.gz" >&2
-    exit 1
-  fi
+unpack_into() {  # dir: every *.gz of the bundle not unpacked there yet
+  local gz
+  for gz in "$here"/*.gz; do
+    [[ -f $gz && ! -f $1/$(basename "$gz" .gz) ]] || continue
+    gunzip_to "$gz" "$1/$(basename "$gz" .gz)" || { rm -f "$1/$(basename "$gz" .gz)"; return 1; }
+  done
+}
+if ! unpack_into "$here"; then
+  copy=${TMPDIR:-/tmp}/sy-gpu-bundle
+  rm -rf "$copy" && cp -r "$here" "$copy" && (here=$copy; unpack_into "$copy") && exec "$copy/check.sh" "$@"
+  echo "check.sh: could not unpack the bundle's gzipped files" >&2
+  exit 1
 fi
+# The tests that run switchyard (make-model, the layouts) read the repository's assets: the
+# device machine has the working tree beside the bundle, not an installed share/ directory.
+export SWITCHYARD_ASSETS=${SWITCHYARD_ASSETS:-$here/../assets} SWITCHYARD_LAYOUTS=${SWITCHYARD_LAYOUTS:-$here/../layouts}
 out=${OUT:-$here/logs}
 mkdir -p "$out"
 step_s=${SY_GPU_STEP_S:-150}
