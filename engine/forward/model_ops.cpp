@@ -22,16 +22,21 @@ void rmsnorm(const float* x, const VectorView& w, float eps, std::int64_t rows, 
   kernels::rmsnorm(x, w.data, w.dtype, eps, rows, dim, y);
 }
 
-// y[n, H] = down(silu(gate·x) ⊙ up·x), optionally scaled per row.
-void run_ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y,
-             Workspace& ws) {
-  kernels::swiglu_ffn(x, n, w.gate, w.up, w.down, y, ws.swiglu, row_scale, /*accumulate=*/false);
-}
-
 }  // namespace
 
-ModelOps::ModelOps(std::shared_ptr<const ModelWeights> weights)
-    : weights_(std::move(weights)), rope_(weights_->config().rope()) {}
+ModelOps::ModelOps(std::shared_ptr<const ModelWeights> weights, kernels::GemmInputs inputs)
+    : weights_(std::move(weights)), rope_(weights_->config().rope()), inputs_(inputs) {}
+
+void ModelOps::linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
+                      Workspace& ws, bool accumulate) const {
+  kernels::linear(kernels::gemm_input(x, n * w.cols, w.dtype, inputs_, ws.rounded), n, w, bias, y, accumulate);
+}
+
+// y[n, H] = down(silu(gate·x) ⊙ up·x), optionally scaled per row.
+void ModelOps::run_ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y,
+                       Workspace& ws) const {
+  kernels::swiglu_ffn(x, n, w.gate, w.up, w.down, y, ws.swiglu, row_scale, /*accumulate=*/false, inputs_);
+}
 
 void ModelOps::embed(const std::int32_t* tokens, std::int64_t n, float* hidden) const {
   const auto& table = weights_->embed_tokens();
@@ -57,9 +62,9 @@ void ModelOps::attention(std::int32_t layer, const BatchLayout& batch, PagedKvCa
   float* attn = sized(ws.attn, n * q_width);
 
   rmsnorm(hidden, w.input_norm, c.rms_norm_eps, n, c.hidden_size, normed);
-  kernels::linear(normed, n, w.q_proj, w.q_bias, q);
-  kernels::linear(normed, n, w.k_proj, w.k_bias, k);
-  kernels::linear(normed, n, w.v_proj, w.v_bias, v);
+  linear(normed, n, w.q_proj, w.q_bias, q, ws);
+  linear(normed, n, w.k_proj, w.k_bias, k, ws);
+  linear(normed, n, w.v_proj, w.v_bias, v, ws);
   if (c.qk_norm) {
     // Qwen3 normalises each head before the rotation, so RoPE sees unit-scale vectors; OLMoE
     // normalises each row's whole projection (all heads at once).
@@ -79,7 +84,7 @@ void ModelOps::attention(std::int32_t layer, const BatchLayout& batch, PagedKvCa
                              batch.positions.data() + s.first_token, view, s.block_table, scale,
                              attn + s.first_token * q_width);
   }
-  kernels::linear(attn, n, w.o_proj, nullptr, hidden, /*accumulate=*/true);
+  linear(attn, n, w.o_proj, nullptr, hidden, ws, /*accumulate=*/true);
 }
 
 void ModelOps::ffn_input(std::int32_t layer, const float* hidden, std::int64_t n, float* ffn_in) const {
@@ -93,7 +98,7 @@ void ModelOps::route(std::int32_t layer, const float* ffn_in, std::int64_t n, st
   const LayerWeights& w = weights_->layer(layer);
   assert(w.sparse);
   float* logits = sized(ws.router_logits, n * c.num_experts);
-  kernels::linear(ffn_in, n, w.router, nullptr, logits);
+  linear(ffn_in, n, w.router, nullptr, logits, ws);
   kernels::router_topk(logits, n, c.num_experts, c.top_k, c.norm_topk_prob, expert_ids, expert_weights);
 }
 
@@ -112,7 +117,7 @@ void ModelOps::shared_expert(std::int32_t layer, const float* x, std::int64_t n,
   const LayerWeights& w = weights_->layer(layer);
   assert(!w.shared_expert.empty());
   float* gate = sized(ws.shared_gate, n);
-  kernels::linear(x, n, w.shared_expert_gate, nullptr, gate);
+  linear(x, n, w.shared_expert_gate, nullptr, gate, ws);
   for (std::int64_t i = 0; i < n; ++i) gate[i] = 1.0f / (1.0f + std::exp(-gate[i]));
   run_ffn(w.shared_expert, x, n, gate, out, ws);
 }
@@ -193,7 +198,7 @@ void ModelOps::logits(const float* hidden, const std::vector<std::int32_t>& rows
   float* x = sized(ws.normed, m * H);
   for (std::int64_t r = 0; r < m; ++r) std::copy_n(hidden + rows[r] * H, H, x + r * H);
   rmsnorm(x, weights_->final_norm(), c.rms_norm_eps, m, H, x);
-  kernels::linear(x, m, weights_->lm_head(), nullptr, out);
+  linear(x, m, weights_->lm_head(), nullptr, out, ws);
 }
 
 }  // namespace sy

@@ -20,15 +20,20 @@ struct Workspace {
   std::vector<float> normed, q, k, v, attn, router_logits, gather, expert_y, expert_out, shared_gate;
   std::vector<std::int32_t> expert_ids, expert_rows;
   std::vector<float> expert_weights, row_scale;
+  std::vector<float> rounded;  // a linear's input under GemmInputs::WeightType
   kernels::SwigluScratch swiglu;
 };
 
 class ModelOps {
  public:
-  explicit ModelOps(std::shared_ptr<const ModelWeights> weights);
+  // inputs: Float32 for the cpu backend; WeightType computes as the cuda backend does with
+  // 16-bit weights (every GEMM input rounded to the weight's type), to compare against it.
+  explicit ModelOps(std::shared_ptr<const ModelWeights> weights,
+                    kernels::GemmInputs inputs = kernels::GemmInputs::Float32);
 
   const ModelConfig& config() const { return weights_->config(); }
   const ModelWeights& weights() const { return *weights_; }
+  kernels::GemmInputs gemm_inputs() const { return inputs_; }
 
   // hidden[n, H] = embed_tokens[tokens].
   void embed(const std::int32_t* tokens, std::int64_t n, float* hidden) const;
@@ -76,8 +81,15 @@ class ModelOps {
               Workspace& ws) const;
 
  private:
+  // kernels::linear of x under inputs_.
+  void linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
+              Workspace& ws, bool accumulate = false) const;
+  void run_ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y,
+               Workspace& ws) const;
+
   std::shared_ptr<const ModelWeights> weights_;
   kernels::Rope rope_;
+  kernels::GemmInputs inputs_;
 };
 
 }  // namespace sy

@@ -7,8 +7,9 @@
 namespace sy {
 
 ReferenceSession::ReferenceSession(std::shared_ptr<const ModelWeights> weights,
-                                   std::int32_t max_positions, std::int32_t page_size)
-    : ops_(weights),
+                                   std::int32_t max_positions, std::int32_t page_size,
+                                   kernels::GemmInputs inputs)
+    : ops_(weights, inputs),
       max_positions_(max_positions),
       cache_(weights->config(), (max_positions + page_size - 1) / page_size, page_size),
       pages_(cache_.num_pages(), page_size) {}

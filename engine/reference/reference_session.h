@@ -19,9 +19,10 @@ namespace sy {
 
 class ReferenceSession {
  public:
-  // KV capacity for max_positions positions of this one request.
+  // KV capacity for max_positions positions of this one request; inputs as ModelOps takes it
+  // (WeightType: the cuda backend's roundings, for comparing against a GPU in bf16).
   ReferenceSession(std::shared_ptr<const ModelWeights> weights, std::int32_t max_positions,
-                   std::int32_t page_size = 16);
+                   std::int32_t page_size = 16, kernels::GemmInputs inputs = kernels::GemmInputs::Float32);
 
   // Runs `tokens` at the next positions of the sequence. Returns the logits of every token
   // ([n, vocab]) or, unless all_logits, of the last one only ([vocab]). Errors: a token id

@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/avx2_math.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/dtype.h"
 
 namespace sy::kernels {
 namespace {
@@ -219,6 +220,19 @@ void sgemm(bool b_transposed, std::int64_t M, std::int64_t N, std::int64_t K, fl
   if (M <= 0 || N <= 0) return;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, blas_int(M), blas_int(N),
               blas_int(K), alpha, A, blas_int(lda), B, blas_int(ldb), beta, C, blas_int(ldc));
+}
+
+const float* gemm_input(const float* x, std::int64_t n, DType type, GemmInputs inputs, std::vector<float>& rounded) {
+  if (inputs == GemmInputs::Float32 || type == DType::F32 || n <= 0) return x;
+  if (static_cast<std::int64_t>(rounded.size()) < n) rounded.resize(static_cast<std::size_t>(n));
+  float* r = rounded.data();
+  if (type == DType::BF16) {
+    for (std::int64_t i = 0; i < n; ++i) r[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  } else {
+    assert(type == DType::F16);
+    for (std::int64_t i = 0; i < n; ++i) r[i] = f16_to_f32(f32_to_f16(x[i]));
+  }
+  return r;
 }
 
 }  // namespace sy::kernels

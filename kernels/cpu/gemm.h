@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/weight_view.h"
 
@@ -20,6 +21,16 @@ int num_threads();
 // kernel for small M (decode) and converted panel by panel into sgemm for large M.
 void linear(const float* x, std::int64_t M, const WeightView& w, const float* bias, float* y,
             bool accumulate = false);
+
+// What a linear layer multiplies: its float32 input as given (the cpu backend), or that input
+// first rounded to the weight's 16-bit type, as the cuda backend feeds its tensor-core GEMMs
+// (both operands of one type). The second lets a cpu run reproduce a GPU's bf16 numbers: the
+// rounding moves logits by a few percent of their spread, enough to flip near-ties.
+enum class GemmInputs : std::uint8_t { Float32, WeightType };
+
+// The input a linear over weights of type `type` multiplies under `inputs`: x itself, or its
+// first n values rounded (f32_to_bf16 / f32_to_f16, as the cuda kernels round) into `rounded`.
+const float* gemm_input(const float* x, std::int64_t n, DType type, GemmInputs inputs, std::vector<float>& rounded);
 
 // Plain row-major float32 GEMM: C[M,N] = alpha · A[M,K] · op(B) + beta · C, where op(B) is
 // B[K,N] or, with b_transposed, B[N,K]ᵀ. lda/ldb/ldc are row strides in elements.

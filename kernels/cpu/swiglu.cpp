@@ -61,7 +61,8 @@ void silu_mul(const float* g, const float* u, float* h, std::int64_t n) {
 SwigluScratch::SwigluScratch(SwigluScratch&& other) noexcept
     : gate(std::exchange(other.gate, nullptr)),
       up(std::exchange(other.up, nullptr)),
-      capacity(std::exchange(other.capacity, 0)) {}
+      capacity(std::exchange(other.capacity, 0)),
+      rounded(std::move(other.rounded)) {}
 
 SwigluScratch& SwigluScratch::operator=(SwigluScratch&& other) noexcept {
   if (this != &other) {
@@ -70,6 +71,7 @@ SwigluScratch& SwigluScratch::operator=(SwigluScratch&& other) noexcept {
     gate = std::exchange(other.gate, nullptr);
     up = std::exchange(other.up, nullptr);
     capacity = std::exchange(other.capacity, 0);
+    rounded = std::move(other.rounded);
   }
   return *this;
 }
@@ -99,15 +101,19 @@ void SwigluScratch::reserve(std::int64_t elements) {
 }
 
 void swiglu_ffn(const float* x, std::int64_t M, const WeightView& gate, const WeightView& up, const WeightView& down,
-                float* y, SwigluScratch& scratch, const float* row_scale, bool accumulate) {
+                float* y, SwigluScratch& scratch, const float* row_scale, bool accumulate, GemmInputs inputs) {
   if (M <= 0) return;
   const std::int64_t I = gate.rows;
   const std::int64_t H = down.rows;
   // `up` later also holds down's output when it must be scaled before being added to y.
   scratch.reserve(M * std::max(I, H));
-  linear(x, M, gate, nullptr, scratch.gate);
-  linear(x, M, up, nullptr, scratch.up);
+  const float* in = gemm_input(x, M * gate.cols, gate.dtype, inputs, scratch.rounded);
+  linear(in, M, gate, nullptr, scratch.gate);
+  linear(in, M, up, nullptr, scratch.up);
   silu_mul(scratch.gate, scratch.up, scratch.gate, M * I);
+  // h in place: gate's buffer is h's only reader from here on.
+  if (inputs == GemmInputs::WeightType && down.dtype != DType::F32)
+    std::copy_n(gemm_input(scratch.gate, M * I, down.dtype, inputs, scratch.rounded), M * I, scratch.gate);
   if (row_scale == nullptr) {
     linear(scratch.gate, M, down, nullptr, y, accumulate);
     return;

@@ -1,10 +1,14 @@
 // The cuda backend against the cpu reference path on whole models: random mixtral, qwen2_moe
 // and qwen3_moe, a layout of 2 attention + 2 expert workers on one GPU, every policy and a run
 // with live policy switches. With f32 weights both backends compute in float32 and greedy
-// tokens must be the reference's exactly; with bf16 weights the GPU also rounds activations
-// to bf16 before each GEMM (the CPU keeps them float32), so a near-tie may flip: at least 90%
-// of the requests must match the reference token for token. Every test that needs a GPU skips
-// where none is usable, saying why.
+// tokens must be the reference's exactly. With bf16 weights the GPU rounds every GEMM input
+// to bf16 (tensor cores take both operands in one type); the reference does the same
+// (GemmInputs::WeightType), so what is left is the order of float32 sums, which may still flip
+// a near-tie (a token, or an expert choice of the router): at least 90% of the requests must
+// match that reference token for token. Against the float32-activation reference the rounding
+// alone flips 4 of mixtral's 32 requests on the cpu (the GPU's first run matched 27), which is
+// why the reference must round as the GPU does. Every test that needs a GPU skips where none
+// is usable, saying why.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -77,12 +81,17 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     weights_ = *w;
     requests_ = make_requests(32, weights_->config().vocab_size, 7);
     for (const RequestSpec& r : requests_) {
-      ReferenceSession session(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
       GenerateOptions options;
       options.max_new_tokens = r.max_new_tokens;
+      const std::int32_t positions = static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens;
+      ReferenceSession session(weights_, positions, 16, kernels::GemmInputs::WeightType);
       auto out = generate(session, r.prompt, options);
       ASSERT_TRUE(out.ok());
       expected_.push_back(*out);
+      ReferenceSession unrounded(weights_, positions);
+      auto plain = generate(unrounded, r.prompt, options);
+      ASSERT_TRUE(plain.ok());
+      expected_float32_.push_back(*plain);
     }
   }
   void TearDown() override {
@@ -110,7 +119,7 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
     d.run();
     ASSERT_EQ(d.coordinator().requests().size(), requests_.size());
     const bool exact = GetParam().dtype == kernels::DType::F32;
-    std::size_t same = 0;
+    std::size_t same = 0, same_float32 = 0;
     for (std::size_t i = 0; i < requests_.size(); ++i) {
       const RequestRecord& r = d.coordinator().requests()[i];
       ASSERT_EQ(r.state, RequestState::Finished) << what << " request " << i;
@@ -118,9 +127,12 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
         EXPECT_EQ(r.output, expected_[i]) << what << " request " << i;
       }
       same += r.output == expected_[i] ? 1 : 0;
+      same_float32 += r.output == expected_float32_[i] ? 1 : 0;
     }
-    EXPECT_GE(same * 10, requests_.size() * 9) << what << ": " << same << " of " << requests_.size()
-                                               << " requests match the cpu reference";
+    EXPECT_GE(same * 10, requests_.size() * 9)
+        << what << ": " << same << " of " << requests_.size()
+        << " requests match the cpu reference with the GPU's roundings (" << same_float32
+        << " match the float32-activation one)";
     EXPECT_TRUE(d.cluster().quiescent()) << what;
     expect_memory_reported(d, what);
   }
@@ -161,7 +173,8 @@ class CudaBackend : public ::testing::TestWithParam<ModelCase> {
   fs::path dir_;
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<RequestSpec> requests_;
-  std::vector<std::vector<std::int32_t>> expected_;
+  std::vector<std::vector<std::int32_t>> expected_;          // GemmInputs::WeightType
+  std::vector<std::vector<std::int32_t>> expected_float32_;  // for the message only
 };
 
 TEST_P(CudaBackend, GreedyTokensMatchTheCpuReferenceUnderEveryPolicy) {

@@ -520,7 +520,7 @@ ExpertCase make_expert_case(Rng& rng, DType t, std::int64_t H, std::int64_t I, c
     kernels::SwigluScratch scratch;
     if (m > 0)
       kernels::swiglu_ffn(ex.x.data(), m, ex.gate.view(), ex.up.view(), ex.down.view(), ex.expected.data(), scratch,
-                          scaled ? ex.scale.data() : nullptr);
+                          scaled ? ex.scale.data() : nullptr, false, kernels::GemmInputs::WeightType);
     kernels::ExpertProblem p;
     for (const TestWeight* w : {&ex.gate, &ex.up, &ex.down})
       c.weights.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w->bytes));
@@ -554,9 +554,10 @@ kernels::GroupedRoute swiglu_experts_against_cpu(cublasHandle_t handle, ExpertCa
   EXPECT_TRUE(status.ok()) << status.message();
   for (std::size_t e = 0; e < c.problems.size(); ++e) {
     if (c.problems[e].m == 0) continue;
-    // f32: the same math; bf16 and f16: the GPU rounds silu(g)·u to the weight type before
-    // the down projection, the cpu does not.
-    EXPECT_LT(nmse(outputs[e]->host(), as_double(c.experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-4)
+    // The same roundings on both sides (the cpu under GemmInputs::WeightType): what is left is
+    // the order of float32 sums, and an h that this flips across a 16-bit rounding boundary
+    // (one ulp of one element: about 1e-7 of the output's energy each, and rare).
+    EXPECT_LT(nmse(outputs[e]->host(), as_double(c.experts[e].expected)), t == DType::F32 ? 1e-10 : 1e-6)
         << "expert " << e;
   }
   return ws.gemm.last_route;
@@ -671,7 +672,8 @@ TEST(CudaKernels, SharedExpertGateMatchesCpu) {
   kernels::linear(x.data(), n, gate_w.view(), nullptr, g.data());
   for (float& v : g) v = 1.0f / (1.0f + std::exp(-v));
   kernels::SwigluScratch scratch;
-  kernels::swiglu_ffn(x.data(), n, gate.view(), up.view(), down.view(), expected.data(), scratch, g.data());
+  kernels::swiglu_ffn(x.data(), n, gate.view(), up.view(), down.view(), expected.data(), scratch, g.data(), false,
+                      kernels::GemmInputs::WeightType);
 
   std::vector<std::uint16_t> x16(x.size());
   kernels::convert_from_f32(x.data(), x16.data(), DType::BF16, x.size());
@@ -685,7 +687,7 @@ TEST(CudaKernels, SharedExpertGateMatchesCpu) {
   kernels::ExpertWorkspace ws;
   const kernels::ExpertProblem p{dx.get(), dy.get(), dg.get(), dgate.get(), dup.get(), ddown.get(), n};
   ASSERT_OK(kernels::swiglu_experts_cuda(handle, &p, 1, H, I, DType::BF16, ws, nullptr));
-  EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-4);
+  EXPECT_LT(nmse(dy.host(), as_double(expected)), 1e-6);  // as in swiglu_experts_against_cpu
   cublasDestroy(handle);
 }
 

@@ -1,11 +1,13 @@
 // linear (every weight dtype, small-M fused and large-M panel paths) and the sgemm wrapper.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/dtype.h"
 #include "kernels/cpu/gemm.h"
 #include "tests/kernels/reference.h"
 
@@ -88,6 +90,32 @@ TEST(Linear, SameResultWithOneAndTwoThreads) {
   kernels::set_num_threads(before);
   // Each output is one thread's dot product whatever the split: bitwise equal.
   EXPECT_EQ(y1, y2);
+}
+
+// GemmInputs::WeightType rounds to nearest even as the cuda kernels do (a tie to bf16 and to
+// f16 included); Float32 inputs, and f32 weights under either mode, are x itself, uncopied.
+TEST(GemmInput, RoundsToTheWeightTypeOnlyWhenAsked) {
+  const std::vector<float> x = {1.0f, std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u),
+                                std::bit_cast<float>(0x3f801000u), -3.14159f, 65504.0f, 1e-30f, 0.0f};
+  std::vector<float> scratch;
+  const auto n = static_cast<std::int64_t>(x.size());
+  EXPECT_EQ(kernels::gemm_input(x.data(), n, DType::BF16, kernels::GemmInputs::Float32, scratch), x.data());
+  EXPECT_EQ(kernels::gemm_input(x.data(), n, DType::F32, kernels::GemmInputs::WeightType, scratch), x.data());
+  EXPECT_TRUE(scratch.empty());
+  const float* b = kernels::gemm_input(x.data(), n, DType::BF16, kernels::GemmInputs::WeightType, scratch);
+  ASSERT_NE(b, x.data());
+  EXPECT_EQ(b[0], 1.0f);
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(b[1]), 0x3f800000u) << "a tie rounds to the even neighbour, down";
+  EXPECT_EQ(std::bit_cast<std::uint32_t>(b[2]), 0x3f820000u) << "a tie rounds to the even neighbour, up";
+  EXPECT_EQ(b[4], kernels::bf16_to_f32(kernels::f32_to_bf16(-3.14159f)));
+  EXPECT_NE(b[4], -3.14159f);
+  const std::vector<float> bf16(b, b + n);
+  const float* h = kernels::gemm_input(x.data(), n, DType::F16, kernels::GemmInputs::WeightType, scratch);
+  EXPECT_EQ(h[3], 1.0f) << "2^-8 above 1 is half an f16 ulp: a tie, rounded to even";
+  EXPECT_EQ(h[4], kernels::f16_to_f32(kernels::f32_to_f16(-3.14159f)));
+  EXPECT_EQ(h[5], 65504.0f);
+  EXPECT_EQ(h[6], 0.0f) << "below f16's smallest subnormal";
+  EXPECT_NE(bf16[6], 0.0f) << "bf16 keeps float32's range";
 }
 
 TEST(Sgemm, BothLayoutsWithStridesAlphaBeta) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/dtype.h"
 #include "kernels/cpu/swiglu.h"
 #include "tests/kernels/reference.h"
 
@@ -77,6 +78,47 @@ TEST_P(SwigluFfnTest, MatchesReferenceInEveryMode) {
         EXPECT_LT(nmse(y, ref), 1e-11);
       }
   });
+}
+
+// Under GemmInputs::WeightType both GEMM inputs, x and h, are rounded to the weights' type (as
+// swiglu_experts_cuda rounds them); f32 weights compute exactly as under Float32.
+TEST_P(SwigluFfnTest, WeightTypeInputsRoundXAndH) {
+  const auto [dtype, M, H, I] = GetParam();
+  Rng rng(static_cast<std::uint64_t>(M * 31 + H * 7 + I));
+  const TestWeight gate = make_weight(rng, dtype, I, H, 0.5f);
+  const TestWeight up = make_weight(rng, dtype, I, H, 0.5f);
+  const TestWeight down = make_weight(rng, dtype, H, I, 0.5f);
+  const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(M * H), -2.0f, 2.0f);
+  const std::vector<float> scale = rng.uniform_vector(static_cast<std::size_t>(M), 0.0f, 1.0f);
+  auto round = [&](std::vector<float> v) {
+    if (dtype == DType::F32) return v;
+    for (float& f : v)
+      f = dtype == DType::BF16 ? kernels::bf16_to_f32(kernels::f32_to_bf16(f)) : kernels::f16_to_f32(kernels::f32_to_f16(f));
+    return v;
+  };
+  const std::vector<float> xr = round(x);
+  const std::vector<double> g = ref_linear(xr, M, gate, nullptr, nullptr);
+  const std::vector<double> u = ref_linear(xr, M, up, nullptr, nullptr);
+  std::vector<float> h(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) h[i] = static_cast<float>(ref_silu(g[i]) * u[i]);
+  std::vector<double> ref = ref_linear(round(h), M, down, nullptr, nullptr);
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t i = 0; i < H; ++i) ref[static_cast<std::size_t>(m * H + i)] *= scale[static_cast<std::size_t>(m)];
+
+  kernels::SwigluScratch scratch;
+  std::vector<float> y(static_cast<std::size_t>(M * H), NAN), plain(y.size(), NAN);
+  kernels::swiglu_ffn(x.data(), M, gate.view(), up.view(), down.view(), y.data(), scratch, scale.data(), false,
+                      kernels::GemmInputs::WeightType);
+  kernels::swiglu_ffn(x.data(), M, gate.view(), up.view(), down.view(), plain.data(), scratch, scale.data(), false,
+                      kernels::GemmInputs::Float32);
+  // h rounded from float g and u here and from double ones in the reference: an h near a
+  // rounding boundary may land one 16-bit ulp apart, so a looser bound than unrounded inputs.
+  EXPECT_LT(nmse(y, ref), dtype == DType::F32 ? 1e-11 : 1e-8);
+  if (dtype == DType::F32) {
+    EXPECT_EQ(y, plain);
+  } else {
+    EXPECT_GT(nmse(y, std::vector<double>(plain.begin(), plain.end())), 1e-8) << "the rounding must move the result";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SwigluFfnTest,
