@@ -6,7 +6,9 @@
 // the 48 layers plus lm_head and sampling, as tokens/s for prefill 1×512 and decode batches
 // 1/32/128 next to the HBM roofline of the weights and KV each step must read; decode also
 // with the attention part of each layer replayed from a CUDA graph, as the cuda executor does
-// (engine/cuda/decode_graphs.h), side by side with the eager launches.
+// (engine/cuda/decode_graphs.h), side by side with the eager launches; last, each step's layer
+// op by op (event pairs around every launch group, and the host's share between them), so a
+// run says which op bounds it without a profiler.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/sampling.h"
@@ -101,6 +104,63 @@ double time_ms(cudaStream_t s, Fn&& fn, int reps = 7) {
 
 struct Experts {
   std::vector<const std::uint16_t*> gate, up, down;
+};
+
+// Times named ops on one stream with an event pair each, while enabled (never under stream
+// capture). Ops of one name add up; the gaps between them are the host's (launch latency,
+// synchronisation, its own loops).
+class OpTimes {
+ public:
+  explicit OpTimes(cudaStream_t s) : s_(s) {}
+  ~OpTimes() {
+    for (auto& m : marks_) {
+      cudaEventDestroy(m.a);
+      cudaEventDestroy(m.b);
+    }
+  }
+  template <class Fn>
+  void op(const char* name, Fn&& fn) {
+    if (!enabled_) return fn();
+    if (used_ == marks_.size()) {
+      Mark m{};
+      must(cudaEventCreate(&m.a), "event");
+      must(cudaEventCreate(&m.b), "event");
+      marks_.push_back(m);
+    }
+    Mark& m = marks_[used_++];
+    m.name = name;
+    must(cudaEventRecord(m.a, s_), "record");
+    fn();
+    must(cudaEventRecord(m.b, s_), "record");
+  }
+  void start() {
+    used_ = 0;
+    enabled_ = true;
+  }
+  // Per op name, milliseconds summed over the marks since start(), in first-seen order.
+  std::vector<std::pair<std::string, double>> stop() {
+    enabled_ = false;
+    must(cudaStreamSynchronize(s_), "op times");
+    std::vector<std::pair<std::string, double>> out;
+    for (std::size_t i = 0; i < used_; ++i) {
+      float ms = 0;
+      must(cudaEventElapsedTime(&ms, marks_[i].a, marks_[i].b), "elapsed");
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == marks_[i].name; });
+      if (it == out.end()) out.emplace_back(marks_[i].name, ms);
+      else it->second += ms;
+    }
+    return out;
+  }
+
+ private:
+  struct Mark {
+    const char* name;
+    cudaEvent_t a, b;
+  };
+  cudaStream_t s_;
+  std::vector<Mark> marks_;
+  std::size_t used_ = 0;
+  bool enabled_ = false;
 };
 
 // Routing of T tokens: K distinct random experts each; rows per expert.
@@ -285,33 +345,46 @@ int main() {
     for (std::int64_t i = 0; i < n_seqs * stride; ++i) m[static_cast<std::size_t>(2 * n + i)] = static_cast<std::int32_t>(i % pages);
     must(cudaMemcpyAsync(meta, m.data(), m.size() * 4, cudaMemcpyHostToDevice, s), "meta");
   };
+  OpTimes ops(s);
   auto attention_part = [&](std::int64_t n) {
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + n;
     const std::int32_t* tables = meta + 2 * n;
-    auto lin = [&](const float* x, const std::uint16_t* w, std::int64_t N, std::int64_t Kd, float* out, bool acc) {
-      must(sy::kernels::convert_from_f32_cuda(x, low, DType::BF16, n * Kd, s));
-      must(sy::kernels::linear_cuda(blas, low, DType::BF16, n, w, N, Kd, nullptr, out, acc, s));
+    // The input's conversion to bf16 and the cuBLAS GEMM, timed apart.
+    auto lin = [&](const char* name, const float* x, const std::uint16_t* w, std::int64_t N, std::int64_t Kd, float* out,
+                   bool acc) {
+      ops.op("convert to bf16", [&] { must(sy::kernels::convert_from_f32_cuda(x, low, DType::BF16, n * Kd, s)); });
+      ops.op(name, [&] { must(sy::kernels::linear_cuda(blas, low, DType::BF16, n, w, N, Kd, nullptr, out, acc, s)); });
     };
-    must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s));
-    lin(normed, wq, qw, H, q, false);
-    lin(normed, wk, kvw, H, k, false);
-    lin(normed, wv, kvw, H, v, false);
-    must(sy::kernels::rmsnorm_cuda(q, qn, DType::BF16, 1e-6f, n * heads, D, q, s));
-    must(sy::kernels::rmsnorm_cuda(k, qn, DType::BF16, 1e-6f, n * kv_heads, D, k, s));
-    must(sy::kernels::rope_cuda(q, n, heads, D, inv_freq, pos, 1.0f, s));
-    must(sy::kernels::rope_cuda(k, n, kv_heads, D, inv_freq, pos, 1.0f, s));
-    must(sy::kernels::kv_cache_write_cuda(view, tables, static_cast<std::int32_t>(stride), seq, pos, n, k, v, s));
-    must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables, static_cast<std::int32_t>(stride),
-                                                   0.088f, attn, s));
-    lin(attn, wo, H, qw, hidden, true);
-    must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s));
-    lin(normed, wr, E, H, logits, false);
-    must(sy::kernels::router_topk_cuda(logits, n, E, K, true, ids, wts, s));
+    ops.op("rmsnorm", [&] { must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s)); });
+    lin("q/k/v_proj (cuBLAS)", normed, wq, qw, H, q, false);
+    lin("q/k/v_proj (cuBLAS)", normed, wk, kvw, H, k, false);
+    lin("q/k/v_proj (cuBLAS)", normed, wv, kvw, H, v, false);
+    ops.op("q/k norm", [&] {
+      must(sy::kernels::rmsnorm_cuda(q, qn, DType::BF16, 1e-6f, n * heads, D, q, s));
+      must(sy::kernels::rmsnorm_cuda(k, qn, DType::BF16, 1e-6f, n * kv_heads, D, k, s));
+    });
+    ops.op("rope", [&] {
+      must(sy::kernels::rope_cuda(q, n, heads, D, inv_freq, pos, 1.0f, s));
+      must(sy::kernels::rope_cuda(k, n, kv_heads, D, inv_freq, pos, 1.0f, s));
+    });
+    ops.op("kv cache write", [&] {
+      must(sy::kernels::kv_cache_write_cuda(view, tables, static_cast<std::int32_t>(stride), seq, pos, n, k, v, s));
+    });
+    ops.op("paged attention", [&] {
+      must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables,
+                                                     static_cast<std::int32_t>(stride), 0.088f, attn, s));
+    });
+    lin("o_proj (cuBLAS)", attn, wo, H, qw, hidden, true);
+    ops.op("rmsnorm", [&] { must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s)); });
+    lin("router (cuBLAS)", normed, wr, E, H, logits, false);
+    ops.op("router top-k", [&] { must(sy::kernels::router_topk_cuda(logits, n, E, K, true, ids, wts, s)); });
   };
   auto expert_part = [&](std::int64_t n) {
     // The runtime groups rows by expert on the host (routing comes back, rows go out again).
-    must(cudaMemcpyAsync(host_ids.data(), ids, static_cast<std::size_t>(n * K) * 4, cudaMemcpyDeviceToHost, s), "ids");
+    ops.op("routing to host", [&] {
+      must(cudaMemcpyAsync(host_ids.data(), ids, static_cast<std::size_t>(n * K) * 4, cudaMemcpyDeviceToHost, s), "ids");
+    });
     must(cudaStreamSynchronize(s), "ids");
     std::vector<std::int64_t> rows(static_cast<std::size_t>(E), 0);
     for (std::int64_t i = 0; i < n * K; ++i) ++rows[static_cast<std::size_t>(host_ids[static_cast<std::size_t>(i)])];
@@ -323,11 +396,11 @@ int main() {
                           ex.up[static_cast<std::size_t>(e)], ex.down[static_cast<std::size_t>(e)], r});
       at += r;
     }
-    must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws, s));
-    must(sy::kernels::combine_cuda(slots, nullptr, n, static_cast<std::int32_t>(K), H, hidden, s));
+    ops.op("routed experts", [&] { must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws, s)); });
+    ops.op("combine", [&] { must(sy::kernels::combine_cuda(slots, nullptr, n, static_cast<std::int32_t>(K), H, hidden, s)); });
   };
   auto layer = [&](std::int64_t n, std::int64_t n_seqs, bool prefill) {
-    upload_meta(n, n_seqs, prefill);
+    ops.op("metadata upload", [&] { upload_meta(n, n_seqs, prefill); });
     attention_part(n);
     expert_part(n);
   };
@@ -408,6 +481,68 @@ int main() {
     const double graph_step_ms = graph_layer_ms * layers + d.head_ms;
     std::printf("%-14s | %10.2fms %10.2fms | %12.1f %12.1f | %6.2fx\n", c.name, d.step_ms, graph_step_ms,
                 tokens / d.step_ms * 1e3, tokens / graph_step_ms * 1e3, d.step_ms / graph_step_ms);
+  }
+  std::fflush(stdout);
+
+  // One eager layer of each step op by op: the median layer of five, each op's time inside
+  // it and its share; "host" is the layer's time outside every op (the routing's wait and the
+  // host's grouping of rows, launch gaps). The events add a few µs per op themselves.
+  std::printf("\none layer op by op (eager; ms per layer, share of the layer)\n");
+  for (const Case& c : cases) {
+    std::vector<std::pair<double, std::vector<std::pair<std::string, double>>>> runs;
+    layer(c.n, c.seqs, c.prefill);
+    for (int r = 0; r < 5; ++r) {
+      cudaEvent_t a, b;
+      must(cudaEventCreate(&a), "event");
+      must(cudaEventCreate(&b), "event");
+      must(cudaStreamSynchronize(s), "sync");
+      ops.start();
+      must(cudaEventRecord(a, s), "record");
+      layer(c.n, c.seqs, c.prefill);
+      must(cudaEventRecord(b, s), "record");
+      auto times = ops.stop();
+      float ms = 0;
+      must(cudaEventElapsedTime(&ms, a, b), "elapsed");
+      runs.emplace_back(ms, std::move(times));
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+    std::sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    const auto& [layer_ms, times] = runs[runs.size() / 2];
+    std::printf("%s: %.3f ms\n", c.name, layer_ms);
+    double in_ops = 0;
+    for (const auto& [name, ms] : times) {
+      std::printf("  %-22s %8.3f ms %5.1f%%\n", name.c_str(), ms, 100.0 * ms / layer_ms);
+      in_ops += ms;
+    }
+    std::printf("  %-22s %8.3f ms %5.1f%%\n", "host (between ops)", layer_ms - in_ops, 100.0 * (layer_ms - in_ops) / layer_ms);
+  }
+
+  // The attention kernels side by side on each step's rows: the layer's (one block per row and
+  // head, one key at a time per warp) and paged_attention_split_cuda (four keys in flight per
+  // warp, each row's keys split over blocks when the rows leave the GPU idle).
+  std::printf("\npaged attention per layer: prefill kernel vs split kernel\n");
+  std::printf("%-14s | %10s %10s %6s | %7s\n", "step", "prefill", "split", "splits", "speedup");
+  std::int64_t partial_floats = 0;
+  for (const Case& c : cases)
+    partial_floats = std::max(partial_floats, sy::kernels::attention_split_floats(c.n, static_cast<std::int32_t>(heads),
+                                                                                  static_cast<std::int32_t>(D)));
+  float* partials = device<float>(partial_floats);
+  for (const Case& c : cases) {
+    upload_meta(c.n, c.seqs, c.prefill);
+    const std::int32_t* seq = meta;
+    const std::int32_t* pos = meta + c.n;
+    const std::int32_t* tables = meta + 2 * c.n;
+    const double rows_ms = time_ms(s, [&] {
+      must(sy::kernels::paged_attention_prefill_cuda(q, c.n, heads, seq, pos, view, tables,
+                                                     static_cast<std::int32_t>(stride), 0.088f, attn, s));
+    });
+    const double split_ms = time_ms(s, [&] {
+      must(sy::kernels::paged_attention_split_cuda(q, c.n, heads, seq, pos, view, tables,
+                                                   static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
+    });
+    std::printf("%-14s | %8.3fms %8.3fms %6d | %6.2fx\n", c.name, rows_ms, split_ms,
+                sy::kernels::attention_splits(c.n, static_cast<std::int32_t>(heads)), rows_ms / split_ms);
   }
   return 0;
 }

@@ -103,6 +103,21 @@ Status paged_attention_prefill_cuda(const float* q, std::int64_t n_tokens, std::
                                     const KvLayerView& cache, const std::int32_t* block_tables,
                                     std::int32_t table_stride, float scale, float* out, cudaStream_t stream);
 
+// paged_attention_prefill_cuda's batches and results (up to float rounding), with more of each
+// row's keys in flight: each warp loads four keys at once, and where rows × heads make fewer
+// than 512 blocks (decode at small batches), each row's keys are split into up to 16 ranges
+// whose partial softmaxes a second launch merges (Flash-Decoding). `partials` holds
+// attention_split_floats(n_tokens, n_heads, head_dim) floats (may be null when that is 0).
+// The launch shape depends on n_tokens and n_heads only, so it is capturable in a graph.
+Status paged_attention_split_cuda(const float* q, std::int64_t n_tokens, std::int32_t n_heads,
+                                  const std::int32_t* token_seq, const std::int32_t* positions,
+                                  const KvLayerView& cache, const std::int32_t* block_tables,
+                                  std::int32_t table_stride, float scale, float* partials, float* out,
+                                  cudaStream_t stream);
+// The ranges each row's keys are split into, and the partials' floats, for such a launch.
+std::int32_t attention_splits(std::int64_t n_tokens, std::int32_t n_heads);
+std::int64_t attention_split_floats(std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim);
+
 // float32 → `type` (bf16 or f16 round to nearest even as convert_from_f32; f32 copies).
 Status convert_from_f32_cuda(const float* src, void* dst, DType type, std::int64_t n, cudaStream_t stream);
 

@@ -29,6 +29,7 @@ std::vector<KernelEntry> registered_kernels() {
   std::vector<KernelEntry> out;
   detail::add_argmax_kernels(out);
   detail::add_attention_prefill_kernels(out);
+  detail::add_attention_split_kernels(out);
   detail::add_combine_kernels(out);
   detail::add_embedding_kernels(out);
   detail::add_expert_ffn_kernels(out);

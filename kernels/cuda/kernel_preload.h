@@ -40,6 +40,7 @@ namespace detail {
 // Each .cu file's kernels, appended to `out` (defined beside the kernels, which are private to it).
 void add_argmax_kernels(std::vector<KernelEntry>& out);
 void add_attention_prefill_kernels(std::vector<KernelEntry>& out);
+void add_attention_split_kernels(std::vector<KernelEntry>& out);
 void add_combine_kernels(std::vector<KernelEntry>& out);
 void add_embedding_kernels(std::vector<KernelEntry>& out);
 void add_expert_ffn_kernels(std::vector<KernelEntry>& out);

@@ -385,45 +385,81 @@ TEST(CudaKernels, KvCacheWriteMatchesCpu) {
   EXPECT_EQ(dv_pool.host(), f.v_pool);
 }
 
+// Which attention kernel a case runs: paged_attention_prefill_cuda or paged_attention_split_cuda.
+enum class AttentionKernel { Prefill, Split };
+
+// Sequences `parts` (sequence, first position, rows) with their caches filled up to each
+// chunk's end, attended by `kernel` on the GPU and by paged_attention on the cpu.
+void expect_attention_matches_cpu(AttentionKernel kernel, std::int32_t heads, std::int32_t kv_heads, std::int32_t dim,
+                                  const std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>>& parts) {
+  Rng rng(static_cast<std::uint64_t>(heads * 7 + dim + parts.size()));
+  PagedFixture f(rng, kv_heads, dim, 3);
+  const std::size_t width = static_cast<std::size_t>(kv_heads) * dim;
+  const std::size_t q_width = static_cast<std::size_t>(heads) * dim;
+  std::vector<std::int32_t> token_seq, positions;
+  for (const auto& [s, p0, n] : parts) {
+    const std::int32_t len = p0 + n;  // the cache holds everything up to the chunk's end
+    const std::vector<float> k = rng.uniform_vector(static_cast<std::size_t>(len) * width, -2.0f, 2.0f);
+    const std::vector<float> v = rng.uniform_vector(static_cast<std::size_t>(len) * width);
+    kernels::kv_cache_write(f.host_view(), f.table(s), 0, len, k.data(), v.data());
+    for (std::int32_t i = 0; i < n; ++i) {
+      token_seq.push_back(s);
+      positions.push_back(p0 + i);
+    }
+  }
+  const std::vector<float> q = rng.uniform_vector(positions.size() * q_width, -2.0f, 2.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  std::vector<float> expected(q.size());
+  std::size_t row = 0;
+  for (const auto& [s, p0, n] : parts) {
+    kernels::paged_attention(q.data() + row * q_width, n, heads, positions.data() + row, f.host_view(), f.table(s),
+                             scale, expected.data() + row * q_width);
+    row += static_cast<std::size_t>(n);
+  }
+  const auto rows = static_cast<std::int64_t>(positions.size());
+  DeviceBuffer<float> dk(f.k_pool), dv(f.v_pool), dq(q), dout(std::vector<float>(q.size(), NAN));
+  DeviceBuffer<float> dpartials(std::vector<float>(
+      static_cast<std::size_t>(std::max<std::int64_t>(1, kernels::attention_split_floats(rows, heads, dim))), NAN));
+  DeviceBuffer<std::int32_t> dtables(f.tables), dseq(token_seq), dpos(positions);
+  const kernels::KvLayerView dview{dk.get(), dv.get(), f.pages, f.page, kv_heads, dim};
+  if (kernel == AttentionKernel::Prefill) {
+    ASSERT_OK(kernels::paged_attention_prefill_cuda(dq.get(), rows, heads, dseq.get(), dpos.get(), dview,
+                                                    dtables.get(), f.table_stride, scale, dout.get(), nullptr));
+  } else {
+    ASSERT_OK(kernels::paged_attention_split_cuda(dq.get(), rows, heads, dseq.get(), dpos.get(), dview, dtables.get(),
+                                                  f.table_stride, scale, dpartials.get(), dout.get(), nullptr));
+  }
+  EXPECT_LT(nmse(dout.host(), as_double(expected)), 1e-10);
+}
+
+// (heads, kv heads, head_dim): GQA groups of 4 and 8, MHA, head_dim 256 and an odd 40.
+constexpr std::tuple<std::int32_t, std::int32_t, std::int32_t> kAttentionShapes[] = {
+    {16, 4, 64}, {32, 4, 128}, {8, 8, 256}, {6, 1, 40}};
+
 TEST(CudaKernels, PrefillAttentionMatchesCpu) {
   SKIP_WITHOUT_GPU();
-  // (heads, kv heads, head_dim): GQA groups of 4 and 8, MHA, head_dim 256 and an odd 40.
-  for (const auto& [heads, kv_heads, dim] :
-       {std::tuple{16, 4, 64}, std::tuple{32, 4, 128}, std::tuple{8, 8, 256}, std::tuple{6, 1, 40}}) {
+  for (const auto& [heads, kv_heads, dim] : kAttentionShapes) {
     SCOPED_TRACE("heads " + std::to_string(heads) + " kv " + std::to_string(kv_heads) + " dim " + std::to_string(dim));
-    Rng rng(static_cast<std::uint64_t>(heads * 7 + dim));
-    PagedFixture f(rng, kv_heads, dim, 3);
-    const std::size_t width = static_cast<std::size_t>(kv_heads) * dim;
-    const std::size_t q_width = static_cast<std::size_t>(heads) * dim;
     // Sequence 0: a first chunk of 100 tokens; 1: a second chunk of 37 after 200 cached; 2: a decode at 300.
-    const std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>> parts = {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}};
-    std::vector<std::int32_t> token_seq, positions;
-    for (const auto& [s, p0, n] : parts) {
-      const std::int32_t len = p0 + n;  // the cache holds everything up to the chunk's end
-      const std::vector<float> k = rng.uniform_vector(static_cast<std::size_t>(len) * width, -2.0f, 2.0f);
-      const std::vector<float> v = rng.uniform_vector(static_cast<std::size_t>(len) * width);
-      kernels::kv_cache_write(f.host_view(), f.table(s), 0, len, k.data(), v.data());
-      for (std::int32_t i = 0; i < n; ++i) {
-        token_seq.push_back(s);
-        positions.push_back(p0 + i);
-      }
-    }
-    const std::vector<float> q = rng.uniform_vector(positions.size() * q_width, -2.0f, 2.0f);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-    std::vector<float> expected(q.size());
-    std::size_t row = 0;
-    for (const auto& [s, p0, n] : parts) {
-      kernels::paged_attention(q.data() + row * q_width, n, heads, positions.data() + row, f.host_view(), f.table(s),
-                               scale, expected.data() + row * q_width);
-      row += static_cast<std::size_t>(n);
-    }
-    DeviceBuffer<float> dk(f.k_pool), dv(f.v_pool), dq(q), dout(q.size());
-    DeviceBuffer<std::int32_t> dtables(f.tables), dseq(token_seq), dpos(positions);
-    const kernels::KvLayerView dview{dk.get(), dv.get(), f.pages, f.page, kv_heads, dim};
-    ASSERT_OK(kernels::paged_attention_prefill_cuda(dq.get(), static_cast<std::int64_t>(positions.size()), heads,
-                                                    dseq.get(), dpos.get(), dview, dtables.get(), f.table_stride, scale,
-                                                    dout.get(), nullptr));
-    EXPECT_LT(nmse(dout.host(), as_double(expected)), 1e-10);
+    expect_attention_matches_cpu(AttentionKernel::Prefill, heads, kv_heads, dim, {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}});
+  }
+}
+
+// The split kernel on the prefill test's mixed batch (enough blocks: one split) and on decode
+// batches that split each row's keys: one row of 301 keys, and three rows of 1, 6 and 384
+// keys (most of the first row's splits see no key, the last row's every split does).
+TEST(CudaKernels, SplitAttentionMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  EXPECT_EQ(kernels::attention_splits(1, 32), 16);
+  EXPECT_EQ(kernels::attention_splits(3, 16), 11);
+  EXPECT_EQ(kernels::attention_splits(16, 32), 1);
+  EXPECT_EQ(kernels::attention_split_floats(16, 32, 128), 0);
+  EXPECT_EQ(kernels::attention_split_floats(1, 32, 128), 32 * 16 * 130);
+  for (const auto& [heads, kv_heads, dim] : kAttentionShapes) {
+    SCOPED_TRACE("heads " + std::to_string(heads) + " kv " + std::to_string(kv_heads) + " dim " + std::to_string(dim));
+    expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}});
+    expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{2, 300, 1}});
+    expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 1}, {1, 5, 1}, {2, 383, 1}});
   }
 }
 
