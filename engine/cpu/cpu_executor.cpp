@@ -253,9 +253,17 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
     // Drawn from (seed, position) alone, as the reference path does.
     const SamplingSpec& s = sequences[i].sampling;
     const std::int32_t position = batch.at(last_rows[i]).position;
-    kernels::Sampler sampler({s.temperature, s.top_p, s.top_k}, kernels::position_seed(s.seed, position));
+    kernels::Sampler sampler({s.temperature, s.top_p, s.top_k, s.min_p}, kernels::position_seed(s.seed, position));
     const float* logits = logits_.data() + i * static_cast<std::size_t>(c.vocab_size);
-    next[i] = sampler.sample(logits, c.vocab_size);
+    if (s.penalized()) {
+      // Penalties change what is drawn, not the log-probabilities (of the raw logits, as vLLM's).
+      penalized_.assign(logits, logits + c.vocab_size);
+      kernels::apply_penalties(penalized_.data(), c.vocab_size, sequences[i].outputs, s.presence_penalty,
+                               s.frequency_penalty);
+      next[i] = sampler.sample(penalized_.data(), c.vocab_size);
+    } else {
+      next[i] = sampler.sample(logits, c.vocab_size);
+    }
     if (s.logprobs >= 0) {
       logprobs.resize(last_rows.size());  // entries of requests that did not ask keep token -1
       kernels::token_logprobs(logits, c.vocab_size, next[i], s.logprobs, logprobs[i]);

@@ -682,13 +682,25 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   const auto m = static_cast<std::int64_t>(last_rows.size());
   // Each row's draw from (seed, position) alone, as the cpu backend and the reference path.
   std::vector<kernels::DeviceSamplingParams> params(last_rows.size());
+  std::vector<kernels::PenaltyEntry> penalties;  // one per (row, distinct token sampled so far)
   bool any_logprobs = false;
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     const SamplingSpec& s = sequences[i].sampling;
     const std::int32_t position = batch.at(last_rows[i]).position;
     params[i] = {s.temperature, s.top_p, s.top_k,
-                 kernels::sampling_uniform(kernels::position_seed(s.seed, position))};
+                 kernels::sampling_uniform(kernels::position_seed(s.seed, position)), s.min_p};
     any_logprobs = any_logprobs || s.logprobs >= 0;
+    if (s.penalized() && !sequences[i].outputs.empty()) {
+      std::vector<std::int32_t> sorted(sequences[i].outputs.begin(), sequences[i].outputs.end());
+      std::sort(sorted.begin(), sorted.end());
+      for (std::size_t a = 0; a < sorted.size();) {
+        std::size_t b = a;
+        while (b < sorted.size() && sorted[b] == sorted[a]) ++b;
+        penalties.push_back({static_cast<std::int32_t>(i), sorted[a], static_cast<float>(b - a), s.presence_penalty,
+                             s.frequency_penalty});
+        a = b;
+      }
+    }
   }
   std::int32_t* d_rows = rows_.get<std::int32_t>(m);
   must(cudaMemcpyAsync(d_rows, last_rows.data(), last_rows.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
@@ -704,17 +716,26 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   must(rmsnorm(x, model_->final_norm(), m, H, x));
   float* logits = logits_.get<float>(m * V);
   must(linear(x, m, model_->lm_head(), nullptr, logits, x_low_.get<float>(m * H)));
-  std::int32_t* d_next = tokens_.get<std::int32_t>(m);
-  must(kernels::sample_cuda(logits, m, V, d_params, d_next, stream_));
-  next.resize(last_rows.size());
-  must(cudaMemcpyAsync(next.data(), d_next, next.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
-       "cudaMemcpyAsync (next tokens)");
+  // The log-probabilities are of the raw logits (vLLM's default): copied before the penalties.
   if (any_logprobs) {
     host_logits_.resize(static_cast<std::size_t>(m * V));
     must(cudaMemcpyAsync(host_logits_.data(), logits, host_logits_.size() * sizeof(float), cudaMemcpyDeviceToHost,
                          stream_),
          "cudaMemcpyAsync (logits)");
   }
+  if (!penalties.empty()) {
+    auto* d_penalties = penalties_.get<kernels::PenaltyEntry>(static_cast<std::int64_t>(penalties.size()));
+    // From pageable memory: staged before cudaMemcpyAsync returns, so the vector may go.
+    must(cudaMemcpyAsync(d_penalties, penalties.data(), penalties.size() * sizeof(kernels::PenaltyEntry),
+                         cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (penalties)");
+    must(kernels::penalize_cuda(logits, V, d_penalties, static_cast<std::int64_t>(penalties.size()), stream_));
+  }
+  std::int32_t* d_next = tokens_.get<std::int32_t>(m);
+  must(kernels::sample_cuda(logits, m, V, d_params, d_next, stream_));
+  next.resize(last_rows.size());
+  must(cudaMemcpyAsync(next.data(), d_next, next.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
+       "cudaMemcpyAsync (next tokens)");
   end_on_device();
   logprobs.clear();
   if (!any_logprobs) return;

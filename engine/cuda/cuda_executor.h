@@ -183,7 +183,7 @@ class CudaExecutor final : public Executor {
   float* kv_v_ = nullptr;
   std::int64_t kv_layer_floats_ = 0;
   DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
-      params_, tokens_, ffn_g_, ffn_u_;
+      params_, tokens_, ffn_g_, ffn_u_, penalties_;
   DecodeBuffers decode_;
   DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;

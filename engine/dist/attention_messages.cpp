@@ -18,6 +18,9 @@ void put_sampling(ByteWriter& w, const SamplingSpec& s) {
   w.put<std::int32_t>(s.top_k);
   w.put<std::uint64_t>(s.seed);
   w.put<std::int32_t>(s.logprobs);
+  w.put<float>(s.min_p);
+  w.put<float>(s.presence_penalty);
+  w.put<float>(s.frequency_penalty);
 }
 
 Status get_sampling(ByteReader& r, SamplingSpec& s) {
@@ -26,9 +29,14 @@ Status get_sampling(ByteReader& r, SamplingSpec& s) {
   SY_RETURN_IF_ERROR(r.get(s.top_k));
   SY_RETURN_IF_ERROR(r.get(s.seed));
   SY_RETURN_IF_ERROR(r.get(s.logprobs));
+  SY_RETURN_IF_ERROR(r.get(s.min_p));
+  SY_RETURN_IF_ERROR(r.get(s.presence_penalty));
+  SY_RETURN_IF_ERROR(r.get(s.frequency_penalty));
   // Nothing rank 0 admits lies outside these (NaN included); anything else is not rank 0's.
+  auto penalty = [](float p) { return p >= -2.0f && p <= 2.0f; };
   if (!(std::isfinite(s.temperature) && s.temperature >= 0.0f) || !(s.top_p >= 0.0f && s.top_p <= 1.0f) ||
-      s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs)
+      s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs || !(s.min_p >= 0.0f && s.min_p <= 1.0f) ||
+      !penalty(s.presence_penalty) || !penalty(s.frequency_penalty))
     return Status::Error("sampling out of range");
   return Status::Ok();
 }

@@ -38,7 +38,7 @@ bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> 
 bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
                            std::span<const std::int32_t> prompt) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling};
+  Sequence s{SequenceKv{}, sampling, false, 0, {}};
   const std::vector<std::int32_t> hits = prefix_hits(prompt);
   if (!hits.empty()) {
     if (!fits_with(positions, hits)) return false;
@@ -67,7 +67,7 @@ void KvBlockManager::cache_written(std::int64_t request, std::span<const std::in
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, true};
+  Sequence s{SequenceKv{}, sampling, true, 0, {}};
   s.kv.adopt(std::move(pages));
   sequences_.emplace(request, std::move(s));
 }
@@ -79,10 +79,18 @@ void KvBlockManager::release(std::int64_t request) {
   sequences_.erase(it);
 }
 
+void KvBlockManager::sampled(std::int64_t request, std::int32_t token) {
+  const auto it = sequences_.find(request);
+  // A request cancelled while its sample ran is released already.
+  if (it == sequences_.end() || !it->second.sampling.penalized()) return;
+  it->second.outputs.push_back(token);
+}
+
 SequenceContext KvBlockManager::context(std::int64_t request) const {
   const auto it = sequences_.find(request);
   assert(it != sequences_.end() && "execution of a request that is not admitted");
-  return SequenceContext{request, it->second.kv.block_table(), it->second.kv.pages(), it->second.sampling};
+  const Sequence& s = it->second;
+  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs};
 }
 
 }  // namespace sy

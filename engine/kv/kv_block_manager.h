@@ -56,6 +56,9 @@ class KvBlockManager {
   void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling);
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
+  // The request sampled `token` (its worker reports each): kept for its penalties when its
+  // sampling has any (SequenceContext::outputs), else ignored.
+  void sampled(std::int64_t request, std::int32_t token);
   // The request's block table and sampling; it must be admitted (asserted). The table stays
   // where it is until release(), whatever else is admitted meanwhile (executions on device
   // threads read it).
@@ -72,6 +75,7 @@ class KvBlockManager {
     SamplingSpec sampling;
     bool adopted = false;  // a mirror's: its pages go back to the coordinator's allocator, not ours
     std::int32_t cached_positions = 0;
+    std::vector<std::int32_t> outputs;  // sampled tokens, when sampling.penalized()
   };
   KvBlockAllocator allocator_;
   std::unique_ptr<PrefixCache> prefix_;  // after allocator_: it registers with it

@@ -57,6 +57,7 @@ StatusOr<std::vector<std::int32_t>> generate(ReferenceSession& session,
   while (true) {
     // The logits came from the last position written: the draw depends on (seed, position) only.
     kernels::Sampler sampler(options.sampling, kernels::position_seed(options.seed, session.length() - 1));
+    kernels::apply_penalties(logits->data(), vocab, out, options.presence_penalty, options.frequency_penalty);
     std::int32_t next = sampler.sample(logits->data(), vocab);
     out.push_back(next);
     if (static_cast<std::int32_t>(out.size()) >= options.max_new_tokens) break;

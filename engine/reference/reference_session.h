@@ -49,6 +49,8 @@ class ReferenceSession {
 struct GenerateOptions {
   std::int32_t max_new_tokens = 16;
   kernels::SamplingParams sampling;  // temperature 0: greedy
+  float presence_penalty = 0.0f;     // kernels::apply_penalties over the tokens generated so far
+  float frequency_penalty = 0.0f;
   std::uint64_t seed = 0;
   std::optional<std::int32_t> eos_token_id;  // stop after emitting it
 };

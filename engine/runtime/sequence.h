@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace sy {
 
@@ -15,8 +16,13 @@ struct SamplingSpec {
   // -1: no log-probabilities (the default costs nothing); k ≥ 0: the sampled token's and the k
   // most likely tokens' (kernels::token_logprobs).
   std::int32_t logprobs = -1;
+  float min_p = 0.0f;        // 0: no min-p cut (kernels::SamplingParams)
+  // OpenAI's penalties on the tokens sampled so far (kernels::apply_penalties); 0: none.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
 
   bool operator==(const SamplingSpec&) const = default;
+  bool penalized() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
 };
 
 struct SequenceContext {
@@ -24,6 +30,9 @@ struct SequenceContext {
   const std::int32_t* block_table = nullptr;  // page ids; valid while the request is admitted
   std::int32_t pages = 0;
   SamplingSpec sampling;
+  // The tokens sampled for the request so far, kept only when sampling.penalized(); read by
+  // sample executions alone (the next token's appends it after that execution completed).
+  std::span<const std::int32_t> outputs;
 };
 
 }  // namespace sy

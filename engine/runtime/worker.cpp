@@ -27,7 +27,7 @@ std::string LayerId::to_string() const {
 
 Worker::Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
                Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks,
-               const KvBlockManager* kv)
+               KvBlockManager* kv)
     : device_(device),
       topo_(topology),
       loop_(loop),
@@ -783,7 +783,9 @@ void Worker::dispatch_sampler() {
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
     const kernels::TokenLogprobs* lp =
         i < job_.next_logprobs.size() && job_.next_logprobs[i].token >= 0 ? &job_.next_logprobs[i] : nullptr;
-    hooks_.on_sampled(job_.batch.at(first).request, job_.next_tokens[i], lp);
+    const std::int64_t request = job_.batch.at(first).request;
+    if (kv_ != nullptr) kv_->sampled(request, job_.next_tokens[i]);  // before the hook: it may release
+    hooks_.on_sampled(request, job_.next_tokens[i], lp);
     ++i;
   });
   if (policy_.grouped()) hooks_.on_group_sampled(rank_, job_.group);

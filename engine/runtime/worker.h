@@ -50,7 +50,7 @@ class Worker {
   // kv: the KV block manager of the attention rank hosted here (null on expert-only devices).
   Worker(std::int32_t device, const Topology& topology, EventLoop& loop, Executor& executor,
          Transport& transport, BatchRecycler& recycler, RuntimeObserver* observer, Hooks hooks,
-         const KvBlockManager* kv);
+         KvBlockManager* kv);
 
   // Where sampled tokens go: the coordinator's hooks, or (an attention device in another
   // process than the coordinator) hooks that send them there. Before the first execution.
@@ -207,7 +207,7 @@ class Worker {
   QueueGrid grid_;                            // tokens per queue, kept in step with queues_
   TokenPool pool_;
   std::vector<TokenPool::Completed> merges_;     // complete in the pool, waiting for their merge
-  const KvBlockManager* kv_;
+  KvBlockManager* kv_;  // the rank's: block tables and sampling for executions, sampled tokens back
   EventLoop::Lane* lane_ = nullptr;  // this device's lane on the loop, where it has lanes
   std::map<GroupKey, std::int32_t> arrived_;   // grouped: shipments received per key
   std::deque<GroupKey> pending_groups_;        // grouped: complete keys, oldest first

@@ -379,8 +379,14 @@ bool Coordinator::admit_one(std::int32_t slot) {
   }
   const SamplingSpec sampling =
       r.spec.sampling ? *r.spec.sampling
-                      : SamplingSpec{options_.sampling.temperature, options_.sampling.top_p, options_.sampling.top_k,
-                                     options_.seed ^ static_cast<std::uint64_t>(r.spec.id)};
+                      : SamplingSpec{options_.sampling.temperature,
+                                     options_.sampling.top_p,
+                                     options_.sampling.top_k,
+                                     options_.seed ^ static_cast<std::uint64_t>(r.spec.id),
+                                     -1,
+                                     options_.sampling.min_p,
+                                     options_.presence_penalty,
+                                     options_.frequency_penalty};
   const bool ok = cluster_->admit(best, idx, positions, sampling, prompt);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;

@@ -41,6 +41,24 @@ double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11)
 
 }  // namespace
 
+void apply_penalties(float* logits, std::int32_t vocab, std::span<const std::int32_t> outputs, float presence,
+                     float frequency) {
+  if (outputs.empty() || (presence == 0.0f && frequency == 0.0f)) return;
+  std::vector<std::int32_t> sorted(outputs.begin(), outputs.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < sorted.size();) {
+    std::size_t j = i;
+    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
+    const std::int32_t t = sorted[i];
+    assert(t >= 0 && t < vocab);
+    (void)vocab;
+    // Two float subtractions, in vLLM's order (frequency · count, then presence · mask).
+    logits[t] -= frequency * static_cast<float>(j - i);
+    logits[t] -= presence;
+    i = j;
+  }
+}
+
 std::uint64_t position_seed(std::uint64_t seed, std::int64_t position) {
   // splitmix64 of the pair: nearby seeds and positions give unrelated generator states.
   std::uint64_t x = seed ^ (static_cast<std::uint64_t>(position) * 0x9e3779b97f4a7c15ull);
@@ -65,6 +83,10 @@ std::int32_t Sampler::sample(const float* logits, std::int32_t vocab) {
   const double u = uniform01(rng_);
   const bool cut_k = params_.top_k > 0 && params_.top_k < vocab;
   const bool cut_p = params_.top_p < 1.0f;
+  // A token is kept by min-p when its weight below (its probability over the most likely
+  // one's) reaches min_p: the most likely token's weight is exactly 1, so one always is.
+  const bool cut_min_p = params_.min_p > 0.0f;
+  const double min_p = static_cast<double>(params_.min_p);
 
   float max_logit = -std::numeric_limits<float>::infinity();
   for (std::int32_t i = 0; i < vocab; ++i)
@@ -79,7 +101,8 @@ std::int32_t Sampler::sample(const float* logits, std::int32_t vocab) {
     // Plain temperature sampling: inverse CDF in token order, no sort needed.
     double total = 0.0;
     for (std::int32_t i = 0; i < vocab; ++i) {
-      const float w = std::isnan(logits[i]) ? 0.0f : std::exp(logits[i] / temperature - m);
+      float w = std::isnan(logits[i]) ? 0.0f : std::exp(logits[i] / temperature - m);
+      if (cut_min_p && static_cast<double>(w) < min_p) w = 0.0f;
       scratch_[static_cast<std::size_t>(i)] = {w, i};
       total += static_cast<double>(w);
     }
@@ -104,10 +127,16 @@ std::int32_t Sampler::sample(const float* logits, std::int32_t vocab) {
   // Every sum below runs in an order fixed by the data alone (token order, or the strict
   // ranking), never in whatever order nth_element happened to leave.
   double kept_total = 0.0;
+  if (cut_min_p) {
+    // The kept tokens, in token order (stable), ahead of the rest: a prefix of the ranking.
+    n = std::stable_partition(first, scratch_.end(),
+                              [&](const Candidate& c) { return weight(c.first) >= min_p; }) - first;
+  }
   if (cut_k) {
     // HF's top-k keeps the k best scores (TopKLogitsWarper); top-p then looks only at those.
-    std::nth_element(first, first + params_.top_k, scratch_.end(), ranks_before);
-    n = params_.top_k;
+    const std::int64_t k = std::min<std::int64_t>(params_.top_k, n);
+    if (k < n) std::nth_element(first, first + k, first + n, ranks_before);
+    n = k;
     std::sort(first, first + n, ranks_before);
   }
   for (std::int64_t i = 0; i < n; ++i) kept_total += weight(scratch_[static_cast<std::size_t>(i)].first);

@@ -1,8 +1,10 @@
-// Token sampling from logits: greedy, or temperature with top-k / top-p and a seeded generator.
+// Token sampling from logits: greedy, or temperature with min-p / top-k / top-p and a seeded
+// generator; OpenAI's presence and frequency penalties on the logits before either.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace sy::kernels {
@@ -11,7 +13,16 @@ struct SamplingParams {
   float temperature = 0.0f;  // 0 means greedy
   float top_p = 1.0f;        // nucleus: smallest set whose probability reaches top_p
   std::int32_t top_k = 0;    // 0 means no top-k cut
+  // vLLM's min-p: keep the tokens whose probability is at least min_p times the most likely
+  // one's (after temperature, before top-k and top-p, as vLLM's v1 sampler orders them).
+  float min_p = 0.0f;
 };
+
+// OpenAI's penalties as vLLM applies them (before temperature, so greedy decoding too): for
+// each token t that `outputs` (the request's tokens sampled so far) holds c > 0 times,
+// logits[t] -= frequency · c, then logits[t] -= presence. Every id in outputs is < vocab.
+void apply_penalties(float* logits, std::int32_t vocab, std::span<const std::int32_t> outputs, float presence,
+                     float frequency);
 
 // Index of the largest logit; the lowest index wins ties (as torch.argmax).
 std::int32_t argmax(const float* logits, std::int32_t vocab);

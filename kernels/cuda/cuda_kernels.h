@@ -246,8 +246,22 @@ struct DeviceSamplingParams {
   float top_p = 1.0f;
   std::int32_t top_k = 0;
   double u = 0.0;
+  float min_p = 0.0f;  // SamplingParams::min_p
 };
 Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, const DeviceSamplingParams* params,
                    std::int32_t* out, cudaStream_t stream);
+
+// apply_penalties (kernels/cpu/sampling.h) on rows of `vocab` logits, in place: entry i takes
+// logits[row, token] -= frequency · count, then -= presence, with the cpu's roundings. One
+// entry per distinct (row, token), so no two touch one logit. `entries` is a device array.
+struct PenaltyEntry {
+  std::int32_t row = 0;
+  std::int32_t token = 0;
+  float count = 0.0f;  // times the token was sampled (≥ 1)
+  float presence = 0.0f;
+  float frequency = 0.0f;
+};
+Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entries, std::int64_t n,
+                     cudaStream_t stream);
 
 }  // namespace sy::kernels

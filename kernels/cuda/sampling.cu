@@ -1,7 +1,9 @@
 // sample_cuda: one 1024-thread block per row. Greedy is argmax. Temperature sampling walks the
 // row's inverse CDF in token order by chunked block scans. With top-k/top-p, the 1024
 // best-ranked tokens are found by a radix select on order-preserving float keys, sorted in
-// shared memory (bitonic), and one thread walks them exactly as Sampler::sample does.
+// shared memory (bitonic), and one thread walks them exactly as Sampler::sample does. Min-p
+// keeps the tokens of key at least a bound (weights grow with the logit), found first.
+// penalize_cuda: apply_penalties' sparse updates, one thread per (row, token).
 #include <climits>
 #include <cmath>
 
@@ -179,13 +181,29 @@ __global__ void __launch_bounds__(kThreads)
   const float m = mx / T;
   const bool cut_k = p.top_k > 0 && p.top_k < vocab;
   const bool cut_p = p.top_p < 1.0f;
+  const bool cut_min_p = p.min_p > 0.0f;
 
-  // Σ weights over the vocabulary (the CPU adds in token order; here a tree: last bits differ).
+  // Min-p's kept set, the tokens of weight ≥ min_p, is every token of key ≥ key_min: the
+  // smallest key among them (the most likely token's weight is exactly 1, so there is one).
+  unsigned key_min = 0u;
+  if (cut_min_p) {
+    unsigned k = UINT_MAX;
+    for (int i = threadIdx.x; i < vocab; i += kThreads)
+      if (weight_of(row[i], T, m) >= static_cast<double>(p.min_p)) k = min(k, logit_key(row[i]));
+    key_min = block_reduce(k, Min());
+  }
+  // Σ weights over the kept vocabulary (the CPU adds in token order; here a tree: last bits differ).
   double part = 0.0;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) part += weight_of(row[i], T, m);
+  int kept_part = 0;
+  for (int i = threadIdx.x; i < vocab; i += kThreads)
+    if (logit_key(row[i]) >= key_min) {
+      part += weight_of(row[i], T, m);
+      ++kept_part;
+    }
   const double all_total = block_reduce(part, Sum());
+  const int min_p_kept = block_reduce(kept_part, Sum());
   if (!cut_k && !cut_p) {
-    const int tok = draw_in_token_order(row, vocab, T, m, 0u, p.u * all_total);
+    const int tok = draw_in_token_order(row, vocab, T, m, key_min, p.u * all_total);
     if (threadIdx.x == 0) out[blockIdx.x] = tok;
     return;
   }
@@ -254,10 +272,10 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     fallback = 0;
     result = -1;
-    int n = vocab;
+    int n = min_p_kept;  // the vocabulary without min-p (every key is ≥ 0)
     double kept_total = 0.0;
     if (cut_k) {
-      n = p.top_k;
+      n = min(p.top_k, n);
       if (n > C) {
         fallback = 1;
       } else {
@@ -300,14 +318,14 @@ __global__ void __launch_bounds__(kThreads)
   // More than C tokens kept: the kept set by key (top-k: keys ≥ the k-th largest; nucleus:
   // the largest key bound whose mass reaches top_p of the kept mass), drawn in token order.
   // Ties at the bound are all kept.
-  unsigned bound = 0u;
+  unsigned bound = key_min;
   if (cut_k) {
     const int goal = p.top_k;
-    bound = radix_select([&](unsigned k) {
+    bound = max(bound, radix_select([&](unsigned k) {
       int c = 0;
       for (int i = threadIdx.x; i < vocab; i += kThreads) c += logit_key(row[i]) >= k ? 1 : 0;
       return block_reduce(c, Sum()) >= goal;
-    });
+    }));
   }
   auto mass_from = [&](unsigned k) {
     double s = 0.0;
@@ -333,9 +351,35 @@ Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, c
   return detail::check_launch("sample_cuda");
 }
 
+namespace {
+
+// apply_penalties' two float operations, rounded one by one (no fused multiply-add), so that
+// the penalised logits are the cpu's bit for bit.
+__global__ void penalize_kernel(float* __restrict__ logits, int vocab, const PenaltyEntry* __restrict__ entries,
+                                long long n) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const PenaltyEntry e = entries[i];
+  float& l = logits[static_cast<long long>(e.row) * vocab + e.token];
+  l = __fsub_rn(l, __fmul_rn(e.frequency, e.count));
+  l = __fsub_rn(l, e.presence);
+}
+
+}  // namespace
+
+Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entries, std::int64_t n,
+                     cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(n >= 0 && vocab >= 1, "penalize_cuda: bad shape"));
+  if (n == 0) return Status::Ok();
+  constexpr int kPenaltyThreads = 256;
+  const auto blocks = static_cast<unsigned>((n + kPenaltyThreads - 1) / kPenaltyThreads);
+  penalize_kernel<<<blocks, kPenaltyThreads, 0, stream>>>(logits, vocab, entries, n);
+  return detail::check_launch("penalize_cuda");
+}
+
 // Every kernel of this file, for preload_kernels (kernel_preload.h).
 void detail::add_sampling_kernels(std::vector<KernelEntry>& out) {
-  out.insert(out.end(), {SY_KERNEL_ENTRY(sample_kernel)});
+  out.insert(out.end(), {SY_KERNEL_ENTRY(sample_kernel), SY_KERNEL_ENTRY(penalize_kernel)});
 }
 
 }  // namespace sy::kernels

@@ -465,7 +465,7 @@ Status decode_body(const std::string& bytes, M& out) {
 }
 
 TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
-  const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3}};
+  const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3, 0.05f, -0.5f, 1.25f}};
   SequenceOpen open_back;
   const std::string open_bytes = encode(open);
   EXPECT_EQ(static_cast<MessageType>(open_bytes[0]), MessageType::SequenceOpen);
@@ -496,6 +496,12 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   SamplingSpec many;
   many.logprobs = kernels::kMaxTopLogprobs + 1;
   EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many}), open).ok());
+  SamplingSpec beyond;
+  beyond.frequency_penalty = 2.5f;
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond}), open).ok());
+  beyond = {};
+  beyond.min_p = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond}), open).ok());
 
   kernels::TokenLogprobs lp{1, -0.5f, {}};
   lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});

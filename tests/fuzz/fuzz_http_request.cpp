@@ -1,7 +1,7 @@
 // Fuzzes the body parser of POST /v1/completions and /v1/chat/completions. Whatever the bytes:
 // the answer is a 400 or 404 with a message (and a named field where one is at fault), or a
 // request whose every value lies in the range the engine takes (ids in the vocabulary, the
-// prompt and max_tokens within the context, temperature and top_p in range, n = 1).
+// prompt and max_tokens within the context, temperature, top_p, min_p and the penalties in range, n = 1).
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -39,6 +39,9 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
   }
   if (!(r.temperature >= 0 && r.temperature <= 2)) fuzz_fail(kTarget, "temperature out of [0, 2]");
   if (!(r.top_p > 0 && r.top_p <= 1)) fuzz_fail(kTarget, "top_p out of (0, 1]");
+  if (!(r.min_p >= 0 && r.min_p <= 1)) fuzz_fail(kTarget, "min_p out of [0, 1]");
+  if (!(r.presence_penalty >= -2 && r.presence_penalty <= 2)) fuzz_fail(kTarget, "presence_penalty out of [-2, 2]");
+  if (!(r.frequency_penalty >= -2 && r.frequency_penalty <= 2)) fuzz_fail(kTarget, "frequency_penalty out of [-2, 2]");
   if (r.top_k < 0 || r.top_k > limits.vocab_size) fuzz_fail(kTarget, "top_k out of range");
   if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
 }

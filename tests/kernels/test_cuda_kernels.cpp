@@ -14,6 +14,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <map>
 #include <tuple>
 #include <vector>
 
@@ -829,9 +830,12 @@ TEST(CudaKernels, SamplingMatchesCpuSampler) {
   std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(rows) * vocab, -6.0f, 6.0f);
   logits[17] = NAN;                              // NaN: weight 0, never drawn
   logits[vocab + 3] = logits[vocab + 4] = 9.0f;  // a tie at the top
-  // Greedy, plain temperature, top-k, top-p, both, and a top-k wider than the vocabulary.
+  // Greedy, plain temperature, top-k, top-p, both, a top-k wider than the vocabulary, and
+  // min-p alone, with top-p and with top-k.
   const std::vector<kernels::SamplingParams> settings = {
-      {0.0f, 1.0f, 0}, {0.8f, 1.0f, 0}, {1.0f, 1.0f, 40}, {0.7f, 0.9f, 0}, {1.3f, 0.8f, 100}, {1.0f, 1.0f, 99999}};
+      {0.0f, 1.0f, 0},         {0.8f, 1.0f, 0},       {1.0f, 1.0f, 40},      {0.7f, 0.9f, 0},
+      {1.3f, 0.8f, 100},       {1.0f, 1.0f, 99999},   {1.0f, 1.0f, 0, 0.01f}, {0.9f, 0.9f, 0, 0.05f},
+      {1.2f, 1.0f, 60, 0.02f}};
   std::vector<kernels::DeviceSamplingParams> params;
   std::vector<std::int32_t> expected;
   for (int r = 0; r < rows; ++r) {
@@ -839,7 +843,7 @@ TEST(CudaKernels, SamplingMatchesCpuSampler) {
     const std::uint64_t seed = kernels::position_seed(1234, r);
     kernels::Sampler sampler(sp, seed);
     expected.push_back(sampler.sample(logits.data() + static_cast<std::size_t>(r) * vocab, vocab));
-    params.push_back({sp.temperature, sp.top_p, sp.top_k, kernels::sampling_uniform(seed)});
+    params.push_back({sp.temperature, sp.top_p, sp.top_k, kernels::sampling_uniform(seed), sp.min_p});
   }
   // Greedy rows are exact. A drawn row differs only when u·total lands within float rounding of
   // a bucket edge (CUDA's expf and glibc's differ by an ulp; sums run in another order): about
@@ -854,6 +858,32 @@ TEST(CudaKernels, SamplingMatchesCpuSampler) {
     }
   }
   EXPECT_LE(differ, 2) << "drawn rows that differ from the CPU sampler";
+}
+
+// Penalised logits are the cpu's bit for bit: the GPU rounds the product and both differences
+// one by one, as apply_penalties does.
+TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const std::int32_t vocab = 3001;
+  const int rows = 5;
+  Rng rng(23);
+  const std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(rows) * vocab, -8.0f, 8.0f);
+  std::vector<float> expected = logits;
+  std::vector<kernels::PenaltyEntry> entries;
+  for (int r = 0; r < rows; ++r) {
+    // Row r: 40·r sampled tokens (row 0 none) drawn from a small range, so most repeat.
+    std::vector<std::int32_t> outputs;
+    for (int i = 0; i < 40 * r; ++i) outputs.push_back(static_cast<std::int32_t>(rng.engine()() % 97) * 31);
+    const float presence = 0.3f * static_cast<float>(r) - 0.5f, frequency = 0.7f - 0.2f * static_cast<float>(r);
+    kernels::apply_penalties(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, outputs, presence, frequency);
+    std::map<std::int32_t, int> counts;
+    for (const std::int32_t t : outputs) ++counts[t];
+    for (const auto& [t, c] : counts) entries.push_back({r, t, static_cast<float>(c), presence, frequency});
+  }
+  DeviceBuffer<float> d(logits);
+  DeviceBuffer<kernels::PenaltyEntry> de(entries);
+  ASSERT_OK(kernels::penalize_cuda(d.get(), vocab, de.get(), static_cast<std::int64_t>(entries.size()), nullptr));
+  EXPECT_EQ(d.host(), expected);
 }
 
 TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {

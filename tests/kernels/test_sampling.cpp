@@ -134,6 +134,57 @@ TEST(Sampler, TopPKeepsTheSmallestPrefixReachingP) {
   EXPECT_GT(wider[2], 0);
 }
 
+// vLLM's min-p: probabilities 0.5, 0.3, 0.15, 0.05 and min_p 0.35 keep the tokens of at least
+// 0.35 · 0.5 = 0.175, renormalised; min_p 1 keeps the most likely token only.
+TEST(Sampler, MinPKeepsTokensAboveTheScaledMaximum) {
+  const std::vector<float> logits = {std::log(0.3f), std::log(0.5f), std::log(0.05f), std::log(0.15f)};
+  const int n = 30000;
+  SamplingParams p{1.0f, 1.0f, 0};
+  p.min_p = 0.35f;
+  const auto counts = histogram(p, 5, logits, n);
+  EXPECT_EQ(counts[2] + counts[3], 0);
+  EXPECT_LT(chi_square(counts, {0.375, 0.625, 0.0, 0.0}, n), 15.0);  // 1 dof, P ≈ 1e-4
+  p.min_p = 1.0f;
+  const auto greedy = histogram(p, 6, logits, 500);
+  EXPECT_EQ(greedy[1], 500);
+  // With a top-k or top-p cut too, the cut path applies the same min-p.
+  p.min_p = 0.35f;
+  p.top_k = 3;
+  const auto cut = histogram(p, 7, logits, n);
+  EXPECT_EQ(cut[2] + cut[3], 0);
+  EXPECT_LT(chi_square(cut, {0.375, 0.625, 0.0, 0.0}, n), 15.0);
+}
+
+// vLLM applies min-p before top-p: probabilities 0.4, 0.3, 0.2, 0.1 with min_p 0.3 keep the
+// first three (at least 0.12), renormalised to 0.444, 0.333, 0.222; top_p 0.75 then keeps two
+// (0.778 ≥ 0.75). Top-p first would keep three (0.9 ≥ 0.75), which min-p would not cut.
+TEST(Sampler, MinPComesBeforeTopP) {
+  const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+  SamplingParams p{1.0f, 0.75f, 0};
+  p.min_p = 0.3f;
+  const int n = 20000;
+  const auto counts = histogram(p, 11, logits, n);
+  EXPECT_EQ(counts[2] + counts[3], 0);
+  EXPECT_LT(chi_square(counts, {4.0 / 7.0, 3.0 / 7.0, 0.0, 0.0}, n), 15.0);
+}
+
+TEST(Penalties, SubtractFrequencyTimesCountThenPresence) {
+  std::vector<float> logits(8, 1.0f);
+  const std::vector<std::int32_t> outputs = {3, 5, 3, 7, 3};
+  kernels::apply_penalties(logits.data(), 8, outputs, 0.5f, 0.25f);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f - 0.75f - 0.5f, 1.0f, 1.0f - 0.25f - 0.5f, 1.0f,
+                                        1.0f - 0.25f - 0.5f}));
+  // Negative penalties favour repeats; zero penalties and no outputs change nothing.
+  std::vector<float> favoured(8, 0.0f);
+  kernels::apply_penalties(favoured.data(), 8, outputs, -1.0f, 0.0f);
+  EXPECT_EQ(favoured[3], 1.0f);
+  EXPECT_EQ(favoured[0], 0.0f);
+  std::vector<float> same(8, 2.0f);
+  kernels::apply_penalties(same.data(), 8, outputs, 0.0f, 0.0f);
+  kernels::apply_penalties(same.data(), 8, {}, 1.0f, 1.0f);
+  EXPECT_EQ(same, std::vector<float>(8, 2.0f));
+}
+
 // The draw is documented: u = (rng() >> 11)·2⁻⁵³ from std::mt19937_64(seed), then the inverse
 // CDF in token order (no cuts) or in descending order (cuts). Recomputing it here pins the
 // exact tokens, which is what makes replays identical across standard libraries.

@@ -4,6 +4,7 @@
 // time and on the wall clock (every device on a thread of its own).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -171,6 +172,77 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
       // On the wall clock the devices run concurrently and batches form as timing allows.
       CpuDeployment d(weights_, topology, options(policy, seed++, Clock::Wall));
       expect_reference_outputs(d, 64, pname + " " + policy_name + " wall clock");
+    }
+  }
+}
+
+// Drawn tokens with min-p and OpenAI's penalties: every request's tokens are the reference's
+// with the same seed and settings, under async and pingpong, on virtual time and the wall
+// clock; the penalties' counts live on the attention rank (KvBlockManager::sampled). Greedy
+// requests under the largest frequency penalty repeat tokens less than without it.
+TEST_P(RuntimeEquivalence, MinPAndPenaltiesMatchTheReference) {
+  const ModelConfig& c = weights_->config();
+  std::vector<RequestSpec> requests = make_requests(24, c.vocab_size, 9);
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    SamplingSpec s;
+    s.seed = 1000 + i;
+    if (i % 3 == 0) {
+      s.frequency_penalty = 2.0f;  // greedy: no token twice
+    } else {
+      s.temperature = 0.8f + 0.1f * static_cast<float>(i % 4);
+      s.min_p = i % 2 == 0 ? 0.05f : 0.0f;
+      s.top_p = i % 5 == 0 ? 0.9f : 1.0f;
+      s.presence_penalty = 0.5f * static_cast<float>(i % 3) - 0.5f;
+      s.frequency_penalty = i % 4 == 0 ? 1.5f : 0.0f;
+    }
+    requests[i].sampling = s;
+    requests[i].max_new_tokens = 12 + static_cast<std::int32_t>(i % 5);
+  }
+  std::vector<std::vector<std::int32_t>> expected, unpenalized;
+  for (const RequestSpec& r : requests) {
+    const SamplingSpec& s = *r.sampling;
+    GenerateOptions o;
+    o.max_new_tokens = r.max_new_tokens;
+    o.sampling = {s.temperature, s.top_p, s.top_k, s.min_p};
+    o.seed = s.seed;
+    o.presence_penalty = s.presence_penalty;
+    o.frequency_penalty = s.frequency_penalty;
+    ReferenceSession session(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
+    expected.push_back(*generate(session, r.prompt, o));
+    o.presence_penalty = o.frequency_penalty = 0.0f;
+    ReferenceSession plain(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
+    unpenalized.push_back(*generate(plain, r.prompt, o));
+  }
+  // Tokens that are repeats of an earlier one in the same output.
+  auto repeats = [](std::vector<std::int32_t> tokens) {
+    const std::size_t n = tokens.size();
+    std::sort(tokens.begin(), tokens.end());
+    return static_cast<int>(n - static_cast<std::size_t>(std::unique(tokens.begin(), tokens.end()) - tokens.begin()));
+  };
+  int repeats_with = 0, repeats_without = 0, changed = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    changed += expected[i] != unpenalized[i] ? 1 : 0;
+    if (i % 3 != 0) continue;
+    repeats_with += repeats(expected[i]);
+    repeats_without += repeats(unpenalized[i]);
+  }
+  EXPECT_LT(repeats_with, repeats_without) << "greedy outputs under frequency_penalty 2 repeat as much as without";
+  EXPECT_GT(changed, 4) << "the penalties changed almost no output";
+
+  const Topology topology = Topology::disaggregated(c, 2, 4);
+  std::uint64_t seed = 77;
+  for (const auto& [name, policy] : std::vector<std::pair<std::string, RuntimePolicy>>{
+           {"async/defrag", async_policy("defrag")}, {"pingpong-2", pingpong(2)}}) {
+    for (const Clock clock : {Clock::Virtual, Clock::Wall}) {
+      CpuDeployment d(weights_, topology, options(policy, seed++, clock));
+      d.submit(requests);
+      d.run();
+      ASSERT_EQ(d.coordinator().requests().size(), requests.size());
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        const RequestRecord& r = d.coordinator().requests()[i];
+        ASSERT_EQ(r.state, RequestState::Finished) << name << " request " << i;
+        EXPECT_EQ(r.output, expected[i]) << name << (clock == Clock::Wall ? " wall clock" : "") << " request " << i;
+      }
     }
   }
 }

@@ -228,6 +228,9 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   c.number("temperature", out.temperature, 0, 2);
   c.number("top_p", out.top_p, 0, 1, /*lo_open=*/true);
   c.integer("top_k", top_k, -1, limits.vocab_size);
+  c.number("min_p", out.min_p, 0, 1);
+  c.number("presence_penalty", out.presence_penalty, -2, 2);
+  c.number("frequency_penalty", out.frequency_penalty, -2, 2);
   if (top_k) out.top_k = *top_k < 0 ? 0 : static_cast<std::int32_t>(*top_k);
   c.integer("seed", seed, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   if (seed) out.seed = static_cast<std::uint64_t>(*seed);
@@ -245,7 +248,6 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
     }
   }
   const auto is_false = [](const json& v) { return v.is_boolean() && !v.get<bool>(); };
-  const auto is_zero = [](const json& v) { return v.is_number() && v.get<double>() == 0; };
   const auto is_empty = [](const json& v) { return (v.is_object() || v.is_array()) && v.empty(); };
   // Completions: logprobs is the number of alternatives (0 gives the chosen token's alone).
   // Chat: logprobs says whether, top_logprobs how many. At most kMaxTopLogprobs, as vLLM.
@@ -267,8 +269,6 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
             "'best_of' must equal n (" + std::to_string(out.n) + "): returning the best of more candidates is not supported");
   c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },
             "'suffix' is not supported");
-  c.neutral("presence_penalty", is_zero, "'presence_penalty' is not supported (only 0)");
-  c.neutral("frequency_penalty", is_zero, "'frequency_penalty' is not supported (only 0)");
   c.neutral("logit_bias", is_empty, "'logit_bias' is not supported");
   c.neutral("tools", is_empty, "tool calling is not supported");
   if (c.error) return *c.error;

@@ -40,6 +40,9 @@ struct CompletionRequest {
   std::optional<std::int32_t> max_tokens;  // unset: 16 (completions, as OpenAI) or the rest of the context (chat)
   float temperature = 1.0f;  // OpenAI's default
   float top_p = 1.0f;
+  float min_p = 0.0f;              // vLLM's extension; 0: off
+  float presence_penalty = 0.0f;   // OpenAI's, in [-2, 2]
+  float frequency_penalty = 0.0f;  // OpenAI's, in [-2, 2]
   std::int32_t top_k = 0;    // vLLM's extension; 0 or -1: off
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;               // stop strings (need the tokenizer)

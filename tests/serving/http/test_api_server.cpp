@@ -92,6 +92,37 @@ TEST_F(ApiServerTest, GreedyCompletionMatchesTheReferencePath) {
   EXPECT_EQ(r["choices"][0]["finish_reason"], expected.size() == 12 ? "length" : "stop");
 }
 
+// min_p and OpenAI's penalties reach the sampler as the reference path applies them: the same
+// seed gives the same tokens. A negative frequency penalty makes the answer repeat tokens, where
+// the presence and frequency terms differ (each token once, they only add up): swapped, the
+// two give other tokens.
+TEST_F(ApiServerTest, MinPAndPenaltiesSampleAsTheReferencePath) {
+  LiveServer s(weights_, {});
+  auto c = s.client();
+  const std::vector<std::int32_t> prompt = {5, 17, 42, 99, 3};
+  auto reference_with = [&](float presence, float frequency) {
+    ReferenceSession session(weights_, static_cast<std::int32_t>(prompt.size()) + 12);
+    GenerateOptions g;
+    g.max_new_tokens = 12;
+    g.sampling = {0.9f, 1.0f, 0, 0.05f};
+    g.seed = 7;
+    g.presence_penalty = presence;
+    g.frequency_penalty = frequency;
+    return *generate(session, prompt, g);
+  };
+  auto answer_with = [&](double presence, double frequency) {
+    const json r = post(c, "/v1/completions",
+                        {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0.9}, {"seed", 7}, {"min_p", 0.05},
+                         {"presence_penalty", presence}, {"frequency_penalty", frequency}, {"ignore_eos", true}},
+                        200);
+    return r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>();
+  };
+  const std::vector<std::int32_t> got = answer_with(0.5, -2.0);
+  EXPECT_EQ(got, reference_with(0.5f, -2.0f));
+  EXPECT_NE(got, reference_with(-2.0f, 0.5f)) << "presence and frequency swapped give the same tokens: the test cannot tell";
+  EXPECT_EQ(answer_with(1.5, 0.0), reference_with(1.5f, 0.0f));
+}
+
 TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {
   LiveServer s(weights_, {});
   auto c = s.client();

@@ -39,6 +39,14 @@ TEST(CompletionRequest, DefaultsAndValues) {
   EXPECT_TRUE(r.stream && r.include_usage);
   EXPECT_EQ(r.n, 1);
   EXPECT_EQ(parsed(R"({"prompt":[1],"n":16,"best_of":16})").n, 16);
+  r = parsed(R"({"prompt":[1],"min_p":0.05,"presence_penalty":-0.5,"frequency_penalty":1.25})");
+  EXPECT_EQ(r.min_p, 0.05f);
+  EXPECT_EQ(r.presence_penalty, -0.5f);
+  EXPECT_EQ(r.frequency_penalty, 1.25f);
+  r = parsed(R"({"prompt":[1]})");
+  EXPECT_EQ(r.min_p, 0.0f);
+  EXPECT_EQ(r.presence_penalty, 0.0f);
+  EXPECT_EQ(r.frequency_penalty, 0.0f);
   r = parsed(R"({"prompt":"hello"})");
   EXPECT_EQ(r.prompt_text, "hello");
   EXPECT_FALSE(r.max_tokens);  // decided once the text is encoded
@@ -81,7 +89,11 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"logprobs":-1})", "logprobs", "[0, 20]"},
       {R"({"prompt":[1],"logprobs":true})", "logprobs", "an integer"},
       {R"({"prompt":[1],"echo":true})", "echo", "not supported"},
-      {R"({"prompt":[1],"frequency_penalty":0.5})", "frequency_penalty", "not supported"},
+      {R"({"prompt":[1],"frequency_penalty":2.5})", "frequency_penalty", "[-2, 2]"},
+      {R"({"prompt":[1],"presence_penalty":-3})", "presence_penalty", "[-2, 2]"},
+      {R"({"prompt":[1],"presence_penalty":"x"})", "presence_penalty", "a number"},
+      {R"({"prompt":[1],"min_p":1.5})", "min_p", "[0, 1]"},
+      {R"({"prompt":[1],"logit_bias":{"1":5}})", "logit_bias", "not supported"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of(c.body);
