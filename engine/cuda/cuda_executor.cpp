@@ -39,6 +39,24 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 
 std::int32_t graph_table_stride(std::int32_t kv_pages) { return std::max(1, std::min(kv_pages, kMaxGraphPages)); }
 
+// Floats of the split attention kernel's partials for any decode bucket (the most rows whose
+// blocks still leave it splitting need the most).
+std::int64_t decode_partial_floats(const ModelConfig& c) {
+  std::int64_t most = 0;
+  for (std::int32_t b = 1; b <= DecodeGraphs::kMaxBucket; b *= 2)
+    most = std::max(most, kernels::attention_split_floats(b, c.num_heads, c.head_dim));
+  return most;
+}
+
+// SY_CUDA_ATTENTION: "split" or "rows" (the default); anything else is named and ignored.
+bool split_attention_from_environment() {
+  const char* v = std::getenv("SY_CUDA_ATTENTION");
+  if (v == nullptr || std::string(v).empty() || std::string(v) == "rows") return false;
+  if (std::string(v) == "split") return true;
+  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is neither 'rows' nor 'split'; using rows\n", v);
+  return false;
+}
+
 }  // namespace
 
 DeviceScratch::~DeviceScratch() { kernels::locked_free(p_); }
@@ -103,13 +121,15 @@ std::int64_t CudaExecutor::fixed_bytes(const ModelConfig& c, bool attention_rank
   const std::int64_t ffn = std::max<std::int64_t>({1, c.intermediate_size, c.shared_expert_intermediate_size});
   const std::int64_t floats_per_row = 4 * H + 2 * q + 2 * kv + out + 1 + 2 * ffn + std::max({H, q, ffn}) + 2 * c.top_k;
   const std::int64_t ints_per_row = 3 + graph_table_stride(kv_pages);
-  return bytes + (floats_per_row + ints_per_row) * 4 * DecodeGraphs::kMaxBucket + 24 * static_cast<std::int64_t>(kAlign);  // 19 pieces, each aligned
+  return bytes + (floats_per_row + ints_per_row) * 4 * DecodeGraphs::kMaxBucket + 4 * decode_partial_floats(c) +
+         24 * static_cast<std::int64_t>(kAlign);  // 20 pieces, each aligned
 }
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecutorOptions options, EventLoop& loop)
     : model_(std::move(model)),
       options_(options),
       loop_(loop),
+      split_attention_(split_attention_from_environment()),
       graphs_(options.cuda_graphs, options.device),
       activations_(options.gpu) {
   must(cudaSetDevice(options_.gpu), "cudaSetDevice");
@@ -351,6 +371,7 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   r.x_low = x_low_.get<float>(n * wd.x_low);  // 4 bytes per element: room for any type
   r.ids = ids_.get<std::int32_t>(n * K);
   r.weights = weights_.get<float>(n * K);
+  if (split_attention_) r.partials = partials_.get<float>(kernels::attention_split_floats(n, c.num_heads, c.head_dim));
   if (sparse) {
     routed.ffn_in = activations_.allocate(n, H);
     r.ffn_in = CudaActivationOps::data(routed.ffn_in);
@@ -396,7 +417,7 @@ void CudaExecutor::ensure_decode_buffers() {
                     v = piece(B * w.kv), out = piece(B * w.out), gate = piece(B), ffn_g = piece(B * w.ffn),
                     ffn_u = piece(B * w.ffn), x_low = piece(B * w.x_low), ids = piece(B * K),
                     weights = piece(B * K), seq = piece(B), pos = piece(B), tokens = piece(B),
-                    tables = piece(B * ts);
+                    tables = piece(B * ts), partials = piece(decode_partial_floats(c));
   must(kernels::locked_malloc(&decode_.device, at), "cudaMalloc (decode buffers)");
   char* base = static_cast<char*>(decode_.device);
   auto f = [&](std::size_t offset) { return reinterpret_cast<float*>(base + offset); };
@@ -417,6 +438,7 @@ void CudaExecutor::ensure_decode_buffers() {
   r.x_low = base + x_low;
   r.ids = i32(ids);
   r.weights = f(weights);
+  r.partials = f(partials);
   r.seq = i32(seq);
   r.pos = decode_.pos = i32(pos);
   r.tokens = decode_.tokens = i32(tokens);
@@ -585,8 +607,13 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
                                   options_.kv_pages + 1, options_.page_size, c.num_kv_heads, c.head_dim};
   SY_RETURN_IF_ERROR(kernels::kv_cache_write_cuda(view, r.tables, r.stride, r.seq, r.pos, n, r.k, r.v, stream_));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  SY_RETURN_IF_ERROR(kernels::paged_attention_prefill_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables,
-                                                           r.stride, scale, r.attn, stream_));
+  if (split_attention_) {
+    SY_RETURN_IF_ERROR(kernels::paged_attention_split_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables, r.stride,
+                                                           scale, r.partials, r.attn, stream_));
+  } else {
+    SY_RETURN_IF_ERROR(kernels::paged_attention_prefill_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables,
+                                                             r.stride, scale, r.attn, stream_));
+  }
   SY_RETURN_IF_ERROR(linear(r.attn, n, w.o_proj, nullptr, r.hidden, r.x_low, /*accumulate=*/true));
 
   if (!c.is_sparse(block)) {

@@ -115,6 +115,7 @@ class CudaExecutor final : public Executor {
     float *normed = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *out = nullptr,
           *gate = nullptr, *ffn_g = nullptr, *ffn_u = nullptr;
     void* x_low = nullptr;  // n × widest linear input, 4 bytes an element
+    float* partials = nullptr;  // SY_CUDA_ATTENTION=split: the split kernel's partial softmaxes
   };
   // The fixed buffers of padded decode executions, for DecodeGraphs::kMaxBucket rows, made
   // before the first capture and never moved (a graph replays the addresses it captured).
@@ -183,7 +184,10 @@ class CudaExecutor final : public Executor {
   float* kv_v_ = nullptr;
   std::int64_t kv_layer_floats_ = 0;
   DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
-      params_, tokens_, ffn_g_, ffn_u_, penalties_;
+      params_, tokens_, ffn_g_, ffn_u_, penalties_, partials_;
+  // SY_CUDA_ATTENTION=split: attention by paged_attention_split_cuda (keys split over blocks at
+  // small batches) instead of paged_attention_prefill_cuda, until a GPU run has measured both.
+  bool split_attention_ = false;
   DecodeBuffers decode_;
   DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;
