@@ -29,8 +29,7 @@ struct GenerateArgs {
   float top_p = 1.0f;
   std::int32_t top_k = 0;
   float min_p = 0.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
+  kernels::Penalties penalties;
   std::uint64_t seed = 0;
   bool ignore_eos = false;
   std::filesystem::path prompts;
@@ -103,8 +102,7 @@ void run_many(const GenerateArgs& a) {
   DeploymentOptions options = a.serve.deployment_options(layout);
   options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k, a.min_p};
-  options.coordinator.presence_penalty = a.presence_penalty;
-  options.coordinator.frequency_penalty = a.frequency_penalty;
+  options.coordinator.penalties = a.penalties;
   options.coordinator.seed = a.seed;
   if (!a.ignore_eos) options.coordinator.eos_token_id = c.eos_token_id;
   Topology topology = Topology::from_layout(layout, c);
@@ -208,8 +206,7 @@ void run(const GenerateArgs& a) {
   GenerateOptions options;
   options.max_new_tokens = a.max_new_tokens;
   options.sampling = {a.temperature, a.top_p, a.top_k, a.min_p};
-  options.presence_penalty = a.presence_penalty;
-  options.frequency_penalty = a.frequency_penalty;
+  options.penalties = a.penalties;
   options.seed = a.seed;
   if (!a.ignore_eos) options.eos_token_id = weights->config().eos_token_id;
   ReferenceSession session(weights, static_cast<std::int32_t>(prompt.size()) + a.max_new_tokens);
@@ -239,13 +236,17 @@ void register_generate(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 30))->capture_default_str();
   sub->add_option("--min-p", args->min_p, "Keep only tokens at least this fraction as likely as the most likely one (0: all)")
       ->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
-  sub->add_option("--presence-penalty", args->presence_penalty,
+  sub->add_option("--presence-penalty", args->penalties.presence,
                   "Subtract this from the logit of every token generated before (OpenAI's presence_penalty)")
       ->check(CLI::Range(-2.0f, 2.0f))->capture_default_str();
-  sub->add_option("--frequency-penalty", args->frequency_penalty,
+  sub->add_option("--frequency-penalty", args->penalties.frequency,
                   "Subtract this times its count from the logit of every token generated before (OpenAI's "
                   "frequency_penalty)")
       ->check(CLI::Range(-2.0f, 2.0f))->capture_default_str();
+  sub->add_option("--repetition-penalty", args->penalties.repetition,
+                  "Scale the logits of every token of the prompt and of those generated before: divide a positive "
+                  "one by this, multiply a negative one (vLLM's repetition_penalty; 1: off)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   sub->add_option("--seed", args->seed, "Sampling seed")->capture_default_str();
   sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at the model's eos_token_id");
   sub->add_option("--clock", args->clock,

@@ -258,8 +258,9 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
     if (s.penalized()) {
       // Penalties change what is drawn, not the log-probabilities (of the raw logits, as vLLM's).
       penalized_.assign(logits, logits + c.vocab_size);
-      kernels::apply_penalties(penalized_.data(), c.vocab_size, sequences[i].outputs, s.presence_penalty,
-                               s.frequency_penalty);
+      kernels::apply_penalties(penalized_.data(), c.vocab_size,
+                               kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()),
+                               s.penalties());
       next[i] = sampler.sample(penalized_.data(), c.vocab_size);
     } else {
       next[i] = sampler.sample(logits, c.vocab_size);

@@ -717,16 +717,11 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
     params[i] = {s.temperature, s.top_p, s.top_k,
                  kernels::sampling_uniform(kernels::position_seed(s.seed, position)), s.min_p};
     any_logprobs = any_logprobs || s.logprobs >= 0;
-    if (s.penalized() && !sequences[i].outputs.empty()) {
-      std::vector<std::int32_t> sorted(sequences[i].outputs.begin(), sequences[i].outputs.end());
-      std::sort(sorted.begin(), sorted.end());
-      for (std::size_t a = 0; a < sorted.size();) {
-        std::size_t b = a;
-        while (b < sorted.size() && sorted[b] == sorted[a]) ++b;
-        penalties.push_back({static_cast<std::int32_t>(i), sorted[a], static_cast<float>(b - a), s.presence_penalty,
-                             s.frequency_penalty});
-        a = b;
-      }
+    if (s.penalized()) {
+      for (const kernels::PenaltyTerm& t : kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()))
+        if (t.token >= 0 && t.token < V)  // as apply_penalties skips them
+          penalties.push_back({static_cast<std::int32_t>(i), t.token, static_cast<float>(t.count), s.presence_penalty,
+                               s.frequency_penalty, s.repetition_penalty});
     }
   }
   std::int32_t* d_rows = rows_.get<std::int32_t>(m);

@@ -21,6 +21,7 @@ void put_sampling(ByteWriter& w, const SamplingSpec& s) {
   w.put<float>(s.min_p);
   w.put<float>(s.presence_penalty);
   w.put<float>(s.frequency_penalty);
+  w.put<float>(s.repetition_penalty);
 }
 
 Status get_sampling(ByteReader& r, SamplingSpec& s) {
@@ -32,11 +33,13 @@ Status get_sampling(ByteReader& r, SamplingSpec& s) {
   SY_RETURN_IF_ERROR(r.get(s.min_p));
   SY_RETURN_IF_ERROR(r.get(s.presence_penalty));
   SY_RETURN_IF_ERROR(r.get(s.frequency_penalty));
+  SY_RETURN_IF_ERROR(r.get(s.repetition_penalty));
   // Nothing rank 0 admits lies outside these (NaN included); anything else is not rank 0's.
   auto penalty = [](float p) { return p >= -2.0f && p <= 2.0f; };
   if (!(std::isfinite(s.temperature) && s.temperature >= 0.0f) || !(s.top_p >= 0.0f && s.top_p <= 1.0f) ||
       s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs || !(s.min_p >= 0.0f && s.min_p <= 1.0f) ||
-      !penalty(s.presence_penalty) || !penalty(s.frequency_penalty))
+      !penalty(s.presence_penalty) || !penalty(s.frequency_penalty) ||
+      !(std::isfinite(s.repetition_penalty) && s.repetition_penalty > 0.0f))
     return Status::Error("sampling out of range");
   return Status::Ok();
 }
@@ -63,6 +66,7 @@ std::string encode(const SequenceOpen& m) {
   w.put<std::int64_t>(m.request);
   w.put_array(m.pages);
   put_sampling(w, m.sampling);
+  w.put_array(m.prompt);
   return std::move(w.bytes());
 }
 
@@ -103,7 +107,11 @@ Status decode(ByteReader& r, SequenceOpen& m) {
   SY_RETURN_IF_ERROR(r.get_array(m.pages));
   for (std::int32_t p : m.pages)
     if (p < 0) return Status::Error("page " + std::to_string(p));
-  return get_sampling(r, m.sampling);
+  SY_RETURN_IF_ERROR(get_sampling(r, m.sampling));
+  SY_RETURN_IF_ERROR(r.get_array(m.prompt));
+  for (std::int32_t t : m.prompt)
+    if (t < 0) return Status::Error("prompt token " + std::to_string(t));
+  return Status::Ok();
 }
 
 Status decode(ByteReader& r, SequenceClose& m) {

@@ -20,6 +20,7 @@ struct SequenceOpen {
   std::int64_t request = 0;
   std::vector<std::int32_t> pages;  // its block table
   SamplingSpec sampling;
+  std::vector<std::int32_t> prompt;  // under a repetition penalty only (SequenceContext::prompt)
   bool operator==(const SequenceOpen&) const = default;
 };
 

@@ -215,7 +215,8 @@ void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {
 void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) {
   send_counted(process, encode(SequenceOpen{rank, context.request,
                                             std::vector<std::int32_t>(context.block_table, context.block_table + context.pages),
-                                            context.sampling}));
+                                            context.sampling,
+                                            std::vector<std::int32_t>(context.prompt.begin(), context.prompt.end())}));
 }
 
 void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
@@ -242,7 +243,7 @@ void ProcessGroup::serve_attention() {
           return complain(me, "sequence open",
                           Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
       if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
-      kv.adopt(m.request, std::move(m.pages), m.sampling);
+      kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt);
     });
   });
   links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {

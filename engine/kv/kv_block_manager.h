@@ -38,7 +38,8 @@ class KvBlockManager {
   // Both at once (one look-up in the cache): the cached pages when it would be admitted now.
   std::optional<std::int32_t> admissible(std::int64_t positions, std::span<const std::int32_t> prompt) const;
   // Reserves pages for `positions` positions of `request`, sharing its prompt's cached leading
-  // pages (cached_pages); false, with nothing taken, when too few are free.
+  // pages (cached_pages); false, with nothing taken, when too few are free. The prompt is kept
+  // for a repetition penalty (SequenceContext::prompt).
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
              std::span<const std::int32_t> prompt = {});
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
@@ -53,7 +54,8 @@ class KvBlockManager {
   // is a mirror: the coordinator's manager allocates, and this one holds the block table it
   // handed out (engine/dist sends it ahead of the request's first rows), so that the workers
   // here read it as they read a local one. Mirrored pages are never this allocator's.
-  void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling);
+  void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
+             std::span<const std::int32_t> prompt = {});
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request sampled `token` (its worker reports each): kept for its penalties when its
@@ -76,6 +78,7 @@ class KvBlockManager {
     bool adopted = false;  // a mirror's: its pages go back to the coordinator's allocator, not ours
     std::int32_t cached_positions = 0;
     std::vector<std::int32_t> outputs;  // sampled tokens, when sampling.penalized()
+    std::vector<std::int32_t> prompt;   // under a repetition penalty
   };
   KvBlockAllocator allocator_;
   std::unique_ptr<PrefixCache> prefix_;  // after allocator_: it registers with it

@@ -57,7 +57,9 @@ StatusOr<std::vector<std::int32_t>> generate(ReferenceSession& session,
   while (true) {
     // The logits came from the last position written: the draw depends on (seed, position) only.
     kernels::Sampler sampler(options.sampling, kernels::position_seed(options.seed, session.length() - 1));
-    kernels::apply_penalties(logits->data(), vocab, out, options.presence_penalty, options.frequency_penalty);
+    if (options.penalties.any())
+      kernels::apply_penalties(logits->data(), vocab, kernels::penalty_terms(prompt, out, options.penalties),
+                               options.penalties);
     std::int32_t next = sampler.sample(logits->data(), vocab);
     out.push_back(next);
     if (static_cast<std::int32_t>(out.size()) >= options.max_new_tokens) break;

@@ -49,8 +49,7 @@ class ReferenceSession {
 struct GenerateOptions {
   std::int32_t max_new_tokens = 16;
   kernels::SamplingParams sampling;  // temperature 0: greedy
-  float presence_penalty = 0.0f;     // kernels::apply_penalties over the tokens generated so far
-  float frequency_penalty = 0.0f;
+  kernels::Penalties penalties;      // over the prompt and the tokens generated so far
   std::uint64_t seed = 0;
   std::optional<std::int32_t> eos_token_id;  // stop after emitting it
 };

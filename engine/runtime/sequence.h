@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/cpu/sampling.h"
+
 namespace sy {
 
 struct SamplingSpec {
@@ -17,12 +19,15 @@ struct SamplingSpec {
   // most likely tokens' (kernels::token_logprobs).
   std::int32_t logprobs = -1;
   float min_p = 0.0f;        // 0: no min-p cut (kernels::SamplingParams)
-  // OpenAI's penalties on the tokens sampled so far (kernels::apply_penalties); 0: none.
+  // OpenAI's penalties on the tokens sampled so far and vLLM's on those and the prompt's
+  // (kernels::Penalties); 0, 0 and 1: none.
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  float repetition_penalty = 1.0f;
 
   bool operator==(const SamplingSpec&) const = default;
-  bool penalized() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
+  kernels::Penalties penalties() const { return {presence_penalty, frequency_penalty, repetition_penalty}; }
+  bool penalized() const { return penalties().any(); }
 };
 
 struct SequenceContext {
@@ -30,9 +35,11 @@ struct SequenceContext {
   const std::int32_t* block_table = nullptr;  // page ids; valid while the request is admitted
   std::int32_t pages = 0;
   SamplingSpec sampling;
-  // The tokens sampled for the request so far, kept only when sampling.penalized(); read by
-  // sample executions alone (the next token's appends it after that execution completed).
+  // The tokens sampled for the request so far, kept only when sampling.penalized(), and its
+  // prompt, kept only under a repetition penalty; read by sample executions alone (the next
+  // token is appended after the execution that drew it completed).
   std::span<const std::int32_t> outputs;
+  std::span<const std::int32_t> prompt;
 };
 
 }  // namespace sy

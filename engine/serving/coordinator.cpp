@@ -385,8 +385,9 @@ bool Coordinator::admit_one(std::int32_t slot) {
                                      options_.seed ^ static_cast<std::uint64_t>(r.spec.id),
                                      -1,
                                      options_.sampling.min_p,
-                                     options_.presence_penalty,
-                                     options_.frequency_penalty};
+                                     options_.penalties.presence,
+                                     options_.penalties.frequency,
+                                     options_.penalties.repetition};
   const bool ok = cluster_->admit(best, idx, positions, sampling, prompt);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;

@@ -26,8 +26,7 @@ struct CoordinatorOptions {
   std::int32_t max_batch_per_rank = 64;       // concurrent requests per attention rank
   std::optional<std::int32_t> eos_token_id;   // a request finishes after emitting it
   kernels::SamplingParams sampling;           // greedy by default
-  float presence_penalty = 0.0f;              // SamplingSpec's, for requests without their own
-  float frequency_penalty = 0.0f;
+  kernels::Penalties penalties;               // SamplingSpec's, for requests without their own
   std::uint64_t seed = 0;                     // per-request sampler seed = seed ^ request id
   // Decode-only serving, as the papers measure (AMoE §5 "populating KV cache with dummy
   // data"): a request enters with its prompt already cached and its first step is a single

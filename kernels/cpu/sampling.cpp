@@ -41,21 +41,35 @@ double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11)
 
 }  // namespace
 
-void apply_penalties(float* logits, std::int32_t vocab, std::span<const std::int32_t> outputs, float presence,
-                     float frequency) {
-  if (outputs.empty() || (presence == 0.0f && frequency == 0.0f)) return;
-  std::vector<std::int32_t> sorted(outputs.begin(), outputs.end());
-  std::sort(sorted.begin(), sorted.end());
-  for (std::size_t i = 0; i < sorted.size();) {
-    std::size_t j = i;
-    while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-    const std::int32_t t = sorted[i];
-    assert(t >= 0 && t < vocab);
-    (void)vocab;
-    // Two float subtractions, in vLLM's order (frequency · count, then presence · mask).
-    logits[t] -= frequency * static_cast<float>(j - i);
-    logits[t] -= presence;
-    i = j;
+std::vector<PenaltyTerm> penalty_terms(std::span<const std::int32_t> prompt, std::span<const std::int32_t> outputs,
+                                       const Penalties& p) {
+  std::vector<PenaltyTerm> terms;
+  if (!p.any()) return terms;
+  // (token, 1) per output and (token, 0) per prompt token, sorted: each token's run then sums
+  // to its count.
+  std::vector<std::pair<std::int32_t, std::int32_t>> all;
+  all.reserve(outputs.size() + (p.repetition != 1.0f ? prompt.size() : 0));
+  for (const std::int32_t t : outputs) all.emplace_back(t, 1);
+  if (p.repetition != 1.0f)
+    for (const std::int32_t t : prompt) all.emplace_back(t, 0);
+  std::sort(all.begin(), all.end());
+  for (const auto& [token, one] : all) {
+    if (terms.empty() || terms.back().token != token) terms.push_back({token, 0});
+    terms.back().count += one;
+  }
+  return terms;
+}
+
+void apply_penalties(float* logits, std::int32_t vocab, std::span<const PenaltyTerm> terms, const Penalties& p) {
+  for (const PenaltyTerm& term : terms) {
+    if (term.token < 0 || term.token >= vocab) continue;
+    float& l = logits[term.token];
+    // Each product and difference rounded on its own, in vLLM's order: the cuda kernel's too.
+    if (p.repetition != 1.0f) l = l > 0.0f ? l * (1.0f / p.repetition) : l * p.repetition;
+    if (term.count > 0) {
+      l -= p.frequency * static_cast<float>(term.count);
+      l -= p.presence;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // Token sampling from logits: greedy, or temperature with min-p / top-k / top-p and a seeded
-// generator; OpenAI's presence and frequency penalties on the logits before either.
+// generator; OpenAI's presence and frequency penalties and vLLM's repetition penalty on the
+// logits before either.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,31 @@ struct SamplingParams {
   float min_p = 0.0f;
 };
 
-// OpenAI's penalties as vLLM applies them (before temperature, so greedy decoding too): for
-// each token t that `outputs` (the request's tokens sampled so far) holds c > 0 times,
-// logits[t] -= frequency · c, then logits[t] -= presence. Every id in outputs is < vocab.
-void apply_penalties(float* logits, std::int32_t vocab, std::span<const std::int32_t> outputs, float presence,
-                     float frequency);
+// OpenAI's presence and frequency penalties and vLLM's repetition penalty, which vLLM applies
+// to the logits before the temperature (so greedy decoding too).
+struct Penalties {
+  float presence = 0.0f;
+  float frequency = 0.0f;
+  float repetition = 1.0f;  // > 0; 1: off
+  bool any() const { return presence != 0.0f || frequency != 0.0f || repetition != 1.0f; }
+};
+
+// One distinct token that a request's penalties touch: sampled `count` times so far (0: it is
+// only in the prompt, which only the repetition penalty looks at).
+struct PenaltyTerm {
+  std::int32_t token = 0;
+  std::int32_t count = 0;
+};
+
+// The tokens `p` touches, in token order: every distinct token of outputs (the request's tokens
+// sampled so far), and with a repetition penalty every distinct token of the prompt too.
+std::vector<PenaltyTerm> penalty_terms(std::span<const std::int32_t> prompt, std::span<const std::int32_t> outputs,
+                                       const Penalties& p);
+
+// vLLM's order, term by term: with a repetition penalty r, logits[t] *= (logits[t] > 0 ? 1/r : r);
+// then, if count > 0, logits[t] -= frequency · count and logits[t] -= presence. A term outside
+// [0, vocab) is skipped (a prompt mirrored from another rank was checked there, not here).
+void apply_penalties(float* logits, std::int32_t vocab, std::span<const PenaltyTerm> terms, const Penalties& p);
 
 // Index of the largest logit; the lowest index wins ties (as torch.argmax).
 std::int32_t argmax(const float* logits, std::int32_t vocab);

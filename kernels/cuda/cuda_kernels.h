@@ -251,15 +251,16 @@ struct DeviceSamplingParams {
 Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, const DeviceSamplingParams* params,
                    std::int32_t* out, cudaStream_t stream);
 
-// apply_penalties (kernels/cpu/sampling.h) on rows of `vocab` logits, in place: entry i takes
-// logits[row, token] -= frequency · count, then -= presence, with the cpu's roundings. One
-// entry per distinct (row, token), so no two touch one logit. `entries` is a device array.
+// apply_penalties (kernels/cpu/sampling.h) on rows of `vocab` logits, in place, with the cpu's
+// roundings: entry i is one PenaltyTerm of row `row` with that row's penalties. One entry per
+// distinct (row, token), so no two touch one logit. `entries` is a device array.
 struct PenaltyEntry {
   std::int32_t row = 0;
   std::int32_t token = 0;
-  float count = 0.0f;  // times the token was sampled (≥ 1)
+  float count = 0.0f;  // times the token was sampled (0: only in the prompt)
   float presence = 0.0f;
   float frequency = 0.0f;
+  float repetition = 1.0f;
 };
 Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entries, std::int64_t n,
                      cudaStream_t stream);

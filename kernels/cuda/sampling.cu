@@ -353,7 +353,7 @@ Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, c
 
 namespace {
 
-// apply_penalties' two float operations, rounded one by one (no fused multiply-add), so that
+// apply_penalties' float operations, each rounded on its own (no fused multiply-add), so that
 // the penalised logits are the cpu's bit for bit.
 __global__ void penalize_kernel(float* __restrict__ logits, int vocab, const PenaltyEntry* __restrict__ entries,
                                 long long n) {
@@ -361,8 +361,11 @@ __global__ void penalize_kernel(float* __restrict__ logits, int vocab, const Pen
   if (i >= n) return;
   const PenaltyEntry e = entries[i];
   float& l = logits[static_cast<long long>(e.row) * vocab + e.token];
-  l = __fsub_rn(l, __fmul_rn(e.frequency, e.count));
-  l = __fsub_rn(l, e.presence);
+  if (e.repetition != 1.0f) l = l > 0.0f ? __fmul_rn(l, __fdiv_rn(1.0f, e.repetition)) : __fmul_rn(l, e.repetition);
+  if (e.count > 0.0f) {
+    l = __fsub_rn(l, __fmul_rn(e.frequency, e.count));
+    l = __fsub_rn(l, e.presence);
+  }
 }
 
 }  // namespace

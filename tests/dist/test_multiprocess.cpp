@@ -194,7 +194,8 @@ TEST_F(MultiProcess, RankKeysOfTheLayoutPlaceDevices) {
 
 // Attention devices on ranks other than 0: rank 0 allocates their KV pages and sends the block
 // tables ahead of the rows, the devices send their sampled tokens back; the same tokens under
-// every policy and across a live switch.
+// every policy and across a live switch, and when drawn under min-p and every penalty (the
+// remote devices count their own samples and get the prompt with the table).
 TEST_F(MultiProcess, AttentionDevicesOnOtherRanksMatchOneProcess) {
   const std::string layout = (root_ / "remote-attention.toml").string();
   for (const char* policy : {"async", "pingpong", "sync"}) {
@@ -203,6 +204,10 @@ TEST_F(MultiProcess, AttentionDevicesOnOtherRanksMatchOneProcess) {
   }
   expect_same_tokens(layout, "--policy pingpong --switch-policy async --switch-after 20", 3);
   expect_same_tokens(layout, "--policy async --switch-policy sync --switch-after 25", 3);
+  expect_same_tokens(layout,
+                     "--policy async --temperature 0.8 --seed 3 --min-p 0.05 --presence-penalty 0.5 "
+                     "--frequency-penalty -0.5 --repetition-penalty 1.3",
+                     3);
 }
 
 // Prefix caching with the attention ranks in other processes: rank 0's block managers share the

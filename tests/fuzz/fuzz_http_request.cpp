@@ -42,6 +42,7 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
   if (!(r.min_p >= 0 && r.min_p <= 1)) fuzz_fail(kTarget, "min_p out of [0, 1]");
   if (!(r.presence_penalty >= -2 && r.presence_penalty <= 2)) fuzz_fail(kTarget, "presence_penalty out of [-2, 2]");
   if (!(r.frequency_penalty >= -2 && r.frequency_penalty <= 2)) fuzz_fail(kTarget, "frequency_penalty out of [-2, 2]");
+  if (!(r.repetition_penalty > 0 && std::isfinite(r.repetition_penalty))) fuzz_fail(kTarget, "repetition_penalty not > 0");
   if (r.top_k < 0 || r.top_k > limits.vocab_size) fuzz_fail(kTarget, "top_k out of range");
   if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
 }

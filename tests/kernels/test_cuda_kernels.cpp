@@ -860,8 +860,8 @@ TEST(CudaKernels, SamplingMatchesCpuSampler) {
   EXPECT_LE(differ, 2) << "drawn rows that differ from the CPU sampler";
 }
 
-// Penalised logits are the cpu's bit for bit: the GPU rounds the product and both differences
-// one by one, as apply_penalties does.
+// Penalised logits are the cpu's bit for bit: the GPU rounds every product, quotient and
+// difference on its own, as apply_penalties does (rows with and without a repetition penalty).
 TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
   SKIP_WITHOUT_GPU();
   const std::int32_t vocab = 3001;
@@ -874,11 +874,14 @@ TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
     // Row r: 40·r sampled tokens (row 0 none) drawn from a small range, so most repeat.
     std::vector<std::int32_t> outputs;
     for (int i = 0; i < 40 * r; ++i) outputs.push_back(static_cast<std::int32_t>(rng.engine()() % 97) * 31);
-    const float presence = 0.3f * static_cast<float>(r) - 0.5f, frequency = 0.7f - 0.2f * static_cast<float>(r);
-    kernels::apply_penalties(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, outputs, presence, frequency);
-    std::map<std::int32_t, int> counts;
-    for (const std::int32_t t : outputs) ++counts[t];
-    for (const auto& [t, c] : counts) entries.push_back({r, t, static_cast<float>(c), presence, frequency});
+    std::vector<std::int32_t> prompt;
+    for (int i = 0; i < 10 * r; ++i) prompt.push_back(static_cast<std::int32_t>(rng.engine()() % 300) * 10);
+    const kernels::Penalties p{0.3f * static_cast<float>(r) - 0.5f, 0.7f - 0.2f * static_cast<float>(r),
+                               r % 2 == 0 ? 1.0f : 1.1f + 0.2f * static_cast<float>(r)};
+    const auto terms = kernels::penalty_terms(prompt, outputs, p);
+    kernels::apply_penalties(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, terms, p);
+    for (const kernels::PenaltyTerm& t : terms)
+      entries.push_back({r, t.token, static_cast<float>(t.count), p.presence, p.frequency, p.repetition});
   }
   DeviceBuffer<float> d(logits);
   DeviceBuffer<kernels::PenaltyEntry> de(entries);

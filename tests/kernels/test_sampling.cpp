@@ -168,21 +168,59 @@ TEST(Sampler, MinPComesBeforeTopP) {
   EXPECT_LT(chi_square(counts, {4.0 / 7.0, 3.0 / 7.0, 0.0, 0.0}, n), 15.0);
 }
 
-TEST(Penalties, SubtractFrequencyTimesCountThenPresence) {
-  std::vector<float> logits(8, 1.0f);
+// penalize: apply_penalties over the terms of (prompt, outputs) under p.
+std::vector<float> penalized(std::vector<float> logits, const std::vector<std::int32_t>& prompt,
+                             const std::vector<std::int32_t>& outputs, const kernels::Penalties& p) {
+  kernels::apply_penalties(logits.data(), static_cast<std::int32_t>(logits.size()),
+                           kernels::penalty_terms(prompt, outputs, p), p);
+  return logits;
+}
+
+TEST(Penalties, TermsCountTheOutputsAndTakeThePromptUnderARepetitionPenalty) {
+  const std::vector<std::int32_t> prompt = {7, 2, 7}, outputs = {3, 5, 3, 7, 3};
+  auto terms = kernels::penalty_terms(prompt, outputs, {0.5f, 0.0f, 1.0f});
+  ASSERT_EQ(terms.size(), 3u);  // the outputs' tokens only, in token order
+  EXPECT_EQ(terms[0].token, 3);
+  EXPECT_EQ(terms[0].count, 3);
+  EXPECT_EQ(terms[1].token, 5);
+  EXPECT_EQ(terms[2].token, 7);
+  EXPECT_EQ(terms[2].count, 1);
+  terms = kernels::penalty_terms(prompt, outputs, {0.0f, 0.0f, 1.2f});
+  ASSERT_EQ(terms.size(), 4u);  // and the prompt's, with count 0 when only there
+  EXPECT_EQ(terms[0].token, 2);
+  EXPECT_EQ(terms[0].count, 0);
+  EXPECT_EQ(terms[3].token, 7);
+  EXPECT_EQ(terms[3].count, 1);
+  EXPECT_TRUE(kernels::penalty_terms(prompt, outputs, {}).empty());
+}
+
+TEST(Penalties, FrequencyTimesCountThenPresenceOnTheOutputsTokens) {
   const std::vector<std::int32_t> outputs = {3, 5, 3, 7, 3};
-  kernels::apply_penalties(logits.data(), 8, outputs, 0.5f, 0.25f);
-  EXPECT_EQ(logits, (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f - 0.75f - 0.5f, 1.0f, 1.0f - 0.25f - 0.5f, 1.0f,
-                                        1.0f - 0.25f - 0.5f}));
-  // Negative penalties favour repeats; zero penalties and no outputs change nothing.
-  std::vector<float> favoured(8, 0.0f);
-  kernels::apply_penalties(favoured.data(), 8, outputs, -1.0f, 0.0f);
-  EXPECT_EQ(favoured[3], 1.0f);
-  EXPECT_EQ(favoured[0], 0.0f);
-  std::vector<float> same(8, 2.0f);
-  kernels::apply_penalties(same.data(), 8, outputs, 0.0f, 0.0f);
-  kernels::apply_penalties(same.data(), 8, {}, 1.0f, 1.0f);
-  EXPECT_EQ(same, std::vector<float>(8, 2.0f));
+  EXPECT_EQ(penalized(std::vector<float>(8, 1.0f), {1}, outputs, {0.5f, 0.25f, 1.0f}),
+            (std::vector<float>{1.0f, 1.0f, 1.0f, 1.0f - 0.75f - 0.5f, 1.0f, 1.0f - 0.25f - 0.5f, 1.0f,
+                                1.0f - 0.25f - 0.5f}));
+  // Negative penalties favour repeats; no penalties and no outputs change nothing.
+  EXPECT_EQ(penalized(std::vector<float>(8, 0.0f), {}, outputs, {-1.0f, 0.0f, 1.0f})[3], 1.0f);
+  EXPECT_EQ(penalized(std::vector<float>(8, 2.0f), {1}, outputs, {}), std::vector<float>(8, 2.0f));
+  EXPECT_EQ(penalized(std::vector<float>(8, 2.0f), {}, {}, {1.0f, 1.0f, 1.0f}), std::vector<float>(8, 2.0f));
+}
+
+// vLLM's repetition penalty: a positive logit of a prompt or output token is multiplied by 1/r,
+// a negative one by r, before the frequency and presence terms (outputs only).
+TEST(Penalties, RepetitionScalesThePromptsAndOutputsTokensFirst) {
+  const std::vector<float> logits = {2.0f, -2.0f, 3.0f, -1.0f, 0.0f, 4.0f};
+  const std::vector<float> got = penalized(logits, {0, 1, 4}, {2, 3, 2}, {0.1f, 0.5f, 2.0f});
+  EXPECT_EQ(got[0], 2.0f * (1.0f / 2.0f));
+  EXPECT_EQ(got[1], -2.0f * 2.0f);
+  EXPECT_EQ(got[2], 3.0f * (1.0f / 2.0f) - 0.5f * 2.0f - 0.1f);
+  EXPECT_EQ(got[3], -1.0f * 2.0f - 0.5f - 0.1f);
+  EXPECT_EQ(got[4], 0.0f);  // zero is not positive: multiplied by r, still zero
+  EXPECT_EQ(got[5], 4.0f);  // in neither
+  // A token id outside the row is skipped, not written.
+  std::vector<float> row = {1.0f, 1.0f};
+  const kernels::PenaltyTerm outside[] = {{5, 1}, {-1, 1}};
+  kernels::apply_penalties(row.data(), 2, outside, {1.0f, 1.0f, 2.0f});
+  EXPECT_EQ(row, (std::vector<float>{1.0f, 1.0f}));
 }
 
 // The draw is documented: u = (rng() >> 11)·2⁻⁵³ from std::mt19937_64(seed), then the inverse

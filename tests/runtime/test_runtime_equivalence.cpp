@@ -176,7 +176,8 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
   }
 }
 
-// Drawn tokens with min-p and OpenAI's penalties: every request's tokens are the reference's
+// Drawn tokens with min-p, OpenAI's penalties and vLLM's repetition penalty (on the prompt's
+// tokens too): every request's tokens are the reference's
 // with the same seed and settings, under async and pingpong, on virtual time and the wall
 // clock; the penalties' counts live on the attention rank (KvBlockManager::sampled). Greedy
 // requests under the largest frequency penalty repeat tokens less than without it.
@@ -194,6 +195,7 @@ TEST_P(RuntimeEquivalence, MinPAndPenaltiesMatchTheReference) {
       s.top_p = i % 5 == 0 ? 0.9f : 1.0f;
       s.presence_penalty = 0.5f * static_cast<float>(i % 3) - 0.5f;
       s.frequency_penalty = i % 4 == 0 ? 1.5f : 0.0f;
+      s.repetition_penalty = i % 7 == 1 ? 1.3f : i % 7 == 4 ? 0.8f : 1.0f;
     }
     requests[i].sampling = s;
     requests[i].max_new_tokens = 12 + static_cast<std::int32_t>(i % 5);
@@ -205,11 +207,10 @@ TEST_P(RuntimeEquivalence, MinPAndPenaltiesMatchTheReference) {
     o.max_new_tokens = r.max_new_tokens;
     o.sampling = {s.temperature, s.top_p, s.top_k, s.min_p};
     o.seed = s.seed;
-    o.presence_penalty = s.presence_penalty;
-    o.frequency_penalty = s.frequency_penalty;
+    o.penalties = s.penalties();
     ReferenceSession session(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
     expected.push_back(*generate(session, r.prompt, o));
-    o.presence_penalty = o.frequency_penalty = 0.0f;
+    o.penalties = {};
     ReferenceSession plain(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
     unpenalized.push_back(*generate(plain, r.prompt, o));
   }

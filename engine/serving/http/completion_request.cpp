@@ -231,6 +231,7 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   c.number("min_p", out.min_p, 0, 1);
   c.number("presence_penalty", out.presence_penalty, -2, 2);
   c.number("frequency_penalty", out.frequency_penalty, -2, 2);
+  c.number("repetition_penalty", out.repetition_penalty, 0, std::numeric_limits<float>::max(), /*lo_open=*/true);
   if (top_k) out.top_k = *top_k < 0 ? 0 : static_cast<std::int32_t>(*top_k);
   c.integer("seed", seed, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max());
   if (seed) out.seed = static_cast<std::uint64_t>(*seed);

@@ -43,6 +43,7 @@ struct CompletionRequest {
   float min_p = 0.0f;              // vLLM's extension; 0: off
   float presence_penalty = 0.0f;   // OpenAI's, in [-2, 2]
   float frequency_penalty = 0.0f;  // OpenAI's, in [-2, 2]
+  float repetition_penalty = 1.0f; // vLLM's extension, > 0; 1: off
   std::int32_t top_k = 0;    // vLLM's extension; 0 or -1: off
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;               // stop strings (need the tokenizer)

@@ -106,8 +106,7 @@ TEST_F(ApiServerTest, MinPAndPenaltiesSampleAsTheReferencePath) {
     g.max_new_tokens = 12;
     g.sampling = {0.9f, 1.0f, 0, 0.05f};
     g.seed = 7;
-    g.presence_penalty = presence;
-    g.frequency_penalty = frequency;
+    g.penalties = {presence, frequency, 1.0f};
     return *generate(session, prompt, g);
   };
   auto answer_with = [&](double presence, double frequency) {
@@ -121,6 +120,16 @@ TEST_F(ApiServerTest, MinPAndPenaltiesSampleAsTheReferencePath) {
   EXPECT_EQ(got, reference_with(0.5f, -2.0f));
   EXPECT_NE(got, reference_with(-2.0f, 0.5f)) << "presence and frequency swapped give the same tokens: the test cannot tell";
   EXPECT_EQ(answer_with(1.5, 0.0), reference_with(1.5f, 0.0f));
+  // vLLM's repetition penalty, on the prompt's tokens too.
+  ReferenceSession session(weights_, static_cast<std::int32_t>(prompt.size()) + 12);
+  GenerateOptions g;
+  g.max_new_tokens = 12;
+  g.penalties.repetition = 3.0f;
+  const json rep = post(c, "/v1/completions",
+                        {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"repetition_penalty", 3.0},
+                         {"ignore_eos", true}},
+                        200);
+  EXPECT_EQ(rep["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), *generate(session, prompt, g));
 }
 
 TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {

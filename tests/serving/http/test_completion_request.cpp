@@ -43,7 +43,9 @@ TEST(CompletionRequest, DefaultsAndValues) {
   EXPECT_EQ(r.min_p, 0.05f);
   EXPECT_EQ(r.presence_penalty, -0.5f);
   EXPECT_EQ(r.frequency_penalty, 1.25f);
+  EXPECT_EQ(parsed(R"({"prompt":[1],"repetition_penalty":1.3})").repetition_penalty, 1.3f);
   r = parsed(R"({"prompt":[1]})");
+  EXPECT_EQ(r.repetition_penalty, 1.0f);
   EXPECT_EQ(r.min_p, 0.0f);
   EXPECT_EQ(r.presence_penalty, 0.0f);
   EXPECT_EQ(r.frequency_penalty, 0.0f);
@@ -93,6 +95,7 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"presence_penalty":-3})", "presence_penalty", "[-2, 2]"},
       {R"({"prompt":[1],"presence_penalty":"x"})", "presence_penalty", "a number"},
       {R"({"prompt":[1],"min_p":1.5})", "min_p", "[0, 1]"},
+      {R"({"prompt":[1],"repetition_penalty":0})", "repetition_penalty", "must lie in (0, "},
       {R"({"prompt":[1],"logit_bias":{"1":5}})", "logit_bias", "not supported"},
   };
   for (const auto& c : cases) {
