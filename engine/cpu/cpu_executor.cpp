@@ -255,9 +255,11 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
     const std::int32_t position = batch.at(last_rows[i]).position;
     kernels::Sampler sampler({s.temperature, s.top_p, s.top_k, s.min_p}, kernels::position_seed(s.seed, position));
     const float* logits = logits_.data() + i * static_cast<std::size_t>(c.vocab_size);
-    if (s.penalized()) {
-      // Penalties change what is drawn, not the log-probabilities (of the raw logits, as vLLM's).
+    if (s.penalized() || !sequences[i].logit_bias.empty()) {
+      // The bias and penalties change what is drawn, not the log-probabilities (of the raw
+      // logits, as vLLM's).
       penalized_.assign(logits, logits + c.vocab_size);
+      kernels::apply_logit_bias(penalized_.data(), c.vocab_size, sequences[i].logit_bias);
       kernels::apply_penalties(penalized_.data(), c.vocab_size,
                                kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()),
                                s.penalties());

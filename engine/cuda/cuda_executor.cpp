@@ -13,6 +13,7 @@
 #include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/kernel_preload.h"
 #include "kernels/cuda/cublas_library.h"
+#include "kernels/cuda/penalty_entries.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -717,12 +718,10 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
     params[i] = {s.temperature, s.top_p, s.top_k,
                  kernels::sampling_uniform(kernels::position_seed(s.seed, position)), s.min_p};
     any_logprobs = any_logprobs || s.logprobs >= 0;
-    if (s.penalized()) {
-      for (const kernels::PenaltyTerm& t : kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()))
-        if (t.token >= 0 && t.token < V)  // as apply_penalties skips them
-          penalties.push_back({static_cast<std::int32_t>(i), t.token, static_cast<float>(t.count), s.presence_penalty,
-                               s.frequency_penalty, s.repetition_penalty});
-    }
+    if (s.penalized() || !sequences[i].logit_bias.empty())
+      kernels::append_penalty_entries(penalties, static_cast<std::int32_t>(i), V,
+                                      kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()),
+                                      sequences[i].logit_bias, s.penalties());
   }
   std::int32_t* d_rows = rows_.get<std::int32_t>(m);
   must(cudaMemcpyAsync(d_rows, last_rows.data(), last_rows.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,

@@ -67,6 +67,11 @@ std::string encode(const SequenceOpen& m) {
   w.put_array(m.pages);
   put_sampling(w, m.sampling);
   w.put_array(m.prompt);
+  w.put<std::uint64_t>(m.logit_bias.size());
+  for (const kernels::TokenBias& b : m.logit_bias) {
+    w.put<std::int32_t>(b.token);
+    w.put<float>(b.bias);
+  }
   return std::move(w.bytes());
 }
 
@@ -111,6 +116,17 @@ Status decode(ByteReader& r, SequenceOpen& m) {
   SY_RETURN_IF_ERROR(r.get_array(m.prompt));
   for (std::int32_t t : m.prompt)
     if (t < 0) return Status::Error("prompt token " + std::to_string(t));
+  std::uint64_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(n));
+  // Each entry is 8 bytes: a count beyond what is left is not a message rank 0 sent.
+  if (n > r.left() / 8) return Status::Error("logit bias of " + std::to_string(n) + " entries");
+  m.logit_bias.resize(static_cast<std::size_t>(n));
+  for (kernels::TokenBias& b : m.logit_bias) {
+    SY_RETURN_IF_ERROR(r.get(b.token));
+    SY_RETURN_IF_ERROR(r.get(b.bias));
+    if (b.token < 0 || !(b.bias >= -100.0f && b.bias <= 100.0f))
+      return Status::Error("logit bias " + std::to_string(b.token) + ": " + std::to_string(b.bias));
+  }
   return Status::Ok();
 }
 

@@ -21,6 +21,7 @@ struct SequenceOpen {
   std::vector<std::int32_t> pages;  // its block table
   SamplingSpec sampling;
   std::vector<std::int32_t> prompt;  // under a repetition penalty only (SequenceContext::prompt)
+  std::vector<kernels::TokenBias> logit_bias;
   bool operator==(const SequenceOpen&) const = default;
 };
 

@@ -36,9 +36,9 @@ bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> 
 }
 
 bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-                           std::span<const std::int32_t> prompt) {
+                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}};
+  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
   const std::vector<std::int32_t> hits = prefix_hits(prompt);
   if (!hits.empty()) {
     if (!fits_with(positions, hits)) return false;
@@ -67,9 +67,9 @@ void KvBlockManager::cache_written(std::int64_t request, std::span<const std::in
 }
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
-                           std::span<const std::int32_t> prompt) {
+                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}};
+  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
   s.kv.adopt(std::move(pages));
   if (sampling.repetition_penalty != 1.0f) s.prompt.assign(prompt.begin(), prompt.end());
   sequences_.emplace(request, std::move(s));
@@ -93,7 +93,7 @@ SequenceContext KvBlockManager::context(std::int64_t request) const {
   const auto it = sequences_.find(request);
   assert(it != sequences_.end() && "execution of a request that is not admitted");
   const Sequence& s = it->second;
-  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt};
+  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt, s.logit_bias};
 }
 
 }  // namespace sy

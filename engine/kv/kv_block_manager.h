@@ -41,7 +41,7 @@ class KvBlockManager {
   // pages (cached_pages); false, with nothing taken, when too few are free. The prompt is kept
   // for a repetition penalty (SequenceContext::prompt).
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-             std::span<const std::int32_t> prompt = {});
+             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
   std::int32_t cached_positions(std::int64_t request) const;
   // The request's KV for these leading tokens (its prompt, then the outputs fed back) is written
@@ -55,7 +55,7 @@ class KvBlockManager {
   // handed out (engine/dist sends it ahead of the request's first rows), so that the workers
   // here read it as they read a local one. Mirrored pages are never this allocator's.
   void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
-             std::span<const std::int32_t> prompt = {});
+             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request sampled `token` (its worker reports each): kept for its penalties when its
@@ -79,6 +79,7 @@ class KvBlockManager {
     std::int32_t cached_positions = 0;
     std::vector<std::int32_t> outputs;  // sampled tokens, when sampling.penalized()
     std::vector<std::int32_t> prompt;   // under a repetition penalty
+    std::vector<kernels::TokenBias> logit_bias;
   };
   KvBlockAllocator allocator_;
   std::unique_ptr<PrefixCache> prefix_;  // after allocator_: it registers with it

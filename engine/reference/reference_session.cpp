@@ -57,6 +57,7 @@ StatusOr<std::vector<std::int32_t>> generate(ReferenceSession& session,
   while (true) {
     // The logits came from the last position written: the draw depends on (seed, position) only.
     kernels::Sampler sampler(options.sampling, kernels::position_seed(options.seed, session.length() - 1));
+    kernels::apply_logit_bias(logits->data(), vocab, options.logit_bias);
     if (options.penalties.any())
       kernels::apply_penalties(logits->data(), vocab, kernels::penalty_terms(prompt, out, options.penalties),
                                options.penalties);

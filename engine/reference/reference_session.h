@@ -50,6 +50,7 @@ struct GenerateOptions {
   std::int32_t max_new_tokens = 16;
   kernels::SamplingParams sampling;  // temperature 0: greedy
   kernels::Penalties penalties;      // over the prompt and the tokens generated so far
+  std::vector<kernels::TokenBias> logit_bias;  // added before the penalties
   std::uint64_t seed = 0;
   std::optional<std::int32_t> eos_token_id;  // stop after emitting it
 };

@@ -47,9 +47,9 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
 }
 
 bool Cluster::admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-                    std::span<const std::int32_t> prompt) {
+                    std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   KvBlockManager& manager = kv(rank);
-  if (!manager.admit(request, positions, sampling, prompt)) return false;
+  if (!manager.admit(request, positions, sampling, prompt, logit_bias)) return false;
   if (remote_rank(rank)) {
     assert(peers_ && "an attention rank in another process without peers");
     peers_->open_sequence(topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]), rank,

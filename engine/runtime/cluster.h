@@ -48,9 +48,10 @@ class Cluster {
   // Admits a request to an attention rank's KV block manager (false, nothing taken, when its
   // pages are not free) and releases it; when the rank's device runs in another process, that
   // process's mirror of the manager follows through the peers.
-  // `prompt`: for a rank's prefix cache, when enabled (KvBlockManager::admit).
+  // `prompt`: for a rank's prefix cache, when enabled, and a repetition penalty; `logit_bias`:
+  // the request's (KvBlockManager::admit).
   bool admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-             std::span<const std::int32_t> prompt = {});
+             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
   void release(std::int32_t rank, std::int64_t request);
   // Whether an attention rank's device runs in another process than this one.
   bool remote_rank(std::int32_t rank) const {

@@ -40,6 +40,7 @@ struct SequenceContext {
   // token is appended after the execution that drew it completed).
   std::span<const std::int32_t> outputs;
   std::span<const std::int32_t> prompt;
+  std::span<const kernels::TokenBias> logit_bias;  // OpenAI's, added before the penalties
 };
 
 }  // namespace sy

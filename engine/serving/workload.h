@@ -58,6 +58,7 @@ struct RequestSpec {
   std::int32_t max_new_tokens = 0;
   // A client's own sampling (HTTP requests); unset: the coordinator's options decide.
   std::optional<SamplingSpec> sampling;
+  std::vector<kernels::TokenBias> logit_bias;  // OpenAI's logit_bias, by token
   // The request also finishes after emitting any of these (besides the coordinator's eos).
   std::vector<std::int32_t> stop_token_ids;
   bool ignore_eos = false;  // do not finish at the coordinator's eos_token_id

@@ -60,6 +60,11 @@ std::vector<PenaltyTerm> penalty_terms(std::span<const std::int32_t> prompt, std
   return terms;
 }
 
+void apply_logit_bias(float* logits, std::int32_t vocab, std::span<const TokenBias> biases) {
+  for (const TokenBias& b : biases)
+    if (b.token >= 0 && b.token < vocab) logits[b.token] += b.bias;
+}
+
 void apply_penalties(float* logits, std::int32_t vocab, std::span<const PenaltyTerm> terms, const Penalties& p) {
   for (const PenaltyTerm& term : terms) {
     if (term.token < 0 || term.token >= vocab) continue;

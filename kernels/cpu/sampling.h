@@ -28,6 +28,16 @@ struct Penalties {
   bool any() const { return presence != 0.0f || frequency != 0.0f || repetition != 1.0f; }
 };
 
+// OpenAI's logit_bias: `bias` added to the token's logit before the penalties (vLLM's order).
+struct TokenBias {
+  std::int32_t token = 0;
+  float bias = 0.0f;
+  bool operator==(const TokenBias&) const = default;
+};
+
+// logits[t] += bias for each entry (a token outside [0, vocab) skipped, as apply_penalties does).
+void apply_logit_bias(float* logits, std::int32_t vocab, std::span<const TokenBias> biases);
+
 // One distinct token that a request's penalties touch: sampled `count` times so far (0: it is
 // only in the prompt, which only the repetition penalty looks at).
 struct PenaltyTerm {

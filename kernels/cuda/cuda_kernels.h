@@ -251,8 +251,9 @@ struct DeviceSamplingParams {
 Status sample_cuda(const float* logits, std::int64_t rows, std::int32_t vocab, const DeviceSamplingParams* params,
                    std::int32_t* out, cudaStream_t stream);
 
-// apply_penalties (kernels/cpu/sampling.h) on rows of `vocab` logits, in place, with the cpu's
-// roundings: entry i is one PenaltyTerm of row `row` with that row's penalties. One entry per
+// apply_logit_bias then apply_penalties (kernels/cpu/sampling.h) on rows of `vocab` logits, in
+// place, with the cpu's roundings: entry i is one token of row `row`, its bias and its
+// PenaltyTerm with that row's penalties (a token with a bias only: count 0, repetition 1). One entry per
 // distinct (row, token), so no two touch one logit. `entries` is a device array.
 struct PenaltyEntry {
   std::int32_t row = 0;
@@ -261,6 +262,7 @@ struct PenaltyEntry {
   float presence = 0.0f;
   float frequency = 0.0f;
   float repetition = 1.0f;
+  float bias = 0.0f;  // apply_logit_bias's, added first
 };
 Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entries, std::int64_t n,
                      cudaStream_t stream);

@@ -465,7 +465,8 @@ Status decode_body(const std::string& bytes, M& out) {
 }
 
 TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
-  const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3, 0.05f, -0.5f, 1.25f, 1.1f}, {9, 8, 9}};
+  const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3, 0.05f, -0.5f, 1.25f, 1.1f}, {9, 8, 9},
+                          {{4, -100.0f}, {11, 2.5f}}};
   SequenceOpen open_back;
   const std::string open_bytes = encode(open);
   EXPECT_EQ(static_cast<MessageType>(open_bytes[0]), MessageType::SequenceOpen);
@@ -489,23 +490,25 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
 
 TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   SequenceOpen open;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}}), open).ok());  // a negative page
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}, {}}), open).ok());  // a negative page
   SamplingSpec nan_temperature;
   nan_temperature.temperature = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}, {}}), open).ok());
   SamplingSpec many;
   many.logprobs = kernels::kMaxTopLogprobs + 1;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}, {}}), open).ok());
   SamplingSpec beyond;
   beyond.frequency_penalty = 2.5f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
   beyond = {};
   beyond.min_p = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
   beyond = {};
   beyond.repetition_penalty = 0.0f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}}), open).ok());
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}}), open).ok());  // a negative prompt token
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}}), open).ok());  // a negative prompt token
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}}), open).ok());  // beyond ±100
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}}), open).ok());
 
   kernels::TokenLogprobs lp{1, -0.5f, {}};
   lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});
@@ -515,7 +518,7 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   EXPECT_NE(too_many.message().find("at most 20"), std::string::npos) << too_many.message();
 
   // Every proper prefix of a message is truncated.
-  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}});
+  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}});
   for (std::size_t n = 1; n < bytes.size(); ++n) {
     SequenceOpen cut;
     EXPECT_FALSE(decode_body(bytes.substr(0, n), cut).ok()) << n;

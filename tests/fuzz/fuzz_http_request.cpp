@@ -44,6 +44,12 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
   if (!(r.frequency_penalty >= -2 && r.frequency_penalty <= 2)) fuzz_fail(kTarget, "frequency_penalty out of [-2, 2]");
   if (!(r.repetition_penalty > 0 && std::isfinite(r.repetition_penalty))) fuzz_fail(kTarget, "repetition_penalty not > 0");
   if (r.top_k < 0 || r.top_k > limits.vocab_size) fuzz_fail(kTarget, "top_k out of range");
+  for (std::size_t i = 0; i < r.logit_bias.size(); ++i) {
+    const sy::kernels::TokenBias& b = r.logit_bias[i];
+    if (b.token < 0 || b.token >= limits.vocab_size) fuzz_fail(kTarget, "accepted a logit bias outside the vocabulary");
+    if (!(b.bias >= -100 && b.bias <= 100)) fuzz_fail(kTarget, "logit bias out of [-100, 100]");
+    if (i > 0 && r.logit_bias[i - 1].token >= b.token) fuzz_fail(kTarget, "logit bias not sorted by distinct token");
+  }
   if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
 }
 

@@ -21,6 +21,7 @@
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cuda/penalty_entries.h"
 #include "kernels/cpu/rmsnorm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/router.h"
@@ -860,8 +861,35 @@ TEST(CudaKernels, SamplingMatchesCpuSampler) {
   EXPECT_LE(differ, 2) << "drawn rows that differ from the CPU sampler";
 }
 
-// Penalised logits are the cpu's bit for bit: the GPU rounds every product, quotient and
-// difference on its own, as apply_penalties does (rows with and without a repetition penalty).
+// The host side needs no GPU: a bias joins its token's terms, or adds an entry of its own that
+// only adds it; tokens outside the row are left out; earlier rows' entries stay as they were.
+TEST(PenaltyEntries, MergeBiasesIntoTheTermsOfTheirTokens) {
+  std::vector<kernels::PenaltyEntry> out = {{0, 5, 1.0f, 0.1f, 0.2f, 1.0f, 0.0f}};
+  const kernels::PenaltyTerm terms[] = {{2, 0}, {4, 3}};
+  const kernels::TokenBias biases[] = {{4, -1.5f}, {9, 2.0f}, {1000, 1.0f}, {-1, 1.0f}};
+  kernels::append_penalty_entries(out, 1, 100, terms, biases, {0.5f, 0.25f, 1.5f});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[0].token, 5);
+  EXPECT_EQ(out[0].row, 0);
+  EXPECT_EQ(out[1].token, 2);
+  EXPECT_EQ(out[1].count, 0.0f);
+  EXPECT_EQ(out[1].repetition, 1.5f);
+  EXPECT_EQ(out[1].bias, 0.0f);
+  EXPECT_EQ(out[2].token, 4);
+  EXPECT_EQ(out[2].count, 3.0f);
+  EXPECT_EQ(out[2].bias, -1.5f);
+  EXPECT_EQ(out[2].presence, 0.5f);
+  EXPECT_EQ(out[2].frequency, 0.25f);
+  EXPECT_EQ(out[3].token, 9);
+  EXPECT_EQ(out[3].row, 1);
+  EXPECT_EQ(out[3].count, 0.0f);
+  EXPECT_EQ(out[3].repetition, 1.0f);
+  EXPECT_EQ(out[3].bias, 2.0f);
+}
+
+// Biased and penalised logits are the cpu's bit for bit: the GPU rounds every sum, product,
+// quotient and difference on its own, as apply_logit_bias and apply_penalties do (rows with and
+// without a repetition penalty).
 TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
   SKIP_WITHOUT_GPU();
   const std::int32_t vocab = 3001;
@@ -878,10 +906,13 @@ TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
     for (int i = 0; i < 10 * r; ++i) prompt.push_back(static_cast<std::int32_t>(rng.engine()() % 300) * 10);
     const kernels::Penalties p{0.3f * static_cast<float>(r) - 0.5f, 0.7f - 0.2f * static_cast<float>(r),
                                r % 2 == 0 ? 1.0f : 1.1f + 0.2f * static_cast<float>(r)};
+    // A bias on a sampled token, on a token of neither list and on one outside the vocabulary.
+    const std::vector<kernels::TokenBias> biases = {{31, 1.5f * static_cast<float>(r)}, {1, -3.0f}, {vocab + 2, 9.0f}};
     const auto terms = kernels::penalty_terms(prompt, outputs, p);
-    kernels::apply_penalties(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, terms, p);
-    for (const kernels::PenaltyTerm& t : terms)
-      entries.push_back({r, t.token, static_cast<float>(t.count), p.presence, p.frequency, p.repetition});
+    float* row = expected.data() + static_cast<std::size_t>(r) * vocab;
+    kernels::apply_logit_bias(row, vocab, biases);
+    kernels::apply_penalties(row, vocab, terms, p);
+    kernels::append_penalty_entries(entries, r, vocab, terms, biases, p);
   }
   DeviceBuffer<float> d(logits);
   DeviceBuffer<kernels::PenaltyEntry> de(entries);

@@ -176,8 +176,8 @@ TEST_P(RuntimeEquivalence, EveryPolicyOnBothPlacementsMatchesTheReference) {
   }
 }
 
-// Drawn tokens with min-p, OpenAI's penalties and vLLM's repetition penalty (on the prompt's
-// tokens too): every request's tokens are the reference's
+// Drawn tokens with min-p, OpenAI's penalties and logit bias and vLLM's repetition penalty (on
+// the prompt's tokens too): every request's tokens are the reference's
 // with the same seed and settings, under async and pingpong, on virtual time and the wall
 // clock; the penalties' counts live on the attention rank (KvBlockManager::sampled). Greedy
 // requests under the largest frequency penalty repeat tokens less than without it.
@@ -199,6 +199,9 @@ TEST_P(RuntimeEquivalence, MinPAndPenaltiesMatchTheReference) {
     }
     requests[i].sampling = s;
     requests[i].max_new_tokens = 12 + static_cast<std::int32_t>(i % 5);
+    if (i % 6 == 2)
+      requests[i].logit_bias = {{static_cast<std::int32_t>(i * 7) % c.vocab_size, 3.0f},
+                                {static_cast<std::int32_t>(i * 11) % c.vocab_size, -2.0f}};
   }
   std::vector<std::vector<std::int32_t>> expected, unpenalized;
   for (const RequestSpec& r : requests) {
@@ -208,9 +211,11 @@ TEST_P(RuntimeEquivalence, MinPAndPenaltiesMatchTheReference) {
     o.sampling = {s.temperature, s.top_p, s.top_k, s.min_p};
     o.seed = s.seed;
     o.penalties = s.penalties();
+    o.logit_bias = r.logit_bias;
     ReferenceSession session(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
     expected.push_back(*generate(session, r.prompt, o));
     o.penalties = {};
+    o.logit_bias.clear();
     ReferenceSession plain(weights_, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens);
     unpenalized.push_back(*generate(plain, r.prompt, o));
   }

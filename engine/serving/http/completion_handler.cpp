@@ -136,6 +136,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
     spec.sampling = SamplingSpec{r.temperature,      r.top_p,           r.top_k, seed + static_cast<std::uint64_t>(i),
                                  r.logprobs,         r.min_p,           r.presence_penalty,
                                  r.frequency_penalty, r.repetition_penalty};
+    spec.logit_bias = r.logit_bias;
     spec.stop_token_ids = r.stop_token_ids;
     if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
     a->choices.emplace_back(text_.tokenizer(), r);

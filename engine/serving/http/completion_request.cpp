@@ -1,5 +1,6 @@
 #include "engine/serving/http/completion_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -103,6 +104,31 @@ class Checker {
   }
   const json& body_;
 };
+
+// OpenAI's logit_bias: {"token id": bias in [-100, 100]}, kept sorted by token.
+bool parse_logit_bias(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  const json* v = c.get("logit_bias");
+  if (!v) return true;
+  if (!v->is_object()) return c.wrong_type("logit_bias", *v, "an object {\"token id\": bias}");
+  for (const auto& [key, bias] : v->items()) {
+    std::int64_t id = -1;
+    const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) id = std::stoll(key);
+    if (!digits || id >= limits.vocab_size)
+      return c.fail("logit_bias", "'logit_bias' key '" + key + "' is not a token id of this model (0 to " +
+                                      std::to_string(limits.vocab_size - 1) + ")");
+    if (!bias.is_number() || !(bias.get<double>() >= -100.0 && bias.get<double>() <= 100.0))
+      return c.fail("logit_bias", "'logit_bias' of token " + key + " must be a number in [-100, 100], got " + bias.dump());
+    out.logit_bias.push_back({static_cast<std::int32_t>(id), bias.get<float>()});
+  }
+  std::sort(out.logit_bias.begin(), out.logit_bias.end(),
+            [](const kernels::TokenBias& a, const kernels::TokenBias& b) { return a.token < b.token; });
+  // "01" and "1" name one token: the later of the two would be dropped silently.
+  for (std::size_t i = 1; i < out.logit_bias.size(); ++i)
+    if (out.logit_bias[i].token == out.logit_bias[i - 1].token)
+      return c.fail("logit_bias", "'logit_bias' names token " + std::to_string(out.logit_bias[i].token) + " twice");
+  return true;
+}
 
 bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
   const json* p = c.get("prompt");
@@ -270,7 +296,7 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
             "'best_of' must equal n (" + std::to_string(out.n) + "): returning the best of more candidates is not supported");
   c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },
             "'suffix' is not supported");
-  c.neutral("logit_bias", is_empty, "'logit_bias' is not supported");
+  parse_logit_bias(c, limits, out);
   c.neutral("tools", is_empty, "tool calling is not supported");
   if (c.error) return *c.error;
 

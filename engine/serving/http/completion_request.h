@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/serving/http/api_error.h"
+#include "kernels/cpu/sampling.h"
 
 namespace sy::http {
 
@@ -44,6 +45,7 @@ struct CompletionRequest {
   float presence_penalty = 0.0f;   // OpenAI's, in [-2, 2]
   float frequency_penalty = 0.0f;  // OpenAI's, in [-2, 2]
   float repetition_penalty = 1.0f; // vLLM's extension, > 0; 1: off
+  std::vector<kernels::TokenBias> logit_bias;  // OpenAI's, sorted by token
   std::int32_t top_k = 0;    // vLLM's extension; 0 or -1: off
   std::optional<std::uint64_t> seed;
   std::vector<std::string> stop;               // stop strings (need the tokenizer)

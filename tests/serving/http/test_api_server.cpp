@@ -130,6 +130,26 @@ TEST_F(ApiServerTest, MinPAndPenaltiesSampleAsTheReferencePath) {
                          {"ignore_eos", true}},
                         200);
   EXPECT_EQ(rep["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), *generate(session, prompt, g));
+  // OpenAI's logit_bias: -100 bans the greedy answer's first token, +100 on another makes it
+  // every greedy token; a bias and a penalty on one token, as the reference adds them.
+  const std::vector<std::int32_t> greedy = reference(prompt, 12);
+  const std::int32_t favoured = greedy[0] == 7 ? 8 : 7;
+  auto biased = [&](const json& bias, double presence) {
+    const json r = post(c, "/v1/completions",
+                        {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}, {"logit_bias", bias},
+                         {"presence_penalty", presence}, {"ignore_eos", true}},
+                        200);
+    return r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>();
+  };
+  const std::vector<std::int32_t> banned = biased({{std::to_string(greedy[0]), -100}}, 0.0);
+  EXPECT_NE(banned[0], greedy[0]);
+  EXPECT_EQ(biased({{std::to_string(favoured), 100}}, 0.0), std::vector<std::int32_t>(6, favoured));
+  ReferenceSession both(weights_, static_cast<std::int32_t>(prompt.size()) + 6);
+  GenerateOptions b;
+  b.max_new_tokens = 6;
+  b.logit_bias = {{favoured, 3.0f}, {greedy[0], -2.0f}};
+  b.penalties.presence = 2.0f;
+  EXPECT_EQ(biased({{std::to_string(favoured), 3.0}, {std::to_string(greedy[0]), -2.0}}, 2.0), *generate(both, prompt, b));
 }
 
 TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {

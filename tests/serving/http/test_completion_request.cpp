@@ -44,6 +44,9 @@ TEST(CompletionRequest, DefaultsAndValues) {
   EXPECT_EQ(r.presence_penalty, -0.5f);
   EXPECT_EQ(r.frequency_penalty, 1.25f);
   EXPECT_EQ(parsed(R"({"prompt":[1],"repetition_penalty":1.3})").repetition_penalty, 1.3f);
+  EXPECT_EQ(parsed(R"({"prompt":[1],"logit_bias":{"7":-100,"2":0.5}})").logit_bias,
+            (std::vector<kernels::TokenBias>{{2, 0.5f}, {7, -100.0f}}));
+  EXPECT_TRUE(parsed(R"({"prompt":[1],"logit_bias":{}})").logit_bias.empty());
   r = parsed(R"({"prompt":[1]})");
   EXPECT_EQ(r.repetition_penalty, 1.0f);
   EXPECT_EQ(r.min_p, 0.0f);
@@ -96,7 +99,13 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"presence_penalty":"x"})", "presence_penalty", "a number"},
       {R"({"prompt":[1],"min_p":1.5})", "min_p", "[0, 1]"},
       {R"({"prompt":[1],"repetition_penalty":0})", "repetition_penalty", "must lie in (0, "},
-      {R"({"prompt":[1],"logit_bias":{"1":5}})", "logit_bias", "not supported"},
+      {R"({"prompt":[1],"logit_bias":{"x":5}})", "logit_bias", "key 'x' is not a token id"},
+      {R"({"prompt":[1],"logit_bias":{"100":5}})", "logit_bias", "0 to 99"},
+      {R"({"prompt":[1],"logit_bias":{"-1":5}})", "logit_bias", "key '-1'"},
+      {R"({"prompt":[1],"logit_bias":{"3":101}})", "logit_bias", "[-100, 100]"},
+      {R"({"prompt":[1],"logit_bias":{"3":"up"}})", "logit_bias", "[-100, 100]"},
+      {R"({"prompt":[1],"logit_bias":{"3":1,"03":2}})", "logit_bias", "token 3 twice"},
+      {R"({"prompt":[1],"logit_bias":[1]})", "logit_bias", "an object"},
   };
   for (const auto& c : cases) {
     const ApiError e = error_of(c.body);
