@@ -272,7 +272,29 @@ void Worker::arrive(const GroupKey& key) {
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
-  pool_.absorb(outputs, [this](TokenPool::Completed& c) { take_completed(c); });
+  // The requests one batch of outputs completes all go to the batch's own queue (the layer
+  // after the expert block, on this rank, in the batch's group: where the attention dispatch
+  // held them for): without activations (sim) the queue's tail is found, and its count brought
+  // up to date, once per batch rather than once per request (a decode request is a row). Nothing
+  // reads the queues before the batch is absorbed. A request with activations waits for its
+  // merge.
+  TokenBatch* tail = nullptr;
+  std::size_t qi = 0;
+  std::int64_t rows = 0;
+  pool_.absorb(outputs, [&](TokenPool::Completed& c) {
+    if (!c.hidden.null()) return take_completed(c);
+    assert(c.layer == outputs.layer && c.group == outputs.group && "outputs complete requests of their own queue");
+    pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
+    if (!tail) {
+      qi = queue_index(c.layer);
+      tail = &queue_tail(qi, c.layer, c.group);
+      tail->columns = kAttentionColumns;
+    }
+    for (std::int32_t i = 0; i < c.rows; ++i)
+      tail->row.push_back({.request = c.request, .position = c.first_position + i, .rank = c.rank});
+    rows += c.rows;
+  });
+  if (tail) account(qi, rows);
 }
 
 void Worker::take_completed(TokenPool::Completed& c) {
