@@ -61,6 +61,7 @@ void Worker::reload_placement() {
   // Cleared, then sized: queued batches hold activations, which move but never copy.
   queues_.clear();
   queues_.resize(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_));
+  for (std::size_t qi = 0; qi < queues_.size(); ++qi) queues_[qi].block = qi / static_cast<std::size_t>(columns_);
   grid_.reset(topo_.num_blocks + 1, columns_);
   pooled_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
   inbound_expert_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
@@ -201,7 +202,7 @@ void Worker::account(std::size_t qi, std::int64_t rows) {
   Queue& q = queues_[qi];
   q.tokens += rows;
   queued_tokens_ += rows;
-  grid_.set(qi, q.tokens);
+  grid_.set(qi, q.block, q.tokens);
 }
 
 void Worker::enqueue(TokenBatch& batch) {
@@ -343,7 +344,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       b.clear();
     }
   }
-  grid_.set(qi, q.tokens);
+  grid_.set(qi, q.block, q.tokens);
 }
 
 bool Worker::take_async_job() {
