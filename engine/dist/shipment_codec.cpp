@@ -39,6 +39,7 @@ struct Columns {
   std::vector<std::int64_t> request;
   std::vector<std::int32_t> position, rank, token, slot;
   std::vector<float> weight;
+  std::vector<std::int32_t> entry;
 };
 // Stores a checked column (empty, or one value per row) into the rows' field.
 template <class T>
@@ -91,6 +92,7 @@ void encode_payload(ByteWriter& w, const Shipment& s, bool rows_over_link) {
     put_column(w, b, kColumnToken, &TokenRow::token);
     put_column(w, b, kColumnSlot, &TokenRow::slot);
     put_column(w, b, kColumnWeight, &TokenRow::weight);
+    put_column(w, b, kColumnEntry, &TokenRow::entry);
     const bool rows = !b.hidden.null() && b.hidden.rows() > 0;
     w.put<std::int64_t>(rows ? b.hidden.rows() : 0);
     w.put<std::int64_t>(rows ? b.hidden.width() : 0);
@@ -137,23 +139,30 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     SY_RETURN_IF_ERROR(r.get_array(c.token));
     SY_RETURN_IF_ERROR(r.get_array(c.slot));
     SY_RETURN_IF_ERROR(r.get_array(c.weight));
+    SY_RETURN_IF_ERROR(r.get_array(c.entry));
     const std::size_t rows = c.request.size();
     // Each kind of batch carries the columns its receiver reads (TokenBatch): expert rows a
-    // rank, a slot and a weight (the expert dispatch and the expert read them; no position, no
-    // token); expert outputs (rows bound for an attention or sampler layer with a top-k slot
-    // each) a slot only, for the token pool; other rows a position and a rank, and block 0's
-    // a token.
+    // rank, a slot, a weight and a token-pool entry (the expert dispatch and the expert read
+    // them; no position, no token); expert outputs (rows bound for an attention or sampler
+    // layer with a top-k slot each) a slot and the entry only, for the token pool; other rows
+    // a position and a rank, and block 0's a token.
     if (b.layer.kind == LayerKind::Expert) {
-      if (c.rank.size() != rows || c.slot.size() != rows || c.weight.size() != rows || !c.position.empty() ||
-          !c.token.empty())
-        return Status::Error("an expert batch's rows need a rank, a slot and a weight each, and no position or token");
+      if (c.rank.size() != rows || c.slot.size() != rows || c.weight.size() != rows || c.entry.size() != rows ||
+          !c.position.empty() || !c.token.empty())
+        return Status::Error(
+            "an expert batch's rows need a rank, a slot, a weight and an entry each, and no position or token");
     } else if (!c.slot.empty()) {
-      if (c.slot.size() != rows || !c.position.empty() || !c.rank.empty() || !c.token.empty() || !c.weight.empty())
-        return Status::Error("an expert output batch's rows need a request and a slot each, and nothing else");
+      if (c.slot.size() != rows || c.entry.size() != rows || !c.position.empty() || !c.rank.empty() ||
+          !c.token.empty() || !c.weight.empty())
+        return Status::Error("an expert output batch's rows need a request, a slot and an entry each, and nothing else");
     } else if (c.position.size() != rows || c.rank.size() != rows || (!c.weight.empty() && c.weight.size() != rows) ||
-               (!c.token.empty() && c.token.size() != rows)) {
+               (!c.token.empty() && c.token.size() != rows) || !c.entry.empty()) {
       return Status::Error("a batch's columns differ in length");
     }
+    // An entry indexes the receiving rank's token pool, which checks it is one it holds (debug
+    // builds); a negative one is no index at all.
+    for (const std::int32_t e : c.entry)
+      if (e < 0) return Status::Error("a negative token-pool entry");
     // Every column is now empty or one value per row.
     b.row.assign(rows, TokenRow{});
     b.columns = 0;
@@ -163,6 +172,7 @@ Status decode_payload(ByteReader& r, const ArrivalOps& arrivals, std::int64_t no
     get_column(b, c.token, kColumnToken, &TokenRow::token);
     get_column(b, c.slot, kColumnSlot, &TokenRow::slot);
     get_column(b, c.weight, kColumnWeight, &TokenRow::weight);
+    get_column(b, c.entry, kColumnEntry, &TokenRow::entry);
     std::int64_t hidden_rows = 0, width = 0;
     SY_RETURN_IF_ERROR(r.get(hidden_rows));
     SY_RETURN_IF_ERROR(r.get(width));

@@ -50,9 +50,11 @@ class QueueGrid {
   // Σ over the block's columns.
   std::int64_t block_tokens(std::int32_t b) const { return block_tokens_[static_cast<std::size_t>(b)]; }
   // Cell `index` (block * columns + column) now holds `tokens`.
-  void set(std::size_t index, std::int64_t tokens) {
+  void set(std::size_t index, std::int64_t tokens) { set(index, index / static_cast<std::size_t>(columns_), tokens); }
+  // The same where the caller knows the cell's block (b = index / columns): a worker sets a
+  // cell at every arrival and every take, and the division cost more cycles than the rest.
+  void set(std::size_t index, std::size_t b, std::int64_t tokens) {
     std::int64_t& cell = tokens_[index];
-    const std::size_t b = index / static_cast<std::size_t>(columns_);
     std::int64_t& total = block_tokens_[b];
     total += tokens - cell;
     cell = tokens;

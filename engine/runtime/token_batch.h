@@ -25,6 +25,7 @@ struct TokenRow {
   std::int32_t token = 0;     // block 0 only: the token id to embed
   std::int32_t slot = 0;      // expert rows: row_in_request·K + k, its token-pool slot
   float weight = 0.0f;        // expert rows: router weight
+  std::int32_t entry = 0;     // expert rows and outputs: the token-pool entry of the request (TokenPool::hold)
 };
 static_assert(sizeof(TokenRow) == 32, "a row is half a cache line");
 
@@ -35,11 +36,12 @@ enum TokenColumn : std::uint8_t {
   kColumnToken = 4,
   kColumnSlot = 8,
   kColumnWeight = 16,
+  kColumnEntry = 32,
 };
 // The columns of each kind of batch (TokenBatch).
 inline constexpr std::uint8_t kAttentionColumns = kColumnPosition | kColumnRank;
-inline constexpr std::uint8_t kExpertColumns = kColumnRank | kColumnSlot | kColumnWeight;
-inline constexpr std::uint8_t kOutputColumns = kColumnSlot;
+inline constexpr std::uint8_t kExpertColumns = kColumnRank | kColumnSlot | kColumnWeight | kColumnEntry;
+inline constexpr std::uint8_t kOutputColumns = kColumnSlot | kColumnEntry;
 
 struct TokenBatch {
   LayerId layer;             // where it is queued / going
@@ -48,10 +50,11 @@ struct TokenBatch {
 
   // One entry per row. Rows of one request are contiguous and in position order (a prefill).
   // A batch carries the columns its receiver reads, no more: every row its request; attention
-  // and sampler rows a position and a rank (block 0's a token too); expert rows a rank, a slot
-  // and a weight (the expert and the dispatch after it read nothing else), and no position;
-  // expert outputs (rows on their way back to the token pool: an attention or sampler layer,
-  // with slots) a slot only. `columns` says which: whoever adds rows to a batch sets it (an
+  // and sampler rows a position and a rank (block 0's a token too); expert rows a rank, a slot,
+  // a weight and a token-pool entry (the expert and the dispatch after it read nothing else),
+  // and no position; expert outputs (rows on their way back to the token pool: an attention or
+  // sampler layer, with slots) a slot and the entry only. A residual the token pool holds has
+  // its entries written in too. `columns` says which: whoever adds rows to a batch sets it (an
   // append into an empty batch takes the source's), and the wire codec sends those fields
   // only (docs/wire-format.md). It means nothing while the batch is empty.
   std::vector<TokenRow> row;

@@ -1,12 +1,11 @@
 #include "engine/runtime/token_pool.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 
 namespace sy {
 
-void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come) {
+void TokenPool::hold(TokenBatch& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come) {
   assert(!(shared_to_come && !shared_out.null()) && "the shared expert runs inside attention or apart, not both");
   const bool activations = !residual.hidden.null();
   held_.clear();
@@ -33,9 +32,12 @@ void TokenPool::hold(TokenBatch&& residual, std::int32_t k, Activations&& shared
     e.filled.assign(static_cast<std::size_t>(e.remaining + (shared_to_come ? rows : 0)), false);
 #endif
     if (shared_to_come) e.remaining += static_cast<std::int32_t>(rows);
-    index_insert(e.c.request, at);
+    ++held_count_;
+    TokenRow* const row = residual.row.data() + first;
+    for (std::int64_t i = 0; i < rows; ++i) row[i].entry = static_cast<std::int32_t>(at);
     if (activations) held_.push_back(at);
   });
+  residual.columns |= kColumnEntry;
   if (!activations) return;
 
   // Each request gets storage of its own (it leaves on its own), filled by one scatter of the
@@ -66,14 +68,16 @@ void TokenPool::scatter_outputs(const TokenBatch& outputs) {
   targets_.clear();
   for (std::int64_t r = 0; r < n; ++r) {
     const TokenRow& row = outputs.at(r);
-    targets_.push_back({&entries_[index_find(row.request)].c.slot_outputs, row.slot});
+    targets_.push_back({&entries_[static_cast<std::uint32_t>(row.entry)].c.slot_outputs, row.slot});
   }
   targets_.front().of->owner().scatter(outputs.hidden, targets_);
 }
 
-void TokenPool::mark_filled(std::uint32_t at, std::int32_t slot) {
+void TokenPool::mark_filled(std::uint32_t at, const TokenRow& row) {
+  assert(at < entries_.size() && entries_[at].remaining > 0 && entries_[at].c.request == row.request &&
+         "an output for an entry that does not hold its request");
   Entry& e = entries_[at];
-  const auto s = static_cast<std::size_t>(slot);
+  const auto s = static_cast<std::size_t>(row.slot);
   assert(s < e.filled.size() && !e.filled[s] && "a top-k slot arrived twice");
   e.filled[s] = true;
   (void)e;
@@ -86,15 +90,18 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, const std::function<voi
     targets_.clear();
     for (std::int64_t r = 0; r < n; ++r) {
       const TokenRow& row = outputs.at(r);
-      Completed& c = entries_[index_find(row.request)].c;
+      Completed& c = entries_[static_cast<std::uint32_t>(row.entry)].c;
       targets_.push_back({&c.shared_out, row.position - c.first_position});
     }
     targets_.front().of->owner().scatter(outputs.hidden, targets_);
   }
+  assert((n == 0 || outputs.has(kColumnEntry)) && "shared expert rows carry their token-pool entry");
   for (std::int64_t r = 0; r < n; ++r) {
     const TokenRow& row = outputs.at(r);
-    const std::uint32_t at = index_find(row.request);
+    const auto at = static_cast<std::uint32_t>(row.entry);
 #ifndef NDEBUG
+    assert(at < entries_.size() && entries_[at].remaining > 0 && entries_[at].c.request == row.request &&
+           "a shared expert row for an entry that does not hold its request");
     Entry& e = entries_[at];
     const auto slot = static_cast<std::size_t>(e.c.rows) * (e.filled.size() / static_cast<std::size_t>(e.c.rows) - 1) +
                       static_cast<std::size_t>(row.position - e.c.first_position);
@@ -102,45 +109,6 @@ void TokenPool::absorb_shared(const TokenBatch& outputs, const std::function<voi
     e.filled[slot] = true;
 #endif
     count_in(at, on_done);
-  }
-}
-
-void TokenPool::index_insert(std::int64_t request, std::uint32_t at) {
-  assert(request != kNoRequest && "request id reserved for an empty way");
-  if (2 * (held_count_ + 1) > ways_.size()) grow_index();
-  ++held_count_;
-  Way& w = ways_[way_of(request)];
-  assert(w.request != request && !spilled_.contains(request) && "a request has one token batch in flight");
-  if (w.request == kNoRequest) {
-    w = {request, at};
-    return;
-  }
-  spilled_.emplace(request, at);
-}
-
-std::uint32_t TokenPool::spilled_find(std::int64_t request) const {
-  const auto it = spilled_.find(request);
-  assert(it != spilled_.end() && "output for a request the pool does not hold");
-  return it->second;
-}
-
-void TokenPool::grow_index() {
-  std::vector<Way> held;
-  held.reserve(held_count_);
-  for (const Way& w : ways_)
-    if (w.request != kNoRequest) held.push_back(w);
-  for (const auto& [request, at] : spilled_) held.push_back({request, at});
-  spilled_.clear();
-  const std::size_t ways = std::max<std::size_t>(64, 2 * ways_.size());
-  ways_.assign(ways, Way{kNoRequest, 0});
-  way_shift_ = 64 - std::countr_zero(ways);
-  for (const Way& w : held) {
-    Way& to = ways_[way_of(w.request)];
-    if (to.request == kNoRequest) {
-      to = w;
-    } else {
-      spilled_.emplace(w.request, w.at);
-    }
   }
 }
 

@@ -4,12 +4,10 @@
 // into each request's storage and only keeps the handles.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <vector>
-
-#include <tsl/robin_map.h>
 
 #include "engine/runtime/activation_ops.h"
 #include "engine/runtime/activations.h"
@@ -37,9 +35,13 @@ class TokenPool {
   // the batch (qwen2_moe's shared expert) or is null. A request has at most one token batch
   // in flight, so a request is held at most once. shared_to_come: the shared expert runs as an
   // execution of its own (findep), and each request also waits for its rows of absorb_shared().
-  void hold(TokenBatch&& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come = false);
+  // Writes into each row of `residual` the entry that holds its request (TokenRow::entry, and
+  // kColumnEntry into its columns): the expert rows made from it carry the entry, their outputs
+  // carry it back, and absorb() finds the request by it: looking each output's request id up
+  // (a hashed table, and a map for collisions) cost more than the rest of absorb's work.
+  void hold(TokenBatch& residual, std::int32_t k, Activations&& shared_out, bool shared_to_come = false);
 
-  // Takes the shared expert's output rows of held requests (request and position per row;
+  // Takes the shared expert's output rows of held requests (entry and position per row;
   // activations when they travel), like absorb(), handing each request that completes to
   // on_done as the callback form of absorb() does (findep only: not a per-row path).
   void absorb_shared(const TokenBatch& outputs, const std::function<void(Completed&)>& on_done);
@@ -47,7 +49,8 @@ class TokenPool {
     absorb_shared(outputs, [&done](Completed& c) { done.push_back(std::move(c)); });
   }
 
-  // Takes expert output rows (request and slot per row; activations when they travel).
+  // Takes expert output rows (the entry hold() wrote, and a slot, per row; activations when
+  // they travel).
   // Requests whose last output arrived are moved out of the pool and appended to `done`.
   void absorb(const TokenBatch& outputs, std::vector<Completed>& done) {
     absorb(outputs, [&done](Completed& c) { done.push_back(std::move(c)); });
@@ -61,13 +64,14 @@ class TokenPool {
   void absorb(const TokenBatch& outputs, OnDone&& on_done) {
     const std::int64_t n = outputs.rows();
     if (n > 0 && !outputs.hidden.null()) scatter_outputs(outputs);
+    assert((n == 0 || outputs.has(kColumnEntry)) && "expert outputs carry their token-pool entry");
     // Through a local: on_done might store into the rows' vector as far as the compiler
     // knows, and the pointer was reloaded for every row.
     const TokenRow* const in = outputs.row.data();
     for (std::int64_t r = 0; r < n; ++r) {
-      const std::uint32_t at = index_find(in[r].request);
+      const auto at = static_cast<std::uint32_t>(in[r].entry);
 #ifndef NDEBUG
-      mark_filled(at, in[r].slot);
+      mark_filled(at, in[r]);
 #endif
       count_in(at, on_done);
     }
@@ -87,47 +91,15 @@ class TokenPool {
   void count_in(std::uint32_t at, OnDone& on_done) {
     Entry& e = entries_[at];
     if (--e.remaining > 0) return;
-    index_erase(e.c.request);
+    --held_count_;
     on_done(e.c);
     free_.push_back(at);
   }
   // Every output row into its request's slot storage, in one scatter (rows with activations).
   void scatter_outputs(const TokenBatch& outputs);
-  // Debug builds: slot `slot` of entry `at` is in; arriving twice is our bug.
-  void mark_filled(std::uint32_t at, std::int32_t slot);
-
-  // Request -> entry: a direct-mapped table (one way per hashed request) in front of a
-  // robin_map that takes the requests whose way is occupied. An expert output row looks its
-  // request up, and a decode request is held, found K times and released once per block: a
-  // way is one multiply, a load and a compare for each, where robin_map's insert and erase
-  // shifted neighbours. The table keeps at least twice as many ways as held requests, and a
-  // rank's requests are mostly recent ids, which Fibonacci hashing spreads apart.
-  struct Way {
-    std::int64_t request;
-    std::uint32_t at;
-  };
-  static constexpr std::int64_t kNoRequest = std::numeric_limits<std::int64_t>::min();
-  std::size_t way_of(std::int64_t request) const {
-    return static_cast<std::size_t>((static_cast<std::uint64_t>(request) * 0x9E3779B97F4A7C15ull) >> way_shift_);
-  }
-  void index_insert(std::int64_t request, std::uint32_t at);
-  std::uint32_t index_find(std::int64_t request) const {
-    const Way& w = ways_[way_of(request)];
-    if (w.request == request) return w.at;
-    return spilled_find(request);
-  }
-  std::uint32_t spilled_find(std::int64_t request) const;
-  void index_erase(std::int64_t request) {
-    Way& w = ways_[way_of(request)];
-    --held_count_;
-    if (w.request == request) {
-      w.request = kNoRequest;
-      return;
-    }
-    spilled_.erase(request);
-  }
-  // Doubles the ways and places every held request again (spilled ones too, where they fit).
-  void grow_index();
+  // Debug builds: `row`'s slot of entry `at` is in; arriving twice, or for an entry that does
+  // not hold the row's request, is our bug.
+  void mark_filled(std::uint32_t at, const TokenRow& row);
 
   struct Entry {
     Completed c;
@@ -136,9 +108,6 @@ class TokenPool {
   };
   std::vector<Entry> entries_;
   std::vector<std::uint32_t> free_;
-  std::vector<Way> ways_;  // a power of two of them, 2^(64 - way_shift_)
-  int way_shift_ = 64;
-  tsl::robin_map<std::int64_t, std::uint32_t> spilled_;  // requests whose way was taken
   std::size_t held_count_ = 0;
   // Scratch: the entries hold() filled, and where each row of a scatter goes.
   std::vector<std::uint32_t> held_;

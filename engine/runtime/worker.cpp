@@ -61,6 +61,7 @@ void Worker::reload_placement() {
   // Cleared, then sized: queued batches hold activations, which move but never copy.
   queues_.clear();
   queues_.resize(static_cast<std::size_t>((topo_.num_blocks + 1) * columns_));
+  for (std::size_t qi = 0; qi < queues_.size(); ++qi) queues_[qi].block = qi / static_cast<std::size_t>(columns_);
   grid_.reset(topo_.num_blocks + 1, columns_);
   pooled_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
   inbound_expert_rows_.assign(static_cast<std::size_t>(topo_.num_blocks + 1), 0);
@@ -201,7 +202,7 @@ void Worker::account(std::size_t qi, std::int64_t rows) {
   Queue& q = queues_[qi];
   q.tokens += rows;
   queued_tokens_ += rows;
-  grid_.set(qi, q.tokens);
+  grid_.set(qi, q.block, q.tokens);
 }
 
 void Worker::enqueue(TokenBatch& batch) {
@@ -272,7 +273,29 @@ void Worker::arrive(const GroupKey& key) {
 }
 
 void Worker::absorb_expert_outputs(const TokenBatch& outputs) {
-  pool_.absorb(outputs, [this](TokenPool::Completed& c) { take_completed(c); });
+  // The requests one batch of outputs completes all go to the batch's own queue (the layer
+  // after the expert block, on this rank, in the batch's group: where the attention dispatch
+  // held them for): without activations (sim) the queue's tail is found, and its count brought
+  // up to date, once per batch rather than once per request (a decode request is a row). Nothing
+  // reads the queues before the batch is absorbed. A request with activations waits for its
+  // merge.
+  TokenBatch* tail = nullptr;
+  std::size_t qi = 0;
+  std::int64_t rows = 0;
+  pool_.absorb(outputs, [&](TokenPool::Completed& c) {
+    if (!c.hidden.null()) return take_completed(c);
+    assert(c.layer == outputs.layer && c.group == outputs.group && "outputs complete requests of their own queue");
+    pooled_rows_[static_cast<std::size_t>(c.layer.block)] -= c.rows;
+    if (!tail) {
+      qi = queue_index(c.layer);
+      tail = &queue_tail(qi, c.layer, c.group);
+      tail->columns = kAttentionColumns;
+    }
+    for (std::int32_t i = 0; i < c.rows; ++i)
+      tail->row.push_back({.request = c.request, .position = c.first_position + i, .rank = c.rank});
+    rows += c.rows;
+  });
+  if (tail) account(qi, rows);
 }
 
 void Worker::take_completed(TokenPool::Completed& c) {
@@ -321,7 +344,7 @@ void Worker::drain(std::size_t qi, std::int32_t group, TokenBatch& out) {
       b.clear();
     }
   }
-  grid_.set(qi, q.tokens);
+  grid_.set(qi, q.block, q.tokens);
 }
 
 bool Worker::take_async_job() {
@@ -655,6 +678,16 @@ void Worker::dispatch_attention() {
   // on the wire; other policies ship one chunk whose group is the micro-batch's.
   const std::int32_t chunks = policy_.chunks();
   const std::int64_t total_rows = batch.rows();
+  // The residual waits in the token pool until every expert output of every row is back. It is
+  // held before the sends, which copy the entry hold() writes into each row into the expert
+  // rows, whose outputs bring it back to the pool: no output can return before the sends,
+  // since an expert's output comes from an execution that completes on a later event of the
+  // loop. The batch stays for the sends (and a shared job) to read.
+  const bool shared_apart = job_.routed.shared_pending;
+  batch.layer = next_layer;
+  batch.group = job_.group;
+  pooled_rows_[static_cast<std::size_t>(next_layer.block)] += batch.rows();
+  pool_.hold(batch, K, std::move(job_.routed.shared_out), shared_apart);
   // The rows and routing read per row, held in locals: a store into an outgoing batch's vector
   // might alias these vectors' pointers as far as the compiler knows, and it reloaded every one
   // of them for each of the K copies of a row. Nothing in the loop resizes them.
@@ -674,6 +707,7 @@ void Worker::dispatch_attention() {
     for (std::int64_t i = lo; i < hi; ++i) {
       const std::int64_t request = in[i].request;
       const std::int32_t rank = in[i].rank;
+      const std::int32_t entry = in[i].entry;
       if (request != in[first].request) first = i;
       const auto row = static_cast<std::size_t>(i);
       const std::int64_t r = i - first;
@@ -695,7 +729,8 @@ void Worker::dispatch_attention() {
         out->row.push_back({.request = request,
                             .rank = rank,
                             .slot = static_cast<std::int32_t>(r) * K + k,
-                            .weight = expert_weights[rk]});
+                            .weight = expert_weights[rk],
+                            .entry = entry});
         if (activations) gather_list(d, at).push_back({&routed.ffn_in, static_cast<std::int64_t>(row)});
       }
     }
@@ -703,7 +738,6 @@ void Worker::dispatch_attention() {
     if (activations) gather_outgoing(*activations);
     send_outgoing(LayerKind::Expert, b, sub_group, policy_.grouped() ? topo_.block_expert_devices[b] : kNone);
   }
-  const bool shared_apart = job_.routed.shared_pending;
   if (shared_apart) {
     // findep: the shared expert runs later on this device, over the same ffn input rows; the
     // micro-batch's next layer also waits for it (one more arrival for its group key).
@@ -717,13 +751,6 @@ void Worker::dispatch_attention() {
       --arrived_[{b + 1 == last ? LayerKind::Sampler : LayerKind::Attention, b + 1, job_.group}];
   }
   if (activations) job_.routed.ffn_in.reset();
-  // The residual waits in the token pool until every expert output of every row is back. Held
-  // after the sends (the chunks read the batch): no output can return before this, since an
-  // expert's output comes from an execution that completes on a later event of the loop.
-  batch.layer = next_layer;
-  batch.group = job_.group;
-  pooled_rows_[static_cast<std::size_t>(next_layer.block)] += batch.rows();
-  pool_.hold(std::move(batch), K, std::move(job_.routed.shared_out), shared_apart);
 }
 
 void Worker::dispatch_shared_expert() {
@@ -770,7 +797,7 @@ void Worker::dispatch_experts() {
       // takes it reads nothing else (TokenBatch), and three of five columns per row were
       // copied for nobody.
       TokenBatch& out = *cached.batch;
-      out.row.push_back({.request = in[r].request, .slot = in[r].slot});
+      out.row.push_back({.request = in[r].request, .slot = in[r].slot, .entry = in[r].entry});
       if (activations) gather_list(cached.device, static_cast<std::size_t>(cached.index)).push_back({&tb.hidden, r});
     }
   }

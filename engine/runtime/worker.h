@@ -86,6 +86,7 @@ class Worker {
   struct Queue {
     std::vector<TokenBatch> batches;  // async: one (group -1); grouped: one per micro-batch
     std::int64_t tokens = 0;
+    std::size_t block = 0;  // its block in the grid (the queue's index / columns_)
   };
   using GroupKey = std::tuple<LayerKind, std::int32_t, std::int32_t>;  // kind, block, group
   struct Job {

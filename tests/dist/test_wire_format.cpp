@@ -25,7 +25,8 @@ Shipment sample_shipment(HostActivationOps& ops) {
     batch.group = 1;
     batch.columns = kExpertColumns;
     for (int r = 0; r < 3 + b; ++r)
-      batch.row.push_back({.request = 100 + r, .rank = r % 2, .slot = r * 2 + b, .weight = 0.25f * static_cast<float>(r + 1)});
+      batch.row.push_back(
+          {.request = 100 + r, .rank = r % 2, .slot = r * 2 + b, .weight = 0.25f * static_cast<float>(r + 1), .entry = 7 * r + b});
     batch.hidden = ops.allocate(batch.rows(), 6);
     float* h = HostActivationOps::data(batch.hidden);
     for (std::int64_t i = 0; i < batch.rows() * 6; ++i) h[i] = static_cast<float>(i) * 0.5f - static_cast<float>(b);
@@ -43,6 +44,7 @@ struct WireBatch {
   std::vector<std::int64_t> request;
   std::vector<std::int32_t> position, rank, token, slot;
   std::vector<float> weight;
+  std::vector<std::int32_t> entry;
   std::vector<float> hidden;  // rows × width
   std::int64_t width = 0;
 };
@@ -65,6 +67,7 @@ WireBatch wire_batch(const TokenBatch& b) {
   w.token = column(b, kColumnToken, &TokenRow::token);
   w.slot = column(b, kColumnSlot, &TokenRow::slot);
   w.weight = column(b, kColumnWeight, &TokenRow::weight);
+  w.entry = column(b, kColumnEntry, &TokenRow::entry);
   if (!b.hidden.null()) {
     const float* h = HostActivationOps::data(b.hidden);
     w.hidden.assign(h, h + b.hidden.rows() * b.hidden.width());
@@ -94,6 +97,7 @@ std::string wire_payload(const Shipment& s, const std::vector<WireBatch>& batche
     w.put_array(b.token);
     w.put_array(b.slot);
     w.put_array(b.weight);
+    w.put_array(b.entry);
     const std::int64_t rows = b.width > 0 ? static_cast<std::int64_t>(b.hidden.size()) / b.width : 0;
     w.put<std::int64_t>(rows);
     w.put<std::int64_t>(b.width);
@@ -142,6 +146,7 @@ TEST(WireFormat, ShipmentRoundTripsWithActivations) {
       EXPECT_EQ(y.at(i).rank, x.at(i).rank);
       EXPECT_EQ(y.at(i).slot, x.at(i).slot);
       EXPECT_EQ(y.at(i).weight, x.at(i).weight);
+      EXPECT_EQ(y.at(i).entry, x.at(i).entry);
     }
     ASSERT_EQ(y.hidden.rows(), x.hidden.rows());
     ASSERT_EQ(y.hidden.width(), x.hidden.width());
@@ -176,7 +181,9 @@ TEST(WireFormat, EachKindOfBatchIsEncodedAsTheFormatsColumns) {
   encode_payload(w, s);
   const std::vector<WireBatch> wire = wire_batches(s);
   EXPECT_EQ(wire[0].token.size(), 3u);
-  EXPECT_TRUE(wire[1].position.empty() && wire[1].rank.empty() && wire[1].weight.empty() && wire[1].slot.size() == 4u);
+  EXPECT_TRUE(wire[1].position.empty() && wire[1].rank.empty() && wire[1].weight.empty() && wire[1].slot.size() == 4u &&
+              wire[1].entry.size() == 4u);
+  EXPECT_TRUE(wire[0].entry.empty());
   EXPECT_EQ(w.bytes(), wire_payload(s, wire));
 }
 
@@ -226,6 +233,7 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
     b.layer = LayerId::attention(2, 1);
     b.slot.clear();
     b.weight.clear();
+    b.entry.clear();
     b.position.assign(b.request.size(), 4);
   }
   Shipment got;
@@ -236,12 +244,12 @@ TEST(WireFormat, ColumnsOfDifferentLengthsAreRefused) {
   EXPECT_NE(st.message().find("columns"), std::string::npos) << st.message();
 }
 
-TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreRefused) {
-  // The expert dispatch reads a rank, a slot and a weight per expert row; expert rows carry
-  // no position and no token.
+TEST(WireFormat, ExpertRowsWithoutRanksSlotsWeightsOrEntriesOrWithPositionsOrTokensAreRefused) {
+  // The expert dispatch reads a rank, a slot, a weight and a token-pool entry per expert row;
+  // expert rows carry no position and no token.
   HostActivationOps ops;
   const Shipment sample = sample_shipment(ops);
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < 6; ++variant) {
     std::vector<WireBatch> wire = wire_batches(sample);
     WireBatch& b = wire[1];
     if (variant == 0) b.slot.clear();
@@ -249,6 +257,7 @@ TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreR
     if (variant == 2) b.token.assign(b.request.size(), 5);
     if (variant == 3) b.rank.pop_back();
     if (variant == 4) b.position.assign(b.request.size(), 3);
+    if (variant == 5) b.entry.pop_back();
     Shipment got;
     const Status st = decode_wire(ops, sample, wire, got);
     EXPECT_FALSE(st.ok()) << "variant " << variant;
@@ -277,9 +286,10 @@ TEST(WireFormat, ExpertRowsWithoutRanksSlotsOrWeightsOrWithPositionsOrTokensAreR
   EXPECT_EQ(got.batches[1].at(3).rank, 1);
 }
 
-TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
+TEST(WireFormat, ExpertOutputsCarryRequestSlotAndEntryOnly) {
   // Rows going back from an expert to its attention rank's token pool (the expert dispatch
-  // sends request and slot per row): they decode as sent, with their activations.
+  // sends request, slot and token-pool entry per row): they decode as sent, with their
+  // activations.
   HostActivationOps ops;
   const auto outputs = [&ops] {
     Shipment s = sample_shipment(ops);
@@ -305,11 +315,12 @@ TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
     for (std::int64_t i = 0; i < x.rows(); ++i) {
       EXPECT_EQ(y.at(i).request, x.at(i).request);
       EXPECT_EQ(y.at(i).slot, x.at(i).slot);
+      EXPECT_EQ(y.at(i).entry, x.at(i).entry);
     }
     EXPECT_EQ(y.hidden.rows(), x.hidden.rows());
   }
-  // Any other column on them, or a slot short of a row, is refused.
-  for (int variant = 0; variant < 5; ++variant) {
+  // Any other column on them, or a slot or an entry short of a row, is refused.
+  for (int variant = 0; variant < 6; ++variant) {
     std::vector<WireBatch> wire = wire_batches(sent);
     WireBatch& b = wire[1];
     const auto rows = b.request.size();
@@ -318,11 +329,25 @@ TEST(WireFormat, ExpertOutputsCarryRequestAndSlotOnly) {
     if (variant == 2) b.weight.assign(rows, 0.5f);
     if (variant == 3) b.token.assign(rows, 7);
     if (variant == 4) b.slot.pop_back();
+    if (variant == 5) b.entry.pop_back();
     Shipment bad;
     const Status st = decode_wire(ops, sent, wire, bad);
     EXPECT_FALSE(st.ok()) << "variant " << variant;
     EXPECT_NE(st.message().find("expert output"), std::string::npos) << st.message();
   }
+}
+
+TEST(WireFormat, ANegativeTokenPoolEntryIsRefused) {
+  // An entry indexes the receiving rank's token pool: a negative one indexes nothing.
+  HostActivationOps ops;
+  const Shipment sample = sample_shipment(ops);
+  std::vector<WireBatch> wire = wire_batches(sample);
+  Shipment got;
+  ASSERT_TRUE(decode_wire(ops, sample, wire, got).ok());
+  wire[0].entry[1] = -3;
+  const Status st = decode_wire(ops, sample, wire, got);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("entry"), std::string::npos) << st.message();
 }
 
 // The rows travel as the floats' own bytes, the last batch's at the message's end: what the

@@ -57,9 +57,9 @@ void check_payload(const std::uint8_t* data, std::size_t size) {
   if (const Status st = decode_payload(r, ops, 0, s); !st.ok()) return refused(st, "payload");
   for (const TokenBatch& b : s.batches) {
     const std::size_t rows = b.row.size();
-    // The columns of each kind of batch (wire-format.md): expert rows rank, slot and weight;
-    // expert outputs (attention or sampler rows with slots) slot only; others position and
-    // rank, a token and a weight optional. An empty batch carries none.
+    // The columns of each kind of batch (wire-format.md): expert rows rank, slot, weight and
+    // entry; expert outputs (attention or sampler rows with slots) slot and entry only; others
+    // position and rank, a token and a weight optional. An empty batch carries none.
     const std::uint8_t c = b.empty() ? 0 : b.columns;
     bool ok;
     if (b.layer.kind == LayerKind::Expert) {

@@ -165,6 +165,30 @@ TEST(Schedulers, GridVisitsOccupiedBlocksAscending) {
   EXPECT_TRUE(visited().empty());
 }
 
+TEST(Schedulers, GridSetWithTheBlockGivenMatchesSetByIndex) {
+  // A worker gives the cell's block with its index (no division per set): random sets through
+  // either form leave the same cells, block totals and occupied blocks.
+  std::mt19937_64 rng(5);
+  QueueGrid by_index, with_block;
+  by_index.reset(70, 3);
+  with_block.reset(70, 3);
+  for (int i = 0; i < 5000; ++i) {
+    const auto index = static_cast<std::size_t>(rng() % (70 * 3));
+    const auto tokens = static_cast<std::int64_t>(rng() % 4 == 0 ? 0 : rng() % 9);
+    by_index.set(index, tokens);
+    with_block.set(index, index / 3, tokens);
+  }
+  std::vector<std::int32_t> a, b;
+  by_index.for_each_occupied_block([&](std::int32_t x) { a.push_back(x); });
+  with_block.for_each_occupied_block([&](std::int32_t x) { b.push_back(x); });
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a.empty());
+  for (std::int32_t blk = 0; blk < 70; ++blk) {
+    EXPECT_EQ(by_index.block_tokens(blk), with_block.block_tokens(blk));
+    for (std::int32_t c = 0; c < 3; ++c) EXPECT_EQ(by_index.at(blk, c), with_block.at(blk, c));
+  }
+}
+
 TEST(Schedulers, FlfsTakesTheFullestQueueOfTheEarliestBlock) {
   EXPECT_EQ(*make("flfs")->pick(grid(3, 3, {0, 0, 0, 1, 5, 2, 9, 9, 9})), (GridPick{1, 1}));
 }

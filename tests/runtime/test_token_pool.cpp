@@ -64,9 +64,44 @@ TokenBatch expert_output(ActivationOps& ops, std::int64_t request, const std::ve
   return b;
 }
 
+// A pool with the entry it gave each request it holds: hold() writes them into the residual's
+// rows, and the expert rows dispatched from those carry them to the experts and back in their
+// outputs. The outputs made here carry a request and slots: absorb() gives each row its
+// request's entry first, as the dispatches copy it (it must be one the pool gave).
+struct Pool {
+  TokenPool pool;
+  std::map<std::int64_t, std::int32_t> entry;
+
+  void hold(TokenBatch residual, std::int32_t k, Activations shared_out, bool shared_to_come = false) {
+    pool.hold(residual, k, std::move(shared_out), shared_to_come);
+    for (const TokenRow& row : residual.row) entry[row.request] = row.entry;
+  }
+  void give_entries(TokenBatch& outputs) const {
+    outputs.columns |= kColumnEntry;
+    for (TokenRow& row : outputs.row) row.entry = entry.at(row.request);
+  }
+  template <class Done>
+  void absorb(TokenBatch&& outputs, Done&& done) {
+    absorb(outputs, std::forward<Done>(done));
+  }
+  template <class Done>
+  void absorb(TokenBatch& outputs, Done&& done) {
+    give_entries(outputs);
+    pool.absorb(outputs, std::forward<Done>(done));
+  }
+  template <class Done>
+  void absorb_shared(TokenBatch&& outputs, Done&& done) {
+    give_entries(outputs);
+    pool.absorb_shared(outputs, std::forward<Done>(done));
+  }
+  bool empty() const { return pool.empty(); }
+  std::size_t size() const { return pool.size(); }
+  std::size_t capacity() const { return pool.capacity(); }
+};
+
 TEST(TokenPool, ReleasesOnlyWhenEverySlotOfEveryRowIsBack) {
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   pool.hold(residual(ops, {7}, {2}, 2), /*k=*/2, {});
   EXPECT_EQ(pool.size(), 1u);
   std::vector<TokenPool::Completed> done;
@@ -95,8 +130,8 @@ TEST(TokenPool, HandsCompletedRequestsToACallbackInTheOrderOfTheList) {
   // in the same order as the list overload gives them, its activations movable from there, and
   // the entry reused afterwards.
   HostActivationOps ops;
-  TokenPool by_list, by_callback;
-  for (TokenPool* pool : {&by_list, &by_callback}) pool->hold(residual(ops, {4, 9, 6}, {1, 2, 1}, 3), /*k=*/2, {});
+  Pool by_list, by_callback;
+  for (Pool* pool : {&by_list, &by_callback}) pool->hold(residual(ops, {4, 9, 6}, {1, 2, 1}, 3), /*k=*/2, {});
   TokenBatch outputs = expert_output(ops, 9, {0, 1, 2});
   const TokenBatch more[] = {expert_output(ops, 6, {1, 0}), expert_output(ops, 4, {0}), expert_output(ops, 9, {3})};
   for (const TokenBatch& m : more) {
@@ -144,7 +179,7 @@ TEST(TokenPool, HandsCompletedRequestsToACallbackInTheOrderOfTheList) {
 
 TEST(TokenPool, GivesEachRequestItsSliceOfTheSharedExpertOutput) {
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   // Two requests of one and two rows; shared output rows are 0.5, 1.5, 2.5.
   std::vector<float> shared;
   for (float v : {0.5f, 1.5f, 2.5f})
@@ -164,7 +199,7 @@ TEST(TokenPool, GivesEachRequestItsSliceOfTheSharedExpertOutput) {
 
 TEST(TokenPool, ASharedExpertRunApartIsWaitedForAndSlicedByPosition) {
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   // findep: the shared expert's rows come later, as a batch of their own (here in reverse
   // request order, and the rows of request 2 split over two batches).
   pool.hold(residual(ops, {1, 2}, {1, 2}, 1), 1, {}, /*shared_to_come=*/true);
@@ -201,7 +236,7 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
   constexpr std::int32_t K = 4;
   std::mt19937_64 rng(3);
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   std::map<std::int64_t, std::int32_t> rows_of;
   std::vector<std::pair<std::int64_t, std::int32_t>> outputs;  // (request, slot)
   for (std::int32_t batch = 0; batch < 4; ++batch) {
@@ -249,7 +284,7 @@ TEST(TokenPool, ManyRequestsPerBatchWithOutputsInRandomOrder) {
 TEST(TokenPool, WithoutTensorsCountsRowsOnly) {
   // The sim backend moves no activations: the pool must still release on the last slot.
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   TokenBatch r = residual(ops, {4}, {3}, 1);
   r.hidden.reset();
   pool.hold(std::move(r), 2, {});
@@ -266,15 +301,50 @@ TEST(TokenPool, WithoutTensorsCountsRowsOnly) {
   EXPECT_EQ(done[0].rows, 3);
 }
 
-TEST(TokenPool, FindsEveryRequestWhateverItsIdThroughGrowthAndSpills) {
-  // The pool finds a request by a direct-mapped way, or among those spilled where the way was
-  // taken: random ids (negative, huge, neighbours) collide in ways, and the table grows while
-  // requests are held. Requests come and go in overlapping waves; each must leave exactly when
-  // its last output is in, with its own rows, whichever path found it.
+TEST(TokenPool, HoldWritesEachRequestsEntryIntoItsRows) {
+  // Every row of a request carries the request's entry, and each request its own; a released
+  // entry is given to the next request held, and the residual's columns say the rows carry one.
+  HostActivationOps ops;
+  TokenPool pool;
+  TokenBatch first = residual(ops, {5, 8, 3}, {2, 1, 3}, 1);
+  first.hidden.reset();
+  pool.hold(first, 1, {});
+  EXPECT_TRUE(first.has(kColumnEntry));
+  EXPECT_TRUE(first.has(kColumnPosition));
+  std::map<std::int64_t, std::set<std::int32_t>> entries;
+  for (const TokenRow& row : first.row) entries[row.request].insert(row.entry);
+  ASSERT_EQ(entries.size(), 3u);
+  std::set<std::int32_t> distinct;
+  for (const auto& [request, e] : entries) {
+    ASSERT_EQ(e.size(), 1u) << "request " << request;
+    distinct.insert(*e.begin());
+  }
+  EXPECT_EQ(distinct.size(), 3u);
+  // Request 8's one output is in: its entry goes to the next request held.
+  TokenBatch out;
+  out.layer = first.layer;
+  out.columns = kOutputColumns;
+  out.row.push_back({.request = 8, .slot = 0, .entry = *entries[8].begin()});
+  std::vector<TokenPool::Completed> done;
+  pool.absorb(out, done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].request, 8);
+  TokenBatch next = residual(ops, {42}, {2}, 1);
+  next.hidden.reset();
+  pool.hold(next, 1, {});
+  EXPECT_EQ(next.row[0].entry, *entries[8].begin());
+  EXPECT_EQ(next.row[1].entry, *entries[8].begin());
+  EXPECT_EQ(pool.capacity(), 3u);
+}
+
+TEST(TokenPool, TakesOutputsByTheirEntriesWhateverTheRequestIds) {
+  // Random ids (negative, huge, neighbours) are held and released in overlapping waves while
+  // entries are reused: each request must leave exactly when its last output is in, with its
+  // own rows, found by the entry its outputs carry.
   constexpr std::int32_t K = 2;
   std::mt19937_64 rng(17);
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   std::set<std::int64_t> used;
   std::map<std::int64_t, std::int32_t> remaining;  // held requests -> outputs still to come
   std::vector<std::pair<std::int64_t, std::int32_t>> pending;  // (request, slot) not delivered
@@ -338,7 +408,7 @@ TEST(TokenPool, FindsEveryRequestWhateverItsIdThroughGrowthAndSpills) {
 TEST(TokenPool, ReusesReleasedEntries) {
   // A long run holds and releases millions of entries: the pool's storage must not grow with them.
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   std::vector<TokenPool::Completed> done;
   for (std::int64_t r = 0; r < 1000; ++r) {
     TokenBatch res = residual(ops, {r}, {1}, 1);
@@ -357,7 +427,7 @@ TEST(TokenPool, SteadyServingTakesNoNewBuffersFromTheDevice) {
   // With activations every hold takes storage for the residual and the slot outputs: once the
   // merged rows are done with it, it goes back to the device's pool and the next hold reuses it.
   HostActivationOps ops;
-  TokenPool pool;
+  Pool pool;
   std::vector<TokenPool::Completed> done;
   std::int64_t after_first = 0;
   for (std::int64_t r = 0; r < 100; ++r) {
