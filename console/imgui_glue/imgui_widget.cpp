@@ -79,6 +79,10 @@ ImGuiWidget::ImGuiWidget(QWidget* parent) : QOpenGLWidget(parent) {
 
 ImGuiWidget::~ImGuiWidget() {
   cleanupGL();
+  // QOpenGLWidget's destructor, which runs after this one, destroys the GL context, and the
+  // context's aboutToBeDestroyed would call cleanupGL on a widget that is no longer one (Qt's
+  // hellogl2 example disconnects likewise; a debug Qt asserts, UBSan reports the downcast).
+  if (QOpenGLContext* c = context()) disconnect(c, &QOpenGLContext::aboutToBeDestroyed, this, &ImGuiWidget::cleanupGL);
   if (context_ != nullptr) ImGui::DestroyContext(context_);
 }
 
