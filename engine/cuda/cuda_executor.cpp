@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "engine/cuda/cuda_must.h"
 #include "kernels/cuda/device_sync_lock.h"
@@ -51,10 +52,11 @@ std::int64_t decode_partial_floats(const ModelConfig& c) {
 
 // SY_CUDA_ATTENTION: "split" or "rows" (the default); anything else is named and ignored.
 bool split_attention_from_environment() {
-  const char* v = std::getenv("SY_CUDA_ATTENTION");
-  if (v == nullptr || std::string(v).empty() || std::string(v) == "rows") return false;
-  if (std::string(v) == "split") return true;
-  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is neither 'rows' nor 'split'; using rows\n", v);
+  const char* env = std::getenv("SY_CUDA_ATTENTION");
+  const std::string_view v = env == nullptr ? "" : env;
+  if (v.empty() || v == "rows") return false;
+  if (v == "split") return true;
+  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is neither 'rows' nor 'split'; using rows\n", env);
   return false;
 }
 

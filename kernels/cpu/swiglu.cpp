@@ -111,17 +111,16 @@ void swiglu_ffn(const float* x, std::int64_t M, const WeightView& gate, const We
   linear(in, M, gate, nullptr, scratch.gate);
   linear(in, M, up, nullptr, scratch.up);
   silu_mul(scratch.gate, scratch.up, scratch.gate, M * I);
-  // h in place: gate's buffer is h's only reader from here on.
-  if (inputs == GemmInputs::WeightType && down.dtype != DType::F32)
-    std::copy_n(gemm_input(scratch.gate, M * I, down.dtype, inputs, scratch.rounded), M * I, scratch.gate);
+  // x's rounded copy is done with: `rounded` may take h's.
+  const float* h = gemm_input(scratch.gate, M * I, down.dtype, inputs, scratch.rounded);
   if (row_scale == nullptr) {
-    linear(scratch.gate, M, down, nullptr, y, accumulate);
+    linear(h, M, down, nullptr, y, accumulate);
     return;
   }
   // HF scales the expert output by the routing weight after the down projection; doing the
   // same (rather than scaling h first) keeps the rounding order of the reference.
   float* out = accumulate ? scratch.up : y;
-  linear(scratch.gate, M, down, nullptr, out);
+  linear(h, M, down, nullptr, out);
   for (std::int64_t m = 0; m < M; ++m) {
     const float s = row_scale[m];
     float* dst = y + m * H;
