@@ -49,6 +49,11 @@ SkewRouter::SkewRouter(std::int32_t num_layers, std::int32_t num_experts, double
   relative_weight_.resize(n);
   for (std::size_t d = 0; d < n; ++d)
     relative_weight_[d] = std::max(std::exp(-lambda * static_cast<double>(d)), kMinRelativeWeight);
+  pair_weight_.resize(n);
+  for (std::size_t d = 1; d < n; ++d) {
+    const double w = relative_weight_[d], sum = relative_weight_[0] + w;
+    pair_weight_[d] = {static_cast<float>(relative_weight_[0] / sum), static_cast<float>(w / sum)};
+  }
   // Vose's alias table over the rank weights: one draw costs one random number, whatever E.
   std::vector<double> alias_prob_(n, 0.0);
   std::vector<std::int32_t> alias_(n, 0);
@@ -158,13 +163,11 @@ template <class Taken>
   const std::int32_t first = pick_rank(state, [](std::int32_t) { return false; });
   const std::int32_t second = pick_rank(state, [first](std::int32_t r) { return r == first; });
   // Weights ∝ exp(−λ · (rank − hottest picked rank)), relative to the hottest pick so that they
-  // stay representable however cold the tail is; summed in pick order, as route_any does.
-  const std::int32_t hottest = std::min(first, second);
-  const double w0 = relative_weight_[static_cast<std::size_t>(first - hottest)];
-  const double w1 = relative_weight_[static_cast<std::size_t>(second - hottest)];
-  const double sum = w0 + w1;
-  weights[0] = static_cast<float>(w0 / sum);
-  weights[1] = static_cast<float>(w1 / sum);
+  // stay representable however cold the tail is: route_any's numbers, from the table of pairs.
+  const bool first_hotter = first < second;
+  const PairWeights& pair = pair_weight_[static_cast<std::size_t>(first_hotter ? second - first : first - second)];
+  weights[0] = first_hotter ? pair.hotter : pair.colder;
+  weights[1] = first_hotter ? pair.colder : pair.hotter;
   expert_ids[0] = order[first];
   expert_ids[1] = order[second];
 }

@@ -98,6 +98,13 @@ class SkewRouter {
   std::vector<double> rank_weight_;                 // [rank], sums to 1
   double first_pick_total_ = 0;                     // Σ rank_weight_, in rank order
   std::vector<double> relative_weight_;             // [rank distance] -> max(exp(-λ·d), 1e-6)
+  // A top-2 token's two weights, by the distance d of its ranks: {1, w}/(1 + w), w =
+  // relative_weight_[d], each the float route_any computes (the hotter pick's relative weight
+  // is exactly 1, and 1 + w = w + 1 whichever was picked first): no division per token.
+  struct PairWeights {
+    float hotter, colder;
+  };
+  std::vector<PairWeights> pair_weight_;
   std::vector<AliasColumn> alias_table_;            // Vose alias table over rank_weight_
   // Every rank has a positive weight (no exp() underflow): a drawn rank needs no weight check.
   bool all_positive_ = true;
