@@ -573,13 +573,14 @@ TEST_F(Cli, NamedShapeWithoutTheSimulatorSaysItNeedsIt) {
 // its progress is a plain line every few seconds.
 TEST_F(Cli, InterruptedReproducePrintsItsRows) {
   const fs::path out = root_ / "reproduce.out", err = root_ / "reproduce.err";
-  // SIGTERM once the first row and a progress line (after 5 s) are out; several rows are still
-  // to come then (each takes seconds), so the run is cut short. At --duration 3 the whole run
-  // took 6.3 s on a loaded 2-core machine, and the kill came after its end: 6 leaves ~7 s.
-  // --jobs 1: that timing is the serial run's (on many cores the points would all be done).
+  // SIGTERM once the first figure's rows are out (logged as they come): four rows are still to
+  // come then, each pair another figure's simulations (27 s for all six on a loaded 2-core
+  // machine, 9 s to the first pair), so the run is cut short on a machine many times faster
+  // too. Waiting for the progress line instead (first printed after 5 s) failed wherever the
+  // whole run took less than that. --jobs 1: on many cores the points would all be done at once.
   const std::string script = "\"" + std::string(SY_SWITCHYARD_BIN) + "\" --threads 1 reproduce megascale --duration 6 --jobs 1 >" +
                              out.string() + " 2>" + err.string() + " & p=$!; i=0; " +
-                             "until grep -q 'reproduce megascale .*rows' " + err.string() +
+                             "until grep -q 'Fig. 12: mixtral-8x22b: throughput m=3' " + err.string() +
                              " || [ $i -ge 600 ]; do sleep 0.2; i=$((i+1)); done; kill -TERM $p; wait $p; echo rc=$?";
   const fs::path script_file = root_ / "interrupt.sh";
   std::ofstream(script_file) << script << "\n";
