@@ -82,29 +82,77 @@ std::string compress(BlockCodec codec, const std::string& raw, int level) {
   return {};
 }
 
-// A block's records take at most this many column bytes each (ten varints and three bytes).
+// A block's records take at most this many column bytes each (ten varints and three bytes),
+// and at least one byte per column: a span has three bytes and seven varints, a queue sample
+// five varints and a byte. The count of a block read from a file is checked against its size
+// before anything is sized by it: a corrupt row must not make the reader allocate gigabytes.
 constexpr std::uint64_t kMaxRawBytesPerRecord = 10 * 10 + 3;
+constexpr std::uint64_t kMinSpanBytes = 3 + 7;
+constexpr std::uint64_t kMinQueueSampleBytes = 5 + 1;
+// LZ4's format cannot expand one input byte into more than 255 output bytes (a run's length
+// grows by 255 per extra length byte): a larger claimed size is corrupt, found before sizing.
+constexpr std::uint64_t kMaxLz4Ratio = 255;
 
-StatusOr<std::string> decompress(BlockCodec codec, std::string_view data, std::uint32_t raw_bytes, std::uint32_t count) {
-  if (raw_bytes > static_cast<std::uint64_t>(count) * kMaxRawBytesPerRecord)
+// zstd into a buffer that grows with what the frame really yields (at most raw_bytes), so a
+// frame that claims more than it holds costs no more memory than it decompresses to.
+StatusOr<std::string> unzstd(std::string_view data, std::uint32_t raw_bytes) {
+  const unsigned long long declared = ZSTD_getFrameContentSize(data.data(), data.size());
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_bytes) return Status::Error("corrupt zstd block");
+  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_only);
+  std::string raw;
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  std::size_t done = 0;
+  // One byte of room past the claim, so that a frame yielding more than it should is seen.
+  const std::size_t cap = std::size_t{raw_bytes} + 1;
+  while (true) {
+    if (done == raw.size()) {
+      if (raw.size() == cap) return Status::Error("corrupt zstd block");
+      raw.resize(std::min(cap, std::max<std::size_t>(raw.size() * 2, std::size_t{1} << 16)));
+    }
+    ZSTD_outBuffer out{raw.data(), raw.size(), done};
+    const std::size_t left = ZSTD_decompressStream(ctx.get(), &out, &in);
+    if (ZSTD_isError(left)) return Status::Error("corrupt zstd block");
+    done = out.pos;
+    if (left == 0) {  // the frame is whole: it must be all the data and yield the claimed size
+      if (done != raw_bytes || in.pos != in.size) return Status::Error("corrupt zstd block");
+      raw.resize(done);
+      return raw;
+    }
+    if (in.pos == in.size && done < raw.size()) return Status::Error("corrupt zstd block");  // truncated
+  }
+}
+
+StatusOr<std::string> decompress(BlockCodec codec, std::string_view data, std::uint32_t raw_bytes, std::uint32_t count,
+                                 std::uint64_t min_bytes_per_record) {
+  if (raw_bytes > static_cast<std::uint64_t>(count) * kMaxRawBytesPerRecord ||
+      raw_bytes < static_cast<std::uint64_t>(count) * min_bytes_per_record)
     return Status::Error("block claims " + std::to_string(raw_bytes) + " bytes for " + std::to_string(count) + " records");
-  std::string raw(raw_bytes, '\0');
   switch (codec) {
     case BlockCodec::None:
       if (data.size() != raw_bytes) return Status::Error("block size does not match its raw size");
       return std::string(data);
-    case BlockCodec::Zstd: {
-      const std::size_t n = ZSTD_decompress(raw.data(), raw.size(), data.data(), data.size());
-      if (ZSTD_isError(n) || n != raw_bytes) return Status::Error("corrupt zstd block");
-      return raw;
-    }
+    case BlockCodec::Zstd:
+      return unzstd(data, raw_bytes);
     case BlockCodec::Lz4: {
+      if (raw_bytes > data.size() * kMaxLz4Ratio || data.size() > static_cast<std::size_t>(INT32_MAX))
+        return Status::Error("corrupt LZ4 block");
+      std::string raw(raw_bytes, '\0');
       const int n = LZ4_decompress_safe(data.data(), raw.data(), static_cast<int>(data.size()), static_cast<int>(raw.size()));
       if (n < 0 || static_cast<std::uint32_t>(n) != raw_bytes) return Status::Error("corrupt LZ4 block");
       return raw;
     }
   }
   return Status::Error("unknown block codec " + std::to_string(static_cast<int>(codec)));
+}
+
+// Timestamps are coded as differences and summed back in two's complement, so that any bytes
+// decode without signed overflow and any records (however far apart) round-trip exactly.
+std::int64_t wrapping_add(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+std::int64_t wrapping_sub(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
 }
 
 template <class T, class StartFn>
@@ -171,15 +219,15 @@ EncodedBlock encode_span_block(std::int32_t device, std::span<const Span> record
   lane_end.fill(start);
   for (std::uint32_t i : order) {
     const auto lane = static_cast<std::uint8_t>(records[i].lane);
-    put_varint(raw, zigzag(records[i].start_ns - lane_end[lane]));
+    put_varint(raw, zigzag(wrapping_sub(records[i].start_ns, lane_end[lane])));
     lane_end[lane] = records[i].end_ns;
     end = std::max(end, records[i].end_ns);
   }
   std::unordered_map<std::uint64_t, std::int64_t> last_duration;
   for (std::uint32_t i : order) {
-    const std::int64_t d = records[i].end_ns - records[i].start_ns;
+    const std::int64_t d = wrapping_sub(records[i].end_ns, records[i].start_ns);
     std::int64_t& last = last_duration[duration_context(records[i])];
-    put_varint(raw, zigzag(d - last));
+    put_varint(raw, zigzag(wrapping_sub(d, last)));
     last = d;
   }
   return finish(device, start, end, records.size(), raw, codec, level);
@@ -193,7 +241,7 @@ EncodedBlock encode_queue_block(std::int32_t device, std::span<const QueueSample
   raw.reserve(records.size() * 12);
   std::int64_t prev = start;
   for (std::uint32_t i : order) {
-    put_varint(raw, zigzag(records[i].t_ns - prev));
+    put_varint(raw, zigzag(wrapping_sub(records[i].t_ns, prev)));
     prev = records[i].t_ns;
   }
   for (std::uint32_t i : order) put_varint(raw, zigzag(records[i].depth_tokens));
@@ -206,7 +254,7 @@ EncodedBlock encode_queue_block(std::int32_t device, std::span<const QueueSample
 
 Status decode_span_block(std::int32_t device, std::int64_t start_ns, std::uint32_t count, BlockCodec codec,
                          std::string_view data, std::uint32_t raw_bytes, std::vector<Span>& out) {
-  auto raw = decompress(codec, data, raw_bytes, count);
+  auto raw = decompress(codec, data, raw_bytes, count, kMinSpanBytes);
   if (!raw.ok()) return raw.status();
   ColumnReader r(*raw);
   const std::size_t base = out.size();
@@ -231,11 +279,11 @@ Status decode_span_block(std::int32_t device, std::int64_t start_ns, std::uint32
   for (std::size_t i = 0; i < s.size(); ++i) {
     Span& x = s[i];
     std::int64_t& last = last_duration[duration_context(x)];
-    const std::int64_t d = last + r.sint();
+    const std::int64_t d = wrapping_add(last, r.sint());
     last = d;
     std::int64_t& end = lane_end[static_cast<std::uint8_t>(x.lane)];
-    x.start_ns = end + gaps[i];
-    x.end_ns = x.start_ns + d;
+    x.start_ns = wrapping_add(end, gaps[i]);
+    x.end_ns = wrapping_add(x.start_ns, d);
     end = x.end_ns;
   }
   if (!r.ok() || !r.at_end()) {
@@ -247,7 +295,7 @@ Status decode_span_block(std::int32_t device, std::int64_t start_ns, std::uint32
 
 Status decode_queue_block(std::int32_t device, std::int64_t start_ns, std::uint32_t count, BlockCodec codec,
                           std::string_view data, std::uint32_t raw_bytes, std::vector<QueueSample>& out) {
-  auto raw = decompress(codec, data, raw_bytes, count);
+  auto raw = decompress(codec, data, raw_bytes, count, kMinQueueSampleBytes);
   if (!raw.ok()) return raw.status();
   ColumnReader r(*raw);
   const std::size_t base = out.size();
@@ -255,7 +303,7 @@ Status decode_queue_block(std::int32_t device, std::int64_t start_ns, std::uint3
   std::span<QueueSample> s(out.data() + base, count);
   std::int64_t t = start_ns;
   for (QueueSample& x : s) {
-    t += r.sint();
+    t = wrapping_add(t, r.sint());
     x.t_ns = t;
     x.device = device;
   }

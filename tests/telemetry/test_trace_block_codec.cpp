@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 namespace sy::telemetry {
@@ -87,6 +88,51 @@ TEST_P(Codecs, CorruptBlocksAreErrorsNotCrashes) {
   EXPECT_FALSE(decode_span_block(0, b.start_ns, 10, b.codec, b.data, 0xFFFFFFFFu, got).ok());
   EXPECT_FALSE(decode_span_block(0, b.start_ns, b.count, static_cast<BlockCodec>(9), b.data, b.raw_bytes, got).ok());
   EXPECT_TRUE(got.empty());
+}
+
+// A block row's count and raw size come from a file: a count its bytes cannot hold, a raw size
+// its data cannot yield, or timestamps that overflow are errors or wrap, never an allocation
+// sized by the claim (before, a count of 2^32 - 1 sized the output at 190 GB: std::bad_alloc).
+TEST_P(Codecs, ClaimsTheBytesCannotBackAreErrorsBeforeAnythingIsSized) {
+  std::vector<Span> spans;
+  std::vector<QueueSample> samples;
+  const EncodedBlock empty = encode_span_block(0, {}, GetParam());
+  EXPECT_FALSE(decode_span_block(0, 0, 0xFFFFFFFFu, GetParam(), empty.data, 0, spans).ok());
+  EXPECT_FALSE(decode_queue_block(0, 0, 0xFFFFFFFFu, GetParam(), empty.data, 0, samples).ok());
+  // As many records as the raw size allows at one byte per column, but the data is one record's.
+  const auto one = random_spans(1, 0);
+  const EncodedBlock b = encode_span_block(0, one, GetParam());
+  EXPECT_FALSE(decode_span_block(0, b.start_ns, 400'000'000, GetParam(), b.data, 0xFFFFFFFFu, spans).ok());
+  EXPECT_TRUE(spans.empty());
+  EXPECT_TRUE(samples.empty());
+  EXPECT_TRUE(decode_span_block(0, b.start_ns, b.count, b.codec, b.data, b.raw_bytes, spans).ok());
+  EXPECT_EQ(spans.size(), 1u);
+}
+
+TEST_P(Codecs, ExtremeTimestampsRoundTripByWrapping) {
+  std::vector<Span> spans = random_spans(4, 1);
+  spans[0].start_ns = std::numeric_limits<std::int64_t>::min();
+  spans[0].end_ns = std::numeric_limits<std::int64_t>::max();
+  spans[1].start_ns = std::numeric_limits<std::int64_t>::max();
+  spans[1].end_ns = std::numeric_limits<std::int64_t>::min();
+  const EncodedBlock b = encode_span_block(1, spans, GetParam());
+  std::vector<Span> got;
+  ASSERT_TRUE(decode_span_block(1, b.start_ns, b.count, b.codec, b.data, b.raw_bytes, got).ok());
+  ASSERT_EQ(got.size(), spans.size());
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.start_ns < y.start_ns; });
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_EQ(got[i].start_ns, spans[i].start_ns) << i;
+    EXPECT_EQ(got[i].end_ns, spans[i].end_ns) << i;
+  }
+  std::vector<QueueSample> q(2);
+  q[0].t_ns = std::numeric_limits<std::int64_t>::min();
+  q[1].t_ns = std::numeric_limits<std::int64_t>::max();
+  const EncodedBlock qb = encode_queue_block(1, q, GetParam());
+  std::vector<QueueSample> qgot;
+  ASSERT_TRUE(decode_queue_block(1, qb.start_ns, qb.count, qb.codec, qb.data, qb.raw_bytes, qgot).ok());
+  ASSERT_EQ(qgot.size(), 2u);
+  EXPECT_EQ(qgot[0].t_ns, q[0].t_ns);
+  EXPECT_EQ(qgot[1].t_ns, q[1].t_ns);
 }
 
 // Compression is the point: the demo's real ratio is measured by bench_telemetry_overhead; on
