@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "telemetry/chrome_trace_export.h"
 #include "telemetry/trace_recorder.h"
@@ -250,6 +251,33 @@ TEST(TraceSummary, TokensComeFromTheEnginesWindowsWhenRecorded) {
   const std::string text = format_trace_summary(*summary);
   EXPECT_NE(text.find("80 tokens generated (counted by the engine in 2 summary windows)"), std::string::npos) << text;
   EXPECT_NE(text.find("throughput: 80.0 tokens/s"), std::string::npos) << text;
+}
+
+// A post-mortem file may come from anywhere: a span block row whose count its bytes cannot hold
+// (60 million records, under the reader's cap of 2^26 a block) is a named error in every tool
+// that reads spans. Before, the decoder sized its output by the count first: 2.9 GB, zero-filled,
+// for each such row, before finding the block corrupt.
+TEST(TraceTools, ABlockRowLyingAboutItsCountIsAnErrorEverywhere) {
+  TempDir dir;
+  const auto path = write_known_trace(dir);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, "UPDATE SPAN_BLOCKS SET count = 60000000", nullptr, nullptr, &error), SQLITE_OK)
+        << (error ? error : "");
+    sqlite3_free(error);
+    EXPECT_GT(sqlite3_changes(db), 0);
+    sqlite3_close(db);
+  }
+  auto reader = TraceReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  const auto spans = (*reader)->spans();
+  ASSERT_FALSE(spans.ok());
+  EXPECT_NE(spans.status().message().find("claims"), std::string::npos) << spans.status().message();
+  EXPECT_FALSE(summarize_trace(**reader).ok());
+  std::ostringstream chrome;
+  EXPECT_FALSE(write_chrome_trace(**reader, chrome).ok());
 }
 
 TEST(ChromeTrace, ExportParsesAndHoldsTheEvents) {
