@@ -21,6 +21,7 @@
 #include "engine/cli/serve_options.h"
 #include "engine/cli/backend_options.h"
 #include "engine/cli/live_telemetry.h"
+#include "engine/cli/number_validators.h"
 #include "engine/dist/distributed_run.h"
 #include "engine/plan/expert_rebalance.h"
 #include "engine/serving/workload.h"
@@ -653,9 +654,9 @@ void register_bench(CLI::App& app) {
                   "Every prompt begins with the same N tokens (a system prompt) before its drawn ones: what "
                   "--prefix-caching serves")
       ->check(CLI::Range(0, kMaxSharedPrefix))->capture_default_str();
-  sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(CLI::PositiveNumber)
+  sub->add_option("--rate", args->rate, "Arrivals per second (Poisson)")->check(positive_number())
       ->capture_default_str();
-  sub->add_option("--duration", args->duration, "Seconds of arrivals")->check(CLI::PositiveNumber)
+  sub->add_option("--duration", args->duration, "Seconds of arrivals")->check(positive_number())
       ->capture_default_str();
   sub->add_option("--skew", args->skew, "Routing-skew override exp:λ (expert popularity ∝ exp(-λ·rank))");
   sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
@@ -671,10 +672,10 @@ void register_bench(CLI::App& app) {
                   "load (greedy, eplb or greedy,eplb), and print per-device expert load and throughput side by side");
   sub->add_option("--rebalance-slots", args->rebalance_slots,
                   "Expert replicas a device may hold per block for --rebalance (default: one more than it holds now)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_option("--rebalance-min-load", args->rebalance_min_load,
                   "K for --rebalance: the least one expert replica costs, in tokens over the run (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   args->live.add_to(*sub, /*default_on=*/false);
   sub->add_option("--jobs", args->jobs,
                   "sim: --compare and --sweep runs at once on threads (default: the hardware threads, " +

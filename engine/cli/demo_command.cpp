@@ -16,6 +16,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_service.h"
+#include "engine/cli/number_validators.h"
 #include "engine/model/random_model.h"
 #include "engine/sim/skew_router.h"
 #include "engine/text/model_tokenizer.h"
@@ -184,12 +185,12 @@ void register_demo(CLI::App& app) {
                   "--prefix-caching serves")
       ->check(CLI::Range(0, kMaxSharedPrefix))->capture_default_str();
   sub->add_option("--rate", args->rate, "Arrivals per second (default: 60 on sim, 40 on cpu)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   sub->add_option("--skew", args->skew, "Routing skew exp:λ; empty for the model's router (cpu)")->capture_default_str();
   sub->add_option("--duration", args->duration, "Seconds of cluster time to run (0: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(non_negative_number())->capture_default_str();
   sub->add_option("--pace", args->pace, "Cluster seconds per wall second (0: as fast as possible)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(non_negative_number())->capture_default_str();
   sub->add_option("--seed", args->seed, "Workload seed")->capture_default_str();
   args->live.add_to(*sub, /*default_on=*/true);
   args->console.add_to(*sub);

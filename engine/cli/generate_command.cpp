@@ -10,6 +10,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_telemetry.h"
+#include "engine/cli/number_validators.h"
 #include "engine/cli/serve_options.h"
 #include "engine/reference/reference_session.h"
 #include "engine/cpu/cpu_deployment.h"
@@ -246,7 +247,7 @@ void register_generate(CLI::App& app) {
   sub->add_option("--repetition-penalty", args->penalties.repetition,
                   "Scale the logits of every token of the prompt and of those generated before: divide a positive "
                   "one by this, multiply a negative one (vLLM's repetition_penalty; 1: off)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   sub->add_option("--seed", args->seed, "Sampling seed")->capture_default_str();
   sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop at the model's eos_token_id");
   sub->add_option("--clock", args->clock,

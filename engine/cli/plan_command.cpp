@@ -8,6 +8,7 @@
 #include "engine/cli/backend_options.h"
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/number_validators.h"
 #include "engine/plan/plan_search.h"
 #include "engine/plan/plan_verify.h"
 
@@ -120,7 +121,7 @@ void register_plan(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--expert-hardware", args->expert_hardware, "Expert GPUs' profile (heterogeneous deployment)");
   sub->add_option("--slo-ms", args->slo_ms, "Per-token latency bound in ms (0: none)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(non_negative_number())->capture_default_str();
   sub->add_option("--top", args->top, "Plans to print")->check(CLI::Range(1, 1000))->capture_default_str();
   sub->add_option("--verify", args->verify, "Run the simulator on the first K plans and print the prediction error")
       ->check(CLI::Range(0, 1000))->capture_default_str();
@@ -133,7 +134,7 @@ void register_plan(CLI::App& app) {
   sub->add_option("--max-devices", args->max_devices, "GPUs one plan may use")
       ->check(CLI::Range(2, 4096))->capture_default_str();
   sub->add_option("--verify-window", args->verify_window_s, "Cluster seconds each verify run measures")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   sub->add_flag("--json", args->json, "One JSON object: inputs, rejected shapes, plans (with verify results)");
   sub->callback([args] { run(*args); });
 }

@@ -22,6 +22,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/number_validators.h"
 #include "engine/plan/block_balanced_placement.h"
 #include "engine/sim/calibration.h"
 #include "engine/sim/findep_model.h"
@@ -666,12 +667,12 @@ void register_reproduce(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("reproduce", "Run a paper's experiments on the simulated cluster, side by side with its figures");
   sub->add_option("paper", args->paper, "amoe, megascale or findep")->required()->check(CLI::IsMember({"amoe", "megascale", "findep"}));
   sub->add_flag("--json", args->json, "One JSON object per row: paper value, ours, ratio");
-  sub->add_option("--duration", args->duration, "Cluster seconds simulated per point")->check(CLI::PositiveNumber)
+  sub->add_option("--duration", args->duration, "Cluster seconds simulated per point")->check(positive_number())
       ->capture_default_str();
   sub->add_option("--itl-target", args->itl_target_ms, "Mean inter-token latency target (ms) for maximum throughput")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   sub->add_option("--skew", args->skew, "λ of the exponential routing skew (AMoE's fit; the paper gives no value)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(non_negative_number())->capture_default_str();
   sub->add_option("--findep-samples", args->findep_samples,
                   "findep: most samples (r1 · m_a) per attention GPU, below what memory allows")
       ->check(CLI::Range(1, 64))->capture_default_str();

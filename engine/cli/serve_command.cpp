@@ -9,6 +9,7 @@
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
 #include "engine/cli/live_service.h"
+#include "engine/cli/number_validators.h"
 #include "engine/serving/http/api_server.h"
 #include "engine/serving/http/request_broker.h"
 
@@ -99,7 +100,7 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(4, 4096))->capture_default_str();
   sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop requests at the model's eos_token_id");
   sub->add_option("--pace", args->pace, "Sim backend: cluster seconds per wall second")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   args->live.add_to(*sub, /*default_on=*/true);
   args->console.add_to(*sub);
   sub->callback([args] { run(*args); });

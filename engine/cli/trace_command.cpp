@@ -15,6 +15,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/cli/number_validators.h"
 #include "telemetry/chrome_trace_export.h"
 #include "telemetry/trace_compare.h"
 #include "telemetry/trace_reader.h"
@@ -127,9 +128,9 @@ void register_trace(CLI::App& app) {
   chrome->add_option("FILE", args->file, "Trace database (.db)")->required();
   chrome->add_option("OUT", args->out, "JSON file to write")->required();
   chrome->add_option("--from", args->from_s, "Start of the range, seconds after the trace's start")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   chrome->add_option("--to", args->to_s, "End of the range, seconds after the trace's start")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   chrome->add_option("--devices", args->devices, "Devices to export: indices or names, comma-separated (e.g. 0,3,e1)");
   chrome->callback([args] { export_chrome(*args); });
 
