@@ -121,6 +121,13 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
       set_error(res, ApiError::not_found("no such endpoint: " + req.method + " " + req.path, "not_found"));
     } else if (res.status == 413) {
       set_error(res, ApiError{413, "the request body is larger than 16 MiB", "invalid_request_error", {}, {}});
+    } else if (res.status >= 400) {
+      // What the HTTP library refused before any handler ran (a POST without a body or its
+      // length, a malformed request line or header): the same error shape as every other.
+      set_error(res, ApiError{res.status,
+                              "the HTTP request could not be read (status " + std::to_string(res.status) +
+                                  "): a POST needs a JSON body with its Content-Length, or chunked",
+                              "invalid_request_error", {}, {}});
     }
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

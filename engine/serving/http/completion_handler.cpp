@@ -35,9 +35,12 @@ httplib::ContentProviderWithoutLength guarded_provider(Fn fn) {
 
 // One choice of an answer: its request's channel and what its text and tokens are so far.
 struct PendingChoice {
-  PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r) : text(tokenizer, r.stop) {}
+  PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r)
+      : text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
   std::shared_ptr<RequestChannel> channel;
   AnswerText text;
+  // Per choice: completions' text_offset counts this choice's own text from 0.
+  LogprobsJson logprobs_json;
   std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
   std::string whole;  // the text so far (whole answers)
   std::vector<std::int32_t> ids;
@@ -50,10 +53,8 @@ struct PendingChoice {
 // What a streamed or whole answer keeps between the provider's calls: its n choices, read
 // through one signal that every choice's channel notifies.
 struct PendingAnswer {
-  PendingAnswer(const text::Tokenizer* tokenizer, const CompletionRequest& r)
-      : want_logprobs(r.logprobs >= 0), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
+  explicit PendingAnswer(const CompletionRequest& r) : want_logprobs(r.logprobs >= 0) {}
   bool want_logprobs;
-  LogprobsJson logprobs_json;
   std::shared_ptr<ChannelSignal> signal = std::make_shared<ChannelSignal>();
   std::uint64_t seen = 0;  // the signal's generation when the channels were last read
   std::vector<PendingChoice> choices;
@@ -109,6 +110,10 @@ std::variant<std::vector<std::int32_t>, ApiError> CompletionHandler::prompt_ids(
   const char* param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
   if (prompt.empty()) return ApiError::bad_field(param, std::string("'") + param + "' encodes to no tokens");
   if (auto e = check_lengths(r, static_cast<std::int32_t>(prompt.size()), limits_)) return *e;
+  if (static_cast<std::int64_t>(prompt.size()) > broker_.max_prompt_tokens())
+    return ApiError::bad_field(param, std::string("'") + param + "' has " + std::to_string(prompt.size()) +
+                                          " tokens, more than the server admits in one prompt (--max-waiting-tokens " +
+                                          std::to_string(broker_.max_prompt_tokens()) + ")");
   return std::move(prompt);
 }
 
@@ -128,7 +133,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   // Without a seed each request draws its own; with one, the same request gives the same answer.
   // Choice i samples with seed + i: choice 0 is what the request with n = 1 answers.
   const std::uint64_t seed = r.seed ? *r.seed : seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
-  auto a = std::make_shared<PendingAnswer>(text_.tokenizer(), r);
+  auto a = std::make_shared<PendingAnswer>(r);
   for (std::int32_t i = 0; i < r.n; ++i) {
     RequestSpec spec;
     spec.prompt = prompt;
@@ -202,7 +207,7 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
           std::vector<ChoiceJson> choices;
           for (PendingChoice& c : a->choices)
             choices.push_back({std::move(c.whole), c.ids, c.reason,
-                               a->want_logprobs ? a->logprobs_json.make(c.logprobs) : nullptr});
+                               a->want_logprobs ? c.logprobs_json.make(c.logprobs) : nullptr});
           out = json_text(completion_json(a->header, choices, a->usage));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
@@ -246,7 +251,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           // The token's logprobs object, null when not asked for (or the backend has no logits).
           const auto logprobs_of = [&](std::size_t i) -> nlohmann::json {
             if (!a->want_logprobs || i >= news.logprobs.size()) return nullptr;
-            return a->logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
+            return c.logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
           };
           for (std::size_t i = 0; i < news.tokens.size(); ++i) {
             const std::int32_t t = news.tokens[i];

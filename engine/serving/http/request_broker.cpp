@@ -4,6 +4,10 @@ namespace sy::http {
 
 bool RequestBroker::prefix_caching() const { return deployment_.coordinator().options().prefix_caching; }
 
+std::int64_t RequestBroker::max_prompt_tokens() const {
+  return deployment_.coordinator().options().max_waiting_tokens;
+}
+
 RequestBroker::RequestBroker(Deployment& deployment) : deployment_(deployment) {
   deployment_.observers().add(nullptr, this);
 }

@@ -35,6 +35,9 @@ class RequestBroker final : public RequestObserver {
   void on_request(const RequestUpdate& update) override;  // loop thread
   // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
   bool prefix_caching() const;
+  // The longest prompt the admission queue takes (--max-waiting-tokens): a longer one could
+  // never be admitted, so it is a request error, not a full queue to retry.
+  std::int64_t max_prompt_tokens() const;
 
  private:
   std::shared_ptr<RequestChannel> find(std::int64_t id);

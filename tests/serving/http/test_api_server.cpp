@@ -254,6 +254,40 @@ TEST_F(ApiServerTest, NChoicesAreSampledWithSeedPlusTheirIndex) {
     EXPECT_EQ(finishes[i], 1) << "choice " << i;
   }
   EXPECT_EQ(last["usage"]["completion_tokens"], 24);
+
+  // Each choice's text_offset counts its own text from 0, whole and streamed (they ran on
+  // across the choices).
+  json asked = base;
+  asked["seed"] = 40;
+  asked["n"] = 2;
+  asked["logprobs"] = 1;
+  const json with_logprobs = post(c, "/v1/completions", asked, 200);
+  std::vector<std::vector<std::int64_t>> offsets;
+  for (const json& choice : with_logprobs["choices"]) {
+    std::vector<std::int64_t> o = choice["logprobs"]["text_offset"].get<std::vector<std::int64_t>>();
+    ASSERT_EQ(o.size(), 8u);
+    EXPECT_EQ(o[0], 0);
+    for (std::size_t i = 1; i < o.size(); ++i) EXPECT_GE(o[i], o[i - 1]);
+    offsets.push_back(std::move(o));
+  }
+  asked["stream"] = true;
+  auto streamed_logprobs = c.Post("/v1/completions", asked.dump(), "application/json");
+  ASSERT_TRUE(streamed_logprobs);
+  std::map<int, std::vector<std::int64_t>> streamed_offsets;
+  for (std::size_t from = 0; from < streamed_logprobs->body.size();) {
+    const std::size_t end = streamed_logprobs->body.find("\n\n", from);
+    ASSERT_NE(end, std::string::npos);
+    const std::string event = streamed_logprobs->body.substr(from, end - from);
+    from = end + 2;
+    if (event.rfind("data: {", 0) != 0) continue;
+    const json chunk = json::parse(event.substr(6));
+    if (chunk["choices"].empty()) continue;
+    const json& choice = chunk["choices"][0];
+    if (choice["logprobs"].is_null()) continue;
+    for (auto o : choice["logprobs"]["text_offset"]) streamed_offsets[choice["index"].get<int>()].push_back(o.get<std::int64_t>());
+  }
+  EXPECT_EQ(streamed_offsets[0], offsets[0]);
+  EXPECT_EQ(streamed_offsets[1], offsets[1]);
   EXPECT_TRUE(s.kv_freed());
 }
 
@@ -313,6 +347,16 @@ TEST_F(ApiServerTest, BadRequestsAre400sNamingTheField) {
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", too_long}}, 400)["error"]["param"], "prompt");
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"model", "gpt-4"}}, 404)["error"]["code"], "model_not_found");
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"logprobs", 21}}, 400)["error"]["param"], "logprobs");
+  // A seed beyond int64 is out of range, not clamped to its top (which made every such seed one).
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1}}, {"seed", 18446744073709551615ull}}, 400)["error"]["param"],
+            "seed");
+  // A POST the HTTP library refuses or that carries nothing still gets OpenAI's error shape.
+  for (int with_type = 0; with_type < 2; ++with_type) {
+    auto empty = with_type ? c.Post("/v1/completions", "", "application/json") : c.Post("/v1/completions");
+    ASSERT_TRUE(empty);
+    EXPECT_EQ(empty->status, 400);
+    EXPECT_EQ(json::parse(empty->body, nullptr, false)["error"]["type"], "invalid_request_error") << empty->body;
+  }
   // The server is still serving.
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 2}}, 200)["usage"]["completion_tokens"], 2);
 }
@@ -347,6 +391,20 @@ TEST_F(ApiServerTest, AFullQueueIs429AndPausedAdmissionIs503) {
   });
   const json paused = post(c, "/v1/completions", {{"prompt", {4}}, {"max_tokens", 2}}, 503);
   EXPECT_EQ(paused["error"]["code"], "paused");
+}
+
+// A prompt longer than the admission queue's token bound could never be admitted: a 400 naming
+// the bound, not a 429 that the OpenAI client would retry for ever.
+TEST_F(ApiServerTest, APromptBeyondTheQueuesTokenBoundIs400) {
+  CoordinatorOptions co;
+  co.max_waiting_tokens = 4;
+  LiveServer s(weights_, co);
+  auto c = s.client();
+  const json e = post(c, "/v1/completions", {{"prompt", {1, 2, 3, 4, 5}}, {"max_tokens", 2}}, 400)["error"];
+  EXPECT_EQ(e["param"], "prompt");
+  EXPECT_NE(e["message"].get<std::string>().find("--max-waiting-tokens 4"), std::string::npos) << e;
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", {1, 2, 3, 4}}, {"max_tokens", 2}}, 200)["usage"]["completion_tokens"],
+            2);
 }
 
 TEST_F(ApiServerTest, AClientThatLeavesMidStreamFreesItsKv) {
