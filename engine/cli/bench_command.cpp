@@ -566,14 +566,15 @@ void run(const BenchArgs& a) {
                                             backend.device_links(layout, topology, env)));
     std::fprintf(stderr, "%s\n", ranks->describe(topology).c_str());
   }
-  std::unique_ptr<LiveTelemetry> live = ranks && !ranks->runs_coordinator() ? nullptr : LiveTelemetry::start(a.live);
-  if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
   // cpu: each policy on virtual time and on the wall clock, unless --clock picks one.
   std::vector<Clock> clocks{backend.clock()};
   if (!backend.sim() && (a.backend.clock.empty() || a.backend.clock == "both")) clocks = {Clock::Virtual, Clock::Wall};
   if (ranks) clocks = {Clock::Wall};
-  if (live && clocks.size() > 1 && !a.live.record.empty())
+  // Refused before the telemetry starts: it would announce (and open) the recording first.
+  if (clocks.size() > 1 && !a.live.record.empty())
     throw CommandError{"--record with both clocks would put two runs on one time base: pass --clock wall or virtual"};
+  std::unique_ptr<LiveTelemetry> live = ranks && !ranks->runs_coordinator() ? nullptr : LiveTelemetry::start(a.live);
+  if (live && !a.json) std::fprintf(stderr, "%s\n", live->describe().c_str());
   // On sim the policies' runs are independent (one virtual clock each): they may go at once.
   const std::size_t count = policies.size() * clocks.size();
   const int jobs = count > 1 ? bench_jobs(a, count, serial_reason(backend, live.get())) : 1;

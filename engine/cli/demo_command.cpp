@@ -138,7 +138,8 @@ void run(DemoArgs a) {
   const Clock clock = service.backend().clock();
   char line[256];
   std::snprintf(line, sizeof line, "workload %s, Poisson %.1f req/s, skew %s; %s, %s", a.workload.c_str(), a.rate,
-                a.skew.empty() ? "none (model router)" : a.skew.c_str(),
+                a.skew.empty() ? (service.backend().sim() ? "none (uniform routing)" : "none (the model's router)")
+                                : a.skew.c_str(),
                 clock == Clock::Wall ? "real time (wall clock)"
                 : a.pace > 0         ? ("paced at " + std::to_string(a.pace).substr(0, 4) + "× real time").c_str()
                                      : "unpaced",
@@ -184,7 +185,7 @@ void register_demo(CLI::App& app) {
                   "Every prompt begins with the same N tokens (a system prompt) before its drawn ones: what "
                   "--prefix-caching serves")
       ->check(CLI::Range(0, kMaxSharedPrefix))->capture_default_str();
-  sub->add_option("--rate", args->rate, "Arrivals per second (default: 60 on sim, 40 on cpu)")
+  sub->add_option("--rate", args->rate, "Arrivals per second (default, or 0: 60 on sim, 40 on cpu)")
       ->check(non_negative_number());
   sub->add_option("--skew", args->skew, "Routing skew exp:λ; empty for the model's router (cpu)")->capture_default_str();
   sub->add_option("--duration", args->duration, "Seconds of cluster time to run (0: until Ctrl-C)")

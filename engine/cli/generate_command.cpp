@@ -98,8 +98,6 @@ void run_many(const GenerateArgs& a) {
   auto weights = load_model(a.model);
   const ModelConfig& c = weights->config();
   const Layout layout = a.serve.load(c);
-  if (!a.serve.findep_config.empty())
-    throw CommandError{"--findep-config is bench's, demo's and serve's: generate runs the layout's r1 and r2"};
   DeploymentOptions options = a.serve.deployment_options(layout);
   options.clock = a.clock == "virtual" ? Clock::Virtual : Clock::Wall;
   options.coordinator.sampling = {a.temperature, a.top_p, a.top_k, a.min_p};
@@ -226,8 +224,11 @@ void register_generate(CLI::App& app) {
       ->excludes(tokens);
   sub->add_option("--out", args->out, "JSONL outputs {\"id\",\"output\"} (with --prompts)");
   args->serve.add_to(*sub, /*layout_required=*/false);
+  // FinDEP's solver plans for a workload's batches; generate runs the layout's r1 and r2.
+  sub->remove_option(sub->get_option("--findep-config"));
   args->live.add_to(*sub, /*default_on=*/false);
-  sub->add_option("--max-new-tokens", args->max_new_tokens, "Tokens to generate")
+  sub->add_option("--max-new-tokens", args->max_new_tokens,
+                  "Tokens to generate after --tokens (with --prompts each line's max_new_tokens)")
       ->check(CLI::Range(0, 1 << 20))->capture_default_str();
   sub->add_option("--temperature", args->temperature, "Sampling temperature (0: greedy)")
       ->check(CLI::Range(0.0f, 100.0f))->capture_default_str();
