@@ -299,6 +299,16 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
             "'suffix' is not supported");
   parse_logit_bias(c, limits, out);
   c.neutral("tools", is_empty, "tool calling is not supported");
+  // Without tools there is nothing to choose: "none" and "auto" mean the same, anything else
+  // asks for a call this server cannot make.
+  c.neutral("tool_choice",
+            [](const json& v) { return v.is_string() && (v.get<std::string>() == "none" || v.get<std::string>() == "auto"); },
+            "'tool_choice' needs tools: tool calling is not supported");
+  // Plain text is all this server writes: a client that asks for JSON must hear so rather than
+  // receive text it would fail to parse.
+  c.neutral("response_format",
+            [](const json& v) { return v.is_object() && v.contains("type") && v["type"] == "text"; },
+            "'response_format' other than {\"type\": \"text\"} is not supported (no structured output)");
   if (c.error) return *c.error;
 
   if (!out.prompt_ids.empty()) {

@@ -94,6 +94,10 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"logprobs":-1})", "logprobs", "[0, 20]"},
       {R"({"prompt":[1],"logprobs":true})", "logprobs", "an integer"},
       {R"({"prompt":[1],"echo":true})", "echo", "not supported"},
+      {R"({"prompt":[1],"seed":18446744073709551615})", "seed", "[-9223372036854775808, 9223372036854775807]"},
+      {R"({"prompt":[1],"response_format":{"type":"json_object"}})", "response_format", "no structured output"},
+      {R"({"prompt":[1],"response_format":"json"})", "response_format", "not supported"},
+      {R"({"prompt":[1],"tool_choice":"required"})", "tool_choice", "needs tools"},
       {R"({"prompt":[1],"frequency_penalty":2.5})", "frequency_penalty", "[-2, 2]"},
       {R"({"prompt":[1],"presence_penalty":-3})", "presence_penalty", "[-2, 2]"},
       {R"({"prompt":[1],"presence_penalty":"x"})", "presence_penalty", "a number"},
@@ -114,6 +118,10 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
   }
   EXPECT_EQ(error_of(R"({"model":"other","prompt":[1]})").status, 404);
+  // Their neutral values are accepted: plain text, no tool to call.
+  for (const char* neutral : {R"({"prompt":[1],"response_format":{"type":"text"}})", R"({"prompt":[1],"tool_choice":"none"})",
+                              R"({"prompt":[1],"tool_choice":"auto","response_format":null})"})
+    EXPECT_EQ(parsed(neutral, Endpoint::Completions).prompt_ids, std::vector<std::int32_t>{1}) << neutral;
   const auto logprobs_of = [](const std::string& body, Endpoint endpoint) { return parsed(body, endpoint).logprobs; };
   EXPECT_EQ(logprobs_of(R"({"prompt":[1]})", Endpoint::Completions), -1);
   EXPECT_EQ(logprobs_of(R"({"prompt":[1],"logprobs":0})", Endpoint::Completions), 0);
