@@ -128,7 +128,13 @@ void LiveTelemetry::handle(nlohmann::json command, telemetry::ControlServer::Rep
   }
   ControlCommands* target = target_;
   loop_->post_external([target, command = std::move(command), reply] {
-    target->handle(command, [reply](const nlohmann::json& r) { reply(r); });
+    // The commands check what they read; an exception that still escapes one is a bug of ours,
+    // and on the loop's thread it would end the engine: the client hears of it instead.
+    try {
+      target->handle(command, [reply](const nlohmann::json& r) { reply(r); });
+    } catch (const std::exception& e) {
+      reply.error("internal error handling '" + command.value("cmd", std::string()) + "': " + e.what());
+    }
   });
 }
 

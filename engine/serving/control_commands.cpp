@@ -457,21 +457,26 @@ void ControlCommands::record_dump(const json& c, const Reply& reply) {
   if (Status s = only_keys(c, {"path", "overwrite"}); !s.ok()) return fail(c, reply, s.message());
   auto ring_path = hub_.ring_path();
   if (!ring_path) return fail(c, reply, "no flight recorder is running (record_start with \"mode\":\"ring\")");
+  // Checked before anything reads it: a value() of the wrong type throws, on the loop.
+  if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
+    return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
+  const bool overwrite = c.contains("overwrite") && c.at("overwrite").get<bool>();
   std::filesystem::path file = *ring_path;
   if (c.contains("path")) {
     if (!c.at("path").is_string() || c.at("path").get<std::string>().empty())
       return fail(c, reply, "'path' must be a non-empty string");
-    if (c.contains("overwrite") && !c.at("overwrite").is_boolean())
-      return fail(c, reply, "'overwrite' must be true or false, got " + c.at("overwrite").dump());
     if (!recordings_) return fail(c, reply, "this engine has no recording directory: recording over control is off");
-    auto resolved = recordings_->resolve(c.at("path").get<std::string>(), c.value("overwrite", false));
+    auto resolved = recordings_->resolve(c.at("path").get<std::string>(), overwrite);
     if (!resolved.ok()) return fail(c, reply, resolved.status().message());
     file = *resolved;
+  } else if (overwrite && std::filesystem::exists(file) && !telemetry::is_switchyard_recording(file)) {
+    // The ring's own file is replaced under the same rule as a named one: only a recording.
+    return fail(c, reply, file.string() + " exists and is not a Switchyard recording: not overwritten");
   }
   if (stopper_.joinable()) stopper_.join();
   telemetry::RecorderOptions to;
   to.path = file;
-  to.overwrite = c.value("overwrite", false);
+  to.overwrite = overwrite;
   to.max_bytes = record_max_;
   to.metadata = bridge_.recording_metadata();
   to.device_names = d_.cluster().topology().device_names;
@@ -525,6 +530,8 @@ void ControlCommands::record_stop(const json& c, const Reply& reply) {
 void ControlCommands::set_workload(const json& c, const Reply& reply) {
   if (!hooks_.set_workload)
     return fail(c, reply, "this run's workload is not generated live (only `switchyard demo` takes set_workload)");
+  if (c.size() == 1)  // "cmd" alone, as set_policy refuses it
+    return fail(c, reply, "nothing to change: give 'rate', 'skew' or both");
   auto workload = hooks_.set_workload(c);
   if (!workload.ok()) return fail(c, reply, workload.status().message());
   json old_value = bridge_.workload();
@@ -721,14 +728,18 @@ void ControlCommands::rebalance(const json& c, const Reply& reply) {
       if (c.contains(k)) return fail(c, reply, std::string("'") + k + "' cannot change a previewed proposal");
     const json& v = c.at("proposal");
     if (!v.is_number_integer()) return fail(c, reply, "'proposal' must be an integer id, got " + v.dump());
-    if (!previewed_ || previewed_->id != v.get<std::int64_t>())
+    if (!previewed_ || previewed_->id != v.get<std::int64_t>()) {
+      if (applied_proposal_id_ != 0 && v.get<std::int64_t>() == applied_proposal_id_)
+        return fail(c, reply, "proposal " + v.dump() + " was applied already: preview again for a new one");
       return fail(c, reply, "proposal " + v.dump() + " is not the latest preview" +
-                                (previewed_ ? " (" + std::to_string(previewed_->id) + " is)" : " (none was made)"));
+                                (previewed_ ? " (" + std::to_string(previewed_->id) + " is)" : " (none is waiting)"));
+    }
     if (!(previewed_->base == current))
       return fail(c, reply, "the placement changed since proposal " + v.dump() + " was made: preview again");
     json fields = {{"proposal", to_json(previewed_->proposal, current)}};
     fields["proposal"]["id"] = previewed_->id;
     const RebalanceProposal proposal = previewed_->proposal;
+    applied_proposal_id_ = previewed_->id;
     previewed_.reset();
     return apply_proposal(c, reply, proposal, current, std::move(fields));
   }

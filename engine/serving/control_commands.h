@@ -119,6 +119,7 @@ class ControlCommands {
   };
   std::optional<Previewed> previewed_;
   std::int64_t next_proposal_id_ = 1;
+  std::int64_t applied_proposal_id_ = 0;  // the last preview applied (0: none), for its refusal
   // Periodic rebalancing (set_rebalance); a new setting bumps the generation so older ticks stop.
   struct Periodic {
     RebalanceRequest request;

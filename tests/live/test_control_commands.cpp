@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <tuple>
@@ -492,6 +493,18 @@ TEST_F(ControlCommandsTest, AFlightRecorderDumpsOnATriggerAndOnDemand) {
   EXPECT_EQ(started["new"]["minutes"], 1);
   EXPECT_FALSE(now({{"cmd", "record_start"}, {"mode", "ring"}, {"path", "x.db"}, {"minutes", 1}})["ok"].get<bool>());
   EXPECT_FALSE(now({{"cmd", "get_state"}})["state"]["ring"].is_null());
+  // 'overwrite' of the wrong type without a path: refused (it threw on the loop and ended the
+  // engine); and the ring's own file, when it is not a recording, is not replaced.
+  const json typed = now({{"cmd", "record_dump"}, {"overwrite", "x"}});
+  EXPECT_FALSE(typed["ok"].get<bool>());
+  EXPECT_NE(typed["error"].get<std::string>().find("'overwrite' must be true or false"), std::string::npos) << typed;
+  {
+    std::ofstream(started["path"].get<std::string>()) << "not a recording";
+    const json refused = now({{"cmd", "record_dump"}, {"overwrite", true}});
+    EXPECT_FALSE(refused["ok"].get<bool>());
+    EXPECT_NE(refused["error"].get<std::string>().find("is not a Switchyard recording"), std::string::npos) << refused;
+    fs::remove(started["path"].get<std::string>());
+  }
   run_and_check_every_token();
   bridge_->finish();
 

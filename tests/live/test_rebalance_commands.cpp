@@ -152,9 +152,9 @@ TEST_F(RebalanceCommandsTest, APreviewedProposalIsAppliedAsShownAtASafePoint) {
   EXPECT_EQ(deployment_->cluster().topology().placement, *expected);
   EXPECT_EQ(applied["new"]["load"], p["load_after"]);
 
-  // A second apply of the same id is refused: a preview is applied once.
+  // A second apply of the same id is refused, saying why: a preview is applied once.
   EXPECT_NE(now({{"cmd", "rebalance"}, {"apply", true}, {"proposal", p["id"]}})["error"].get<std::string>().find(
-                "is not the latest preview"),
+                "was applied already"),
             std::string::npos);
 
   const std::vector<json> events = recorded("rebalance");
@@ -209,7 +209,7 @@ TEST_F(RebalanceCommandsTest, BadRequestsAreRefusedWithTheReason) {
       {{{"cmd", "rebalance"}, {"slots", 0}}, "'slots' must be in [1, 8]"},
       {{{"cmd", "rebalance"}, {"apply", "yes"}}, "'apply' must be true or false"},
       {{{"cmd", "rebalance"}, {"proposal", 1}}, "give it with \"apply\": true"},
-      {{{"cmd", "rebalance"}, {"apply", true}, {"proposal", 7}}, "proposal 7 is not the latest preview (none was made)"},
+      {{{"cmd", "rebalance"}, {"apply", true}, {"proposal", 7}}, "proposal 7 is not the latest preview (none is waiting)"},
       {{{"cmd", "rebalance"}, {"aply", true}}, "unknown field 'aply'"},
       {{{"cmd", "set_rebalance"}}, "'mode' must be \"off\" or \"periodic\""},
       {{{"cmd", "set_rebalance"}, {"mode", "periodic"}, {"threshold", 1.2}}, "missing field 'interval_s'"},
