@@ -89,6 +89,11 @@ std::filesystem::path shipped_layout(const std::filesystem::path& layout) {
 
 Layout ServeOptions::load(const ModelConfig& config) const {
   std::optional<Layout> generated = generated_layout(layout.string(), config);
+  // A generated layout meets the rules a file does (e.g. disaggregated:1+9 for 8 experts would
+  // leave an expert device with nothing to hold).
+  if (generated)
+    if (Status s = validate_layout(*generated, config); !s.ok())
+      throw CommandError{"layout '" + layout.string() + "': " + s.message()};
   Layout l = generated ? *generated : take(load_layout(shipped_layout(layout), config));
   if (!policy.empty()) l.policy.policy = policy;
   if (!scheduler.empty()) l.policy.scheduler = scheduler;

@@ -4,6 +4,10 @@
 
 namespace sy {
 
+std::int64_t KvBlockAllocator::bytes_per_page() {
+  return static_cast<std::int64_t>(sizeof(std::int32_t) * 2 + sizeof(PageState));
+}
+
 KvBlockAllocator::KvBlockAllocator(std::int32_t num_pages, std::int32_t page_size)
     : num_pages_(num_pages),
       page_size_(page_size),

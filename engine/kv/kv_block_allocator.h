@@ -15,6 +15,9 @@ namespace sy {
 class KvBlockAllocator {
  public:
   KvBlockAllocator(std::int32_t num_pages, std::int32_t page_size);
+  // Host bytes this accounting takes per page (free stack, references, state), whatever the
+  // backend: what a layout's page count costs before any KV storage, checked before allocating.
+  static std::int64_t bytes_per_page();
 
   std::int32_t page_size() const { return page_size_; }
   std::int32_t num_pages() const { return num_pages_; }

@@ -346,7 +346,6 @@ Status LayoutParser::parse_policy(const toml::table& root) {
                                  "barrier", "gate", "adaptive_pingpong_from", "adaptive_async_from"},
                                 "[policy]"));
   PolicySpec& p = layout_.policy;
-  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
   for (auto&& [key, value] : *t) {
     const std::string what = "policy." + std::string(key.str());
     const std::string_view k = key.str();
@@ -359,7 +358,7 @@ Status LayoutParser::parse_policy(const toml::table& root) {
        : k == "barrier"   ? p.barrier
                           : p.gate) = *s;
     } else if (k == "lookahead") {
-      auto v = read_int(value, what, 0, kMax);
+      auto v = read_int(value, what, 0, kMaxLookahead);
       if (!v.ok()) return v.status();
       p.lookahead = *v;
     } else if (k == "microbatches") {
@@ -379,6 +378,11 @@ Status LayoutParser::parse_policy(const toml::table& root) {
       } else {
         return error(value.source(), what + " must be a number, got " + type_name(value));
       }
+      // On the key's line, as the integers' ranges are (the whole policy's check below has only
+      // the table's). Written so that NaN fails too.
+      if (k == "decay" && !(out > 0.0 && out <= 1.0))
+        return error(value.source(), what + " must be in (0, 1], got " + format_double(out));
+      if (k != "decay" && !(out >= 0.0)) return error(value.source(), what + " must be >= 0, got " + format_double(out));
     }
   }
   Status s = validate_policy(p);

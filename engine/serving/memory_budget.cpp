@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include "engine/kv/kv_block_allocator.h"
+
 namespace sy {
 namespace {
 
@@ -20,7 +22,7 @@ MemoryBudget memory_budget(const ModelConfig& config, const Topology& topology, 
                            std::int64_t page_size, bool host_kv) {
   MemoryBudget b;
   const std::int64_t ranks = topology.num_ranks();
-  b.kv_accounting_bytes = ranks * pages_per_rank * static_cast<std::int64_t>(sizeof(std::int32_t));
+  b.kv_accounting_bytes = ranks * pages_per_rank * KvBlockAllocator::bytes_per_page();
   if (host_kv) {
     // K and V, float32, every layer: what PagedKvCache allocates per rank.
     const std::int64_t per_page = page_size * config.num_layers * config.num_kv_heads * config.head_dim * 2 * 4;

@@ -13,7 +13,7 @@ namespace sy {
 
 struct MemoryBudget {
   std::int64_t kv_storage_bytes = 0;     // host KV caches of every attention rank (cpu backend)
-  std::int64_t kv_accounting_bytes = 0;  // page free lists of every rank's block manager
+  std::int64_t kv_accounting_bytes = 0;  // every rank's page accounting (KvBlockAllocator)
   std::int64_t total() const { return kv_storage_bytes + kv_accounting_bytes; }
 };
 

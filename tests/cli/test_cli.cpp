@@ -519,6 +519,18 @@ TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
                          "[capacity]\nkv_pages_per_rank = 1073741824\n";
   expect_error("bench --model " + (root_ / "good").string() + " --layout " + huge.string() + " --duration 0.1",
                {"[capacity] kv_pages_per_rank = 1073741824", "available", "lower kv_pages_per_rank"});
+  // The sim holds no KV, but its page accounting is 24 bytes a page: 4 ranks of 2^31 - 1 pages
+  // (206 GB) ended in std::bad_alloc ('internal error') when only 4 bytes a page were counted.
+  const fs::path huge_sim = root_ / "huge-sim-kv.toml";
+  std::ofstream(huge_sim) << "name = \"huge\"\n[[device]]\nname = \"a0\"\nattention = true\n[[device]]\nname = \"a1\"\n"
+                             "attention = true\n[[device]]\nname = \"a2\"\nattention = true\n[[device]]\nname = \"a3\"\n"
+                             "attention = true\n[[device]]\nname = \"e0\"\nexperts = \"auto\"\n"
+                             "[capacity]\nkv_pages_per_rank = 2147483647\n";
+  expect_error("bench --backend sim --model mixtral-8x7b --layout " + huge_sim.string() + " --duration 0.05",
+               {"[capacity] kv_pages_per_rank = 2147483647", "on 4 attention rank(s)", "lower kv_pages_per_rank"});
+  // A generated layout meets a file's rules: 9 expert devices for 8 experts leave one empty.
+  expect_error("bench --backend sim --model mixtral-8x7b --layout disaggregated:1+9 --duration 0.05",
+               {"disaggregated:1+9", "'gpu9' neither runs attention nor holds any expert"});
   // Every listening endpoint follows one rule: beyond loopback only with --insecure (metrics has no keys).
   expect_error("bench --backend sim --model mixtral-8x7b --layout colocated:8 --metrics 0.0.0.0:0",
                {"--metrics 0.0.0.0:0", "beyond loopback", "--insecure"});

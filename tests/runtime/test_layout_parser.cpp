@@ -433,11 +433,15 @@ TEST(LayoutRefusals, BadPolicyValues) {
   expect_refused(kDevices + "[policy]\nname = \"turbo\"\n",
                  {"test.toml:14:", "[policy]: unknown policy 'turbo' (expected async, pingpong, sync, findep or adaptive)"});
   expect_refused(kDevices + "[policy]\nscheduler = \"fifo\"\n", {"unknown scheduler 'fifo' (expected defrag, mtfs, flfs or tail)"});
-  expect_refused(kDevices + "[policy]\nlookahead = -1\n",
-                 {"test.toml:15:", "policy.lookahead must be in [0, 2147483647], got -1"});
-  expect_refused(kDevices + "[policy]\ndecay = 0.0\n", {"decay must be in (0, 1], got 0.0"});
-  expect_refused(kDevices + "[policy]\ndecay = 1.5\n", {"decay must be in (0, 1], got 1.5"});
-  expect_refused(kDevices + "[policy]\ndecay = nan\n", {"decay must be in (0, 1]"});
+  // Ranges on the key's own line, with the range that holds (lookahead's top is 1024, not the
+  // int32 top it was read with; decay's and the thresholds' were only on the table's line).
+  expect_refused(kDevices + "[policy]\nlookahead = -1\n", {"test.toml:15:", "policy.lookahead must be in [0, 1024], got -1"});
+  expect_refused(kDevices + "[policy]\nlookahead = 1025\n", {"test.toml:15:", "policy.lookahead must be in [0, 1024], got 1025"});
+  expect_refused(kDevices + "[policy]\ndecay = 0.0\n", {"test.toml:15:", "policy.decay must be in (0, 1], got 0.0"});
+  expect_refused(kDevices + "[policy]\ndecay = 1.5\n", {"test.toml:15:", "policy.decay must be in (0, 1], got 1.5"});
+  expect_refused(kDevices + "[policy]\ndecay = nan\n", {"test.toml:15:", "decay must be in (0, 1]"});
+  expect_refused(kDevices + "[policy]\nadaptive_async_from = -2\n",
+                 {"test.toml:15:", "policy.adaptive_async_from must be >= 0, got -2"});
   expect_refused(kDevices + "[policy]\nmicrobatches = 0\n", {"test.toml:15:", "policy.microbatches must be in [1, 64], got 0"});
   expect_refused(kDevices + "[policy]\nmicrobatches = 65\n", {"policy.microbatches must be in [1, 64], got 65"});
 }
