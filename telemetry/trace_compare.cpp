@@ -60,6 +60,7 @@ RunProfile profile_windows(const std::vector<SpanWindow>& windows, std::vector<s
 
 StatusOr<RunProfile> profile_trace(const TraceReader& reader, std::string label, std::int64_t t0, std::int64_t t1) {
   std::vector<SpanWindow> windows;
+  std::int64_t spans_end = TraceReader::kMin;  // from spans: the latest span's end
   bool from_windows = reader.has_span_windows();
   if (from_windows) {
     auto w = reader.span_windows(t0, t1);
@@ -81,12 +82,23 @@ StatusOr<RunProfile> profile_trace(const TraceReader& reader, std::string label,
       acc.add(s);
     }
     while (q < queues->size()) acc.add((*queues)[q++]);
+    spans_end = acc.latest_ns();
     acc.close_before(acc.latest_ns(), windows);
     acc.close_all(windows);
   }
   // The run's own bounds, so that its first and last windows (partly before and after it) do
   // not dilute the shares.
-  const std::int64_t b = std::max(t0, reader.start_ns()), e = std::min(t1, reader.end_ns());
+  const std::int64_t b = std::max(t0, reader.start_ns());
+  std::int64_t e = std::min(t1, reader.end_ns());
+  // A recording whose writer was killed holds spans only up to its last committed blocks while
+  // its request events run on: the shares are of the time the spans cover, or the time past
+  // them would read as host time.
+  if (const auto meta = reader.metadata(); !meta.count("complete") || meta.at("complete") != "1") {
+    std::int64_t covered = spans_end;
+    if (from_windows)
+      for (const SpanWindow& w : windows) covered = std::max(covered, w.start_ns + w.window_ns);
+    if (covered > b) e = std::min(e, covered);
+  }
   RunProfile p = profile_windows(windows, reader.device_names(), std::move(label), b, e > b ? e : b + 1);
   p.from_windows = from_windows;
   return p;

@@ -35,6 +35,29 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
   out.end_ns = trace.end_ns();
   out.metadata = trace.metadata();
   const double window_ns = static_cast<double>(std::max<std::int64_t>(out.end_ns - out.start_ns, 1));
+  auto spans = trace.spans();
+  if (!spans.ok()) return spans.status();
+  // An incomplete recording's spans stop at its last committed block while its request events
+  // (smaller, written sooner) run on: time past the spans would read as host time.
+  // Blocks are committed per device, so each device's spans end on their own: each device's
+  // fractions are of the time up to its last span.
+  out.devices_end_ns = out.end_ns;
+  std::map<std::int32_t, std::int64_t> device_end;  // incomplete recordings only
+  const auto complete = out.metadata.find("complete");
+  if (complete == out.metadata.end() || complete->second != "1") {
+    std::int64_t spans_end = out.start_ns;
+    for (const Span& s : *spans) {
+      if (s.lane != Lane::Compute) continue;
+      std::int64_t& e = device_end.try_emplace(s.device, out.start_ns).first->second;
+      e = std::max(e, std::min(s.end_ns, out.end_ns));
+      spans_end = std::max(spans_end, e);
+    }
+    out.devices_end_ns = std::min(out.end_ns, spans_end);
+  }
+  const auto end_of = [&](std::int32_t device) {
+    const auto it = device_end.find(device);
+    return it == device_end.end() ? out.devices_end_ns : it->second;
+  };
 
   // Devices: busy and stall time on the compute lane, clipped to the window.
   const std::vector<std::string> names = trace.device_names();
@@ -44,11 +67,9 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
     d.device = static_cast<std::int32_t>(i);
     d.name = names[i];
   }
-  auto spans = trace.spans();
-  if (!spans.ok()) return spans.status();
   std::map<std::int32_t, std::int64_t> rows, carried;
   for (const Span& s : *spans) {
-    if (s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.start_ns >= out.start_ns && s.start_ns < out.end_ns) {
+    if (s.kind == SpanKind::Transfer && s.lane == Lane::Send && s.start_ns >= out.start_ns && s.start_ns < end_of(s.device)) {
       DeviceSummary& d = devices[s.device];
       d.device = s.device;
       ++d.transfers;
@@ -57,7 +78,7 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
     if (s.lane != Lane::Compute) continue;
     DeviceSummary& d = devices[s.device];
     d.device = s.device;
-    const double dur = static_cast<double>(std::min(s.end_ns, out.end_ns) - std::max(s.start_ns, out.start_ns));
+    const double dur = static_cast<double>(std::min(s.end_ns, end_of(s.device)) - std::max(s.start_ns, out.start_ns));
     if (dur <= 0) continue;
     if (s.kind == SpanKind::Stall) {
       const auto r = static_cast<std::size_t>(s.stall_reason);
@@ -74,13 +95,14 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
   }
   for (auto& [index, d] : devices) {
     if (d.name.empty()) d.name = "device" + std::to_string(index);
-    d.busy /= window_ns;
-    for (double& x : d.stall) x /= window_ns;
+    const double devices_window_ns = static_cast<double>(std::max<std::int64_t>(end_of(index) - out.start_ns, 1));
+    d.busy /= devices_window_ns;
+    for (double& x : d.stall) x /= devices_window_ns;
     double accounted = d.busy;
     for (double x : d.stall) accounted += x;
     d.host = host_share(accounted);
     d.rows_per_execution = d.executions > 0 ? static_cast<double>(rows[index]) / static_cast<double>(d.executions) : 0;
-    d.executions_per_s = static_cast<double>(d.executions) / (window_ns / 1e9);
+    d.executions_per_s = static_cast<double>(d.executions) / (devices_window_ns / 1e9);
     d.rows_per_transfer = d.transfers > 0 ? static_cast<double>(carried[index]) / static_cast<double>(d.transfers) : 0;
     out.devices.push_back(d);
   }
@@ -263,7 +285,12 @@ std::string format_trace_summary(const TraceSummary& s) {
   const std::string dropped = meta_text(s.metadata, "records_dropped");
   if (!dropped.empty() && dropped != "0") out += "recording dropped " + dropped + " records (writer behind)\n";
 
-  out += "\ndevices (fraction of the window)\n";
+  if (s.devices_end_ns < s.end_ns) {
+    out += fmt("\ndevices (fraction of the time up to each device's last recorded span, at most %.3f s)\n",
+               static_cast<double>(s.devices_end_ns) / 1e9);
+  } else {
+    out += "\ndevices (fraction of the window)\n";
+  }
   out += fmt("  %-12s %7s %12s %8s %9s %8s %7s %11s %10s %9s %10s %10s\n", "device", "busy", "queue_empty", "barrier",
              "transfer", "weights", "host", "executions", "rows/exec", "exec/s", "transfers", "rows/xfer");
   for (const DeviceSummary& d : s.devices) {

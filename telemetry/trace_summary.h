@@ -58,6 +58,10 @@ struct ExpertSkew {
 
 struct TraceSummary {
   std::int64_t start_ns = 0, end_ns = 0;
+  // The end of the device table's window: end_ns, except in a recording whose writer stopped
+  // before committing its last spans (its request events run on): there each device's
+  // fractions are of the time up to its own last span, and this is the latest of those.
+  std::int64_t devices_end_ns = 0;
   std::map<std::string, std::string> metadata;
   std::vector<DeviceSummary> devices;
   std::vector<QueueSummary> queues;  // by device, then layer kind

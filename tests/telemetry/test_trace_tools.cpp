@@ -217,6 +217,35 @@ StatusOr<TraceSummary> summarize_recorded(const TempDir& dir, const char* name, 
 
 // Executions as the engine's device table counts them: a token-pool merge and a findep shared
 // expert are busy time over rows an attention or expert execution counted already.
+// A recording whose writer was killed holds each device's spans up to its last committed block,
+// while its request events run on: each device's fractions are of the time up to its own last
+// span (e0's end at 750 ms), not of the whole window, where the lost time read as host time.
+TEST(TraceSummary, AnIncompleteRecordingsDevicesAreMeasuredUpToTheirOwnSpans) {
+  TempDir dir;
+  const auto path = write_known_trace(dir);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, "UPDATE META SET value = '0' WHERE key = 'complete'", nullptr, nullptr, nullptr), SQLITE_OK);
+    EXPECT_EQ(sqlite3_changes(db), 1);
+    sqlite3_close(db);
+  }
+  auto reader = TraceReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto summary = summarize_trace(**reader, 3);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  const TraceSummary& s = *summary;
+  EXPECT_EQ(s.end_ns, 1000 * kMs);
+  EXPECT_EQ(s.devices_end_ns, 1000 * kMs);  // a0's spans run to the end
+  const DeviceSummary& a0 = s.devices[0];
+  EXPECT_DOUBLE_EQ(a0.busy, 0.6);
+  const DeviceSummary& e0 = s.devices[1];
+  EXPECT_DOUBLE_EQ(e0.busy, 250.0 / 750.0);
+  EXPECT_DOUBLE_EQ(e0.stall[static_cast<int>(StallReason::Transfer)], 500.0 / 750.0);
+  EXPECT_NEAR(e0.host, 0, 1e-12);
+  EXPECT_NE(format_trace_summary(s).find("recording: incomplete"), std::string::npos);
+}
+
 TEST(TraceSummary, MergesAndSharedExpertsAreBusyButNoExecutions) {
   TempDir dir;
   auto summary = summarize_recorded(
