@@ -41,7 +41,9 @@ TokenBatch residual(ActivationOps& ops, const std::vector<std::int64_t>& request
   for (std::size_t i = 0; i < requests.size(); ++i) {
     for (std::int32_t r = 0; r < rows[i]; ++r) {
       b.row.push_back({.request = requests[i], .position = 10 + r, .rank = 0});
-      for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(requests[i] * 100 + r));
+      // In double: the random-order test's request ids are random 64-bit values (UBSan: the
+      // product overflowed int64; only small ids' values are ever compared).
+      for (std::int64_t c = 0; c < kWidth; ++c) hidden.push_back(static_cast<float>(static_cast<double>(requests[i]) * 100 + r));
     }
   }
   b.hidden = host_rows(ops, hidden);
