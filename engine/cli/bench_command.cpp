@@ -540,7 +540,13 @@ void run(const BenchArgs& a) {
     throw CommandError{"--findep-config auto configures findep: the policy is " + a.compare +
                        (a.compare.empty() ? layout.policy.policy : "")};
 
-  if (!a.sweep.empty()) return run_sweep(a, backend, layout, policies);
+  if (!a.sweep.empty()) {
+    // Every rank would run the whole sweep on its own: refused as --backend sim is below.
+    if (dist::RankEnvironment env = take(dist::RankEnvironment::from_process()); env.distributed())
+      throw CommandError{"--sweep runs in one process (on --backend sim); ranks started by " + env.launcher +
+                         " serve one deployment"};
+    return run_sweep(a, backend, layout, policies);
+  }
   if (!a.rebalance.empty()) {
     if (policies.size() > 1) throw CommandError{"--rebalance compares placements under one policy: drop --compare"};
     if (dist::RankEnvironment env = take(dist::RankEnvironment::from_process()); env.distributed())

@@ -321,6 +321,14 @@ TEST_F(Bootstrap, MissingRanksAreNamedByRankZero) {
   EXPECT_LT(r.seconds, 15);
 }
 
+// A sweep is many single-process simulations: under a launcher every rank ran it whole on its own.
+TEST_F(Bootstrap, ASimSweepIsRefusedUnderALauncher) {
+  const ShellRun r = shell("RANK=0 WORLD_SIZE=2 SWITCHYARD_ASSETS=" + std::string(SY_SOURCE_DIR) + "/assets " + bin_ +
+                           " bench --backend sim --model mixtral-8x7b --layout colocated:2 --duration 0.1 --sweep 10,20");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "--sweep runs in one process")) << r.output;
+}
+
 TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
   const std::string env = "WORLD_SIZE=2 MASTER_PORT=" + std::to_string(free_port()) + " SWITCHYARD_BOOTSTRAP_TIMEOUT=10 ";
   const fs::path log0 = root_ / "rank0.log", log1 = root_ / "rank1.log";
