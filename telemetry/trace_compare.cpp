@@ -93,7 +93,7 @@ StatusOr<RunProfile> profile_trace(const TraceReader& reader, std::string label,
   // A recording whose writer was killed holds spans only up to its last committed blocks while
   // its request events run on: the shares are of the time the spans cover, or the time past
   // them would read as host time.
-  if (const auto meta = reader.metadata(); !meta.count("complete") || meta.at("complete") != "1") {
+  if (!recording_complete(reader.metadata())) {
     std::int64_t covered = spans_end;
     if (from_windows)
       for (const SpanWindow& w : windows) covered = std::max(covered, w.start_ns + w.window_ns);

@@ -17,6 +17,13 @@
 
 namespace sy::telemetry {
 
+// Whether a recording's metadata says its writer finished it (META.complete = 1): one still
+// being written, or whose writer was killed, holds spans only up to its last committed blocks.
+inline bool recording_complete(const std::map<std::string, std::string>& metadata) {
+  const auto it = metadata.find("complete");
+  return it != metadata.end() && it->second == "1";
+}
+
 class TraceReader {
  public:
   // Opens read-only. Errors name the file and the problem (missing, not SQLite, not a

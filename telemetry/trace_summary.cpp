@@ -43,8 +43,7 @@ StatusOr<TraceSummary> summarize_trace(const TraceReader& trace, int top_experts
   // fractions are of the time up to its last span.
   out.devices_end_ns = out.end_ns;
   std::map<std::int32_t, std::int64_t> device_end;  // incomplete recordings only
-  const auto complete = out.metadata.find("complete");
-  if (complete == out.metadata.end() || complete->second != "1") {
+  if (!recording_complete(out.metadata)) {
     std::int64_t spans_end = out.start_ns;
     for (const Span& s : *spans) {
       if (s.lane != Lane::Compute) continue;
@@ -279,8 +278,7 @@ std::string format_trace_summary(const TraceSummary& s) {
       out += line + "\n";
     }
   }
-  const std::string complete = meta_text(s.metadata, "complete");
-  out += complete == "1" ? "recording: complete\n"
+  out += recording_complete(s.metadata) ? "recording: complete\n"
                          : "recording: incomplete (still being written, or its writer was killed)\n";
   const std::string dropped = meta_text(s.metadata, "records_dropped");
   if (!dropped.empty() && dropped != "0") out += "recording dropped " + dropped + " records (writer behind)\n";

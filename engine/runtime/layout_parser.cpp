@@ -379,10 +379,8 @@ Status LayoutParser::parse_policy(const toml::table& root) {
         return error(value.source(), what + " must be a number, got " + type_name(value));
       }
       // On the key's line, as the integers' ranges are (the whole policy's check below has only
-      // the table's). Written so that NaN fails too.
-      if (k == "decay" && !(out > 0.0 && out <= 1.0))
-        return error(value.source(), what + " must be in (0, 1], got " + format_double(out));
-      if (k != "decay" && !(out >= 0.0)) return error(value.source(), what + " must be >= 0, got " + format_double(out));
+      // the table's).
+      if (Status s = validate_policy_number(k, out); !s.ok()) return error(value.source(), "policy." + s.message());
     }
   }
   Status s = validate_policy(p);

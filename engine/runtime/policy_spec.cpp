@@ -18,6 +18,16 @@ constexpr std::string_view kGates[] = {"cost", "off"};
 
 }  // namespace
 
+Status validate_policy_number(std::string_view key, double value) {
+  // Written so that NaN fails too.
+  if (key == "decay") {
+    if (!(value > 0.0 && value <= 1.0)) return Status::Error("decay must be in (0, 1], got " + format_double(value));
+  } else if (!(value >= 0.0)) {
+    return Status::Error(std::string(key) + " must be >= 0, got " + format_double(value));
+  }
+  return Status::Ok();
+}
+
 Status validate_policy(const PolicySpec& p) {
   if (std::ranges::find(kPolicies, p.policy) == std::end(kPolicies))
     return Status::Error("unknown policy '" + p.policy + "' (expected " + one_of({"async", "pingpong", "sync", "findep", "adaptive"}) + ")");
@@ -28,14 +38,14 @@ Status validate_policy(const PolicySpec& p) {
     return Status::Error("unknown barrier '" + p.barrier + "' (expected " + one_of({"collective", "ideal"}) + ")");
   if (std::ranges::find(kGates, p.gate) == std::end(kGates))
     return Status::Error("unknown gate '" + p.gate + "' (expected " + one_of({"cost", "off"}) + ")");
-  if (!(p.adaptive_pingpong_from >= 0) || !(p.adaptive_async_from >= 0))  // NaN fails too
+  if (!validate_policy_number("adaptive_pingpong_from", p.adaptive_pingpong_from).ok() ||
+      !validate_policy_number("adaptive_async_from", p.adaptive_async_from).ok())
     return Status::Error("adaptive_pingpong_from and adaptive_async_from must be >= 0, got " +
                          format_double(p.adaptive_pingpong_from) + " and " + format_double(p.adaptive_async_from));
   if (p.lookahead < 0 || p.lookahead > kMaxLookahead)
     return Status::Error("lookahead must be in [0, " + std::to_string(kMaxLookahead) + "], got " +
                          std::to_string(p.lookahead));
-  if (!(p.decay > 0.0 && p.decay <= 1.0))  // written so that NaN fails too
-    return Status::Error("decay must be in (0, 1], got " + format_double(p.decay));
+  SY_RETURN_IF_ERROR(validate_policy_number("decay", p.decay));
   if (p.microbatches < 1 || p.microbatches > kMaxMicrobatches)
     return Status::Error("microbatches must be in [1, " + std::to_string(kMaxMicrobatches) + "], got " +
                          std::to_string(p.microbatches));

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -61,5 +62,9 @@ struct PolicySpec {
 // Checks names and ranges; the message names the bad field and value. Shared by layout files
 // and live policy switches so that both accept exactly the same things.
 Status validate_policy(const PolicySpec& policy);
+// The range of one of the [policy] numbers (decay, adaptive_pingpong_from, adaptive_async_from)
+// as validate_policy checks it, the message naming `key`: for a parser that reports it on the
+// key's own line.
+Status validate_policy_number(std::string_view key, double value);
 
 }  // namespace sy

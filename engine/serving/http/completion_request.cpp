@@ -64,7 +64,7 @@ class Checker {
     // Beyond int64 (JSON's unsigned integers up to 2^64 - 1) is out of every range: it must not
     // be clamped into one whose top is INT64_MAX (the seed's, as vLLM's).
     const bool beyond = v->is_number_unsigned() && v->get<std::uint64_t>() > std::uint64_t(INT64_MAX);
-    const std::int64_t x = beyond ? INT64_MAX : v->get<std::int64_t>();
+    const std::int64_t x = beyond ? 0 : v->get<std::int64_t>();  // read only within int64
     if (beyond || x < lo || x > hi)
       return fail(key, "'" + std::string(key) + "' must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                            "], got " + v->dump());
