@@ -251,7 +251,7 @@ std::string format_trace_summary(const TraceSummary& s) {
              static_cast<double>(s.end_ns) / 1e9, clock.empty() ? "" : ", clock ", clock.c_str());
   for (const char* key : {"run_id", "backend", "hardware", "policy"}) {
     const std::string v = meta_text(s.metadata, key);
-    if (!v.empty()) out += fmt("%s: %s\n", key, v.c_str());
+    if (!v.empty() && v != "null") out += fmt("%s: %s\n", key, v.c_str());  // null: the run has none
   }
   if (auto model = nlohmann::json::parse(meta_text(s.metadata, "model"), nullptr, false);
       model.is_object() && model.contains("name") && model["name"].is_string()) {

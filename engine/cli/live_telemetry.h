@@ -70,6 +70,8 @@ class LiveTelemetry {
   // The bound endpoints (with the ports chosen for port 0); empty when not listening.
   std::string telemetry_endpoint() const { return hub_->endpoint(); }
   std::string control_endpoint() const;
+  // The stream's run id (META.run_id of its recordings).
+  std::uint64_t run_id() const { return hub_->run_id(); }
 
  private:
   LiveTelemetry() = default;

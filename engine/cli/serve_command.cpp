@@ -61,6 +61,7 @@ void run(ServeArgs a) {
   o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
              c.vocab_size, std::nullopt};
   o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
+  if (service.telemetry()) o.run_id = service.telemetry()->run_id();
   // eos (the tokenizer's, else config.json's) is a stop token of each request, which
   // ignore_eos lifts, not the coordinator's.
   if (!a.ignore_eos) o.model.eos_token_id = text.eos_token_id() ? text.eos_token_id() : c.eos_token_id;

@@ -47,7 +47,11 @@ std::filesystem::path write_known_trace(const TempDir& dir) {
   RecorderOptions options;
   options.path = dir / "known.db";
   options.device_names = {"a0", "e0"};
-  options.metadata = {{"clock", "virtual"}, {"model", R"({"name":"tiny","experts":4})"}, {"policy", "async"}};
+  // hardware: what the engine writes for a backend without a profile (cpu, cuda).
+  options.metadata = {{"clock", "virtual"},
+                      {"model", R"({"name":"tiny","experts":4})"},
+                      {"policy", "async"},
+                      {"hardware", "null"}};
   auto recorder = TraceRecorder::open(options);
   EXPECT_TRUE(recorder.ok()) << recorder.status().message();
   std::vector<Span> spans = {
@@ -179,6 +183,7 @@ TEST(TraceSummary, NumbersOnKnownData) {
   const std::string text = format_trace_summary(s);
   EXPECT_NE(text.find("window: 1.000 s (0.000 to 1.000 s of run time, clock virtual)"), std::string::npos) << text;
   EXPECT_NE(text.find("model: tiny"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hardware"), std::string::npos) << text;  // none, not "null"
   EXPECT_NE(text.find("  a0             60.0%        30.0%    10.0%      0.0%     0.0%    0.0%           2       20.0         2"
                       "          0        0.0"),
             std::string::npos)

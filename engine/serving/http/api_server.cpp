@@ -67,8 +67,11 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   self->impl_ = std::make_unique<Impl>();
   self->host_ = o.host;
   Impl& impl = *self->impl_;
-  impl.completions =
-      std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text, std::random_device{}());
+  std::random_device rd;
+  std::uint64_t run_id = o.run_id;
+  while (run_id == 0) run_id = (std::uint64_t{rd()} << 32) ^ rd();
+  impl.completions = std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text, rd(),
+                                                         "cmpl-" + std::to_string(run_id) + "-");
   httplib::Server& s = impl.server;
   const int workers = o.workers;
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };

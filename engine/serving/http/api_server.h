@@ -35,6 +35,9 @@ struct ApiServerOptions {
   const TextSupport* text = nullptr;
   // /metrics renders it when set (it must outlive the server); else 404.
   const telemetry::PrometheusRegistry* registry = nullptr;
+  // In every answer's id ("cmpl-<run_id>-<request id>"), so that an id names one request of one
+  // run and its trace (META.run_id); 0: a random one.
+  std::uint64_t run_id = 0;
 };
 
 class ApiServer {

@@ -98,8 +98,8 @@ void set_error(httplib::Response& res, const ApiError& error) {
 }
 
 CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text,
-                                     std::uint64_t seed_base)
-    : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base) {}
+                                     std::uint64_t seed_base, std::string id_prefix)
+    : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base), id_prefix_(std::move(id_prefix)) {}
 
 std::variant<std::vector<std::int32_t>, ApiError> CompletionHandler::prompt_ids(CompletionRequest& r) const {
   TextSupport::Ids ids = r.endpoint == Endpoint::ChatCompletions ? text_.encode_chat(r.messages)
@@ -155,7 +155,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
       if (&other != &c) broker_.cancel(other.channel->id());
     return set_error(res, *verdict.error);
   }
-  a->header = {"cmpl-" + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
+  a->header = {id_prefix_ + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
   a->usage.prompt_tokens = prompt_tokens;  // once: every choice continues the same prompt
   a->include_usage = r.include_usage;

@@ -25,8 +25,10 @@ struct PendingAnswer;  // an accepted answer's choices and what they have produc
 
 class CompletionHandler {
  public:
-  // `text` must outlive the handler.
-  CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base);
+  // `text` must outlive the handler. An answer's id is `id_prefix` and its first request's id
+  // ("chat" before it for chat answers).
+  CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base,
+                    std::string id_prefix);
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
 
  private:
@@ -43,6 +45,7 @@ class CompletionHandler {
   const ModelLimits limits_;
   const TextSupport& text_;
   const std::uint64_t seed_base_;
+  const std::string id_prefix_;
   std::atomic<std::uint64_t> answers_{0};
 };
 

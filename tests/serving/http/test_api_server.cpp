@@ -441,6 +441,28 @@ TEST_F(ApiServerTest, AClientThatGivesUpOnAWholeAnswerFreesItsKv) {
   EXPECT_EQ(s.finish_reason(0), FinishReason::Cancelled);
 }
 
+// An answer's id names its run and its first request, so that ids stay unique across
+// restarts (a new run id) and each leads to its request in that run's trace.
+TEST_F(ApiServerTest, AnswerIdsNameTheRunAndTheRequest) {
+  ApiServerOptions o;
+  o.run_id = 4577106710453261913ull;
+  LiveServer s(weights_, {}, o);
+  auto c = s.client();
+  const json body = {{"prompt", {1, 2}}, {"max_tokens", 1}};
+  const std::string first = post(c, "/v1/completions", body, 200)["id"];
+  const std::string second = post(c, "/v1/completions", body, 200)["id"];
+  const std::string prefix = "cmpl-4577106710453261913-";
+  ASSERT_EQ(first.rfind(prefix, 0), 0u) << first;
+  ASSERT_EQ(second.rfind(prefix, 0), 0u) << second;
+  EXPECT_EQ(std::stoll(second.substr(prefix.size())), std::stoll(first.substr(prefix.size())) + 1);
+  // Without a run id of its own the server draws one: two servers' first answers differ.
+  LiveServer other(weights_, {});
+  auto other_client = other.client();
+  const std::string elsewhere = post(other_client, "/v1/completions", body, 200)["id"];
+  EXPECT_EQ(elsewhere.rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(elsewhere.find(prefix), std::string::npos) << elsewhere;
+}
+
 TEST_F(ApiServerTest, AnApiKeyGuardsTheApiButNotHealth) {
   ApiServerOptions o;
   o.api_key = "sesame";

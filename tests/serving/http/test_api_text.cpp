@@ -116,6 +116,7 @@ TEST_F(ApiTextTest, ChatGoesThroughTheTemplate) {
   const auto expected = reference(text_->tokenizer()->encode(*rendered, false), 10);
   EXPECT_EQ(r["choices"][0]["token_ids"].get<std::vector<std::int32_t>>(), expected);
   EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["id"].get<std::string>().rfind("chatcmpl-", 0), 0u) << r["id"];
   EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
   const std::string content = r["choices"][0]["message"]["content"];
   EXPECT_EQ(content, text_->tokenizer()->decode(expected, true));
