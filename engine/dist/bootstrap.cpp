@@ -112,7 +112,7 @@ std::string differences(const Hello& mine, const Hello& h) {
 // This rank's data socket, bound on an ephemeral port of the advertised address (every
 // interface when that is not a loopback address).
 StatusOr<std::string> bind_data(const RankEnvironment& env, zmq::socket_t& data) {
-  const bool loop = env.advertise_addr.rfind("127.", 0) == 0 || env.advertise_addr == "localhost";
+  const bool loop = is_loopback_address(env.advertise_addr);
   const std::string bind = "tcp://" + std::string(loop ? "127.0.0.1" : "*") + ":*";
   try {
     data.set(zmq::sockopt::rcvhwm, 0);
@@ -143,7 +143,7 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
   const std::string where = env.master_endpoint();
   // A loopback rendezvous stays on the loopback; any other MASTER_ADDR names this host as the
   // others reach it (often a host name, which ZeroMQ cannot bind): listen on every interface.
-  const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+  const bool loopback = is_loopback_address(env.master_addr);
   try {
     router.bind("tcp://" + (loopback ? std::string("127.0.0.1") : std::string("*")) + ":" +
                 std::to_string(env.master_port));

@@ -109,7 +109,7 @@ void DistributedRun::attach(Deployment& deployment) {
   relay_.reset();  // the previous deployment's, gone with it
   ++runs_;
   if (runs_coordinator()) {
-    receive_relayed_events(*links_, loop, deployment.observers(), runs_);
+    receive_relayed_events(*links_, loop, deployment.observers(), runs_, deployment.cluster().topology());
   } else {
     relay_ = std::make_unique<EventRelay>(*links_, loop, group_->open(), runs_);
     deployment.observers().add(relay_.get(), nullptr);

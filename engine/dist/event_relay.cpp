@@ -1,5 +1,6 @@
 #include "engine/dist/event_relay.h"
 
+#include <cstdio>
 #include <memory>
 #include <vector>
 
@@ -107,8 +108,35 @@ void EventRelay::on_transfer(std::int32_t src, std::int32_t dst, std::int64_t to
   ++count_;
 }
 
-void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserver& observer, std::uint32_t run) {
-  links.on(MessageType::Events, [&loop, &observer, run](ByteReader& r) {
+namespace {
+
+// Whether rank `rank`'s event names what it runs and what the deployment has: the observers
+// index their tables by these numbers.
+bool plausible(const Event& e, std::int32_t rank, const Topology& t) {
+  const auto device_of_rank = [&](std::int32_t d) { return d >= 0 && d < t.num_devices && t.process_of(d) == rank; };
+  const auto block = [&](std::int32_t b) { return b >= 0 && b < t.num_blocks; };
+  if (!device_of_rank(e.device) || e.tokens < 0) return false;
+  switch (e.kind) {
+    case Kind::Execution:
+      switch (static_cast<LayerKind>(e.other)) {
+        case LayerKind::Expert: return block(e.block) && e.index >= -1 && e.index < t.num_experts;
+        case LayerKind::Attention: return block(e.block) && e.index >= 0 && e.index < t.num_ranks();
+        case LayerKind::Sampler: return e.block == t.num_blocks && e.index >= 0 && e.index < t.num_ranks();
+      }
+      return false;
+    case Kind::Merge:
+    case Kind::SharedExpert: return block(e.block);
+    case Kind::Stall: return e.other >= 0 && e.other <= static_cast<std::int32_t>(StallReason::Weights);
+    case Kind::Transfer: return e.other >= 0 && e.other < t.num_devices && e.bytes >= 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserver& observer, std::uint32_t run,
+                            const Topology& topology) {
+  links.on(MessageType::Events, [&links, &loop, &observer, run, &topology](ByteReader& r) {
     std::int32_t rank = 0;
     std::uint32_t of_run = 0, n = 0;
     if (!r.get(rank).ok() || !r.get(of_run).ok() || of_run != run || !r.get(n).ok() || n > r.left()) return;
@@ -152,6 +180,11 @@ void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserve
       if (s.ok()) s = r.get(e.start);
       if (s.ok()) s = r.get(e.end);
       if (!s.ok()) return;
+      if (rank <= 0 || rank >= links.world() || !plausible(e, rank, topology)) {
+        std::fprintf(stderr, "switchyard: rank 0: dropped a batch of events from rank %d naming a device, block, "
+                     "layer or reason it does not have\n", rank);
+        return;
+      }
     }
     loop.post_external([&observer, events] {
       for (const Event& e : *events) {

@@ -10,6 +10,7 @@
 #include "engine/dist/process_links.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/runtime_observer.h"
+#include "engine/runtime/topology.h"
 
 namespace sy::dist {
 
@@ -47,7 +48,10 @@ class EventRelay final : public RuntimeObserver {
 };
 
 // On rank 0: decodes the other ranks' batches (receiver thread) and replays them on `loop`
-// into `observer`. Registers its handler on `links` (before links.start()).
-void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserver& observer, std::uint32_t run);
+// into `observer`. Registers its handler on `links` (before links.start()). A batch with an
+// event that names a device of another rank, or a block, layer or stall reason `topology` does
+// not have, is dropped (the observers index their tables by them). `topology` must outlive it.
+void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserver& observer, std::uint32_t run,
+                            const Topology& topology);
 
 }  // namespace sy::dist

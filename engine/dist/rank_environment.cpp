@@ -18,11 +18,17 @@ StatusOr<std::int64_t> read_int(const char* name, const char* value, std::int64_
   return v;
 }
 
-bool loopback(const std::string& addr) {
-  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+// The ranks' endpoints are "tcp://ADDR:PORT" on IPv4 sockets: an IPv6 literal is neither
+// bound nor reached (ZeroMQ needs it bracketed and the socket IPv6-enabled).
+Status check_address(const char* name, const std::string& addr) {
+  if (addr.find(':') == std::string::npos) return Status::Ok();
+  return Status::Error(std::string(name) + "='" + addr +
+                       "': IPv6 addresses are not supported between ranks; give an IPv4 address or a host name");
 }
 
 }  // namespace
+
+bool is_loopback_address(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0; }
 
 StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(const char*)>& getenv) {
   RankEnvironment env;
@@ -56,7 +62,10 @@ StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(
     }
     break;
   }
-  if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) {
+    env.master_addr = addr;
+    if (Status s = check_address("MASTER_ADDR", env.master_addr); !s.ok()) return s;
+  }
   if (const char* port = getenv("MASTER_PORT"); port && *port) {
     auto p = read_int("MASTER_PORT", port, 1, 65535);
     if (!p.ok()) return p.status();
@@ -78,7 +87,8 @@ StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(
   }
   if (const char* a = getenv("SWITCHYARD_ADVERTISE_ADDR"); a && *a) {
     env.advertise_addr = a;
-  } else if (!loopback(env.master_addr)) {
+    if (Status s = check_address("SWITCHYARD_ADVERTISE_ADDR", env.advertise_addr); !s.ok()) return s;
+  } else if (!is_loopback_address(env.master_addr)) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0 && host[0]) env.advertise_addr = host;
   }

@@ -12,6 +12,10 @@
 
 namespace sy::dist {
 
+// Whether the ranks' sockets for this address stay on the loopback (127.0.0.1): "localhost" and
+// 127.*; any other address binds every interface.
+bool is_loopback_address(const std::string& addr);
+
 // Where rank 0 listens for the others when MASTER_PORT does not say (docs/deployment.md).
 inline constexpr std::uint16_t kDefaultMasterPort = 29517;
 // How long a rank waits for the bootstrap to complete (SWITCHYARD_BOOTSTRAP_TIMEOUT, seconds).

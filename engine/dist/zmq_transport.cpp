@@ -34,22 +34,28 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
       refused_from_(static_cast<std::size_t>(links.world()), false) {
   links_.on(MessageType::Header, [this](ByteReader& r) {
     ShipmentHeader h;
-    if (const Status s = decode_header(r, h); !s.ok() || h.dst < 0 || h.dst >= static_cast<std::int32_t>(receivers_.size())) {
+    Status s = decode_header(r, h);
+    if (s.ok() && !runs(h.dst)) s = Status::Error("it is addressed to device " + std::to_string(h.dst) + ", which this process does not run");
+    if (!s.ok()) {
       std::fprintf(stderr, "switchyard: rank %d: bad shipment header: %s\n", links_.rank(), s.message().c_str());
       return;
     }
     loop_.post_external([this, h] {
+      const Receiver& rc = receivers_[static_cast<std::size_t>(h.dst)];
+      // Against the device's state now (its placement changes on the loop).
+      if (rc.check_header)
+        if (const Status bad = rc.check_header(h); !bad.ok())
+          return (void)std::fprintf(stderr, "switchyard: rank %d: bad shipment header: %s\n", links_.rank(),
+                                    bad.message().c_str());
       ++remote_in_flight_[static_cast<std::size_t>(h.dst)];
-      if (const Receiver& rc = receivers_[static_cast<std::size_t>(h.dst)]; rc.on_header) rc.on_header(h);
+      if (rc.on_header) rc.on_header(h);
     });
   });
   links_.on(MessageType::Payload, [this](ByteReader& r) {
     auto s = std::make_shared<Shipment>();
     s->src = -1;  // still -1 after a refusal: the message did not say where it came from
     const auto arrivals = [this](std::int32_t dst) -> ActivationOps* {
-      return dst >= 0 && dst < static_cast<std::int32_t>(device_arrivals_.size())
-                 ? device_arrivals_[static_cast<std::size_t>(dst)]
-                 : nullptr;
+      return runs(dst) ? device_arrivals_[static_cast<std::size_t>(dst)] : nullptr;
     };
     std::vector<Activations*> over_link;
     const Status st = decode_payload(r, arrivals, loop_.now(), *s, device_links_ ? &over_link : nullptr);
@@ -83,9 +89,14 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
     }
     loop_.post_external([this, s] {
       const auto dst = static_cast<std::size_t>(s->dst);
-      --remote_in_flight_[dst];
+      const Receiver& rc = receivers_[dst];
+      if (remote_in_flight_[dst] > 0) --remote_in_flight_[dst];  // a header-less payload is refused below
+      if (rc.check_payload)
+        if (const Status bad = rc.check_payload(*s); !bad.ok())
+          return (void)std::fprintf(stderr, "switchyard: rank %d: bad shipment payload: %s\n", links_.rank(),
+                                    bad.message().c_str());
       ++received_remote_;
-      receivers_[dst].on_payload(std::move(*s));
+      rc.on_payload(std::move(*s));
     });
   });
   if (device_links_)

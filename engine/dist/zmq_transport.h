@@ -47,6 +47,11 @@ class ZmqTransport final : public Transport {
  private:
   // Network thread: a payload from rank `from` whose rows take the link was refused.
   void refuse(std::int32_t from, const std::string& why);
+  // Whether `device` is one of this process's (any thread: the map is fixed).
+  bool runs(std::int32_t device) const {
+    return device >= 0 && device < static_cast<std::int32_t>(device_process_.size()) &&
+           device_process_[static_cast<std::size_t>(device)] == links_.rank();
+  }
 
   EventLoop& loop_;
   std::int64_t bytes_per_row_;

@@ -25,6 +25,7 @@ class KvBlockManager {
   std::int32_t free_pages() const { return allocator_.free_pages(); }
   std::int32_t num_pages() const { return allocator_.num_pages(); }
   std::int32_t pages_for(std::int64_t positions) const { return allocator_.pages_for(positions); }
+  std::int32_t page_size() const { return allocator_.page_size(); }
 
   // Prefix caching (PrefixCache): off until enabled, and then for good.
   void enable_prefix_cache();

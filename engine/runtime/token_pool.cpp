@@ -62,6 +62,13 @@ void TokenPool::hold(TokenBatch& residual, std::int32_t k, Activations&& shared_
   if (!shared_out.null()) scatter_rows(shared_out, &Completed::shared_out);
 }
 
+bool TokenPool::awaits(const TokenRow& row, const LayerId& layer, std::int32_t group, std::int32_t k) const {
+  if (row.entry < 0 || static_cast<std::size_t>(row.entry) >= entries_.size()) return false;
+  const Entry& e = entries_[static_cast<std::size_t>(row.entry)];
+  return e.remaining > 0 && e.c.request == row.request && e.c.layer == layer && e.c.group == group && row.slot >= 0 &&
+         row.slot < static_cast<std::int64_t>(e.c.rows) * k;
+}
+
 void TokenPool::scatter_outputs(const TokenBatch& outputs) {
   // Before any request leaves the pool with them.
   const std::int64_t n = outputs.rows();

@@ -77,6 +77,17 @@ class TokenPool {
     }
   }
 
+  // Whether `row`, an expert output in a batch addressed to `layer` and `group`, is one a held
+  // request waits for: its entry holds its request for that queue, and its slot is one of the
+  // request's (rows × k). absorb() trusts its rows; a peer process's are checked with this first.
+  bool awaits(const TokenRow& row, const LayerId& layer, std::int32_t group, std::int32_t k) const;
+
+  // The outputs the entry still awaits (0 for an entry held by no request).
+  std::int32_t outputs_awaited(std::int32_t entry) const {
+    return entry >= 0 && static_cast<std::size_t>(entry) < entries_.size() ? entries_[static_cast<std::size_t>(entry)].remaining
+                                                                           : 0;
+  }
+
   bool empty() const { return held_count_ == 0; }
   std::size_t size() const { return held_count_; }
   // Entries allocated, held or free: released entries are reused.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "base/status.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/runtime_observer.h"
 #include "engine/runtime/token_batch.h"
@@ -31,6 +32,10 @@ class Transport {
     // Phase 1: in flight now; in_flight_to(dst) counts the shipment by the time this runs.
     std::function<void(const ShipmentHeader&)> on_header;
     std::function<void(Shipment&&)> on_payload;  // phase 2: arrived
+    // Transports from other processes only: whether the device can take a peer's header or
+    // shipment (Worker::check_remote); what fails is dropped with the reason. Optional.
+    std::function<Status(const ShipmentHeader&)> check_header = {};
+    std::function<Status(const Shipment&)> check_payload = {};
   };
   virtual ~Transport() = default;
   // Who receives on `device` (this process's devices only). Before the first send.

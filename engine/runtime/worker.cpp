@@ -236,6 +236,72 @@ void Worker::announce(const ShipmentHeader& header) {
   update_stall();
 }
 
+Status Worker::check_remote(const ShipmentHeader& h) const {
+  const auto refuse = [&](const std::string& why) {
+    return Status::Error("a shipment header from device " + std::to_string(h.src) + " to device " +
+                         std::to_string(device_) + ": " + why);
+  };
+  if (h.dst != device_) return refuse("it is addressed to device " + std::to_string(h.dst));
+  if (h.rows < 0 || h.bytes < 0) return refuse("a negative size");
+  if (h.kind == LayerKind::Expert) {
+    if (h.block < 0 || h.block >= topo_.num_blocks || !topo_.sparse[static_cast<std::size_t>(h.block)])
+      return refuse("expert rows for block " + std::to_string(h.block) + ", which has no experts");
+  } else if (h.block < 0 || h.block > topo_.num_blocks) {
+    return refuse("block " + std::to_string(h.block) + " (the model has " + std::to_string(topo_.num_blocks) + ")");
+  }
+  return Status::Ok();
+}
+
+Status Worker::check_remote(const Shipment& s) const {
+  const auto refuse = [&](const std::string& why) {
+    return Status::Error("a shipment from device " + std::to_string(s.src) + " to device " + std::to_string(device_) +
+                         ": " + why);
+  };
+  if (s.dst != device_) return refuse("it is addressed to device " + std::to_string(s.dst));
+  // Expert outputs per token-pool entry, so that a shipment cannot complete a request twice.
+  std::map<std::int32_t, std::int32_t> outputs;
+  for (const TokenBatch& b : s.batches) {
+    const LayerId& l = b.layer;
+    const std::string layer = " of block " + std::to_string(l.block);
+    if (l.kind == LayerKind::Expert) {
+      if (l.block < 0 || l.block >= topo_.num_blocks || !topo_.sparse[static_cast<std::size_t>(l.block)])
+        return refuse("expert rows" + layer + ", which has no experts");
+      if (l.index < 0 || l.index >= topo_.num_experts || expert_column_[static_cast<std::size_t>(l.index)] < 0)
+        return refuse("rows for expert " + std::to_string(l.index) + layer + ", which this device does not host");
+      for (const TokenRow& r : b.row)
+        if (r.rank < 0 || r.rank >= topo_.num_ranks())
+          return refuse("an expert row of request " + std::to_string(r.request) + " for attention rank " +
+                        std::to_string(r.rank) + ", which does not exist");
+      continue;
+    }
+    if (l.kind == LayerKind::Attention ? (l.block < 0 || l.block >= topo_.num_blocks) : l.block != topo_.num_blocks)
+      return refuse("rows for " + std::string(l.kind == LayerKind::Attention ? "attention" : "the sampler") + layer);
+    if (rank_ < 0 || l.index != rank_) return refuse("rows for attention rank " + std::to_string(l.index));
+    if (b.has(kColumnSlot)) {  // expert outputs, for the token pool
+      for (const TokenRow& r : b.row) {
+        if (!pool_.awaits(r, l, b.group, topo_.top_k) || ++outputs[r.entry] > pool_.outputs_awaited(r.entry))
+          return refuse("an expert output (request " + std::to_string(r.request) + ", slot " + std::to_string(r.slot) +
+                        ") that no request in the token pool awaits");
+      }
+      continue;
+    }
+    for (const TokenRow& r : b.row) {
+      if (kv_ == nullptr || !kv_->holds(r.request))
+        return refuse("rows of request " + std::to_string(r.request) + ", which is not admitted on this rank");
+      const SequenceContext sc = kv_->context(r.request);
+      if (r.position < 0 || r.position >= static_cast<std::int64_t>(sc.pages) * kv_->page_size())
+        return refuse("position " + std::to_string(r.position) + " of request " + std::to_string(r.request) +
+                      ", beyond its KV pages");
+      if (b.has(kColumnRank) && r.rank != rank_)
+        return refuse("a row of request " + std::to_string(r.request) + " owned by rank " + std::to_string(r.rank));
+      if (b.has(kColumnToken) && topo_.vocab_size > 0 && (r.token < 0 || r.token >= topo_.vocab_size))
+        return refuse("token " + std::to_string(r.token) + " of request " + std::to_string(r.request) +
+                      ", not below the vocabulary's " + std::to_string(topo_.vocab_size));
+    }
+  }
+  return Status::Ok();
+}
+
 void Worker::receive(Shipment&& shipment) {
   // Arrivals held while this device executes come first (see close_stall); an idle device's
   // lane holds nothing.

@@ -69,6 +69,13 @@ class Worker {
   void announce(const ShipmentHeader& header);
   // Receptor (phase 2): queues arriving rows, holds expert outputs in the token pool.
   void receive(Shipment&& shipment);
+  // Whether a header or shipment from another process is one this device can take now: its
+  // layers are this device's (an expert it hosts, its own attention rank), its requests are
+  // admitted here, its expert outputs are awaited by the token pool. announce() and receive()
+  // trust what they get (our own process's shipments); a peer's message that fails this is
+  // dropped with the reason instead of ending the process. On the loop, as receive().
+  Status check_remote(const ShipmentHeader& header) const;
+  Status check_remote(const Shipment& shipment) const;
 
   // Nothing queued, pooled, or executing.
   bool quiescent() const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/dist/process_links.h"
+#include "tests/dist/two_ranks.h"
 
 namespace sy::dist {
 namespace {
@@ -18,20 +19,6 @@ namespace {
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// Two ranks' rendezvous as the bootstrap leaves them: a bound data socket each, both endpoints.
-std::vector<Rendezvous> two_ranks() {
-  std::vector<Rendezvous> out(2);
-  std::vector<std::string> endpoints;
-  for (Rendezvous& r : out) {
-    r.context = std::make_unique<zmq::context_t>(1);
-    r.data = zmq::socket_t(*r.context, zmq::socket_type::pull);
-    r.data.bind("tcp://127.0.0.1:*");
-    endpoints.push_back(r.data.get(zmq::sockopt::last_endpoint));
-  }
-  for (Rendezvous& r : out) r.endpoints = endpoints;
-  return out;
 }
 
 TEST(ProcessLinks, AReceiverBusyWithABacklogStillBeats) {

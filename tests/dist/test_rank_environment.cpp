@@ -67,6 +67,9 @@ TEST(RankEnvironment, BadValuesNameTheVariable) {
       {{{"RANK", "0"}, {"WORLD_SIZE", "0"}}, "WORLD_SIZE='0'"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}, "MASTER_PORT='70000'"},
       {{{"SWITCHYARD_BOOTSTRAP_TIMEOUT", "-1"}}, "SWITCHYARD_BOOTSTRAP_TIMEOUT='-1'"},
+      // IPv6 is neither bound nor reached: refused rather than listening on every interface.
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "::1"}}, "MASTER_ADDR='::1': IPv6 addresses are not supported"},
+      {{{"SWITCHYARD_ADVERTISE_ADDR", "fe80::1"}}, "SWITCHYARD_ADVERTISE_ADDR='fe80::1': IPv6"},
   };
   for (const Case& c : cases) {
     auto env = from(c.vars);
