@@ -41,8 +41,13 @@ Status Decoder::add(const nlohmann::json& node, const std::string& origin, std::
     auto r = string_field(node, "replacement", origin, what);
     if (!r.ok()) return r.status();
     s.content = *r;
+    // Refused as the Metaspace pre-tokenizer refuses it: the decoder would otherwise strip a
+    // prefix space under a scheme the encoder side never accepted.
     if (node.contains("prepend_scheme") && node["prepend_scheme"].is_string()) {
-      s.prepend = node["prepend_scheme"].get<std::string>() != "never";
+      const std::string scheme = node["prepend_scheme"].get<std::string>();
+      if (scheme != "always" && scheme != "first" && scheme != "never")
+        return field_error(origin, what, "unknown prepend_scheme '" + scheme + "'");
+      s.prepend = scheme != "never";
     } else {
       auto aps = bool_field(node, "add_prefix_space", true, origin, what);
       if (!aps.ok()) return aps.status();

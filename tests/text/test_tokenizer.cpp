@@ -199,5 +199,32 @@ TEST(Tokenizer, EncodesTheSameFromManyThreads) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// HF reads the ids as u32 and refuses what does not fit; a wrapping read would emit another token.
+TEST(Tokenizer, TemplateProcessingIdsOutsideTheIdRangeAreRefused) {
+  for (const nlohmann::json& bad : {nlohmann::json(-7), nlohmann::json(4294967297LL), nlohmann::json(2.5),
+                                   nlohmann::json(16777216)}) {
+    auto j = asset("llama");
+    j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = bad;
+    EXPECT_EQ(error_of(j), "/m/tokenizer.json: post_processor TemplateProcessing: ids of special token '<s>' must be "
+                           "integers in [0, 16777215], not " + bad.dump());
+  }
+  auto j = asset("llama");
+  j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = 16777215;
+  EXPECT_EQ(error_of(j), "");
+  j = asset("qwen2");
+  j["added_tokens"][0]["id"] = 4294967297LL;
+  EXPECT_NE(error_of(j).find("added_tokens: every entry needs an integer \"id\" in [0, 16777215]"), std::string::npos);
+}
+
+TEST(Tokenizer, MetaspaceDecoderRefusesAnUnknownPrependScheme) {
+  auto j = asset("llama");
+  j["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "bogus"}};
+  EXPECT_EQ(error_of(j), "/m/tokenizer.json: decoder Metaspace: unknown prepend_scheme 'bogus'");
+  for (const char* scheme : {"always", "first", "never"}) {
+    j["decoder"]["prepend_scheme"] = scheme;
+    EXPECT_EQ(error_of(j), "") << scheme;
+  }
+}
+
 }  // namespace
 }  // namespace sy::text
