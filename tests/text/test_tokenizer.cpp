@@ -226,5 +226,49 @@ TEST(Tokenizer, MetaspaceDecoderRefusesAnUnknownPrependScheme) {
   }
 }
 
+nlohmann::json split_tokenizer(const std::string& regex) {
+  return {{"model",
+           {{"type", "BPE"},
+            {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {" ", 3}, {"ab", 4}, {"<unk>", 5}}},
+            {"merges", {"a b"}},
+            {"unk_token", "<unk>"}}},
+          {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Removed"}, {"invert", false}}}};
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// A repeated group takes JIT stack per repetition: beyond PCRE2's default 32 KiB the match used
+// to fail and the failure read as "no match", so the whole text became tokens.
+TEST(Tokenizer, LongMatchesOfARepeatedGroupNeedMoreThanTheDefaultJitStack) {
+  auto t = Tokenizer::from_json(split_tokenizer("(?:a|b)+").dump(), "", "/m/tokenizer.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  for (int n : {100, 5000, 100000}) {
+    auto ids = t->try_encode(repeat("ab", n) + "c", false);
+    ASSERT_TRUE(ids.ok()) << ids.status().message();
+    EXPECT_EQ(*ids, std::vector<std::int32_t>{2}) << n;
+  }
+}
+
+// What PCRE2 still gives up on (its match limit) is an error naming the regex, not wrong ids.
+TEST(Tokenizer, ARegexThatGivesUpIsAnEncodeError) {
+  auto t = Tokenizer::from_json(split_tokenizer("(a+)+$").dump(), "", "/m/tokenizer.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const std::string text = std::string(40, 'a') + "b";
+  auto ids = t->try_encode(text, false);
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message().rfind("/m/tokenizer.json: pre_tokenizer Split: regex '(a+)+$' failed at byte 0 of a "
+                                         "piece of 41 bytes: ", 0),
+            0u)
+      << ids.status().message();
+  EXPECT_NE(ids.status().message().find("limit"), std::string::npos) << ids.status().message();
+  EXPECT_TRUE(t->encode(text, false).empty());
+  auto fine = t->try_encode("aab", false);
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+}
+
 }  // namespace
 }  // namespace sy::text
