@@ -196,10 +196,19 @@ class ModelDir : public testing::Test {
 
 TEST_F(ModelDir, ChatTemplateStringInTokenizerConfig) {
   write("tokenizer_config.json", R"({"eos_token": "</s>", "chat_template": "A{{ messages[0].content }}"})");
-  write("chat_template.jinja", "B");
   auto t = ChatTemplate::load(dir_);
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(render(*t), "Ahi");
+}
+
+// As transformers (test_chat_template_file_priority): the file clobbers the config's template.
+TEST_F(ModelDir, ChatTemplateJinjaWinsOverTheConfig) {
+  write("tokenizer_config.json", R"({"eos_token": "</s>", "chat_template": "A{{ messages[0].content }}"})");
+  write("chat_template.jinja", "B{{ messages[0].content }}");
+  auto t = ChatTemplate::load(dir_);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(render(*t), "Bhi");
+  EXPECT_EQ(t->origin(), (dir_ / "chat_template.jinja").string());
 }
 
 TEST_F(ModelDir, NamedTemplatesTakeDefault) {
