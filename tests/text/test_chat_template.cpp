@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -173,6 +174,97 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
   std::string deep_ifs;
   for (int i = 0; i < 1000; ++i) deep_ifs += "{% if true %}";
   EXPECT_FALSE(ChatTemplate::parse(deep_ifs, "deep").ok());
+}
+
+// Python 3.11's answers (Unicode 14) for each string, hard-coded from python3.
+TEST(ChatTemplate, IsalphaIsdigitIsalnumFollowPython) {
+  struct Case {
+    const char* text;
+    bool alpha, digit, alnum;
+  };
+  const Case cases[] = {
+      {"a", true, false, true},
+      {"Z", true, false, true},
+      {"5", false, true, true},
+      {"\u20AC", false, false, false},
+      {"\u00BD", false, false, true},
+      {"\u0663", false, true, true},
+      {"\u00B2", false, true, true},
+      {"\u00B9", false, true, true},
+      {"\u2070", false, true, true},
+      {"\u2089", false, true, true},
+      {"\u2460", false, true, true},
+      {"\u2473", false, false, true},
+      {"\u2776", false, true, true},
+      {"\u216B", false, false, true},
+      {"\u4E00", true, false, true},
+      {"\u4E07", true, false, true},
+      {"\u00E9", true, false, true},
+      {"\u00DF", true, false, true},
+      {"\u01C5", true, false, true},
+      {"\u02B0", true, false, true},
+      {"\u4E2D", true, false, true},
+      {"\u30A2", true, false, true},
+      {"\u0301", false, false, false},
+      {"_", false, false, false},
+      {" ", false, false, false},
+      {"!", false, false, false},
+      {"\U0001D7D8", false, true, true},
+      {"\u0661", false, true, true},
+      {"\u07C0", false, true, true},
+      {"\U0001F642", false, false, false},
+      {"\u2177", false, false, true},
+      {"\U00010A40", false, true, true},
+      {"x\u00B2", false, false, true},
+      {"ab", true, false, true},
+      {"a1", false, false, true},
+      {"\u0661\u0662", false, true, true},
+      {"", false, false, false},
+  };
+  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }}", "tmpl");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto py = [](bool b) { return b ? "True" : "False"; };
+  for (const auto& c : cases) {
+    auto out = t->render(ojson{{"s", c.text}});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum)) << c.text;
+  }
+}
+
+// Outputs and messages from jinja2 3.1 in transformers' environment.
+TEST(ChatTemplate, LoopCycleAndPaddingMethodsMatchJinja2) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{% for x in [1,2,3,4,5] %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}", "abcab"},
+      {"{{ '42'.zfill(5) }}|{{ '-42'.zfill(5) }}|{{ '+7'.zfill(1) }}|{{ 'ab'.center(5, '*') }}|{{ 'ab'.center(6) }}|"
+       "{{ 'abc'.center(6, '-') }}|{{ '\u00e9'.ljust(3, '\u00b7') }}|{{ 'x'.rjust(3) }}|{{ '\u0663'.isdecimal() }}|"
+       "{{ '\u00b2'.isdecimal() }}",
+       "00042|-0042|+7|**ab*|  ab  |-abc--|\u00e9\u00b7\u00b7|  x|True|False"},
+      {"{{ 'x'.zfill(True) }}", "x"},
+  };
+  for (const auto& [source, expect] : cases) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto out = t->render(ojson::object());
+    ASSERT_TRUE(out.ok()) << source << ": " << out.status().message();
+    EXPECT_EQ(*out, expect) << source;
+  }
+  const std::pair<const char*, const char*> errors[] = {
+      {"{{ 'a'.center(3, 'xy') }}", "The fill character must be exactly one character long"},
+      {"{{ 'a'.zfill(2.0) }}", "'float' object cannot be interpreted as an integer"},
+      {"{% for x in [1] %}{{ loop.cycle() }}{% endfor %}", "tmpl:1:"},
+      {"{% for x in [1] %}{{ loop.cycle() }}{% endfor %}", "no items for cycling given"},
+      {"{% for x in [1] %}{{ loop.changed(x) }}{% endfor %}", "loop.changed() is not supported"},
+      {"{{ '{}'.format(1) }}", "str.format() is not supported (supported string methods: capitalize center"},
+      {"{{ 'a'.swapcase() }}", "str.swapcase() is not supported"},
+      {"{{ 'a'.zfill(100000000000) }}", "exceeds the output limit"},
+  };
+  for (const auto& [source, expect] : errors) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto out = t->render(ojson::object());
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_NE(out.status().message().find(expect), std::string::npos) << out.status().message();
+  }
 }
 
 class ModelDir : public testing::Test {

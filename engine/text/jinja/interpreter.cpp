@@ -1,6 +1,7 @@
 #include "engine/text/jinja/interpreter.h"
 
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -214,18 +215,24 @@ class Interpreter final : public Callbacks {
       static const Value kKeys[] = {Value::string("index"),    Value::string("index0"), Value::string("revindex"),
                                     Value::string("revindex0"), Value::string("first"),  Value::string("last"),
                                     Value::string("length"),    Value::string("depth"),  Value::string("depth0"),
-                                    Value::string("previtem"),  Value::string("nextitem")};
+                                    Value::string("previtem"),  Value::string("nextitem"), Value::string("cycle"),
+                                    Value::string("changed")};
+      // Markers that eval_call recognises: cycle needs this loop's index0, which it reads here.
+      static const Value kCycle = Value::function("loop.cycle");
+      static const Value kChanged = Value::function("loop.changed");
       static const Value kNoPrev = Value::undefined("there is no previous item");
       static const Value kNoNext = Value::undefined("there is no next item");
       Dict loop;
-      loop.reserve(11);
+      loop.reserve(std::size(kKeys));
       const Value values[] = {Value::integer(i + 1),          Value::integer(i),
                               Value::integer(length - i),     Value::integer(length - i - 1),
                               Value::boolean(i == 0),         Value::boolean(i == length - 1),
                               Value::integer(length),         Value::integer(1),
                               Value::integer(0),              i > 0 ? items[idx - 1] : kNoPrev,
-                              i + 1 < length ? items[idx + 1] : kNoNext};
-      for (std::size_t k = 0; k < 11; ++k) loop.emplace_back(kKeys[k], values[k]);
+                              i + 1 < length ? items[idx + 1] : kNoNext,
+                              kCycle,                         kChanged};
+      static_assert(sizeof kKeys / sizeof kKeys[0] == sizeof values / sizeof values[0]);
+      for (std::size_t k = 0; k < std::size(kKeys); ++k) loop.emplace_back(kKeys[k], values[k]);
       iter_scope->vars["loop"] = Value::dict(std::move(loop));
       SY_RETURN_IF_ERROR(assign(n, n.targets, items[idx], *iter_scope));
       SY_RETURN_IF_ERROR(exec_body(n.body, iter_scope, out));
@@ -530,6 +537,16 @@ class Interpreter final : public Callbacks {
       }
       auto fn = get_attr(callee, *obj, callee.name);
       if (!fn.ok()) return fn;
+      if (fn->is_function() && fn->function_name() == "loop.cycle") {
+        auto args = eval_args(e, scope);
+        if (!args.ok()) return args.status();
+        if (!args->keyword.empty()) return fail(e, "loop.cycle() takes no keyword arguments");
+        if (args->positional.empty()) return fail(e, "no items for cycling given");
+        const Value* index0 = obj->find("index0");
+        if (!index0 || !index0->is_int()) return fail(e, "loop.cycle() needs the loop's index0");
+        const auto n = static_cast<std::int64_t>(args->positional.size());
+        return args->positional[static_cast<std::size_t>(index0->as_int() % n)];
+      }
       return call_value(e, *fn, scope);
     }
     auto fn = eval(callee, scope);
@@ -542,6 +559,8 @@ class Interpreter final : public Callbacks {
     auto args = eval_args(e, scope);
     if (!args.ok()) return args.status();
     if (fn.is_function()) {
+      if (fn.function_name() == "loop.changed") return fail(e, "loop.changed() is not supported");
+      if (fn.function_name() == "loop.cycle") return fail(e, "loop.cycle() is only supported called as loop.cycle(...)");
       auto r = call_global(fn.function_name(), *args);
       if (!r.ok()) return locate(e, r.status());
       return r;
