@@ -3,6 +3,7 @@
 // loading from a model directory, unsupported constructs and the limits on outside templates.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -265,6 +266,35 @@ TEST(ChatTemplate, LoopCycleAndPaddingMethodsMatchJinja2) {
     ASSERT_FALSE(out.ok()) << source;
     EXPECT_NE(out.status().message().find(expect), std::string::npos) << out.status().message();
   }
+}
+
+// Each step may copy a string of up to 64 MiB: the byte budget, not the step budget, stops these.
+TEST(ChatTemplate, BytesCopiedAreBounded) {
+  const char* sources[] = {
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% set t = s ~ '' %}{% endfor %}",
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% set t %}{{ s }}{% endset %}{% endfor %}",
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if s == s ~ '' %}{% endif %}{% endfor %}",
+  };
+  for (const char* source : sources) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    const auto start = std::chrono::steady_clock::now();
+    auto out = t->render(ojson::object());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_NE(out.status().message().find("template exceeded its budget of 1073741824 bytes"), std::string::npos)
+        << out.status().message();
+    EXPECT_LT(seconds, 10.0) << source;
+  }
+  // 2^24 * (2^40 + 1) wraps to 2^24 in 64 bits: the count must be compared, not the product.
+  auto wrap = ChatTemplate::parse("{{ ('x' * 16777216) * 1099511627777 }}", "tmpl");
+  ASSERT_TRUE(wrap.ok());
+  auto out = wrap->render(ojson::object());
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("repetition result exceeds the output limit"), std::string::npos);
+  auto empty = ChatTemplate::parse("{{ ('' * 9223372036854775807)|length }}", "tmpl");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty->render(ojson::object()), "0");
 }
 
 class ModelDir : public testing::Test {

@@ -90,9 +90,20 @@ class Interpreter final : public Callbacks {
     return Status::Ok();
   }
 
+  template <class T>
+  Status charge(const T& at, std::size_t bytes) {
+    value_bytes_ += bytes;
+    if (value_bytes_ > limits_.max_value_bytes)
+      return fail(at, "template exceeded its budget of " + std::to_string(limits_.max_value_bytes) +
+                          " bytes of values computed and text written");
+    return Status::Ok();
+  }
+
   Status append(const Node& at, std::string& out, std::string_view s) {
     if (out.size() + s.size() > limits_.max_output_bytes)
       return fail(at, "rendered text exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
+    // Block sets capture into buffers of their own, which the output limit does not see.
+    SY_RETURN_IF_ERROR(charge(at, s.size()));
     out += s;
     return Status::Ok();
   }
@@ -275,6 +286,12 @@ class Interpreter final : public Callbacks {
         return fail(e, "a string value exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
       if (v->is_list() && v->as_list().size() > limits_.max_output_bytes / 8)
         return fail(e, "a list value exceeds " + std::to_string(limits_.max_output_bytes / 8) + " items");
+      // References are charged too, not only new values: comparing, searching or indexing a
+      // string scans it, and each such use reads the value through here.
+      if (e.kind != Expr::Kind::kLiteral) {
+        const std::size_t bytes = v->is_string() ? v->as_string().size() : v->is_list() ? 8 * v->as_list().size() : 0;
+        SY_RETURN_IF_ERROR(charge(e, bytes));
+      }
     }
     return v;
   }
@@ -648,9 +665,11 @@ class Interpreter final : public Callbacks {
       const Value* seq = (l.is_string() || l.is_list()) ? &l : (r.is_string() || r.is_list()) ? &r : nullptr;
       const Value* count = seq == &l ? &r : &l;
       if (seq && (count->is_int() || count->is_bool())) {
-        const std::int64_t n = std::max<std::int64_t>(0, count->as_int());
         const std::size_t unit = seq->is_string() ? seq->as_string().size() : seq->as_list().size();
-        if (unit * static_cast<std::size_t>(n) > limits_.max_output_bytes)
+        // An empty sequence gives an empty result whatever the count, without looping count times.
+        const std::int64_t n = unit == 0 ? 0 : std::max<std::int64_t>(0, count->as_int());
+        // Divided, not multiplied: a large count would wrap the product below the limit.
+        if (unit != 0 && static_cast<std::size_t>(n) > limits_.max_output_bytes / unit)
           return fail(e, "repetition result exceeds the output limit");
         if (seq->is_string()) {
           std::string s;
@@ -765,6 +784,7 @@ class Interpreter final : public Callbacks {
   std::vector<std::shared_ptr<Scope>> macro_scopes_;  // scopes a macro closes over
   RenderLimits limits_;
   std::int64_t steps_ = 0;
+  std::size_t value_bytes_ = 0;
   int depth_ = 0;
   int nest_ = 0;
   Flow flow_ = Flow::kNormal;
