@@ -47,7 +47,13 @@ StatusOr<AddedVocabulary> AddedVocabulary::parse(const nlohmann::json& node, con
   for (std::size_t k = 0; k < v.tokens_.size(); ++k) {
     AddedToken& a = v.tokens_[k];
     v.by_id_[static_cast<std::size_t>(a.id)] = static_cast<std::int32_t>(k);
-    v.tokens_[k].token = a.normalized ? normalizer.apply(a.content) : a.content;
+    if (a.normalized) {
+      auto norm = normalizer.apply(a.content);
+      if (!norm.ok()) return norm.status();
+      v.tokens_[k].token = std::move(*norm);
+    } else {
+      v.tokens_[k].token = a.content;
+    }
     std::string pattern = v.tokens_[k].token;
     if (pattern.empty()) continue;
     auto& table = a.normalized ? v.norm_ : v.raw_;

@@ -33,8 +33,16 @@ StatusOr<std::string> read_file(const fs::path& path) {
 }  // namespace
 
 StatusOr<ChatTemplate> ChatTemplate::load(const fs::path& model_dir) {
-  const fs::path config_path = model_dir / "tokenizer_config.json";
   std::error_code ec;
+  // chat_template.jinja first: transformers loads it over tokenizer_config.json's template
+  // (checkpoints saved by transformers >= 4.43 keep both, and the file is the newer one).
+  const fs::path jinja_path = model_dir / "chat_template.jinja";
+  if (fs::exists(jinja_path, ec)) {
+    auto text = read_file(jinja_path);
+    if (!text.ok()) return text.status();
+    return parse(*text, jinja_path.string());
+  }
+  const fs::path config_path = model_dir / "tokenizer_config.json";
   if (fs::exists(config_path, ec)) {
     auto text = read_file(config_path);
     if (!text.ok()) return text.status();
@@ -56,14 +64,8 @@ StatusOr<ChatTemplate> ChatTemplate::load(const fs::path& model_dir) {
         return Status::Error(config_path.string() + ": \"chat_template\" must be a string or a list of {name, template}");
     }
   }
-  const fs::path jinja_path = model_dir / "chat_template.jinja";
-  if (fs::exists(jinja_path, ec)) {
-    auto text = read_file(jinja_path);
-    if (!text.ok()) return text.status();
-    return parse(*text, jinja_path.string());
-  }
-  return Status::Error(model_dir.string() + ": no chat template (neither \"chat_template\" in tokenizer_config.json "
-                       "nor chat_template.jinja)");
+  return Status::Error(model_dir.string() + ": no chat template (neither chat_template.jinja nor \"chat_template\" "
+                       "in tokenizer_config.json)");
 }
 
 const std::string& ChatTemplate::origin() const { return template_->origin; }

@@ -1,4 +1,4 @@
-// A model's chat template: the Jinja text from its tokenizer_config.json (or chat_template.jinja),
+// A model's chat template: the Jinja text of its chat_template.jinja (or tokenizer_config.json),
 // parsed once and rendered per request with the variables transformers' apply_chat_template gives
 // jinja2, producing byte for byte the prompt Python would.
 #pragma once
@@ -22,8 +22,8 @@ class ChatTemplate {  // movable, immutable after parse, render() is thread-safe
  public:
   // Parses a Jinja template; errors name origin:line:column and the construct we do not support.
   static StatusOr<ChatTemplate> parse(std::string_view source, std::string_view origin);
-  // The template of a model directory: tokenizer_config.json "chat_template" (a string, or a
-  // list of {name, template} where "default" is taken) or chat_template.jinja beside it.
+  // The template of a model directory: chat_template.jinja, else tokenizer_config.json
+  // "chat_template" (a string, or a list of {name, template} where "default" is taken).
   static StatusOr<ChatTemplate> load(const std::filesystem::path& model_dir);
 
   // context: {"messages": [...], "add_generation_prompt": bool, "bos_token": s, "eos_token": s,

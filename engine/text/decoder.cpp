@@ -41,8 +41,13 @@ Status Decoder::add(const nlohmann::json& node, const std::string& origin, std::
     auto r = string_field(node, "replacement", origin, what);
     if (!r.ok()) return r.status();
     s.content = *r;
+    // Refused as the Metaspace pre-tokenizer refuses it: the decoder would otherwise strip a
+    // prefix space under a scheme the encoder side never accepted.
     if (node.contains("prepend_scheme") && node["prepend_scheme"].is_string()) {
-      s.prepend = node["prepend_scheme"].get<std::string>() != "never";
+      const std::string scheme = node["prepend_scheme"].get<std::string>();
+      if (scheme != "always" && scheme != "first" && scheme != "never")
+        return field_error(origin, what, "unknown prepend_scheme '" + scheme + "'");
+      s.prepend = scheme != "never";
     } else {
       auto aps = bool_field(node, "add_prefix_space", true, origin, what);
       if (!aps.ok()) return aps.status();
@@ -202,7 +207,9 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
       case Kind::Replace:
         for (std::string& t : tokens) {
           std::vector<Span> m;
-          if (s.regex) s.regex->find_all(t, m);
+          // decode() has no error to give: a match PCRE2 gives up on (its match limit, on one
+          // token) leaves the rest of that token unreplaced.
+          if (s.regex) static_cast<void>(s.regex->find_all(t, m));
           else find_literal(t, s.pattern, m);
           t = replace_all(t, m, s.content);
         }

@@ -142,7 +142,7 @@ StatusOr<Normalizer> Normalizer::parse(const nlohmann::json& node, const std::st
   return n;
 }
 
-std::string Normalizer::apply(std::string text) const {
+StatusOr<std::string> Normalizer::apply(std::string text) const {
   for (const Step& s : steps_) {
     switch (s.kind) {
       case Kind::NFC: text = unicode_form(text, UTF8PROC_COMPOSE); break;
@@ -162,7 +162,7 @@ std::string Normalizer::apply(std::string text) const {
       }
       case Kind::ReplaceRegex: {
         std::vector<Span> m;
-        s.regex->find_all(text, m);
+        SY_RETURN_IF_ERROR(s.regex->find_all(text, m));
         text = replace_all(text, m, s.content);
         break;
       }

@@ -18,7 +18,8 @@ class Normalizer {
   // `node` is the JSON value of "normalizer" (null: no normalisation); `origin` names the file.
   static StatusOr<Normalizer> parse(const nlohmann::json& node, const std::string& origin);
   bool empty() const { return steps_.empty(); }
-  std::string apply(std::string text) const;
+  // An error only where a Replace regex fails on the text (see TextRegex::find_all).
+  StatusOr<std::string> apply(std::string text) const;
 
  private:
   enum class Kind { NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, ReplaceString, ReplaceRegex };

@@ -1,6 +1,7 @@
 // Post-processors of tokenizer.json (see post_processor.h).
 #include "engine/text/post_processor.h"
 
+#include "engine/text/bpe_model.h"
 #include "engine/text/json_fields.h"
 
 namespace sy::text {
@@ -37,8 +38,16 @@ Status PostProcessor::add(const nlohmann::json& node, const std::string& origin,
         return field_error(origin, what, "special token '" + name + "' has no entry with \"ids\" in special_tokens");
       Item item;
       for (const auto& id : specials[name]["ids"]) {
-        if (!id.is_number_integer()) return field_error(origin, what, "ids of '" + name + "' must be integers");
-        item.ids.push_back(id.get<std::int32_t>());
+        // HF reads these as u32 and refuses the rest; get<int32_t> alone would wrap -7 or
+        // 4294967297 into some other token. The vocabulary's bound applies, as for every id.
+        const bool in_range = id.is_number_unsigned()
+                                  ? id.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxTokenId)
+                                  : id.is_number_integer() && id.get<std::int64_t>() >= 0 &&
+                                        id.get<std::int64_t>() <= kMaxTokenId;
+        if (!in_range)
+          return field_error(origin, what, "ids of special token '" + name + "' must be integers in [0, " +
+                                               std::to_string(kMaxTokenId) + "], not " + id.dump());
+        item.ids.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));
       }
       items.push_back(std::move(item));
     } else {

@@ -196,27 +196,27 @@ void split_by(const Piece& piece, const std::vector<Span>& matches, int behavior
 
 }  // namespace
 
-void PreTokenizer::apply_step(const Step& s, const Piece& piece, std::vector<Piece>& out) const {
+Status PreTokenizer::apply_step(const Step& s, const Piece& piece, std::vector<Piece>& out) const {
   std::vector<Span> m;
   switch (s.kind) {
     case Kind::Split:
-      if (s.regex) s.regex->find_all(piece.text, m);
+      if (s.regex) SY_RETURN_IF_ERROR(s.regex->find_all(piece.text, m));
       else find_literal(piece.text, s.literal, m);
       split_by(piece, m, static_cast<int>(s.behavior), s.invert, out);
-      return;
+      return Status::Ok();
     case Kind::Digits:
       find_chars(piece.text, is_numeric, m);
       split_by(piece, m, static_cast<int>(s.individual_digits ? Behavior::Isolated : Behavior::Contiguous), false,
                out);
-      return;
+      return Status::Ok();
     case Kind::Whitespace:
-      s.regex->find_all(piece.text, m);
+      SY_RETURN_IF_ERROR(s.regex->find_all(piece.text, m));
       split_by(piece, m, static_cast<int>(Behavior::Removed), true, out);
-      return;
+      return Status::Ok();
     case Kind::WhitespaceSplit:
       find_chars(piece.text, is_whitespace, m);
       split_by(piece, m, static_cast<int>(Behavior::Removed), false, out);
-      return;
+      return Status::Ok();
     case Kind::Metaspace: {
       Piece p{"", piece.at_origin};
       p.text.reserve(piece.text.size() + 4);
@@ -229,18 +229,18 @@ void PreTokenizer::apply_step(const Step& s, const Piece& piece, std::vector<Pie
         p.text.insert(0, s.literal);
       if (!s.split) {
         if (!p.text.empty()) out.push_back(std::move(p));
-        return;
+        return Status::Ok();
       }
       find_literal(p.text, s.literal, m);
       split_by(p, m, static_cast<int>(Behavior::MergedWithNext), false, out);
-      return;
+      return Status::Ok();
     }
     case Kind::ByteLevel: {
       Piece p = piece;
       if (s.add_prefix_space && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
       std::vector<Piece> parts;
       if (s.regex) {
-        s.regex->find_all(p.text, m);
+        SY_RETURN_IF_ERROR(s.regex->find_all(p.text, m));
         split_by(p, m, static_cast<int>(Behavior::Isolated), false, parts);
       } else if (!p.text.empty()) {
         parts.push_back(std::move(p));
@@ -251,18 +251,20 @@ void PreTokenizer::apply_step(const Step& s, const Piece& piece, std::vector<Pie
         for (char ch : part.text) append_utf8(mapped, byte_to_char(static_cast<unsigned char>(ch)));
         out.push_back({std::move(mapped), part.at_origin});
       }
-      return;
+      return Status::Ok();
     }
   }
+  return Status::Ok();
 }
 
-void PreTokenizer::apply(std::vector<Piece>& pieces) const {
+Status PreTokenizer::apply(std::vector<Piece>& pieces) const {
   std::vector<Piece> next;
   for (const Step& s : steps_) {
     next.clear();
-    for (const Piece& p : pieces) apply_step(s, p, next);
+    for (const Piece& p : pieces) SY_RETURN_IF_ERROR(apply_step(s, p, next));
     pieces.swap(next);
   }
+  return Status::Ok();
 }
 
 }  // namespace sy::text

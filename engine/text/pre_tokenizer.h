@@ -23,8 +23,9 @@ struct Piece {
 class PreTokenizer {
  public:
   static StatusOr<PreTokenizer> parse(const nlohmann::json& node, const std::string& origin);
-  // Splits `pieces` in place; empty pieces are dropped, as HF does.
-  void apply(std::vector<Piece>& pieces) const;
+  // Splits `pieces` in place; empty pieces are dropped, as HF does. An error only where a
+  // regex fails on a piece (see TextRegex::find_all).
+  Status apply(std::vector<Piece>& pieces) const;
 
  private:
   enum class Kind { ByteLevel, Split, Metaspace, Digits, Whitespace, WhitespaceSplit };
@@ -42,7 +43,7 @@ class PreTokenizer {
     bool individual_digits = false;    // Digits
   };
   static Status add(const nlohmann::json& node, const std::string& origin, std::vector<Step>& steps);
-  void apply_step(const Step& s, const Piece& piece, std::vector<Piece>& out) const;
+  Status apply_step(const Step& s, const Piece& piece, std::vector<Piece>& out) const;
   std::vector<Step> steps_;
 };
 

@@ -4,12 +4,15 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <memory>
+
 #include "engine/text/utf8.h"
 
 namespace sy::text {
 
 struct TextRegex::Code {
   pcre2_code* code = nullptr;
+  std::string what, pattern;  // for errors
   ~Code() { pcre2_code_free(code); }
 };
 
@@ -86,6 +89,8 @@ StatusOr<TextRegex> TextRegex::compile(std::string_view source, const std::strin
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // interpreted when the JIT is unavailable
   auto owned = std::make_shared<Code>();
   owned->code = code;
+  owned->what = what;
+  owned->pattern = std::string(source);
   TextRegex r;
   r.code_ = std::move(owned);
   return r;
@@ -101,16 +106,50 @@ struct MatchData {
   MatchData& operator=(const MatchData&) = delete;
 };
 
+// The JIT stack and the match context that hands it to pcre2_match, made for one find_all
+// (a stack serves one match at a time, and a TextRegex is shared between threads).
+struct BigJitStack {
+  pcre2_jit_stack* stack = nullptr;
+  pcre2_match_context* context = nullptr;
+  BigJitStack() {
+    stack = pcre2_jit_stack_create(32 * 1024, TextRegex::kMaxJitStack, nullptr);
+    context = pcre2_match_context_create(nullptr);
+    if (stack && context) pcre2_jit_stack_assign(context, nullptr, stack);
+  }
+  ~BigJitStack() {
+    pcre2_match_context_free(context);
+    pcre2_jit_stack_free(stack);
+  }
+  BigJitStack(const BigJitStack&) = delete;
+  BigJitStack& operator=(const BigJitStack&) = delete;
+};
+
 }  // namespace
 
-void TextRegex::find_all(std::string_view text, std::vector<Span>& out) const {
+Status TextRegex::find_all(std::string_view text, std::vector<Span>& out) const {
   MatchData md(code_->code);
+  std::unique_ptr<BigJitStack> big;  // most texts never need it
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t pos = 0;
   std::size_t last_end = std::string_view::npos;
   while (pos <= text.size()) {
-    const int rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.data, nullptr);
-    if (rc < 0) break;
+    int rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.data,
+                         big ? big->context : nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !big) {
+      big = std::make_unique<BigJitStack>();
+      if (big->stack && big->context)
+        rc = pcre2_match(code_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md.data, big->context);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      // Treating this as no match would split the rest of the text differently from HF, and
+      // silently: the caller gets the error instead.
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(rc, message, sizeof message);
+      return Status::Error(code_->what + ": regex '" + code_->pattern + "' failed at byte " + std::to_string(pos) +
+                           " of a piece of " + std::to_string(text.size()) + " bytes: " +
+                           reinterpret_cast<const char*>(message));
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.data);
     const std::size_t s = ov[0], e = ov[1];
     if (s == e && last_end == e) {
@@ -122,6 +161,7 @@ void TextRegex::find_all(std::string_view text, std::vector<Span>& out) const {
     last_end = e;
     pos = e;
   }
+  return Status::Ok();
 }
 
 bool TextRegex::search(std::string_view text) const {

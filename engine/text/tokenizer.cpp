@@ -174,7 +174,7 @@ StatusOr<Tokenizer> Tokenizer::load(const std::filesystem::path& model_dir) {
   return parse(*text, config, tokenizer_path.string(), config_path.string());
 }
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+StatusOr<std::vector<std::int32_t>> Tokenizer::try_encode(std::string_view text, bool add_special_tokens) const {
   const Impl& m = *impl_;
   const std::string input = is_valid_utf8(text) ? std::string(text) : utf8_lossy(text);
   std::vector<std::int32_t> ids;
@@ -188,9 +188,10 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       continue;
     }
     if (s.end == s.begin) continue;
-    const std::string norm = m.normalizer.apply(input.substr(s.begin, s.end - s.begin));
+    auto norm = m.normalizer.apply(input.substr(s.begin, s.end - s.begin));
+    if (!norm.ok()) return norm.status();
     normalized.clear();
-    m.added.split(norm, true, normalized);
+    m.added.split(*norm, true, normalized);
     for (const Segment& n : normalized) {
       if (n.id >= 0) {
         ids.push_back(n.id);
@@ -198,13 +199,18 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       }
       if (n.end == n.begin) continue;
       pieces.clear();
-      pieces.push_back({norm.substr(n.begin, n.end - n.begin), s.begin == 0 && n.begin == 0});
-      m.pre_tokenizer.apply(pieces);
+      pieces.push_back({norm->substr(n.begin, n.end - n.begin), s.begin == 0 && n.begin == 0});
+      SY_RETURN_IF_ERROR(m.pre_tokenizer.apply(pieces));
       for (const Piece& p : pieces) m.model.tokenize(p.text, ids);
     }
   }
   if (add_special_tokens) ids = m.post_processor.apply(std::move(ids));
   return ids;
+}
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  auto ids = try_encode(text, add_special_tokens);
+  return ids.ok() ? std::move(*ids) : std::vector<std::int32_t>();
 }
 
 std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const {

@@ -27,7 +27,10 @@ class Tokenizer {  // movable (pimpl), immutable after load, safe to use from se
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Text that is not valid UTF-8 is read with each invalid sequence as U+FFFD.
+  // Text that is not valid UTF-8 is read with each invalid sequence as U+FFFD. An error where a
+  // normalizer or pre-tokenizer regex fails on the text (PCRE2's match limit), naming the regex.
+  StatusOr<std::vector<std::int32_t>> try_encode(std::string_view text, bool add_special_tokens) const;
+  // try_encode for callers with no way to report an error: no ids where it fails.
   std::vector<std::int32_t> encode(std::string_view text, bool add_special_tokens) const;
   // Ids that are no token are skipped, as HF does.
   std::string decode(std::span<const std::int32_t> ids, bool skip_special_tokens) const;

@@ -3,10 +3,12 @@
 // loading from a model directory, unsupported constructs and the limits on outside templates.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -175,6 +177,126 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
   EXPECT_FALSE(ChatTemplate::parse(deep_ifs, "deep").ok());
 }
 
+// Python 3.11's answers (Unicode 14) for each string, hard-coded from python3.
+TEST(ChatTemplate, IsalphaIsdigitIsalnumFollowPython) {
+  struct Case {
+    const char* text;
+    bool alpha, digit, alnum;
+  };
+  const Case cases[] = {
+      {"a", true, false, true},
+      {"Z", true, false, true},
+      {"5", false, true, true},
+      {"\u20AC", false, false, false},
+      {"\u00BD", false, false, true},
+      {"\u0663", false, true, true},
+      {"\u00B2", false, true, true},
+      {"\u00B9", false, true, true},
+      {"\u2070", false, true, true},
+      {"\u2089", false, true, true},
+      {"\u2460", false, true, true},
+      {"\u2473", false, false, true},
+      {"\u2776", false, true, true},
+      {"\u216B", false, false, true},
+      {"\u4E00", true, false, true},
+      {"\u4E07", true, false, true},
+      {"\u00E9", true, false, true},
+      {"\u00DF", true, false, true},
+      {"\u01C5", true, false, true},
+      {"\u02B0", true, false, true},
+      {"\u4E2D", true, false, true},
+      {"\u30A2", true, false, true},
+      {"\u0301", false, false, false},
+      {"_", false, false, false},
+      {" ", false, false, false},
+      {"!", false, false, false},
+      {"\U0001D7D8", false, true, true},
+      {"\u0661", false, true, true},
+      {"\u07C0", false, true, true},
+      {"\U0001F642", false, false, false},
+      {"\u2177", false, false, true},
+      {"\U00010A40", false, true, true},
+      {"x\u00B2", false, false, true},
+      {"ab", true, false, true},
+      {"a1", false, false, true},
+      {"\u0661\u0662", false, true, true},
+      {"", false, false, false},
+  };
+  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }}", "tmpl");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto py = [](bool b) { return b ? "True" : "False"; };
+  for (const auto& c : cases) {
+    auto out = t->render(ojson{{"s", c.text}});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum)) << c.text;
+  }
+}
+
+// Outputs and messages from jinja2 3.1 in transformers' environment.
+TEST(ChatTemplate, LoopCycleAndPaddingMethodsMatchJinja2) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{% for x in [1,2,3,4,5] %}{{ loop.cycle('a', 'b', 'c') }}{% endfor %}", "abcab"},
+      {"{{ '42'.zfill(5) }}|{{ '-42'.zfill(5) }}|{{ '+7'.zfill(1) }}|{{ 'ab'.center(5, '*') }}|{{ 'ab'.center(6) }}|"
+       "{{ 'abc'.center(6, '-') }}|{{ '\u00e9'.ljust(3, '\u00b7') }}|{{ 'x'.rjust(3) }}|{{ '\u0663'.isdecimal() }}|"
+       "{{ '\u00b2'.isdecimal() }}",
+       "00042|-0042|+7|**ab*|  ab  |-abc--|\u00e9\u00b7\u00b7|  x|True|False"},
+      {"{{ 'x'.zfill(True) }}", "x"},
+  };
+  for (const auto& [source, expect] : cases) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto out = t->render(ojson::object());
+    ASSERT_TRUE(out.ok()) << source << ": " << out.status().message();
+    EXPECT_EQ(*out, expect) << source;
+  }
+  const std::pair<const char*, const char*> errors[] = {
+      {"{{ 'a'.center(3, 'xy') }}", "The fill character must be exactly one character long"},
+      {"{{ 'a'.zfill(2.0) }}", "'float' object cannot be interpreted as an integer"},
+      {"{% for x in [1] %}{{ loop.cycle() }}{% endfor %}", "tmpl:1:"},
+      {"{% for x in [1] %}{{ loop.cycle() }}{% endfor %}", "no items for cycling given"},
+      {"{% for x in [1] %}{{ loop.changed(x) }}{% endfor %}", "loop.changed() is not supported"},
+      {"{{ '{}'.format(1) }}", "str.format() is not supported (supported string methods: capitalize center"},
+      {"{{ 'a'.swapcase() }}", "str.swapcase() is not supported"},
+      {"{{ 'a'.zfill(100000000000) }}", "exceeds the output limit"},
+  };
+  for (const auto& [source, expect] : errors) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto out = t->render(ojson::object());
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_NE(out.status().message().find(expect), std::string::npos) << out.status().message();
+  }
+}
+
+// Each step may copy a string of up to 64 MiB: the byte budget, not the step budget, stops these.
+TEST(ChatTemplate, BytesCopiedAreBounded) {
+  const char* sources[] = {
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% set t = s ~ '' %}{% endfor %}",
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% set t %}{{ s }}{% endset %}{% endfor %}",
+      "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if s == s ~ '' %}{% endif %}{% endfor %}",
+  };
+  for (const char* source : sources) {
+    auto t = ChatTemplate::parse(source, "tmpl");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    const auto start = std::chrono::steady_clock::now();
+    auto out = t->render(ojson::object());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_NE(out.status().message().find("template exceeded its budget of 1073741824 bytes"), std::string::npos)
+        << out.status().message();
+    EXPECT_LT(seconds, 10.0) << source;
+  }
+  // 2^24 * (2^40 + 1) wraps to 2^24 in 64 bits: the count must be compared, not the product.
+  auto wrap = ChatTemplate::parse("{{ ('x' * 16777216) * 1099511627777 }}", "tmpl");
+  ASSERT_TRUE(wrap.ok());
+  auto out = wrap->render(ojson::object());
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("repetition result exceeds the output limit"), std::string::npos);
+  auto empty = ChatTemplate::parse("{{ ('' * 9223372036854775807)|length }}", "tmpl");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty->render(ojson::object()), "0");
+}
+
 class ModelDir : public testing::Test {
  protected:
   void SetUp() override {
@@ -196,10 +318,19 @@ class ModelDir : public testing::Test {
 
 TEST_F(ModelDir, ChatTemplateStringInTokenizerConfig) {
   write("tokenizer_config.json", R"({"eos_token": "</s>", "chat_template": "A{{ messages[0].content }}"})");
-  write("chat_template.jinja", "B");
   auto t = ChatTemplate::load(dir_);
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(render(*t), "Ahi");
+}
+
+// As transformers (test_chat_template_file_priority): the file clobbers the config's template.
+TEST_F(ModelDir, ChatTemplateJinjaWinsOverTheConfig) {
+  write("tokenizer_config.json", R"({"eos_token": "</s>", "chat_template": "A{{ messages[0].content }}"})");
+  write("chat_template.jinja", "B{{ messages[0].content }}");
+  auto t = ChatTemplate::load(dir_);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(render(*t), "Bhi");
+  EXPECT_EQ(t->origin(), (dir_ / "chat_template.jinja").string());
 }
 
 TEST_F(ModelDir, NamedTemplatesTakeDefault) {

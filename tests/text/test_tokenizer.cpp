@@ -199,5 +199,76 @@ TEST(Tokenizer, EncodesTheSameFromManyThreads) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// HF reads the ids as u32 and refuses what does not fit; a wrapping read would emit another token.
+TEST(Tokenizer, TemplateProcessingIdsOutsideTheIdRangeAreRefused) {
+  for (const nlohmann::json& bad : {nlohmann::json(-7), nlohmann::json(4294967297LL), nlohmann::json(2.5),
+                                   nlohmann::json(16777216)}) {
+    auto j = asset("llama");
+    j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = bad;
+    EXPECT_EQ(error_of(j), "/m/tokenizer.json: post_processor TemplateProcessing: ids of special token '<s>' must be "
+                           "integers in [0, 16777215], not " + bad.dump());
+  }
+  auto j = asset("llama");
+  j["post_processor"]["special_tokens"]["<s>"]["ids"][0] = 16777215;
+  EXPECT_EQ(error_of(j), "");
+  j = asset("qwen2");
+  j["added_tokens"][0]["id"] = 4294967297LL;
+  EXPECT_NE(error_of(j).find("added_tokens: every entry needs an integer \"id\" in [0, 16777215]"), std::string::npos);
+}
+
+TEST(Tokenizer, MetaspaceDecoderRefusesAnUnknownPrependScheme) {
+  auto j = asset("llama");
+  j["decoder"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "bogus"}};
+  EXPECT_EQ(error_of(j), "/m/tokenizer.json: decoder Metaspace: unknown prepend_scheme 'bogus'");
+  for (const char* scheme : {"always", "first", "never"}) {
+    j["decoder"]["prepend_scheme"] = scheme;
+    EXPECT_EQ(error_of(j), "") << scheme;
+  }
+}
+
+nlohmann::json split_tokenizer(const std::string& regex) {
+  return {{"model",
+           {{"type", "BPE"},
+            {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {" ", 3}, {"ab", 4}, {"<unk>", 5}}},
+            {"merges", {"a b"}},
+            {"unk_token", "<unk>"}}},
+          {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Removed"}, {"invert", false}}}};
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// A repeated group takes JIT stack per repetition: beyond PCRE2's default 32 KiB the match used
+// to fail and the failure read as "no match", so the whole text became tokens.
+TEST(Tokenizer, LongMatchesOfARepeatedGroupNeedMoreThanTheDefaultJitStack) {
+  auto t = Tokenizer::from_json(split_tokenizer("(?:a|b)+").dump(), "", "/m/tokenizer.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  for (int n : {100, 5000, 100000}) {
+    auto ids = t->try_encode(repeat("ab", n) + "c", false);
+    ASSERT_TRUE(ids.ok()) << ids.status().message();
+    EXPECT_EQ(*ids, std::vector<std::int32_t>{2}) << n;
+  }
+}
+
+// What PCRE2 still gives up on (its match limit) is an error naming the regex, not wrong ids.
+TEST(Tokenizer, ARegexThatGivesUpIsAnEncodeError) {
+  auto t = Tokenizer::from_json(split_tokenizer("(a+)+$").dump(), "", "/m/tokenizer.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const std::string text = std::string(40, 'a') + "b";
+  auto ids = t->try_encode(text, false);
+  ASSERT_FALSE(ids.ok());
+  EXPECT_EQ(ids.status().message().rfind("/m/tokenizer.json: pre_tokenizer Split: regex '(a+)+$' failed at byte 0 of a "
+                                         "piece of 41 bytes: ", 0),
+            0u)
+      << ids.status().message();
+  EXPECT_NE(ids.status().message().find("limit"), std::string::npos) << ids.status().message();
+  EXPECT_TRUE(t->encode(text, false).empty());
+  auto fine = t->try_encode("aab", false);
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+}
+
 }  // namespace
 }  // namespace sy::text

@@ -32,7 +32,9 @@ std::string TextSupport::describe() const {
 TextSupport::Ids TextSupport::encode_prompt(const std::string& text) const {
   if (!tokenizer_)
     return ApiError::bad_field("prompt", "this model has no tokenizer.json: send the prompt as a list of token ids");
-  return tokenizer_->encode(text, /*add_special_tokens=*/true);
+  auto ids = tokenizer_->try_encode(text, /*add_special_tokens=*/true);
+  if (!ids.ok()) return ApiError::bad_field("prompt", "the tokenizer cannot encode the prompt: " + ids.status().message());
+  return std::move(*ids);
 }
 
 TextSupport::Ids TextSupport::encode_chat(const nlohmann::json& messages) const {
@@ -44,7 +46,10 @@ TextSupport::Ids TextSupport::encode_chat(const nlohmann::json& messages) const 
   auto prompt = chat_template_->render(context);
   // The template's own checks (roles that must alternate, …) speak through raise_exception.
   if (!prompt.ok()) return ApiError::bad_field("messages", "the chat template refused the messages: " + prompt.status().message());
-  return tokenizer_->encode(*prompt, /*add_special_tokens=*/false);
+  auto ids = tokenizer_->try_encode(*prompt, /*add_special_tokens=*/false);
+  if (!ids.ok())
+    return ApiError::bad_field("messages", "the tokenizer cannot encode the rendered prompt: " + ids.status().message());
+  return std::move(*ids);
 }
 
 }  // namespace sy::http

@@ -681,6 +681,21 @@ StatusOr<Value> call_global(const std::string& name, const Args& a) {
   return Status::Error("'" + name + "' is undefined");
 }
 
+namespace {
+
+// What call_method implements for strings, for the error on the rest of Python's str methods
+// (jinja2 has them all, so "no attribute" would be the wrong answer).
+constexpr std::string_view kStrMethods =
+    "capitalize center count endswith find index isalnum isalpha isdecimal isdigit islower isspace isupper join "
+    "ljust lower lstrip removeprefix removesuffix replace rfind rjust rsplit rstrip split splitlines startswith "
+    "strip title upper zfill";
+const std::set<std::string, std::less<>> kPythonStrMethods = {
+    "casefold", "encode",   "expandtabs", "format",     "format_map", "isascii",   "isidentifier",
+    "isnumeric", "isprintable", "istitle", "maketrans", "partition", "rindex",    "rpartition",
+    "swapcase", "translate"};
+
+}  // namespace
+
 StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& a, bool& found) {
   found = true;
   const std::string what = obj.type_name() + "." + m + "()";
@@ -782,6 +797,47 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         return Value::string(s.substr(0, s.size() - x.size()));
       return obj;
     }
+    if (m == "zfill" || m == "center" || m == "ljust" || m == "rjust") {
+      SY_RETURN_IF_ERROR(check_args(a, m == "zfill" ? 1 : 2, {}, what));
+      if (a.positional.empty()) return Status::Error(what + " takes at least 1 argument");
+      const Value& w = a.positional[0];
+      if (!w.is_int() && !w.is_bool())
+        return Status::Error("'" + w.type_name() + "' object cannot be interpreted as an integer");
+      std::u32string fill = U" ";
+      if (a.positional.size() > 1) {
+        const Value& f = a.positional[1];
+        if (!f.is_string()) return Status::Error(what + ": The fill character must be a unicode character, not " + f.type_name());
+        fill = utf8_decode(f.as_string());
+        if (fill.size() != 1) return Status::Error(what + ": The fill character must be exactly one character long");
+      }
+      const auto len = static_cast<std::int64_t>(py_len(s));
+      const std::int64_t width = w.as_int();
+      if (width <= len) return obj;
+      // The padding is built before the interpreter's value limit (64 MiB by default) sees it.
+      constexpr std::int64_t kMaxWidth = std::int64_t{1} << 26;
+      if (width > kMaxWidth) return Status::Error(what + ": width " + std::to_string(width) + " exceeds the output limit");
+      const std::int64_t pad = width - len;
+      std::int64_t left = 0;
+      if (m == "rjust" || m == "zfill") left = pad;
+      else if (m == "center") left = pad / 2 + (pad & width & 1);  // CPython's rounding
+      std::string fill_utf8;
+      utf8_append(fill_utf8, m == "zfill" ? U'0' : fill[0]);
+      std::string out;
+      out.reserve(s.size() + static_cast<std::size_t>(pad) * fill_utf8.size());
+      std::size_t body = 0;
+      if (m == "zfill" && !s.empty() && (s[0] == '+' || s[0] == '-')) {  // the sign stays in front
+        out += s[0];
+        body = 1;
+      }
+      for (std::int64_t i = 0; i < left; ++i) out += fill_utf8;
+      out.append(s, body);
+      for (std::int64_t i = left; i < pad; ++i) out += fill_utf8;
+      return Value::string(std::move(out));
+    }
+    if (m == "isdecimal") {
+      const std::u32string cps = utf8_decode(s);
+      return Value::boolean(!cps.empty() && std::all_of(cps.begin(), cps.end(), py_isdecimal));
+    }
     if (m == "isdigit" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" || m == "isupper") {
       const std::u32string cps = utf8_decode(s);
       if (m == "islower" || m == "isupper") {
@@ -789,12 +845,9 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         return Value::boolean(*apply_test(m == "islower" ? "lower" : "upper", obj, none));
       }
       if (cps.empty()) return Value::boolean(false);
-      for (char32_t c : cps) {
-        const bool digit = c >= '0' && c <= '9';
-        const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= 0x80 && !py_isspace(c));
-        const bool ok = m == "isdigit" ? digit : m == "isalpha" ? alpha : m == "isalnum" ? (digit || alpha) : py_isspace(c);
-        if (!ok) return Value::boolean(false);
-      }
+      bool (*const test)(char32_t) = m == "isdigit" ? py_isdigit : m == "isalpha" ? py_isalpha
+                                     : m == "isalnum" ? py_isalnum : py_isspace;
+      if (!std::all_of(cps.begin(), cps.end(), test)) return Value::boolean(false);
       return Value::boolean(true);
     }
   } else if (obj.is_dict()) {
@@ -831,6 +884,8 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         m == "sort" || m == "reverse")
       return Status::Error("access to attribute '" + m + "' of '" + obj.type_name() + "' object is unsafe.");
   }
+  if (obj.is_string() && kPythonStrMethods.count(m))
+    return Status::Error("str." + m + "() is not supported (supported string methods: " + std::string(kStrMethods) + ")");
   found = false;
   return Value();
 }

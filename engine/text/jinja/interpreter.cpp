@@ -1,6 +1,7 @@
 #include "engine/text/jinja/interpreter.h"
 
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -89,9 +90,20 @@ class Interpreter final : public Callbacks {
     return Status::Ok();
   }
 
+  template <class T>
+  Status charge(const T& at, std::size_t bytes) {
+    value_bytes_ += bytes;
+    if (value_bytes_ > limits_.max_value_bytes)
+      return fail(at, "template exceeded its budget of " + std::to_string(limits_.max_value_bytes) +
+                          " bytes of values computed and text written");
+    return Status::Ok();
+  }
+
   Status append(const Node& at, std::string& out, std::string_view s) {
     if (out.size() + s.size() > limits_.max_output_bytes)
       return fail(at, "rendered text exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
+    // Block sets capture into buffers of their own, which the output limit does not see.
+    SY_RETURN_IF_ERROR(charge(at, s.size()));
     out += s;
     return Status::Ok();
   }
@@ -214,18 +226,24 @@ class Interpreter final : public Callbacks {
       static const Value kKeys[] = {Value::string("index"),    Value::string("index0"), Value::string("revindex"),
                                     Value::string("revindex0"), Value::string("first"),  Value::string("last"),
                                     Value::string("length"),    Value::string("depth"),  Value::string("depth0"),
-                                    Value::string("previtem"),  Value::string("nextitem")};
+                                    Value::string("previtem"),  Value::string("nextitem"), Value::string("cycle"),
+                                    Value::string("changed")};
+      // Markers that eval_call recognises: cycle needs this loop's index0, which it reads here.
+      static const Value kCycle = Value::function("loop.cycle");
+      static const Value kChanged = Value::function("loop.changed");
       static const Value kNoPrev = Value::undefined("there is no previous item");
       static const Value kNoNext = Value::undefined("there is no next item");
       Dict loop;
-      loop.reserve(11);
+      loop.reserve(std::size(kKeys));
       const Value values[] = {Value::integer(i + 1),          Value::integer(i),
                               Value::integer(length - i),     Value::integer(length - i - 1),
                               Value::boolean(i == 0),         Value::boolean(i == length - 1),
                               Value::integer(length),         Value::integer(1),
                               Value::integer(0),              i > 0 ? items[idx - 1] : kNoPrev,
-                              i + 1 < length ? items[idx + 1] : kNoNext};
-      for (std::size_t k = 0; k < 11; ++k) loop.emplace_back(kKeys[k], values[k]);
+                              i + 1 < length ? items[idx + 1] : kNoNext,
+                              kCycle,                         kChanged};
+      static_assert(sizeof kKeys / sizeof kKeys[0] == sizeof values / sizeof values[0]);
+      for (std::size_t k = 0; k < std::size(kKeys); ++k) loop.emplace_back(kKeys[k], values[k]);
       iter_scope->vars["loop"] = Value::dict(std::move(loop));
       SY_RETURN_IF_ERROR(assign(n, n.targets, items[idx], *iter_scope));
       SY_RETURN_IF_ERROR(exec_body(n.body, iter_scope, out));
@@ -268,6 +286,12 @@ class Interpreter final : public Callbacks {
         return fail(e, "a string value exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
       if (v->is_list() && v->as_list().size() > limits_.max_output_bytes / 8)
         return fail(e, "a list value exceeds " + std::to_string(limits_.max_output_bytes / 8) + " items");
+      // References are charged too, not only new values: comparing, searching or indexing a
+      // string scans it, and each such use reads the value through here.
+      if (e.kind != Expr::Kind::kLiteral) {
+        const std::size_t bytes = v->is_string() ? v->as_string().size() : v->is_list() ? 8 * v->as_list().size() : 0;
+        SY_RETURN_IF_ERROR(charge(e, bytes));
+      }
     }
     return v;
   }
@@ -530,6 +554,16 @@ class Interpreter final : public Callbacks {
       }
       auto fn = get_attr(callee, *obj, callee.name);
       if (!fn.ok()) return fn;
+      if (fn->is_function() && fn->function_name() == "loop.cycle") {
+        auto args = eval_args(e, scope);
+        if (!args.ok()) return args.status();
+        if (!args->keyword.empty()) return fail(e, "loop.cycle() takes no keyword arguments");
+        if (args->positional.empty()) return fail(e, "no items for cycling given");
+        const Value* index0 = obj->find("index0");
+        if (!index0 || !index0->is_int()) return fail(e, "loop.cycle() needs the loop's index0");
+        const auto n = static_cast<std::int64_t>(args->positional.size());
+        return args->positional[static_cast<std::size_t>(index0->as_int() % n)];
+      }
       return call_value(e, *fn, scope);
     }
     auto fn = eval(callee, scope);
@@ -542,6 +576,8 @@ class Interpreter final : public Callbacks {
     auto args = eval_args(e, scope);
     if (!args.ok()) return args.status();
     if (fn.is_function()) {
+      if (fn.function_name() == "loop.changed") return fail(e, "loop.changed() is not supported");
+      if (fn.function_name() == "loop.cycle") return fail(e, "loop.cycle() is only supported called as loop.cycle(...)");
       auto r = call_global(fn.function_name(), *args);
       if (!r.ok()) return locate(e, r.status());
       return r;
@@ -629,9 +665,11 @@ class Interpreter final : public Callbacks {
       const Value* seq = (l.is_string() || l.is_list()) ? &l : (r.is_string() || r.is_list()) ? &r : nullptr;
       const Value* count = seq == &l ? &r : &l;
       if (seq && (count->is_int() || count->is_bool())) {
-        const std::int64_t n = std::max<std::int64_t>(0, count->as_int());
         const std::size_t unit = seq->is_string() ? seq->as_string().size() : seq->as_list().size();
-        if (unit * static_cast<std::size_t>(n) > limits_.max_output_bytes)
+        // An empty sequence gives an empty result whatever the count, without looping count times.
+        const std::int64_t n = unit == 0 ? 0 : std::max<std::int64_t>(0, count->as_int());
+        // Divided, not multiplied: a large count would wrap the product below the limit.
+        if (unit != 0 && static_cast<std::size_t>(n) > limits_.max_output_bytes / unit)
           return fail(e, "repetition result exceeds the output limit");
         if (seq->is_string()) {
           std::string s;
@@ -746,6 +784,7 @@ class Interpreter final : public Callbacks {
   std::vector<std::shared_ptr<Scope>> macro_scopes_;  // scopes a macro closes over
   RenderLimits limits_;
   std::int64_t steps_ = 0;
+  std::size_t value_bytes_ = 0;
   int depth_ = 0;
   int nest_ = 0;
   Flow flow_ = Flow::kNormal;

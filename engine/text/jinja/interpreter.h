@@ -14,9 +14,14 @@
 namespace sy::text::jinja {
 
 struct RenderLimits {
-  std::size_t max_output_bytes = std::size_t{64} << 20;
+  std::size_t max_output_bytes = std::size_t{64} << 20;  // the output, and any one string or list
   std::int64_t max_steps = 2'000'000;  // expressions evaluated plus statements executed
   int max_call_depth = 200;             // nested macro calls
+  // Bytes of the values expressions yield (a string its length, a list 8 per item) plus the
+  // text written, over the whole render: a step may copy or scan a value of up to
+  // max_output_bytes, so steps alone do not bound the time. 16 times the value limit (about a
+  // second of copying) leaves room for a prompt near the output limit read several times over.
+  std::size_t max_value_bytes = std::size_t{1} << 30;
 };
 
 // `context` must be a dict: its keys become the template's variables. Errors read

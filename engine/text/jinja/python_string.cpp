@@ -1,6 +1,10 @@
 #include "engine/text/jinja/python_string.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include <utf8proc.h>
 
 namespace sy::text::jinja {
 
@@ -60,6 +64,52 @@ bool py_isspace(char32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
          (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
          cp == 0x3000;
+}
+
+namespace {
+
+utf8proc_category_t category(char32_t cp) { return utf8proc_category(static_cast<utf8proc_int32_t>(cp)); }
+
+bool is_letter(utf8proc_category_t c) {
+  return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT ||
+         c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_LO;
+}
+
+// Numeric_Type=Digit (Python's isdigit beyond Nd), which utf8proc does not expose: every such
+// character is in No; the ranges are those of Python 3.11's unicodedata (Unicode 14).
+constexpr std::pair<char32_t, char32_t> kDigitNo[] = {
+    {0xB2, 0xB3},       {0xB9, 0xB9},       {0x1369, 0x1371},   {0x19DA, 0x19DA},  {0x2070, 0x2070},
+    {0x2074, 0x2079},   {0x2080, 0x2089},   {0x2460, 0x2468},   {0x2474, 0x247C},  {0x2488, 0x2490},
+    {0x24EA, 0x24EA},   {0x24F5, 0x24FD},   {0x24FF, 0x24FF},   {0x2776, 0x277E},  {0x2780, 0x2788},
+    {0x278A, 0x2792},   {0x10A40, 0x10A43}, {0x10E60, 0x10E68}, {0x11052, 0x1105A}, {0x1F100, 0x1F10A}};
+
+}  // namespace
+
+bool py_isalpha(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+  return is_letter(category(cp));
+}
+
+bool py_isdigit(char32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  const auto c = category(cp);
+  if (c == UTF8PROC_CATEGORY_ND) return true;
+  if (c != UTF8PROC_CATEGORY_NO) return false;
+  return std::any_of(std::begin(kDigitNo), std::end(kDigitNo),
+                     [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+}
+
+bool py_isdecimal(char32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  return category(cp) == UTF8PROC_CATEGORY_ND;
+}
+
+// Python: isalpha or isdecimal or isdigit or isnumeric. The CJK ideographs that are numeric
+// (一, 二, 万, ...) are Lo, so this is letters and the three number categories.
+bool py_isalnum(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9');
+  const auto c = category(cp);
+  return is_letter(c) || c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
 }
 
 std::size_t py_len(std::string_view s) {

@@ -18,6 +18,13 @@ void utf8_append(std::string& out, char32_t cp);
 
 // str.isspace() for one code point.
 bool py_isspace(char32_t cp);
+// str.isalpha(), str.isdigit(), str.isalnum() for one code point, by Python's definitions over
+// utf8proc's general categories: letters (L*); Nd plus the Numeric_Type=Digit characters
+// (superscripts, circled digits, ...); letters or numbers (L*, Nd, Nl, No).
+bool py_isalpha(char32_t cp);
+bool py_isdigit(char32_t cp);
+bool py_isalnum(char32_t cp);
+bool py_isdecimal(char32_t cp);  // Nd
 
 std::size_t py_len(std::string_view s);
 
