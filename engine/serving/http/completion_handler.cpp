@@ -109,6 +109,16 @@ std::variant<std::vector<std::int32_t>, ApiError> CompletionHandler::prompt_ids(
   auto& prompt = std::get<std::vector<std::int32_t>>(ids);
   const char* param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
   if (prompt.empty()) return ApiError::bad_field(param, std::string("'") + param + "' encodes to no tokens");
+  // Ids the tokenizer made (a request's own were checked as it was parsed): a tokenizer.json
+  // with tokens beyond config.json's vocab_size would index past the embedding table.
+  if (r.endpoint == Endpoint::ChatCompletions || r.prompt_text)
+    for (const std::int32_t id : prompt)
+      if (id < 0 || id >= limits_.vocab_size)
+        return ApiError::bad_field(param, std::string("'") + param + "' encodes to token " + std::to_string(id) + " ('" +
+                                              text_.tokenizer()->id_to_token(id).value_or("?") +
+                                              "'), which the model does not have (its vocab_size is " +
+                                              std::to_string(limits_.vocab_size) +
+                                              "): the tokenizer and config.json disagree");
   if (auto e = check_lengths(r, static_cast<std::int32_t>(prompt.size()), limits_)) return *e;
   if (static_cast<std::int64_t>(prompt.size()) > broker_.max_prompt_tokens())
     return ApiError::bad_field(param, std::string("'") + param + "' has " + std::to_string(prompt.size()) +

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -146,6 +147,33 @@ TEST_F(ApiTextTest, AStopStringEndsTheAnswerBeforeItAndFreesTheRequest) {
   EXPECT_EQ(text, before);
   EXPECT_EQ(reason, "stop");
   EXPECT_TRUE(s.kv_freed());
+}
+
+// A tokenizer with a token beyond config.json's vocab_size (an added token here): a prompt that
+// uses it is a 400 naming the token, not a read past the embedding table; other prompts serve.
+TEST_F(ApiTextTest, ATokenBeyondTheModelsVocabularyIsRefusedByName) {
+  const fs::path dir = dir_.string() + "_beyond";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& f : fs::directory_iterator(dir_)) fs::copy(f.path(), dir / f.path().filename());
+  json tok = json::parse(std::ifstream(dir / "tokenizer.json"));
+  const std::int32_t beyond = weights_->config().vocab_size + 100;
+  tok["added_tokens"].push_back({{"id", beyond}, {"content", "<|beyond|>"}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", false}, {"special", true}});
+  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  auto text = TextSupport::load(dir);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  LiveServer s(weights_, {}, {}, &*text);
+  auto c = s.client();
+  auto res = c.Post("/v1/completions", json{{"prompt", "hello <|beyond|>"}, {"max_tokens", 2}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find(
+                "encodes to token " + std::to_string(beyond) + " ('<|beyond|>'), which the model does not have"),
+            std::string::npos)
+      << res->body;
+  EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "hello"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
+  fs::remove_all(dir);
 }
 
 }  // namespace
