@@ -44,8 +44,16 @@ Status LiveConnection::start(const ConnectionSettings& settings) {
 }
 
 void LiveConnection::stop() {
-  stopping_ = true;
+  {
+    // Under the lock, so that the control thread cannot miss the wake-up between testing the
+    // flag and starting to wait.
+    std::lock_guard lock(commands_mutex_);
+    stopping_ = true;
+  }
   commands_cv_.notify_all();
+  // A command in flight would otherwise hold the join below (and the UI thread) for up to its
+  // timeout: nobody will read its reply now.
+  if (control_) control_->cancel();
   if (stream_thread_.joinable()) stream_thread_.join();
   if (control_thread_.joinable()) control_thread_.join();
   subscriber_.reset();
@@ -107,6 +115,8 @@ void LiveConnection::controlLoop() {
       commands_.pop_front();
     }
     auto reply = control_->call(c.json, kControlTimeout);
+    // Stopped meanwhile: the call was cancelled, and a reply would land on the next connection.
+    if (stopping_) return;
     const QString request = QString::fromStdString(c.json);
     if (reply.ok())
       emit controlReply(c.id, c.description, request, true, QString::fromStdString(*reply));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "console/app/live_connection.h"
@@ -237,6 +238,33 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("applyPlacementButton")));
   ASSERT_TRUE(wait_for([&] { return commands().back()["cmd"] == "move_expert"; }));
   EXPECT_EQ(commands().back(), json::parse(R"({"cmd":"move_expert","block":1,"expert":2,"from":2,"to":1})"));
+}
+
+// Disconnecting (also quitting, connecting elsewhere, opening a trace) does not wait for a
+// command nobody answers: its reply would belong to a connection that is gone.
+TEST_F(ConsoleLive, StoppingDoesNotWaitForACommandInFlight) {
+  LiveConnection c;
+  ConnectionSettings s;
+  s.telemetry_endpoint = "tcp://127.0.0.1:1";  // nothing listens: the command waits for its timeout
+  s.control_endpoint = "tcp://127.0.0.1:1";
+  ASSERT_TRUE(c.start(s).ok());
+  // Replies come as queued signals, as to the main window.
+  std::vector<std::pair<bool, QString>> replies;
+  QObject::connect(&c, &LiveConnection::controlReply, &c,
+                   [&](quint64, QString, QString, bool ok, QString reply) { replies.emplace_back(ok, reply); });
+  c.sendCommand(R"({"cmd":"get_state"})", "get state");
+  QTest::qWait(300);  // the control thread has sent it and polls for the reply
+  c.stop();
+  EXPECT_FALSE(c.running());
+  QTest::qWait(100);  // delivers anything stop() let through
+  // Before, stop() joined the control thread only after the 5 s timeout, which it reported.
+  EXPECT_TRUE(replies.empty()) << "stop() waited for the command's timeout: " << replies.front().second.toStdString();
+  // The connection starts again afterwards, and a command then gets its reply.
+  replies.clear();
+  ASSERT_TRUE(c.start(settings()).ok());
+  c.sendCommand(R"({"cmd":"get_state"})", "get state");
+  ASSERT_TRUE(wait_for([&] { return !replies.empty(); }));
+  EXPECT_TRUE(replies.front().first) << replies.front().second.toStdString();
 }
 
 TEST_F(ConsoleLive, CurveKeysFromAKeyDirectoryAdmitTheConsoleAndNoKeysGetNothing) {
