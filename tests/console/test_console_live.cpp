@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
@@ -67,7 +68,7 @@ class ConsoleLive : public ::testing::Test {
         commands_.push_back(command);
       }
       const std::string cmd = command["cmd"];
-      if (cmd == "get_state") reply({{"ok", true}, {"state", json::parse(kMeta)}});
+      if (cmd == "get_state") reply({{"ok", true}, {"state", state()}});
       else if (cmd == "set_microbatches") reply.error("set_microbatches needs a grouped policy (pingpong), not async");
       else reply({{"ok", true}});
     });
@@ -123,6 +124,16 @@ class ConsoleLive : public ::testing::Test {
     return commands_;
   }
 
+  // The engine state get_state answers with.
+  json state() {
+    std::lock_guard lock(mutex_);
+    return state_;
+  }
+  void set_state_policy(const std::string& key, const json& value) {
+    std::lock_guard lock(mutex_);
+    state_["policy"][key] = value;
+  }
+
   ConnectionSettings settings() const {
     ConnectionSettings s;
     s.telemetry_endpoint = hub_endpoint_;
@@ -137,6 +148,7 @@ class ConsoleLive : public ::testing::Test {
   std::unique_ptr<telemetry::ControlServer> server_;
   std::mutex mutex_;
   std::vector<json> commands_;
+  json state_ = json::parse(kMeta);
 };
 
 TEST_F(ConsoleLive, StreamFillsTheViewsAndARestartClearsThem) {
@@ -238,6 +250,33 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   ASSERT_TRUE(testing::click_when_settled(w.findChild<QPushButton*>("applyPlacementButton")));
   ASSERT_TRUE(wait_for([&] { return commands().back()["cmd"] == "move_expert"; }));
   EXPECT_EQ(commands().back(), json::parse(R"({"cmd":"move_expert","block":1,"expert":2,"from":2,"to":1})"));
+}
+
+// The lookahead field holds what the engine accepts (0-1024): an engine at 100 shows 100 and
+// Apply sends 100, not a clamped 64; an engine at 0 shows 0, not the field's older value.
+TEST_F(ConsoleLive, PolicyFieldsHoldTheEnginesWholeRange) {
+  for (int lookahead : {100, 0, 1024}) {
+    set_state_policy("lookahead", lookahead);
+    MainWindow w;
+    w.show();
+    ASSERT_TRUE(w.connectTo(settings()).ok());
+    auto* apply = w.findChild<QPushButton*>("applyPolicyButton");
+    auto* spin = w.findChild<QSpinBox*>("lookaheadSpin");
+    ASSERT_TRUE(apply && spin);
+    ASSERT_TRUE(wait_for([&] { return apply->isVisible(); }));
+    EXPECT_EQ(spin->value(), lookahead);
+    const auto before = commands().size();
+    ASSERT_TRUE(testing::click_when_settled(apply));
+    ASSERT_TRUE(wait_for([&] { return commands().size() > before; }));
+    EXPECT_EQ(commands().back()["cmd"], "set_policy");
+    EXPECT_EQ(commands().back()["params"]["lookahead"], lookahead);
+  }
+  // decay is in (0, 1] for the engine: the field cannot send 0.
+  MainWindow w;
+  auto* decay = w.findChild<QDoubleSpinBox*>("decaySpin");
+  ASSERT_NE(decay, nullptr);
+  EXPECT_GT(decay->minimum(), 0.0);
+  EXPECT_EQ(decay->maximum(), 1.0);
 }
 
 // Disconnecting (also quitting, connecting elsewhere, opening a trace) does not wait for a
