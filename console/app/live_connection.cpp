@@ -26,12 +26,11 @@ Status LiveConnection::start(const ConnectionSettings& settings) {
   auto keys = settings.load_keys();
   if (!keys.ok()) return keys.status();
   const telemetry::CurveClientKeys* k = keys->has_value() ? &**keys : nullptr;
+  // The telemetry library's errors already name the endpoint and which one it is.
   auto subscriber = telemetry::Subscriber::connect(settings.telemetry_endpoint, k);
-  if (!subscriber.ok())
-    return Status::Error("telemetry endpoint " + settings.telemetry_endpoint + ": " + subscriber.status().message());
+  if (!subscriber.ok()) return subscriber.status();
   auto control = telemetry::ControlClient::connect(settings.control_endpoint, k);
-  if (!control.ok())
-    return Status::Error("control endpoint " + settings.control_endpoint + ": " + control.status().message());
+  if (!control.ok()) return control.status();
   settings_ = settings;
   subscriber_ = std::move(*subscriber);
   control_ = std::move(*control);

@@ -369,7 +369,15 @@ TEST_F(ConsoleLive, NoEngineMeansWaitingAndCommandsTimeOutVisibly) {
   bad.telemetry_endpoint = "not an endpoint";
   const auto st = w.connectTo(bad);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("not an endpoint"), std::string::npos) << st.message();
+  const std::string m = st.message();
+  EXPECT_NE(m.find("telemetry endpoint 'not an endpoint'"), std::string::npos) << m;
+  EXPECT_EQ(m.find("not an endpoint"), m.rfind("not an endpoint")) << "the endpoint is named twice: " << m;
+  bad = s;
+  bad.control_endpoint = "bogus";
+  const auto control = w.connectTo(bad);
+  ASSERT_FALSE(control.ok());
+  EXPECT_NE(control.message().find("control endpoint 'bogus'"), std::string::npos) << control.message();
+  EXPECT_EQ(control.message().find("bogus"), control.message().rfind("bogus")) << control.message();
 }
 
 }  // namespace
