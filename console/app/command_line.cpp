@@ -1,6 +1,7 @@
 #include "console/app/command_line.h"
 
 #include <QCommandLineParser>
+#include <cmath>
 #include <cstdio>
 
 namespace sy::console {
@@ -67,10 +68,15 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   c.screenshot = p.value(screenshot);
   bool ok = false;
   c.after_seconds = p.value(after).toDouble(&ok);
-  if (!ok || c.after_seconds < 0) return fail("--after takes a number of seconds, not '" + p.value(after) + "'");
+  // Written so that NaN fails too; the bound keeps seconds * 1000 a valid timer interval (an
+  // overflowed or NaN interval never fires, so --quit would never quit).
+  if (!ok || !(c.after_seconds >= 0 && c.after_seconds <= kMaxAfterSeconds))
+    return fail(QString("--after takes seconds from 0 to %1, not '%2'").arg(kMaxAfterSeconds).arg(p.value(after)));
   c.quit = p.isSet(quit);
   if (p.isSet(after) && c.screenshot.isEmpty() && !c.quit) return fail("--after needs --screenshot or --quit");
   return c;
 }
+
+int after_milliseconds(const CommandLine& c) { return static_cast<int>(std::llround(c.after_seconds * 1000)); }
 
 }  // namespace sy::console

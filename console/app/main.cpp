@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!options->screenshot.isEmpty()) {
-    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [&window, options] {
+    QTimer::singleShot(sy::console::after_milliseconds(*options), &window, [&window, options] {
       const auto st = window.saveScreenshot(options->screenshot);
       if (st.ok())
         std::printf("switchyard-console: wrote %s\n", qPrintable(options->screenshot));
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       if (options->quit) QApplication::exit(st.ok() ? 0 : 1);
     });
   } else if (options->quit) {
-    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [] { QApplication::exit(0); });
+    QTimer::singleShot(sy::console::after_milliseconds(*options), &window, [] { QApplication::exit(0); });
   }
   return QApplication::exec();
 }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "console/app/command_line.h"
 #include "console/app/log_panel.h"
 #include "console/app/main_window.h"
 #include "console/imgui_glue/imgui_widget.h"
@@ -344,6 +345,22 @@ TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {
   ASSERT_TRUE(missing.waitForFinished(30000));
   EXPECT_EQ(missing.exitCode(), 1);
   EXPECT_TRUE(missing.readAllStandardError().contains("none.db"));
+}
+
+// A NaN, infinite or huge --after once became a timer that never fired: --quit never quit.
+TEST(ConsoleCommandLine, AfterTakesFiniteSecondsUpToADay) {
+  for (const char* value : {"nan", "inf", "-inf", "3000000", "86400.5", "-1", "soon"}) {
+    int code = 0;
+    const auto c = parse_command_line({"switchyard-console", "--quit", "--after", value}, code);
+    EXPECT_FALSE(c.has_value()) << "--after " << value << " was accepted";
+    EXPECT_EQ(code, 2) << value;
+  }
+  for (const auto& [value, ms] : {std::pair{"0", 0}, std::pair{"1.5", 1500}, std::pair{"86400", 86'400'000}}) {
+    int code = 0;
+    const auto c = parse_command_line({"switchyard-console", "--quit", "--after", value}, code);
+    ASSERT_TRUE(c.has_value()) << "--after " << value << " was refused";
+    EXPECT_EQ(after_milliseconds(*c), ms) << value;
+  }
 }
 
 }  // namespace
