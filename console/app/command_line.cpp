@@ -1,6 +1,8 @@
 #include "console/app/command_line.h"
 
 #include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QFileInfo>
 #include <cmath>
 #include <cstdio>
 
@@ -11,7 +13,12 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   p.setApplicationDescription(
       "Switchyard operator console: watch and steer a Switchyard engine through its telemetry stream and control "
       "socket, or open a recorded trace.");
-  p.addHelpOption();
+  // Not addHelpOption(): its --help-all lists Qt's own options, which this command line does not
+  // take (it is read before Qt starts). Words after one dash are long options, so that a Qt
+  // option such as -platform is reported by its name rather than letter by letter.
+  p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, "Displays help on commandline options.");
+  p.addOption(help);
   p.addVersionOption();
   const QCommandLineOption connect(QStringLiteral("connect"), "Watch the engine whose telemetry stream is at ENDPOINT.", "ENDPOINT");
   const QCommandLineOption control(QStringLiteral("control"), "The engine's control endpoint (default tcp://127.0.0.1:5556).", "ENDPOINT");
@@ -31,8 +38,11 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
     exit_code = 2;
     return std::nullopt;
   }
-  if (p.isSet("help")) {
-    std::printf("%s", qPrintable(p.helpText()));
+  if (p.isSet(help)) {
+    // Without a QCoreApplication the parser cannot name the program in its usage line.
+    QString text = p.helpText();
+    text.replace(QStringLiteral("<executable_name>"), QFileInfo(arguments.value(0, "switchyard-console")).fileName());
+    std::printf("%s", qPrintable(text));
     return std::nullopt;
   }
   if (p.isSet("version")) {

@@ -23,7 +23,8 @@ struct CommandLine {
 };
 
 // Parses the arguments (argv[0] first). On an error or --help/--version, returns nullopt after
-// printing the message or help (`exit_code` says how to exit).
+// printing the message or help (`exit_code` says how to exit). Needs no QApplication, so that
+// it runs before one is made (making one needs a display).
 std::optional<CommandLine> parse_command_line(const QStringList& arguments, int& exit_code);
 
 // --after as a timer interval (parse_command_line bounds it, so it fits an int).

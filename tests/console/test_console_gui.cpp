@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QScreen>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QSlider>
 #include <QTest>
 #include <chrono>
@@ -345,6 +346,35 @@ TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {
   ASSERT_TRUE(missing.waitForFinished(30000));
   EXPECT_EQ(missing.exitCode(), 1);
   EXPECT_TRUE(missing.readAllStandardError().contains("none.db"));
+}
+
+// --help, --version and a mistake need no display: Qt must not start (and abort without one)
+// before the command line is read.
+TEST(ConsoleCommandLine, HelpVersionAndMistakesNeedNoDisplay) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(name);
+  auto run = [&](const QStringList& args) {
+    auto p = std::make_unique<QProcess>();
+    p->setProcessEnvironment(env);
+    p->start(SY_CONSOLE_BIN, args);
+    EXPECT_TRUE(p->waitForFinished(30000)) << args.join(' ').toStdString() << " did not exit";
+    EXPECT_EQ(p->exitStatus(), QProcess::NormalExit) << args.join(' ').toStdString() << " crashed";
+    return p;
+  };
+  auto help = run({"--help"});
+  EXPECT_EQ(help->exitCode(), 0) << help->readAllStandardError().toStdString();
+  const QByteArray help_text = help->readAllStandardOutput();
+  EXPECT_TRUE(help_text.contains("--connect")) << help_text.toStdString();
+  EXPECT_TRUE(help_text.contains("Usage: switchyard-console")) << help_text.toStdString();
+  auto version = run({"--version"});
+  EXPECT_EQ(version->exitCode(), 0) << version->readAllStandardError().toStdString();
+  EXPECT_TRUE(version->readAllStandardOutput().contains("switchyard-console 0.1.0"));
+  auto bad = run({"--bogus"});
+  EXPECT_EQ(bad->exitCode(), 2);
+  EXPECT_TRUE(bad->readAllStandardError().contains("bogus"));
+  auto after = run({"--quit", "--after", "nan"});
+  EXPECT_EQ(after->exitCode(), 2);
+  EXPECT_TRUE(after->readAllStandardError().contains("--after"));
 }
 
 // A NaN, infinite or huge --after once became a timer that never fired: --quit never quit.
