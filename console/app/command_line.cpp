@@ -61,6 +61,9 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   if ((p.isSet(control) || p.isSet(keys) || p.isSet(client) || p.isSet(server_key) || p.isSet(client_key)) &&
       !p.isSet(connect))
     return fail("--control, --keys, --client, --server-key and --client-key need --connect");
+  // A client name names a key pair in --keys DIR; without the directory it would be dropped
+  // and the console would connect without CURVE, which the user did not ask for.
+  if (p.isSet(client) && !p.isSet(keys)) return fail("--client needs --keys");
   if (p.isSet(keys) && (p.isSet(server_key) || p.isSet(client_key)))
     return fail("--keys excludes --server-key and --client-key");
   if (p.isSet(server_key) != p.isSet(client_key)) return fail("--server-key and --client-key go together");

@@ -393,5 +393,16 @@ TEST(ConsoleCommandLine, AfterTakesFiniteSecondsUpToADay) {
   }
 }
 
+// --client names a key pair in --keys DIR: without it the console would connect without CURVE.
+TEST(ConsoleCommandLine, ClientNeedsKeys) {
+  int code = 0;
+  EXPECT_FALSE(parse_command_line({"switchyard-console", "--connect", "tcp://127.0.0.1:5555", "--client", "ops"}, code));
+  EXPECT_EQ(code, 2);
+  const auto c =
+      parse_command_line({"switchyard-console", "--connect", "tcp://127.0.0.1:5555", "--keys", "k", "--client", "ops"}, code);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->connect->client_name, "ops");
+}
+
 }  // namespace
 }  // namespace sy::console
