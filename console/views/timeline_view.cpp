@@ -135,9 +135,12 @@ void fold_tooltip(const TimelineItem& item, const LaneSpans& lane) {
   ImGui::EndTooltip();
 }
 
+constexpr SpanKind kLegendKinds[] = {SpanKind::Attention, SpanKind::Expert,   SpanKind::SharedExpert,
+                                     SpanKind::Sampler,   SpanKind::Transfer, SpanKind::WeightFetch,
+                                     SpanKind::Merge};
+
 void legend() {
-  for (SpanKind k : {SpanKind::Attention, SpanKind::Expert, SpanKind::SharedExpert, SpanKind::Sampler,
-                     SpanKind::Transfer, SpanKind::WeightFetch}) {
+  for (SpanKind k : kLegendKinds) {
     const auto name = telemetry::span_kind_name(k);
     plot::legend_item(palette::span_kind(k), std::string(name).c_str());
   }
@@ -150,6 +153,8 @@ void legend() {
 }
 
 }  // namespace
+
+std::span<const SpanKind> TimelineView::legend_kinds() { return kLegendKinds; }
 
 void TimelineView::zoom(ViewState& state, std::int64_t anchor_ns, double factor) {
   const double t0 = static_cast<double>(state.view_t0_ns), t1 = static_cast<double>(state.view_t1_ns);

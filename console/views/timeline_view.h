@@ -5,11 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "console/model/console_model.h"
 #include "console/model/span_folding.h"
 #include "console/views/view_state.h"
+#include "telemetry/events.h"
 
 namespace sy::console {
 
@@ -30,6 +32,10 @@ class TimelineView {
   static void zoom(ViewState& state, std::int64_t anchor_ns, double factor);
   static void pan(ViewState& state, std::int64_t delta_ns);
   static void fit(ViewState& state, const ConsoleModel& model);
+
+  // The span kinds the legend names: every kind drawn in a colour of its own (stalls are named
+  // by their reasons instead).
+  static std::span<const telemetry::SpanKind> legend_kinds();
 
  private:
   void handle_keys(const ConsoleModel& model, ViewState& state);

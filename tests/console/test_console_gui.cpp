@@ -16,11 +16,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "console/app/command_line.h"
 #include "console/app/log_panel.h"
 #include "console/app/main_window.h"
 #include "console/imgui_glue/imgui_widget.h"
+#include "console/views/timeline_view.h"
 #include "gui_environment.h"
 #include "synthetic_trace.h"
 
@@ -402,6 +404,16 @@ TEST(ConsoleCommandLine, ClientNeedsKeys) {
       parse_command_line({"switchyard-console", "--connect", "tcp://127.0.0.1:5555", "--keys", "k", "--client", "ops"}, code);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->connect->client_name, "ops");
+}
+
+TEST(TimelineLayout, TheLegendNamesEveryKindDrawnInItsOwnColour) {
+  const auto kinds = TimelineView::legend_kinds();
+  const std::set<telemetry::SpanKind> named(kinds.begin(), kinds.end());
+  for (std::size_t i = 0; i < telemetry::kSpanKinds; ++i) {
+    const auto k = static_cast<telemetry::SpanKind>(i);
+    if (k == telemetry::SpanKind::Stall) continue;  // named by reason instead
+    EXPECT_EQ(named.count(k), 1u) << telemetry::span_kind_name(k) << " is missing from the legend";
+  }
 }
 
 }  // namespace
