@@ -37,6 +37,15 @@ class TimelineView {
   // by their reasons instead).
   static std::span<const telemetry::SpanKind> legend_kinds();
 
+  // A control marker's label: its left edge and width in pixels.
+  struct LabelBox {
+    float left = 0, width = 0;
+  };
+  // The row (0 at the top) for each label: the first row where it clears, by `gap` pixels, the
+  // labels already there (taken left to right); -1 where none of `rows` has room. Labels at
+  // nearby markers would otherwise be drawn over each other and read as neither.
+  static std::vector<int> marker_label_rows(const std::vector<LabelBox>& labels, int rows, float gap);
+
  private:
   void handle_keys(const ConsoleModel& model, ViewState& state);
   void draw_ruler(const ConsoleModel& model, ViewState& state, float x0, float width);

@@ -416,5 +416,30 @@ TEST(TimelineLayout, TheLegendNamesEveryKindDrawnInItsOwnColour) {
   }
 }
 
+TEST(TimelineLayout, ControlMarkerLabelsNeverOverlap) {
+  using Box = TimelineView::LabelBox;
+  // Three markers a few pixels apart, a fourth far right, a fifth close to it.
+  const std::vector<Box> labels = {{100, 200}, {110, 150}, {120, 90}, {600, 100}, {650, 100}};
+  const std::vector<int> rows = TimelineView::marker_label_rows(labels, 2, 8);
+  ASSERT_EQ(rows.size(), labels.size());
+  EXPECT_EQ(rows[0], 0);
+  EXPECT_EQ(rows[1], 1);
+  EXPECT_EQ(rows[2], -1) << "no third row: left out, not drawn over the others";
+  EXPECT_EQ(rows[3], 0) << "far enough right to reuse the top row";
+  EXPECT_EQ(rows[4], 1);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    for (std::size_t j = i + 1; j < labels.size(); ++j)
+      if (rows[i] >= 0 && rows[i] == rows[j]) {
+        const Box& a = labels[i].left < labels[j].left ? labels[i] : labels[j];
+        const Box& b = labels[i].left < labels[j].left ? labels[j] : labels[i];
+        EXPECT_LE(a.left + a.width + 8, b.left) << "labels " << i << " and " << j << " overlap";
+      }
+  // Order of the markers does not matter (events arrive as the engine applies them).
+  const std::vector<Box> reversed(labels.rbegin(), labels.rend());
+  const std::vector<int> rows_reversed = TimelineView::marker_label_rows(reversed, 2, 8);
+  for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(rows_reversed[labels.size() - 1 - i], rows[i]) << i;
+  EXPECT_EQ(TimelineView::marker_label_rows(labels, 0, 8), std::vector<int>(labels.size(), -1));
+}
+
 }  // namespace
 }  // namespace sy::console
