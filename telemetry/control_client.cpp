@@ -1,5 +1,7 @@
 #include "telemetry/control_client.h"
 
+#include <atomic>
+#include <cerrno>
 #include <optional>
 
 #include <zmq.hpp>
@@ -29,6 +31,7 @@ class ZmqControlClient final : public ControlClient {
   }
 
   StatusOr<std::string> call(const std::string& request, std::chrono::milliseconds timeout) override {
+    if (cancelled_.load()) return Status::Error("control endpoint " + endpoint_ + ": the client was cancelled");
     try {
       if (!socket_.send(zmq::buffer(request), zmq::send_flags::dontwait)) {
         return reset("cannot send to control endpoint " + endpoint_ + ": its queue is full");
@@ -48,8 +51,16 @@ class ZmqControlClient final : public ControlClient {
       while (reply.more()) (void)socket_.recv(reply, zmq::recv_flags::dontwait);
       return text;
     } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return Status::Error("control endpoint " + endpoint_ + ": the client was cancelled");
       return reset(std::string("control endpoint ") + endpoint_ + ": " + e.what());
     }
+  }
+
+  // Shutting the context down is what makes a zmq_poll blocked on another thread return (ETERM);
+  // a flag alone would only be seen after the timeout.
+  void cancel() override {
+    cancelled_.store(true);
+    context_.shutdown();
   }
 
  private:
@@ -63,6 +74,7 @@ class ZmqControlClient final : public ControlClient {
 
   std::string endpoint_;
   std::optional<CurveClientKeys> keys_;
+  std::atomic<bool> cancelled_{false};
   zmq::context_t context_{1};
   zmq::socket_t socket_;
 };

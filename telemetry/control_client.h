@@ -21,6 +21,11 @@ class ControlClient {
   // reply text. An error only when no reply came within `timeout` or the socket failed; an
   // engine-side error is a reply `{"ok":false,"error":"…"}`, returned as text.
   virtual StatusOr<std::string> call(const std::string& request, std::chrono::milliseconds timeout) = 0;
+
+  // For an owner about to drop the client while another thread may be inside call(): that call
+  // returns at once with an error instead of running out its timeout, and every later call fails
+  // the same way. Safe to call from any thread, more than once.
+  virtual void cancel() = 0;
 };
 
 }  // namespace sy::telemetry

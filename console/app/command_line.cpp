@@ -1,6 +1,9 @@
 #include "console/app/command_line.h"
 
 #include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <cmath>
 #include <cstdio>
 
 namespace sy::console {
@@ -10,7 +13,12 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   p.setApplicationDescription(
       "Switchyard operator console: watch and steer a Switchyard engine through its telemetry stream and control "
       "socket, or open a recorded trace.");
-  p.addHelpOption();
+  // Not addHelpOption(): its --help-all lists Qt's own options, which this command line does not
+  // take (it is read before Qt starts). Words after one dash are long options, so that a Qt
+  // option such as -platform is reported by its name rather than letter by letter.
+  p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, "Displays help on commandline options.");
+  p.addOption(help);
   p.addVersionOption();
   const QCommandLineOption connect(QStringLiteral("connect"), "Watch the engine whose telemetry stream is at ENDPOINT.", "ENDPOINT");
   const QCommandLineOption control(QStringLiteral("control"), "The engine's control endpoint (default tcp://127.0.0.1:5556).", "ENDPOINT");
@@ -30,8 +38,11 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
     exit_code = 2;
     return std::nullopt;
   }
-  if (p.isSet("help")) {
-    std::printf("%s", qPrintable(p.helpText()));
+  if (p.isSet(help)) {
+    // Without a QCoreApplication the parser cannot name the program in its usage line.
+    QString text = p.helpText();
+    text.replace(QStringLiteral("<executable_name>"), QFileInfo(arguments.value(0, "switchyard-console")).fileName());
+    std::printf("%s", qPrintable(text));
     return std::nullopt;
   }
   if (p.isSet("version")) {
@@ -50,6 +61,9 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   if ((p.isSet(control) || p.isSet(keys) || p.isSet(client) || p.isSet(server_key) || p.isSet(client_key)) &&
       !p.isSet(connect))
     return fail("--control, --keys, --client, --server-key and --client-key need --connect");
+  // A client name names a key pair in --keys DIR; without the directory it would be dropped
+  // and the console would connect without CURVE, which the user did not ask for.
+  if (p.isSet(client) && !p.isSet(keys)) return fail("--client needs --keys");
   if (p.isSet(keys) && (p.isSet(server_key) || p.isSet(client_key)))
     return fail("--keys excludes --server-key and --client-key");
   if (p.isSet(server_key) != p.isSet(client_key)) return fail("--server-key and --client-key go together");
@@ -67,10 +81,15 @@ std::optional<CommandLine> parse_command_line(const QStringList& arguments, int&
   c.screenshot = p.value(screenshot);
   bool ok = false;
   c.after_seconds = p.value(after).toDouble(&ok);
-  if (!ok || c.after_seconds < 0) return fail("--after takes a number of seconds, not '" + p.value(after) + "'");
+  // Written so that NaN fails too; the bound keeps seconds * 1000 a valid timer interval (an
+  // overflowed or NaN interval never fires, so --quit would never quit).
+  if (!ok || !(c.after_seconds >= 0 && c.after_seconds <= kMaxAfterSeconds))
+    return fail(QString("--after takes seconds from 0 to %1, not '%2'").arg(kMaxAfterSeconds).arg(p.value(after)));
   c.quit = p.isSet(quit);
   if (p.isSet(after) && c.screenshot.isEmpty() && !c.quit) return fail("--after needs --screenshot or --quit");
   return c;
 }
+
+int after_milliseconds(const CommandLine& c) { return static_cast<int>(std::llround(c.after_seconds * 1000)); }
 
 }  // namespace sy::console

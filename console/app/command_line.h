@@ -10,6 +10,10 @@
 
 namespace sy::console {
 
+// The longest --after: a day is more than any automation waits, and keeps seconds * 1000 far
+// inside a timer's int milliseconds.
+inline constexpr double kMaxAfterSeconds = 86400;
+
 struct CommandLine {
   std::optional<ConnectionSettings> connect;  // --connect [--control] [--server-key --client-key]
   QString open;                               // --open FILE.db
@@ -19,7 +23,11 @@ struct CommandLine {
 };
 
 // Parses the arguments (argv[0] first). On an error or --help/--version, returns nullopt after
-// printing the message or help (`exit_code` says how to exit).
+// printing the message or help (`exit_code` says how to exit). Needs no QApplication, so that
+// it runs before one is made (making one needs a display).
 std::optional<CommandLine> parse_command_line(const QStringList& arguments, int& exit_code);
+
+// --after as a timer interval (parse_command_line bounds it, so it fits an int).
+int after_milliseconds(const CommandLine& c);
 
 }  // namespace sy::console

@@ -25,6 +25,11 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
+// The engine's largest lookahead (kMaxLookahead in engine/runtime/policy_spec.h; set_policy in
+// docs/control-protocol.md): restated because the console builds without the engine. A narrower
+// field would show, and Apply would send, a clamped value for an engine outside it.
+constexpr int kEngineMaxLookahead = 1024;
+
 QGroupBox* group(const QString& title, QLayout* layout) {
   auto* box = new QGroupBox(title);
   box->setLayout(layout);
@@ -58,13 +63,14 @@ ControlPanel::ControlPanel(QWidget* parent) : QWidget(parent) {
     scheduler_->addItems({"defrag", "mtfs", "flfs", "tail"});
     lookahead_ = new QSpinBox;
     lookahead_->setObjectName("lookaheadSpin");
-    lookahead_->setRange(1, 64);
+    lookahead_->setRange(0, kEngineMaxLookahead);
     lookahead_->setValue(3);
     decay_ = new QDoubleSpinBox;
     decay_->setObjectName("decaySpin");
-    decay_->setRange(0.0, 1.0);
+    // The engine takes (0, 1]: the field's least value is the smallest it can show.
+    decay_->setDecimals(3);
+    decay_->setRange(0.001, 1.0);
     decay_->setSingleStep(0.05);
-    decay_->setDecimals(2);
     decay_->setValue(0.5);
     policy_microbatches_ = new QSpinBox;
     policy_microbatches_->setObjectName("policyMicrobatchSpin");
@@ -443,8 +449,9 @@ void ControlPanel::syncFromMeta() {
     if (int i = policy_->findText(meta->policy.adaptive ? QStringLiteral("adaptive") : q(meta->policy.name)); i >= 0)
       policy_->setCurrentIndex(i);
     if (int i = scheduler_->findText(q(meta->policy.scheduler)); i >= 0) scheduler_->setCurrentIndex(i);
-    if (meta->policy.lookahead > 0) lookahead_->setValue(meta->policy.lookahead);
-    decay_->setValue(meta->policy.decay);
+    // 0 is in the engine's range: the field must show it rather than keep an older value.
+    if (meta->policy.lookahead >= 0) lookahead_->setValue(meta->policy.lookahead);
+    if (meta->policy.decay > 0) decay_->setValue(meta->policy.decay);
     if (meta->policy.microbatches > 0) policy_microbatches_->setValue(meta->policy.microbatches);
     if (meta->policy.expert_chunks > 0) expert_chunks_->setValue(meta->policy.expert_chunks);
     if (int i = order_->findText(q(meta->policy.order)); i >= 0) order_->setCurrentIndex(i);

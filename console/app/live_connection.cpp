@@ -26,12 +26,11 @@ Status LiveConnection::start(const ConnectionSettings& settings) {
   auto keys = settings.load_keys();
   if (!keys.ok()) return keys.status();
   const telemetry::CurveClientKeys* k = keys->has_value() ? &**keys : nullptr;
+  // The telemetry library's errors already name the endpoint and which one it is.
   auto subscriber = telemetry::Subscriber::connect(settings.telemetry_endpoint, k);
-  if (!subscriber.ok())
-    return Status::Error("telemetry endpoint " + settings.telemetry_endpoint + ": " + subscriber.status().message());
+  if (!subscriber.ok()) return subscriber.status();
   auto control = telemetry::ControlClient::connect(settings.control_endpoint, k);
-  if (!control.ok())
-    return Status::Error("control endpoint " + settings.control_endpoint + ": " + control.status().message());
+  if (!control.ok()) return control.status();
   settings_ = settings;
   subscriber_ = std::move(*subscriber);
   control_ = std::move(*control);
@@ -44,8 +43,16 @@ Status LiveConnection::start(const ConnectionSettings& settings) {
 }
 
 void LiveConnection::stop() {
-  stopping_ = true;
+  {
+    // Under the lock, so that the control thread cannot miss the wake-up between testing the
+    // flag and starting to wait.
+    std::lock_guard lock(commands_mutex_);
+    stopping_ = true;
+  }
   commands_cv_.notify_all();
+  // A command in flight would otherwise hold the join below (and the UI thread) for up to its
+  // timeout: nobody will read its reply now.
+  if (control_) control_->cancel();
   if (stream_thread_.joinable()) stream_thread_.join();
   if (control_thread_.joinable()) control_thread_.join();
   subscriber_.reset();
@@ -107,6 +114,8 @@ void LiveConnection::controlLoop() {
       commands_.pop_front();
     }
     auto reply = control_->call(c.json, kControlTimeout);
+    // Stopped meanwhile: the call was cancelled, and a reply would land on the next connection.
+    if (stopping_) return;
     const QString request = QString::fromStdString(c.json);
     if (reply.ok())
       emit controlReply(c.id, c.description, request, true, QString::fromStdString(*reply));

@@ -1,5 +1,6 @@
 // switchyard-console: the operator console (docs/console.md).
 #include <QApplication>
+#include <QStringList>
 #include <QSurfaceFormat>
 #include <QTimer>
 #include <atomic>
@@ -20,17 +21,22 @@ extern "C" void on_stop_signal(int) { g_stop.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Docks can float and re-dock: their GL widgets then share one context group.
-  QApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
-  QApplication app(argc, argv);
   QApplication::setOrganizationName("switchyard");
   QApplication::setApplicationName("console");
   QApplication::setApplicationVersion("0.1.0");
-  sy::console::apply_dark_theme(app);
-
+  // Parsed before QApplication exists, which aborts without a display: --help, --version and
+  // a mistake on the command line need none. (Qt's own -platform and the like are therefore
+  // unknown flags; its environment variables, e.g. QT_QPA_PLATFORM, still apply.)
+  QStringList arguments;
+  for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
   int exit_code = 0;
-  const auto options = sy::console::parse_command_line(QApplication::arguments(), exit_code);
+  const auto options = sy::console::parse_command_line(arguments, exit_code);
   if (!options) return exit_code;
+
+  // Docks can float and re-dock: their GL widgets then share one context group.
+  QApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+  QApplication app(argc, argv);
+  sy::console::apply_dark_theme(app);
 
   sy::console::MainWindow window;
   window.show();
@@ -56,7 +62,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!options->screenshot.isEmpty()) {
-    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [&window, options] {
+    QTimer::singleShot(sy::console::after_milliseconds(*options), &window, [&window, options] {
       const auto st = window.saveScreenshot(options->screenshot);
       if (st.ok())
         std::printf("switchyard-console: wrote %s\n", qPrintable(options->screenshot));
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
       if (options->quit) QApplication::exit(st.ok() ? 0 : 1);
     });
   } else if (options->quit) {
-    QTimer::singleShot(static_cast<int>(options->after_seconds * 1000), &window, [] { QApplication::exit(0); });
+    QTimer::singleShot(sy::console::after_milliseconds(*options), &window, [] { QApplication::exit(0); });
   }
   return QApplication::exec();
 }

@@ -29,7 +29,7 @@ std::string PolicyInfo::describe() const {
   char buf[96];
   if (name == "async") {
     out += "/" + (scheduler.empty() ? std::string("?") : scheduler);
-    if (scheduler == "defrag") {
+    if (scheduler == "defrag" && lookahead >= 0) {
       std::snprintf(buf, sizeof buf, " (lookahead %d, decay %g)", lookahead, decay);
       out += buf;
     }

@@ -34,8 +34,8 @@ struct ProcessInfo {
 struct PolicyInfo {
   std::string name;       // async, pingpong, sync, ...
   std::string scheduler;  // defrag, mtfs, flfs, tail (async only)
-  std::int32_t lookahead = 0;
-  double decay = 0;
+  std::int32_t lookahead = -1;  // -1: not reported (0 is a lookahead the engine accepts)
+  double decay = 0;             // 0: not reported (the engine's decay is in (0, 1])
   std::int32_t microbatches = 0;
   std::int32_t expert_chunks = 0;  // findep's r2
   std::string order;               // findep's shared-expert order: asas, aass

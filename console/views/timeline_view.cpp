@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <imgui.h>
 
@@ -135,9 +137,16 @@ void fold_tooltip(const TimelineItem& item, const LaneSpans& lane) {
   ImGui::EndTooltip();
 }
 
+constexpr SpanKind kLegendKinds[] = {SpanKind::Attention, SpanKind::Expert,   SpanKind::SharedExpert,
+                                     SpanKind::Sampler,   SpanKind::Transfer, SpanKind::WeightFetch,
+                                     SpanKind::Merge};
+
+// Control-marker labels stack at most this many rows deep under the ruler; more would cover
+// the first device's spans.
+constexpr int kMarkerLabelRows = 3;
+
 void legend() {
-  for (SpanKind k : {SpanKind::Attention, SpanKind::Expert, SpanKind::SharedExpert, SpanKind::Sampler,
-                     SpanKind::Transfer, SpanKind::WeightFetch}) {
+  for (SpanKind k : kLegendKinds) {
     const auto name = telemetry::span_kind_name(k);
     plot::legend_item(palette::span_kind(k), std::string(name).c_str());
   }
@@ -150,6 +159,29 @@ void legend() {
 }
 
 }  // namespace
+
+std::span<const SpanKind> TimelineView::legend_kinds() { return kLegendKinds; }
+
+std::vector<int> TimelineView::marker_label_rows(const std::vector<LabelBox>& labels, int rows, float gap) {
+  std::vector<int> row_of(labels.size(), -1);
+  if (rows <= 0) return row_of;
+  std::vector<std::size_t> order(labels.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return labels[a].left < labels[b].left; });
+  // Taken left to right, a row is free for a label when the last label placed in it ends early enough.
+  std::vector<float> row_end(static_cast<std::size_t>(rows), -std::numeric_limits<float>::infinity());
+  for (std::size_t i : order) {
+    for (int r = 0; r < rows; ++r) {
+      if (row_end[static_cast<std::size_t>(r)] + gap <= labels[i].left) {
+        row_of[i] = r;
+        row_end[static_cast<std::size_t>(r)] = labels[i].left + labels[i].width;
+        break;
+      }
+    }
+  }
+  return row_of;
+}
 
 void TimelineView::zoom(ViewState& state, std::int64_t anchor_ns, double factor) {
   const double t0 = static_cast<double>(state.view_t0_ns), t1 = static_cast<double>(state.view_t1_ns);
@@ -451,13 +483,29 @@ void TimelineView::draw(const ConsoleModel& model, ViewState& state) {
 
   // Overlays: control markers, the scrubber cursor, the live edge and a measurement.
   const float top = std::max(origin.y, visible_top), bottom = std::min(origin.y + content_h, visible_bottom);
-  for (const ControlEvent& e : model.control_events()) {
-    if (e.t_ns < state.view_t0_ns || e.t_ns > state.view_t1_ns) continue;
-    const float x = x_at(e.t_ns);
-    const ImU32 c = e.ok ? palette::kControlMarker : palette::kControlError;
-    for (float y = top; y < bottom; y += 8) dl->AddLine(ImVec2(x, y), ImVec2(x, std::min(y + 4, bottom)), c);
-    const std::string text = e.label();
-    dl->AddText(ImVec2(x + 4, top + 2), c, text.c_str());
+  {
+    struct Marker {
+      float x;
+      ImU32 colour;
+      std::string text;
+    };
+    std::vector<Marker> markers;
+    std::vector<LabelBox> boxes;
+    for (const ControlEvent& e : model.control_events()) {
+      if (e.t_ns < state.view_t0_ns || e.t_ns > state.view_t1_ns) continue;
+      Marker m{x_at(e.t_ns), e.ok ? palette::kControlMarker : palette::kControlError, e.label()};
+      boxes.push_back({m.x + 4, ImGui::CalcTextSize(m.text.c_str()).x});
+      markers.push_back(std::move(m));
+    }
+    const float line = ImGui::GetTextLineHeight();
+    const int rows = std::clamp(static_cast<int>((bottom - top - 2) / line), 0, kMarkerLabelRows);
+    // A label without a row is left out; the marker's triangle in the ruler names it on hover.
+    const std::vector<int> row = marker_label_rows(boxes, rows, 8.0f);
+    for (std::size_t i = 0; i < markers.size(); ++i) {
+      const Marker& m = markers[i];
+      for (float y = top; y < bottom; y += 8) dl->AddLine(ImVec2(m.x, y), ImVec2(m.x, std::min(y + 4, bottom)), m.colour);
+      if (row[i] >= 0) dl->AddText(ImVec2(boxes[i].left, top + 2 + line * static_cast<float>(row[i])), m.colour, m.text.c_str());
+    }
   }
   if (state.cursor_ns >= state.view_t0_ns && state.cursor_ns <= state.view_t1_ns) {
     const float x = x_at(state.cursor_ns);

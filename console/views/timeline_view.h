@@ -5,11 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "console/model/console_model.h"
 #include "console/model/span_folding.h"
 #include "console/views/view_state.h"
+#include "telemetry/events.h"
 
 namespace sy::console {
 
@@ -30,6 +32,19 @@ class TimelineView {
   static void zoom(ViewState& state, std::int64_t anchor_ns, double factor);
   static void pan(ViewState& state, std::int64_t delta_ns);
   static void fit(ViewState& state, const ConsoleModel& model);
+
+  // The span kinds the legend names: every kind drawn in a colour of its own (stalls are named
+  // by their reasons instead).
+  static std::span<const telemetry::SpanKind> legend_kinds();
+
+  // A control marker's label: its left edge and width in pixels.
+  struct LabelBox {
+    float left = 0, width = 0;
+  };
+  // The row (0 at the top) for each label: the first row where it clears, by `gap` pixels, the
+  // labels already there (taken left to right); -1 where none of `rows` has room. Labels at
+  // nearby markers would otherwise be drawn over each other and read as neither.
+  static std::vector<int> marker_label_rows(const std::vector<LabelBox>& labels, int rows, float gap);
 
  private:
   void handle_keys(const ConsoleModel& model, ViewState& state);

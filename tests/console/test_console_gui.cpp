@@ -9,16 +9,20 @@
 #include <QLabel>
 #include <QScreen>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QSlider>
 #include <QTest>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "console/app/command_line.h"
 #include "console/app/log_panel.h"
 #include "console/app/main_window.h"
 #include "console/imgui_glue/imgui_widget.h"
+#include "console/views/timeline_view.h"
 #include "gui_environment.h"
 #include "synthetic_trace.h"
 
@@ -344,6 +348,97 @@ TEST_F(ConsoleGui, CommandLineAutomationWritesAScreenshotAndQuits) {
   ASSERT_TRUE(missing.waitForFinished(30000));
   EXPECT_EQ(missing.exitCode(), 1);
   EXPECT_TRUE(missing.readAllStandardError().contains("none.db"));
+}
+
+// --help, --version and a mistake need no display: Qt must not start (and abort without one)
+// before the command line is read.
+TEST(ConsoleCommandLine, HelpVersionAndMistakesNeedNoDisplay) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(name);
+  auto run = [&](const QStringList& args) {
+    auto p = std::make_unique<QProcess>();
+    p->setProcessEnvironment(env);
+    p->start(SY_CONSOLE_BIN, args);
+    EXPECT_TRUE(p->waitForFinished(30000)) << args.join(' ').toStdString() << " did not exit";
+    EXPECT_EQ(p->exitStatus(), QProcess::NormalExit) << args.join(' ').toStdString() << " crashed";
+    return p;
+  };
+  auto help = run({"--help"});
+  EXPECT_EQ(help->exitCode(), 0) << help->readAllStandardError().toStdString();
+  const QByteArray help_text = help->readAllStandardOutput();
+  EXPECT_TRUE(help_text.contains("--connect")) << help_text.toStdString();
+  EXPECT_TRUE(help_text.contains("Usage: switchyard-console")) << help_text.toStdString();
+  auto version = run({"--version"});
+  EXPECT_EQ(version->exitCode(), 0) << version->readAllStandardError().toStdString();
+  EXPECT_TRUE(version->readAllStandardOutput().contains("switchyard-console 0.1.0"));
+  auto bad = run({"--bogus"});
+  EXPECT_EQ(bad->exitCode(), 2);
+  EXPECT_TRUE(bad->readAllStandardError().contains("bogus"));
+  auto after = run({"--quit", "--after", "nan"});
+  EXPECT_EQ(after->exitCode(), 2);
+  EXPECT_TRUE(after->readAllStandardError().contains("--after"));
+}
+
+// A NaN, infinite or huge --after once became a timer that never fired: --quit never quit.
+TEST(ConsoleCommandLine, AfterTakesFiniteSecondsUpToADay) {
+  for (const char* value : {"nan", "inf", "-inf", "3000000", "86400.5", "-1", "soon"}) {
+    int code = 0;
+    const auto c = parse_command_line({"switchyard-console", "--quit", "--after", value}, code);
+    EXPECT_FALSE(c.has_value()) << "--after " << value << " was accepted";
+    EXPECT_EQ(code, 2) << value;
+  }
+  for (const auto& [value, ms] : {std::pair{"0", 0}, std::pair{"1.5", 1500}, std::pair{"86400", 86'400'000}}) {
+    int code = 0;
+    const auto c = parse_command_line({"switchyard-console", "--quit", "--after", value}, code);
+    ASSERT_TRUE(c.has_value()) << "--after " << value << " was refused";
+    EXPECT_EQ(after_milliseconds(*c), ms) << value;
+  }
+}
+
+// --client names a key pair in --keys DIR: without it the console would connect without CURVE.
+TEST(ConsoleCommandLine, ClientNeedsKeys) {
+  int code = 0;
+  EXPECT_FALSE(parse_command_line({"switchyard-console", "--connect", "tcp://127.0.0.1:5555", "--client", "ops"}, code));
+  EXPECT_EQ(code, 2);
+  const auto c =
+      parse_command_line({"switchyard-console", "--connect", "tcp://127.0.0.1:5555", "--keys", "k", "--client", "ops"}, code);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->connect->client_name, "ops");
+}
+
+TEST(TimelineLayout, TheLegendNamesEveryKindDrawnInItsOwnColour) {
+  const auto kinds = TimelineView::legend_kinds();
+  const std::set<telemetry::SpanKind> named(kinds.begin(), kinds.end());
+  for (std::size_t i = 0; i < telemetry::kSpanKinds; ++i) {
+    const auto k = static_cast<telemetry::SpanKind>(i);
+    if (k == telemetry::SpanKind::Stall) continue;  // named by reason instead
+    EXPECT_EQ(named.count(k), 1u) << telemetry::span_kind_name(k) << " is missing from the legend";
+  }
+}
+
+TEST(TimelineLayout, ControlMarkerLabelsNeverOverlap) {
+  using Box = TimelineView::LabelBox;
+  // Three markers a few pixels apart, a fourth far right, a fifth close to it.
+  const std::vector<Box> labels = {{100, 200}, {110, 150}, {120, 90}, {600, 100}, {650, 100}};
+  const std::vector<int> rows = TimelineView::marker_label_rows(labels, 2, 8);
+  ASSERT_EQ(rows.size(), labels.size());
+  EXPECT_EQ(rows[0], 0);
+  EXPECT_EQ(rows[1], 1);
+  EXPECT_EQ(rows[2], -1) << "no third row: left out, not drawn over the others";
+  EXPECT_EQ(rows[3], 0) << "far enough right to reuse the top row";
+  EXPECT_EQ(rows[4], 1);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    for (std::size_t j = i + 1; j < labels.size(); ++j)
+      if (rows[i] >= 0 && rows[i] == rows[j]) {
+        const Box& a = labels[i].left < labels[j].left ? labels[i] : labels[j];
+        const Box& b = labels[i].left < labels[j].left ? labels[j] : labels[i];
+        EXPECT_LE(a.left + a.width + 8, b.left) << "labels " << i << " and " << j << " overlap";
+      }
+  // Order of the markers does not matter (events arrive as the engine applies them).
+  const std::vector<Box> reversed(labels.rbegin(), labels.rend());
+  const std::vector<int> rows_reversed = TimelineView::marker_label_rows(reversed, 2, 8);
+  for (std::size_t i = 0; i < labels.size(); ++i) EXPECT_EQ(rows_reversed[labels.size() - 1 - i], rows[i]) << i;
+  EXPECT_EQ(TimelineView::marker_label_rows(labels, 0, 8), std::vector<int>(labels.size(), -1));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QPushButton>
 #include <QSpinBox>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "console/app/live_connection.h"
@@ -66,7 +68,7 @@ class ConsoleLive : public ::testing::Test {
         commands_.push_back(command);
       }
       const std::string cmd = command["cmd"];
-      if (cmd == "get_state") reply({{"ok", true}, {"state", json::parse(kMeta)}});
+      if (cmd == "get_state") reply({{"ok", true}, {"state", state()}});
       else if (cmd == "set_microbatches") reply.error("set_microbatches needs a grouped policy (pingpong), not async");
       else reply({{"ok", true}});
     });
@@ -122,6 +124,16 @@ class ConsoleLive : public ::testing::Test {
     return commands_;
   }
 
+  // The engine state get_state answers with.
+  json state() {
+    std::lock_guard lock(mutex_);
+    return state_;
+  }
+  void set_state_policy(const std::string& key, const json& value) {
+    std::lock_guard lock(mutex_);
+    state_["policy"][key] = value;
+  }
+
   ConnectionSettings settings() const {
     ConnectionSettings s;
     s.telemetry_endpoint = hub_endpoint_;
@@ -136,6 +148,7 @@ class ConsoleLive : public ::testing::Test {
   std::unique_ptr<telemetry::ControlServer> server_;
   std::mutex mutex_;
   std::vector<json> commands_;
+  json state_ = json::parse(kMeta);
 };
 
 TEST_F(ConsoleLive, StreamFillsTheViewsAndARestartClearsThem) {
@@ -239,6 +252,60 @@ TEST_F(ConsoleLive, PolicyWidgetsSendTheDocumentedCommandAndRepliesAreShown) {
   EXPECT_EQ(commands().back(), json::parse(R"({"cmd":"move_expert","block":1,"expert":2,"from":2,"to":1})"));
 }
 
+// The lookahead field holds what the engine accepts (0-1024): an engine at 100 shows 100 and
+// Apply sends 100, not a clamped 64; an engine at 0 shows 0, not the field's older value.
+TEST_F(ConsoleLive, PolicyFieldsHoldTheEnginesWholeRange) {
+  for (int lookahead : {100, 0, 1024}) {
+    set_state_policy("lookahead", lookahead);
+    MainWindow w;
+    w.show();
+    ASSERT_TRUE(w.connectTo(settings()).ok());
+    auto* apply = w.findChild<QPushButton*>("applyPolicyButton");
+    auto* spin = w.findChild<QSpinBox*>("lookaheadSpin");
+    ASSERT_TRUE(apply && spin);
+    ASSERT_TRUE(wait_for([&] { return apply->isVisible(); }));
+    EXPECT_EQ(spin->value(), lookahead);
+    const auto before = commands().size();
+    ASSERT_TRUE(testing::click_when_settled(apply));
+    ASSERT_TRUE(wait_for([&] { return commands().size() > before; }));
+    EXPECT_EQ(commands().back()["cmd"], "set_policy");
+    EXPECT_EQ(commands().back()["params"]["lookahead"], lookahead);
+  }
+  // decay is in (0, 1] for the engine: the field cannot send 0.
+  MainWindow w;
+  auto* decay = w.findChild<QDoubleSpinBox*>("decaySpin");
+  ASSERT_NE(decay, nullptr);
+  EXPECT_GT(decay->minimum(), 0.0);
+  EXPECT_EQ(decay->maximum(), 1.0);
+}
+
+// Disconnecting (also quitting, connecting elsewhere, opening a trace) does not wait for a
+// command nobody answers: its reply would belong to a connection that is gone.
+TEST_F(ConsoleLive, StoppingDoesNotWaitForACommandInFlight) {
+  LiveConnection c;
+  ConnectionSettings s;
+  s.telemetry_endpoint = "tcp://127.0.0.1:1";  // nothing listens: the command waits for its timeout
+  s.control_endpoint = "tcp://127.0.0.1:1";
+  ASSERT_TRUE(c.start(s).ok());
+  // Replies come as queued signals, as to the main window.
+  std::vector<std::pair<bool, QString>> replies;
+  QObject::connect(&c, &LiveConnection::controlReply, &c,
+                   [&](quint64, QString, QString, bool ok, QString reply) { replies.emplace_back(ok, reply); });
+  c.sendCommand(R"({"cmd":"get_state"})", "get state");
+  QTest::qWait(300);  // the control thread has sent it and polls for the reply
+  c.stop();
+  EXPECT_FALSE(c.running());
+  QTest::qWait(100);  // delivers anything stop() let through
+  // Before, stop() joined the control thread only after the 5 s timeout, which it reported.
+  EXPECT_TRUE(replies.empty()) << "stop() waited for the command's timeout: " << replies.front().second.toStdString();
+  // The connection starts again afterwards, and a command then gets its reply.
+  replies.clear();
+  ASSERT_TRUE(c.start(settings()).ok());
+  c.sendCommand(R"({"cmd":"get_state"})", "get state");
+  ASSERT_TRUE(wait_for([&] { return !replies.empty(); }));
+  EXPECT_TRUE(replies.front().first) << replies.front().second.toStdString();
+}
+
 TEST_F(ConsoleLive, CurveKeysFromAKeyDirectoryAdmitTheConsoleAndNoKeysGetNothing) {
   // A key directory as `switchyard keys` writes it: the engine's pair, a client pair, the client
   // authorised.
@@ -302,7 +369,15 @@ TEST_F(ConsoleLive, NoEngineMeansWaitingAndCommandsTimeOutVisibly) {
   bad.telemetry_endpoint = "not an endpoint";
   const auto st = w.connectTo(bad);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("not an endpoint"), std::string::npos) << st.message();
+  const std::string m = st.message();
+  EXPECT_NE(m.find("telemetry endpoint 'not an endpoint'"), std::string::npos) << m;
+  EXPECT_EQ(m.find("not an endpoint"), m.rfind("not an endpoint")) << "the endpoint is named twice: " << m;
+  bad = s;
+  bad.control_endpoint = "bogus";
+  const auto control = w.connectTo(bad);
+  ASSERT_FALSE(control.ok());
+  EXPECT_NE(control.message().find("control endpoint 'bogus'"), std::string::npos) << control.message();
+  EXPECT_EQ(control.message().find("bogus"), control.message().rfind("bogus")) << control.message();
 }
 
 }  // namespace

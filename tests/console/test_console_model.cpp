@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "console/model/console_model.h"
+#include "console/model/run_meta.h"
 #include "console/model/summary_history.h"
 #include "console/model/time_format.h"
 
@@ -132,6 +133,24 @@ TEST(ConsoleModel, FindepPolicyShowsItsChunksAndOrder) {
   EXPECT_EQ(m.meta()->policy.expert_chunks, 3);
   EXPECT_EQ(m.meta()->policy.order, "aass");
   EXPECT_EQ(m.meta()->policy.describe(), "findep (r1=2, r2=3, AASS)");
+}
+
+// Lookahead 0 is an engine value (the control panel must show it), told apart from a
+// metadata that does not report one.
+TEST(ConsoleModel, LookaheadZeroIsReadAndAMissingOneIsNot) {
+  std::string meta = kMeta;
+  const std::string three = R"("lookahead":3,)";
+  ASSERT_NE(meta.find(three), std::string::npos);
+  meta.replace(meta.find(three), three.size(), R"("lookahead":0,)");
+  auto zero = parse_run_meta(meta);
+  ASSERT_TRUE(zero.ok()) << zero.status().message();
+  EXPECT_EQ(zero->policy.lookahead, 0);
+  EXPECT_EQ(zero->policy.describe(), "async/defrag (lookahead 0, decay 0.5)");
+  meta.replace(meta.find(R"("lookahead":0,)"), std::string(R"("lookahead":0,)").size(), "");
+  auto missing = parse_run_meta(meta);
+  ASSERT_TRUE(missing.ok()) << missing.status().message();
+  EXPECT_LT(missing->policy.lookahead, 0);
+  EXPECT_EQ(missing->policy.describe(), "async/defrag");
 }
 
 // Under the adaptive policy the run says so beside the policy it chose; sync names an ideal

@@ -343,6 +343,28 @@ TEST(ControlClient, NoServerMeansATimeoutNotAHang) {
   EXPECT_NE(bad.status().message().find("not tcp://"), std::string::npos);
 }
 
+// A console disconnecting must not sit out the timeout of a command nobody answers.
+TEST(ControlClient, CancelEndsACallInProgressAndTheCallsAfterIt) {
+  auto client = ControlClient::connect("tcp://127.0.0.1:1");  // nothing listens: no reply ever
+  ASSERT_TRUE(client.ok());
+  std::atomic<bool> entered{false};
+  StatusOr<std::string> in_flight = Status::Error("not called");
+  std::thread caller([&] {
+    entered = true;
+    in_flight = (*client)->call(R"({"cmd":"get_state"})", 60s);
+  });
+  while (!entered) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(100ms);  // inside the poll for the reply
+  (*client)->cancel();
+  caller.join();  // without cancel() this would wait the full 60 s
+  ASSERT_FALSE(in_flight.ok());
+  EXPECT_NE(in_flight.status().message().find("cancelled"), std::string::npos) << in_flight.status().message();
+  auto later = (*client)->call(R"({"cmd":"get_state"})", 60s);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.status().message().find("cancelled"), std::string::npos) << later.status().message();
+  (*client)->cancel();  // twice is harmless
+}
+
 TEST(ControlServer, ParseRequestIsTheSameValidation) {
   ControlServerOptions limits;
   limits.max_request_bytes = 10;
