@@ -292,6 +292,15 @@ TEST(ChatTemplate, BytesCopiedAreBounded) {
   auto out = wrap->render(ojson::object());
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("repetition result exceeds the output limit"), std::string::npos);
+  // join checks its result as it grows: 1000 strings of 60 MB were joined into 60 GB first.
+  for (const char* join : {"{{ (['x' * 60000000] * 1000)|join }}", "{{ ''.join(['x' * 60000000] * 1000) }}"}) {
+    auto joined = ChatTemplate::parse(join, "tmpl");
+    ASSERT_TRUE(joined.ok()) << joined.status().message();
+    auto result = joined->render(ojson::object());
+    ASSERT_FALSE(result.ok()) << join;
+    EXPECT_NE(result.status().message().find("join: the result exceeds the limit of 67108864 bytes"), std::string::npos)
+        << result.status().message();
+  }
   auto empty = ChatTemplate::parse("{{ ('' * 9223372036854775807)|length }}", "tmpl");
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty->render(ojson::object()), "0");

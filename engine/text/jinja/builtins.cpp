@@ -7,11 +7,24 @@
 #include <ctime>
 #include <set>
 
+#include "engine/text/jinja/interpreter.h"
 #include "engine/text/jinja/python_format.h"
 #include "engine/text/jinja/python_string.h"
 
 namespace sy::text::jinja {
 namespace {
+
+// join builds its whole result before the interpreter sees its size: a list of large strings
+// repeated would be joined into gigabytes first. The interpreter's own value limit, checked as
+// the result grows.
+constexpr std::size_t kMaxJoinedBytes = RenderLimits{}.max_output_bytes;
+
+Status append_joined(std::string& out, std::string_view piece) {
+  if (out.size() + piece.size() > kMaxJoinedBytes)
+    return Status::Error("join: the result exceeds the limit of " + std::to_string(kMaxJoinedBytes) + " bytes");
+  out += piece;
+  return Status::Ok();
+}
 
 const std::set<std::string, std::less<>> kFilters = {
     "abs",     "capitalize", "count",  "d",       "default", "dictsort",   "first", "float",   "indent",
@@ -412,9 +425,11 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     auto items = to_list(v);
     if (!items.ok()) return items.status();
     std::string out;
+    const std::string separator = sep ? py_str(*sep) : std::string();
     for (std::size_t i = 0; i < items->size(); ++i) {
-      if (i && sep) out += py_str(*sep);
-      out += py_str(attribute && attribute->is_string() ? attribute_of((*items)[i], attribute->as_string()) : (*items)[i]);
+      if (i) SY_RETURN_IF_ERROR(append_joined(out, separator));
+      SY_RETURN_IF_ERROR(append_joined(
+          out, py_str(attribute && attribute->is_string() ? attribute_of((*items)[i], attribute->as_string()) : (*items)[i])));
     }
     return Value::string(std::move(out));
   }
@@ -779,8 +794,8 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         if (!(*items)[i].is_string())
           return Status::Error("sequence item " + std::to_string(i) + ": expected str instance, " +
                                (*items)[i].type_name() + " found");
-        if (i) out += s;
-        out += (*items)[i].as_string();
+        if (i) SY_RETURN_IF_ERROR(append_joined(out, s));
+        SY_RETURN_IF_ERROR(append_joined(out, (*items)[i].as_string()));
       }
       return Value::string(std::move(out));
     }
