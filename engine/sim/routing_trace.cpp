@@ -13,21 +13,30 @@ namespace {
 constexpr const char* kMagic = "# switchyard routing trace v1";
 }
 
-std::uint64_t RoutingTrace::key(std::int32_t block, std::int64_t request, std::int32_t position) {
-  // 12 bits of block, 24 of position, 28 of request: beyond any workload we replay.
-  return (static_cast<std::uint64_t>(request) << 36) ^ (static_cast<std::uint64_t>(position) << 12) ^
-         static_cast<std::uint64_t>(block);
+std::size_t RoutingTrace::RecordHash::operator()(const Record& r) const {
+  // splitmix64's finaliser over the fields: only the bucket depends on it, never the identity.
+  auto mix = [](std::uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  const std::uint64_t low = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(r.position)) << 32) |
+                            static_cast<std::uint32_t>(r.block);
+  return static_cast<std::size_t>(mix(mix(static_cast<std::uint64_t>(r.request)) ^ low));
 }
 
 void RoutingTrace::add(std::int32_t block, std::int64_t request, std::int32_t position, const std::int32_t* ids) {
-  const auto [it, inserted] = index_.try_emplace(key(block, request, position), records_.size());
+  const Record record{request, position, block};
+  const auto [it, inserted] = index_.try_emplace(record, records_.size());
   if (!inserted) return;
-  records_.push_back({request, position, block});
+  records_.push_back(record);
   experts_.insert(experts_.end(), ids, ids + shape_.top_k);
 }
 
 bool RoutingTrace::lookup(std::int32_t block, std::int64_t request, std::int32_t position, std::int32_t* ids) const {
-  const auto it = index_.find(key(block, request, position));
+  const auto it = index_.find(Record{request, position, block});
   if (it == index_.end()) return false;
   const auto* src = experts_.data() + it->second * static_cast<std::size_t>(shape_.top_k);
   std::copy(src, src + shape_.top_k, ids);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "engine/sim/roofline_cost_model.h"
 #include "engine/model/random_model.h"
@@ -415,6 +416,27 @@ TEST(RoutingTrace, RejectsMalformedFilesNamingTheLine) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a routing trace"), std::string::npos);
   fs::remove(file);
+}
+
+TEST(RoutingTrace, TokensFarApartNeverShareARecord) {
+  // Position 2^24 of request 0 and position 0 of request 1 once packed into the same key: the
+  // second record was dropped as a repeat and its token replayed the first one's experts.
+  std::istringstream in("# switchyard routing trace v1\nlayers 4 experts 8 top_k 2\n"
+                        "0 16777216 0 6 7\n1 0 0 1 2\n268435456 0 0 3 4\n0 0 0 5 0\n");
+  auto t = RoutingTrace::parse(in, "aliases.txt");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->size(), 4u);
+  std::int32_t ids[2] = {-1, -1};
+  ASSERT_TRUE(t->lookup(0, 1, 0, ids));
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 2);
+  ASSERT_TRUE(t->lookup(0, 0, 16777216, ids));
+  EXPECT_EQ(ids[0], 6);
+  ASSERT_TRUE(t->lookup(0, 268435456, 0, ids));
+  EXPECT_EQ(ids[0], 3);
+  ASSERT_TRUE(t->lookup(0, 0, 0, ids));
+  EXPECT_EQ(ids[0], 5);
+  EXPECT_FALSE(t->lookup(1, 0, 0, ids));
 }
 
 }  // namespace
