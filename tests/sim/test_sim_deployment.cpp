@@ -439,5 +439,32 @@ TEST(RoutingTrace, TokensFarApartNeverShareARecord) {
   EXPECT_FALSE(t->lookup(1, 0, 0, ids));
 }
 
+TEST(RoutingTrace, RefusalsNameTheLineAndTheField) {
+  const std::string head = "# switchyard routing trace v1\nlayers 4 experts 8 top_k 2\n";
+  const auto refused = [](const std::string& text, std::initializer_list<std::string> fragments) {
+    std::istringstream in(text);
+    auto t = RoutingTrace::parse(in, "t.txt");
+    ASSERT_FALSE(t.ok()) << text;
+    for (const std::string& f : fragments)
+      EXPECT_NE(t.status().message().find(f), std::string::npos) << "expected '" << f << "' in: " << t.status().message();
+  };
+  // A header with words beyond the shape is some other format.
+  refused("# switchyard routing trace v1\nlayers 4 experts 8 top_k 2 junk\n0 0 0 1 2\n", {"t.txt:2:", "'junk'"});
+  // The block is what is out of range, not the experts.
+  refused(head + "0 0 1 1 2\n0 0 9 3 4\n", {"t.txt:4:", "block '9' is not below layers 4"});
+  // A router never picks one expert twice for a token.
+  refused(head + "0 0 0 3 3\n", {"t.txt:3:", "expert 3 is named twice"});
+  refused(head + "0 0 0 1 8\n", {"t.txt:3:", "expert id '8' is not below experts 8"});
+  refused(head + "0 2147483648 0 1 2\n", {"t.txt:3:", "position '2147483648'"});
+  refused(head + "-1 0 0 1 2\n", {"t.txt:3:", "request '-1'"});
+  refused(head + "0 0 0 1\n", {"t.txt:3:", "2 expert ids"});
+  refused(head + "0 0 0 1 2 3\n", {"t.txt:3:", "2 expert ids"});
+  // Other runs of blanks still separate the fields.
+  std::istringstream blanks(head + "0\t0  1 1 2\n\n1 5 3 7 0\n");
+  auto ok = RoutingTrace::parse(blanks, "t.txt");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->size(), 2u);
+}
+
 }  // namespace
 }  // namespace sy
