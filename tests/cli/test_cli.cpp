@@ -244,6 +244,33 @@ TEST_F(Cli, BenchReportsWhatThePrefixCacheServed) {
   EXPECT_NE(bad.output.find("--shared-prefix"), std::string::npos) << bad.output;
 }
 
+// A replay that meets tokens its trace lacks routes them otherwise: the run says how many.
+TEST_F(Cli, BenchSaysHowManyRoutedTokensTheTraceLacked) {
+  // mixtral-8x7b's shape; one record, token 0 of request 0 in block 0: every other routing misses.
+  const fs::path trace = root_ / "one_token_routing.txt";
+  std::ofstream(trace) << "# switchyard routing trace v1\nlayers 32 experts 8 top_k 2\n0 0 0 1 2\n";
+  const std::string base = "bench --backend sim --model mixtral-8x7b --layout colocated:2 --workload short --rate 100"
+                           " --duration 0.1 --routing " + trace.string();
+  CliRun json = switchyard(base + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto replay = nlohmann::json::parse(json.output).at("routing_trace");
+  const auto routed = replay.at("routed_tokens").get<std::int64_t>();
+  EXPECT_GT(routed, 1);
+  EXPECT_EQ(replay.at("misses").get<std::int64_t>(), routed - 1);
+  EXPECT_EQ(replay.at("fallback"), "uniform routing");
+  EXPECT_EQ(replay.at("file"), trace.string());
+
+  CliRun text = switchyard(base + " --skew exp:1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  const std::string line = "routing trace " + trace.string() + ": " + std::to_string(routed - 1) + " of " +
+                           std::to_string(routed) + " routed tokens not in the trace fell back to the skew model exp:1";
+  EXPECT_NE(text.output.find(line), std::string::npos) << text.output;
+  // Without --routing there is nothing to say.
+  CliRun plain = switchyard("bench --backend sim --model mixtral-8x7b --layout colocated:2 --duration 0.1 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(nlohmann::json::parse(plain.output).contains("routing_trace"));
+}
+
 TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
   CliRun r = switchyard("bench --backend sim --model mixtral-8x7b --layout disaggregated:2+2 --workload short"
                         " --rate 40 --duration 0.2 --skew exp:0.5 --sweep auto:2 --compare sync,async --json");

@@ -397,6 +397,7 @@ TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
   sim.submit(replay);
   sim.run();
   EXPECT_EQ(sim.trace_misses(), 0);
+  EXPECT_GT(sim.trace_lookups(), 0);
   EXPECT_EQ(sim.metrics().expert_load(), cpu.metrics().expert_load());
   fs::remove_all(dir);
 }
