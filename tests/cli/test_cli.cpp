@@ -155,21 +155,24 @@ TEST_F(Cli, MissingTensorAndShapeMismatch) {
 }
 
 TEST_F(Cli, UnknownDtype) {
-  // Patch the header's first dtype to I8 while keeping its length, so only the dtype is wrong.
-  fs::path dir = copy_model("unknown_dtype");
-  fs::path file = dir / "model.safetensors";
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  std::uint64_t len = 0;
-  f.read(reinterpret_cast<char*>(&len), 8);
-  std::string header(len, '\0');
-  f.read(header.data(), static_cast<std::streamsize>(len));
-  const auto at = header.find("\"F32\"");
-  ASSERT_NE(at, std::string::npos);
-  header.replace(at, 5, "\"I32\"");
-  f.seekp(8);
-  f.write(header.data(), static_cast<std::streamsize>(len));
-  f.close();
-  expect_error("generate --model " + dir.string() + " --tokens 1", {"I32", "model.safetensors"});
+  // Patch the header's first dtype (a tensor the model uses) while keeping its length, so only
+  // the dtype is wrong: I32 is a safetensors dtype the model cannot compute with, Q32 none at all.
+  for (const std::string dtype : {"I32", "Q32"}) {
+    fs::path dir = copy_model("unknown_dtype");
+    fs::path file = dir / "model.safetensors";
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t len = 0;
+    f.read(reinterpret_cast<char*>(&len), 8);
+    std::string header(len, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(len));
+    const auto at = header.find("\"F32\"");
+    ASSERT_NE(at, std::string::npos);
+    header.replace(at, 5, "\"" + dtype + "\"");
+    f.seekp(8);
+    f.write(header.data(), static_cast<std::streamsize>(len));
+    f.close();
+    expect_error("generate --model " + dir.string() + " --tokens 1", {dtype, "model.safetensors"});
+  }
 }
 
 // Many requests through the expert-parallel runtime give, request by request, what the
