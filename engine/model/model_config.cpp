@@ -340,7 +340,8 @@ Status read_dbrx(const Reader& r, ModelConfig* c) {
                          std::to_string(c->num_kv_heads) + ") in " + source);
   }
   c->head_dim = c->hidden_size / c->num_heads;
-  if (c->head_dim <= 0 || c->head_dim % 2 != 0 || c->head_dim * c->num_heads != c->hidden_size) {
+  if (c->head_dim <= 0 || c->head_dim % 2 != 0 ||
+      static_cast<std::int64_t>(c->head_dim) * c->num_heads != c->hidden_size) {
     return Status::Error("d_model (" + std::to_string(c->hidden_size) + ") / n_heads (" +
                          std::to_string(c->num_heads) + ") in " + source +
                          " must be a whole, even head size for rotary embeddings");
@@ -440,7 +441,8 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
                          ") in " + source);
   }
   SY_ASSIGN_CFG(c.head_dim, r.positive("head_dim", c.hidden_size / c.num_heads));
-  if (olmoe && c.head_dim * c.num_heads != c.hidden_size) {
+  // In 64 bits: head_dim 1073741856 times 4 heads wraps to 128 in 32.
+  if (olmoe && static_cast<std::int64_t>(c.head_dim) * c.num_heads != c.hidden_size) {
     // transformers' OlmoeAttention normalises q over hidden_size values: the heads must fill it.
     return Status::Error("head_dim (" + std::to_string(c.head_dim) + ") times num_attention_heads (" +
                          std::to_string(c.num_heads) + ") must equal hidden_size (" + std::to_string(c.hidden_size) +

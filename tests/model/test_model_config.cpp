@@ -323,6 +323,13 @@ TEST(ModelConfig, OlmoeDefaultsAndRefusals) {
   j = olmoe_json();
   j["head_dim"] = 32;
   EXPECT_TRUE(FailsWith(parse(j), {"head_dim (32)", "hidden_size (64)", "q_norm", kSrc}));
+  // head_dim × heads must not wrap: 1073741856 × 4 is 2^32 + 128, 128 in 32 bits.
+  j = olmoe_json();
+  j["hidden_size"] = 128;
+  j["num_attention_heads"] = 4;
+  j["num_key_value_heads"] = 4;
+  j["head_dim"] = 1073741856;
+  EXPECT_TRUE(FailsWith(parse(j), {"head_dim", "1073741856", kSrc}));
   j = olmoe_json();
   j.erase("intermediate_size");
   EXPECT_TRUE(FailsWith(parse(j), {"missing required key 'intermediate_size'", kSrc}));
