@@ -539,6 +539,27 @@ TEST_F(Cli, BenchComparesFindepConfigurationsChosenAndHandPicked) {
                {"configures findep", "pingpong"});
 }
 
+// Sizes no model has were an allocation without end on the sim ('internal error:
+// std::bad_alloc'); they are refused naming the key and the bound.
+TEST_F(Cli, SimRefusesModelSizesBeyondTheBounds) {
+  const std::string base = std::string(SY_SOURCE_DIR) + "/assets/models/mixtral-8x7b/config.json";
+  const std::pair<const char*, long long> cases[] = {
+      {"num_hidden_layers", 2147483647LL}, {"num_local_experts", 2147483647LL}, {"head_dim", 2147483646LL}};
+  for (const auto& [key, value] : cases) {
+    std::ifstream in(base);
+    auto j = nlohmann::json::parse(in);
+    j[key] = value;
+    const fs::path dir = root_ / ("huge-" + std::string(key));
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json") << j.dump();
+    CliRun r = switchyard("bench --backend sim --model " + dir.string() + " --layout colocated:2 --duration 0.05");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("'" + std::string(key) + "'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("must be at most"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
+}
+
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {
   expect_error("bench --backend sim --hardware b300 --model mixtral-8x7b --layout colocated:8", {"b300", "h100"});
   expect_error("bench --backend sim --model no-such-model --layout colocated:8", {"no-such-model", "mixtral-8x7b"});
