@@ -590,4 +590,41 @@ TEST(Checkpoint, SpecialFilesAndShardsOutsideTheDirectoryAreRefused) {
   EXPECT_TRUE(FailsWith(Checkpoint::open(indexed), {"'../elsewhere/s.safetensors'", "outside the model directory"}));
 }
 
+// A broken symbolic link is named as one, not reported as no weights at all; a shard that exists
+// but is no regular file (a FIFO, the directory itself) is not said to be missing.
+TEST(Checkpoint, BrokenLinksAndShardsThatAreNoFilesAreNamed) {
+  TempDir tmp;
+  const std::filesystem::path dangling = tmp / "dangling";
+  std::filesystem::create_directories(dangling);
+  std::filesystem::create_symlink(tmp / "gone.safetensors", dangling / "model.safetensors");
+  auto r = Checkpoint::open(dangling);
+  EXPECT_TRUE(FailsWith(r, {(dangling / "model.safetensors").string(), "symbolic link to " +
+                            (tmp / "gone.safetensors").string(), "does not exist"}));
+  EXPECT_FALSE(FailsWith(r, {"no model.safetensors"}));
+
+  const std::filesystem::path index_link = tmp / "index_link";
+  std::filesystem::create_directories(index_link);
+  std::filesystem::create_symlink(tmp / "gone.json", index_link / "model.safetensors.index.json");
+  EXPECT_TRUE(FailsWith(Checkpoint::open(index_link), {"model.safetensors.index.json", "symbolic link", "does not exist"}));
+
+  const std::filesystem::path shards = tmp / "shards";
+  std::filesystem::create_directories(shards);
+  const auto index_naming = [&](const std::string& shard) {
+    std::ofstream(shards / "model.safetensors.index.json") << R"({"weight_map": {"w": ")" << shard << R"("}})";
+    return Checkpoint::open(shards);
+  };
+  ASSERT_EQ(::mkfifo((shards / "fifo.safetensors").c_str(), 0600), 0);
+  EXPECT_TRUE(FailsWith(index_naming("fifo.safetensors"), {"'fifo.safetensors'", "is not a regular file"}));
+  EXPECT_TRUE(FailsWith(index_naming("."), {"shard '.'", "is not a regular file"}));
+  std::filesystem::create_symlink(tmp / "gone.safetensors", shards / "link.safetensors");
+  EXPECT_TRUE(FailsWith(index_naming("link.safetensors"), {"'link.safetensors'", "symbolic link", "does not exist"}));
+  EXPECT_TRUE(FailsWith(index_naming("absent.safetensors"), {"'absent.safetensors'", "does not exist"}));
+  // A link to a good file still loads (the Hugging Face cache links every file to a blob).
+  const float one = 1;
+  ASSERT_TRUE(write_safetensors(tmp / "blob", {{"w", DType::F32, {1}, &one}}).ok());
+  std::filesystem::create_symlink(tmp / "blob", shards / "cached.safetensors");
+  auto ok = index_naming("cached.safetensors");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
 }  // namespace sy
