@@ -10,6 +10,7 @@
 #include "engine/serving/memory_budget.h"
 #include "engine/sim/calibration.h"
 #include "engine/sim/sim_deployment.h"
+#include "engine/sim/skew_router.h"
 #if SY_HAVE_CUDA
 #include "engine/cuda/cuda_deployment.h"
 #endif
@@ -238,6 +239,23 @@ std::unique_ptr<Deployment> Backend::deploy(Topology topology, DeploymentOptions
                                   const std::int32_t* ids) { trace->add(block, request, position, ids); };
   }
   return std::make_unique<CpuDeployment>(weights_, std::move(topology), std::move(options), std::move(record));
+}
+
+std::optional<TraceReplay> Backend::trace_replay(const Deployment& deployment) const {
+  const auto* sim = dynamic_cast<const SimDeployment*>(&deployment);
+  if (!replay_ || !sim) return std::nullopt;
+  // The λ at the end: demo's set_workload may have changed it during the run.
+  const double lambda = deployment.options().skew_routing ? deployment.options().skew_routing->lambda() : 0.0;
+  char fallback[64] = "uniform routing";
+  if (lambda > 0) std::snprintf(fallback, sizeof fallback, "the skew model exp:%g", lambda);
+  return TraceReplay{sim->trace_lookups(), sim->trace_misses(), fallback};
+}
+
+std::string Backend::describe(const TraceReplay& replay) const {
+  const std::string head = "routing trace " + options_.routing.string() + ": ";
+  if (replay.misses == 0) return head + "all " + std::to_string(replay.routed) + " routed tokens found in the trace";
+  return head + std::to_string(replay.misses) + " of " + std::to_string(replay.routed) +
+         " routed tokens not in the trace fell back to " + replay.fallback;
 }
 
 RunInfo Backend::run_info() const {

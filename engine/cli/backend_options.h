@@ -59,6 +59,15 @@ void load_cuda_modules_eagerly_under_launcher();
 std::unique_ptr<dist::DeviceLinks> cuda_device_links(const Layout& layout, const Topology& topology,
                                                      const dist::RankEnvironment& env, int gpu);
 
+// What a sim run replaying --routing found: tokens routed (each once per MoE block it reached),
+// those the trace lacked, and what routed those instead ("uniform routing", "the skew model
+// exp:0.5").
+struct TraceReplay {
+  std::int64_t routed = 0;
+  std::int64_t misses = 0;
+  std::string fallback;
+};
+
 class Backend {
  public:
   // Opens the model for the chosen backend: a model directory on cpu; on sim a model directory,
@@ -70,6 +79,14 @@ class Backend {
   const ModelConfig& config() const { return config_; }
   const std::string& model_name() const { return model_name_; }
   const HardwareProfile* hardware() const { return hardware_ ? &*hardware_ : nullptr; }
+  // --routing: the trace a sim deployment replays (null without one).
+  const RoutingTrace* routing_trace() const { return replay_.get(); }
+  const std::filesystem::path& routing_file() const { return options_.routing; }
+  // The replay of a deployment this backend made; nullopt without --routing. A replay of another
+  // workload (or a longer run) falls back silently token by token: commands report this.
+  std::optional<TraceReplay> trace_replay(const Deployment& deployment) const;
+  // "routing trace FILE: N of M routed tokens not in the trace fell back to uniform routing".
+  std::string describe(const TraceReplay& replay) const;
   // The clock a deployment runs on: sim always virtual; cpu as --clock says, wall by default.
   Clock clock() const;
   // "cpu: 6 devices on threads of their own (wall clock)" or "sim: 8× H100 (roofline)".

@@ -146,7 +146,16 @@ struct BenchRun {
   std::vector<std::vector<std::int64_t>> expert_load;  // [block][expert] tokens routed
   std::vector<std::int64_t> routed;               // [device] tokens routed to its experts
   std::int64_t prefix_queries = 0, prefix_hits = 0;  // --prefix-caching: prompt tokens, and those cached
+  std::optional<TraceReplay> trace;  // --routing
 };
+
+void add_trace_replay(nlohmann::json& j, const Backend& backend, const BenchRun& r) {
+  if (!r.trace) return;
+  j["routing_trace"] = {{"file", backend.routing_file().string()},
+                        {"routed_tokens", r.trace->routed},
+                        {"misses", r.trace->misses},
+                        {"fallback", r.trace->fallback}};
+}
 
 // ranks: this process's part when a launcher started several (the other ranks serve the same
 // runs in the same order, and only rank 0 reports). log: where the run's messages go (the
@@ -225,18 +234,21 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
       std::snprintf(line, sizeof line, "adaptive at %.3f s: ", static_cast<double>(sw.t_ns) * 1e-9);
       say(line + policy_name(sw.from.kind) + " -> " + policy_name(sw.to.kind) + ": " + sw.reason);
     }
-  return {options.policy.describe(),
-          clock,
-          deployment->metrics().report(0, end),
-          static_cast<double>(end) * 1e-9,
-          wall,
-          cpu,
-          deployment->events_run(),
-          ran_with,
-          deployment->metrics().expert_load(),
-          deployment->metrics().routed_per_device(),
-          deployment->coordinator().prefix_cache_queries(),
-          deployment->coordinator().prefix_cache_hits()};
+  BenchRun done{options.policy.describe(),
+                clock,
+                deployment->metrics().report(0, end),
+                static_cast<double>(end) * 1e-9,
+                wall,
+                cpu,
+                deployment->events_run(),
+                ran_with,
+                deployment->metrics().expert_load(),
+                deployment->metrics().routed_per_device(),
+                deployment->coordinator().prefix_cache_queries(),
+                deployment->coordinator().prefix_cache_hits(),
+                std::nullopt};
+  done.trace = backend.trace_replay(*deployment);
+  return done;
 }
 
 // The threads a study's runs get: --jobs (default: the hardware threads), at most one per run, 1
@@ -351,6 +363,7 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
         j["policy"] = r.label;
         j["throughput_ratio"] = r.report.tokens_per_s / runs[i][0].report.tokens_per_s;
         j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
+        add_trace_replay(j, backend, r);
         load["runs"].push_back(std::move(j));
       }
       out.push_back(std::move(load));
@@ -386,6 +399,12 @@ void run_sweep(const BenchArgs& a, const Backend& backend, const Layout& layout,
     std::printf("\n");
   }
   if (runs[0].size() > 1) std::printf("\n* the highest throughput at that load\n");
+  if (backend.routing_trace()) {
+    std::printf("\n");
+    for (std::size_t i = 0; i < rates.size(); ++i)
+      for (const BenchRun& r : runs[i])
+        if (r.trace) std::printf("%g req/s, %s: %s\n", rates[i], r.label.c_str(), backend.describe(*r.trace).c_str());
+  }
 }
 
 // max / mean of `per_device` over `devices` (1 when nothing was routed).
@@ -489,6 +508,7 @@ void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& lay
       j["measured_device_max_over_mean"] = r.measured_device;
       j["routed_per_device"] = r.run->routed;
       j["throughput_ratio"] = r.run->report.tokens_per_s / base.report.tokens_per_s;
+      add_trace_replay(j, backend, *r.run);
       out.push_back(std::move(j));
     }
     std::printf("%s\n", out.dump(2).c_str());
@@ -510,6 +530,11 @@ void run_rebalance(const BenchArgs& a, const Backend& backend, const Layout& lay
                 r.predicted_device, r.measured_device, r.predicted_layer, r.run->report.tokens_per_s,
                 r.run->report.tokens_per_s / base.report.tokens_per_s, r.run->report.itl.p50_ms,
                 r.run->report.ttft.p50_ms);
+  if (backend.routing_trace()) {
+    std::printf("\n");
+    for (const Row& r : rows)
+      if (r.run->trace) std::printf("%s: %s\n", r.label.c_str(), backend.describe(*r.run->trace).c_str());
+  }
 }
 
 void run(const BenchArgs& a) {
@@ -602,6 +627,7 @@ void run(const BenchArgs& a) {
       j["backend"] = a.backend.backend;
       j["speed_vs_real_time"] = r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0;
       if (r.prefix_queries > 0) j["prefix_cache"] = {{"queries", r.prefix_queries}, {"hits", r.prefix_hits}};
+      add_trace_replay(j, backend, r);
       out.push_back(j);
     }
     std::printf("%s\n", (runs.size() == 1 ? out[0] : out).dump(2).c_str());
@@ -618,6 +644,7 @@ void run(const BenchArgs& a) {
     std::printf("== %s, %s clock\n%s", r.label.c_str(), std::string(clock_name(r.clock)).c_str(),
                 format_table(r.report).c_str());
     if (r.prefix_queries > 0) std::printf("%s\n", describe_prefix_cache(r.prefix_hits, r.prefix_queries).c_str());
+    if (r.trace) std::printf("%s\n", backend.describe(*r.trace).c_str());
     if (backend.sim())
       std::printf("simulated %.2f s of cluster time in %.2f s of wall time: %.2g× real time (%lld events, %.0f ns each)\n",
                   r.simulated_s, r.wall_s, r.wall_s > 0 ? r.simulated_s / r.wall_s : 0.0, static_cast<long long>(r.events),

@@ -315,6 +315,7 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
               static_cast<double>(loop.now() - from) * 1e-9, format_table(total).c_str());
   if (const Coordinator& co = d.coordinator(); co.prefix_cache_queries() > 0)
     std::printf("%s since the start\n", describe_prefix_cache(co.prefix_cache_hits(), co.prefix_cache_queries()).c_str());
+  if (const auto replay = backend_.trace_replay(d)) std::printf("%s since the start\n", backend_.describe(*replay).c_str());
   std::fflush(stdout);
   backend_.finish();
   return interrupted;

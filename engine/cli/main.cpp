@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024))->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   bool check_weights = false;
   app.add_flag("--check-weights", check_weights,
-               "Search every weight for NaN and ±inf when loading a model (by default a sample of each tensor)");
+               "Search every weight the model uses for NaN and ±inf when loading it (by default a sample of each tensor)");
   sy::cli::RequiredOptions required;
   // Runs before any command does: every missing option is named at once.
   app.parse_complete_callback([&] {

@@ -16,6 +16,37 @@ namespace sy {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+
+// Whether `path` names a directory entry at all: a symbolic link counts even when its target is
+// gone (fs::exists follows it and would report the broken link as no file).
+bool present(const fs::path& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() != fs::file_type::not_found;
+}
+
+// What keeps `path` from being read as a weight file ("does not exist", "is a symbolic link to
+// X, which does not exist", "is not a regular file"), or empty when it is a regular file, itself
+// or through links (the Hugging Face cache links every file to a blob).
+std::string file_problem(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status entry = fs::symlink_status(path, ec);
+  if (ec || entry.type() == fs::file_type::not_found) return "does not exist";
+  const fs::file_status target = fs::status(path, ec);
+  if (fs::is_symlink(entry) && (ec || target.type() == fs::file_type::not_found)) {
+    std::error_code link_ec;
+    const fs::path to = fs::read_symlink(path, link_ec);
+    const std::string link = "is a symbolic link" + (link_ec ? std::string() : " to " + to.string());
+    if (!ec || ec == std::errc::no_such_file_or_directory) return link + ", which does not exist";
+    return link + " that cannot be followed: " + ec.message();
+  }
+  // A FIFO or device would block the loader forever, a directory is no file: regular files only.
+  if (!fs::is_regular_file(target)) return "is not a regular file";
+  return "";
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::Error("model directory " + dir.string() + " does not exist");
@@ -24,7 +55,9 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
 
   const fs::path single = dir / "model.safetensors";
   const fs::path index_path = dir / "model.safetensors.index.json";
-  if (fs::exists(single, ec)) {
+  if (present(single)) {
+    if (const std::string problem = file_problem(single); !problem.empty())
+      return Status::Error(single.string() + " " + problem);
     auto file = SafetensorsFile::open(single);
     if (!file.ok()) return file.status();
     for (const auto& [name, info] : (*file)->tensors()) ckpt->index_[name] = &info;
@@ -32,13 +65,12 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
     ckpt->layout_ = "model.safetensors";
     return ckpt;
   }
-  if (!fs::exists(index_path, ec)) {
+  if (!present(index_path)) {
     return Status::Error("no model.safetensors or model.safetensors.index.json in " + dir.string());
   }
 
   const std::string ip = index_path.string();
-  // A FIFO or device there would block the loader forever: regular files only.
-  if (!fs::is_regular_file(index_path, ec)) return Status::Error(ip + " is not a regular file");
+  if (const std::string problem = file_problem(index_path); !problem.empty()) return Status::Error(ip + " " + problem);
   std::ifstream in(index_path, std::ios::binary);
   if (!in) return Status::Error("cannot open " + ip);
   std::ostringstream text;
@@ -68,9 +100,9 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
         return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name +
                              "'), which is outside the model directory " + dir.string());
       }
-      if (shard.empty() || !fs::is_regular_file(shard_path, ec)) {
+      if (const std::string problem = file_problem(shard_path); shard.empty() || !problem.empty()) {
         return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name + "'), but " +
-                             shard_path.string() + " does not exist");
+                             shard_path.string() + " " + (problem.empty() ? "is not a regular file" : problem));
       }
       auto file = SafetensorsFile::open(shard_path);
       if (!file.ok()) return file.status();

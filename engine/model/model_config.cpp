@@ -158,6 +158,17 @@ class Reader {
     if (!has(key)) return fallback;
     return positive(key);
   }
+  // A size: positive and at most `max` (ModelConfig::kMax*).
+  StatusOr<std::int32_t> size(const char* key, std::int32_t max) const {
+    auto v = positive(key);
+    if (!v.ok()) return v.status();
+    if (*v > max) return bad(key, "must be at most " + std::to_string(max));
+    return *v;
+  }
+  StatusOr<std::int32_t> size(const char* key, std::int32_t max, std::int32_t fallback) const {
+    if (!has(key)) return fallback;
+    return size(key, max);
+  }
   StatusOr<double> number(const char* key, double fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
@@ -294,10 +305,10 @@ Status read_rope(const Reader& r, ModelConfig* c) {
 // not shapes (clip_qkv, moe_jitter_eps, dropouts, loss weights), are not read.
 Status read_dbrx(const Reader& r, ModelConfig* c) {
   const std::string& source = r.source();
-  SY_ASSIGN_CFG(c->vocab_size, r.positive("vocab_size"));
-  SY_ASSIGN_CFG(c->hidden_size, r.positive("d_model"));
-  SY_ASSIGN_CFG(c->num_layers, r.positive("n_layers"));
-  SY_ASSIGN_CFG(c->num_heads, r.positive("n_heads"));
+  SY_ASSIGN_CFG(c->vocab_size, r.size("vocab_size", ModelConfig::kMaxVocab));
+  SY_ASSIGN_CFG(c->hidden_size, r.size("d_model", ModelConfig::kMaxHidden));
+  SY_ASSIGN_CFG(c->num_layers, r.size("n_layers", ModelConfig::kMaxLayers));
+  SY_ASSIGN_CFG(c->num_heads, r.size("n_heads", ModelConfig::kMaxHeads));
   SY_ASSIGN_CFG(c->max_position_embeddings, r.positive("max_seq_len", 2048));
   SY_ASSIGN_CFG(c->tie_word_embeddings, r.boolean("tie_word_embeddings", false));
   if (c->tie_word_embeddings) return r.bad("tie_word_embeddings", "must be false (DBRX never ties its embeddings)");
@@ -312,9 +323,9 @@ Status read_dbrx(const Reader& r, ModelConfig* c) {
   if (!(c->rope_theta > 0) || !std::isfinite(c->rope_theta)) return attn.bad("rope_theta", "must be positive");
 
   const Reader ffn(r.at("ffn_config"), "ffn_config of " + source);
-  SY_ASSIGN_CFG(c->intermediate_size, ffn.positive("ffn_hidden_size"));
+  SY_ASSIGN_CFG(c->intermediate_size, ffn.size("ffn_hidden_size", ModelConfig::kMaxIntermediate));
   c->moe_intermediate_size = c->intermediate_size;
-  SY_ASSIGN_CFG(c->num_experts, ffn.positive("moe_num_experts"));
+  SY_ASSIGN_CFG(c->num_experts, ffn.size("moe_num_experts", ModelConfig::kMaxExperts));
   SY_ASSIGN_CFG(c->top_k, ffn.positive("moe_top_k"));
   if (c->top_k > c->num_experts) {
     return Status::Error("moe_top_k (" + std::to_string(c->top_k) + ") exceeds moe_num_experts (" +
@@ -340,10 +351,17 @@ Status read_dbrx(const Reader& r, ModelConfig* c) {
                          std::to_string(c->num_kv_heads) + ") in " + source);
   }
   c->head_dim = c->hidden_size / c->num_heads;
-  if (c->head_dim <= 0 || c->head_dim % 2 != 0 || c->head_dim * c->num_heads != c->hidden_size) {
+  if (c->head_dim <= 0 || c->head_dim % 2 != 0 ||
+      static_cast<std::int64_t>(c->head_dim) * c->num_heads != c->hidden_size) {
     return Status::Error("d_model (" + std::to_string(c->hidden_size) + ") / n_heads (" +
                          std::to_string(c->num_heads) + ") in " + source +
                          " must be a whole, even head size for rotary embeddings");
+  }
+  if (c->head_dim > ModelConfig::kMaxHeadDim) {
+    return Status::Error("d_model (" + std::to_string(c->hidden_size) + ") / n_heads (" +
+                         std::to_string(c->num_heads) + ") in " + source + " is a head size of " +
+                         std::to_string(c->head_dim) + ", above the most supported, " +
+                         std::to_string(ModelConfig::kMaxHeadDim));
   }
   c->sparse_layers.assign(static_cast<std::size_t>(c->num_layers), true);
   c->rms_norm_eps = 1e-5f;  // DBRX's norms are LayerNorms with eps 1e-5, not in config.json
@@ -429,18 +447,25 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
   const bool olmoe = c.arch == Arch::Olmoe;
   const bool all_sparse = mixtral || olmoe;
 
-  SY_ASSIGN_CFG(c.vocab_size, r.positive("vocab_size"));
-  SY_ASSIGN_CFG(c.hidden_size, r.positive("hidden_size"));
-  SY_ASSIGN_CFG(c.num_layers, r.positive("num_hidden_layers"));
-  SY_ASSIGN_CFG(c.num_heads, r.positive("num_attention_heads"));
+  SY_ASSIGN_CFG(c.vocab_size, r.size("vocab_size", ModelConfig::kMaxVocab));
+  SY_ASSIGN_CFG(c.hidden_size, r.size("hidden_size", ModelConfig::kMaxHidden));
+  SY_ASSIGN_CFG(c.num_layers, r.size("num_hidden_layers", ModelConfig::kMaxLayers));
+  SY_ASSIGN_CFG(c.num_heads, r.size("num_attention_heads", ModelConfig::kMaxHeads));
   SY_ASSIGN_CFG(c.num_kv_heads, r.positive("num_key_value_heads", c.num_heads));
   if (c.num_heads % c.num_kv_heads != 0) {
     return Status::Error("num_attention_heads (" + std::to_string(c.num_heads) +
                          ") is not divisible by num_key_value_heads (" + std::to_string(c.num_kv_heads) +
                          ") in " + source);
   }
-  SY_ASSIGN_CFG(c.head_dim, r.positive("head_dim", c.hidden_size / c.num_heads));
-  if (olmoe && c.head_dim * c.num_heads != c.hidden_size) {
+  SY_ASSIGN_CFG(c.head_dim, r.size("head_dim", ModelConfig::kMaxHeadDim, c.hidden_size / c.num_heads));
+  if (c.head_dim > ModelConfig::kMaxHeadDim) {
+    return Status::Error("head_dim is not given and hidden_size (" + std::to_string(c.hidden_size) +
+                         ") / num_attention_heads (" + std::to_string(c.num_heads) + ") is " +
+                         std::to_string(c.head_dim) + ", above the most supported, " +
+                         std::to_string(ModelConfig::kMaxHeadDim) + ", in " + source);
+  }
+  // In 64 bits: head_dim 1073741856 times 4 heads wraps to 128 in 32.
+  if (olmoe && static_cast<std::int64_t>(c.head_dim) * c.num_heads != c.hidden_size) {
     // transformers' OlmoeAttention normalises q over hidden_size values: the heads must fill it.
     return Status::Error("head_dim (" + std::to_string(c.head_dim) + ") times num_attention_heads (" +
                          std::to_string(c.num_heads) + ") must equal hidden_size (" + std::to_string(c.hidden_size) +
@@ -464,7 +489,7 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
   const char* experts_key = mixtral ? "num_local_experts" : "num_experts";
   if (!r.has(experts_key) && r.has(mixtral ? "num_experts" : "num_local_experts"))
     experts_key = mixtral ? "num_experts" : "num_local_experts";  // transformers attribute_map alias
-  SY_ASSIGN_CFG(c.num_experts, r.positive(experts_key));
+  SY_ASSIGN_CFG(c.num_experts, r.size(experts_key, ModelConfig::kMaxExperts));
   SY_ASSIGN_CFG(c.top_k, r.positive("num_experts_per_tok"));
   if (c.top_k > c.num_experts) {
     return Status::Error("num_experts_per_tok (" + std::to_string(c.top_k) + ") exceeds " + experts_key + " (" +
@@ -495,13 +520,16 @@ StatusOr<ModelConfig> ModelConfig::from_json(const std::string& text, const std:
 
   // FFN widths.
   if (all_sparse) {
-    SY_ASSIGN_CFG(c.intermediate_size, r.positive("intermediate_size"));
+    SY_ASSIGN_CFG(c.intermediate_size, r.size("intermediate_size", ModelConfig::kMaxIntermediate));
     c.moe_intermediate_size = c.intermediate_size;
   } else {
-    SY_ASSIGN_CFG(c.moe_intermediate_size, r.positive("moe_intermediate_size"));
-    if (any_dense || r.has("intermediate_size")) SY_ASSIGN_CFG(c.intermediate_size, r.positive("intermediate_size"));
+    SY_ASSIGN_CFG(c.moe_intermediate_size, r.size("moe_intermediate_size", ModelConfig::kMaxIntermediate));
+    if (any_dense || r.has("intermediate_size"))
+      SY_ASSIGN_CFG(c.intermediate_size, r.size("intermediate_size", ModelConfig::kMaxIntermediate));
   }
-  if (qwen2) SY_ASSIGN_CFG(c.shared_expert_intermediate_size, r.positive("shared_expert_intermediate_size"));
+  if (qwen2)
+    SY_ASSIGN_CFG(c.shared_expert_intermediate_size,
+                  r.size("shared_expert_intermediate_size", ModelConfig::kMaxIntermediate));
 
   // Routing weights: Mixtral always renormalises the top-k softmax weights.
   if (mixtral) {

@@ -25,6 +25,18 @@ StatusOr<Arch> parse_arch(const std::string& model_type);
 bool arch_is_shapes_only(Arch arch);
 
 struct ModelConfig {
+  // What config.json may ask for, each at least 4× the largest published model's (126 layers,
+  // 512 experts, hidden 18432, FFN 73728, 128 heads, head_dim 256, vocab 256k): beyond them a
+  // file only makes the engine allocate without end (std::bad_alloc) or overflow 64-bit
+  // parameter and byte counts.
+  static constexpr std::int32_t kMaxVocab = 1 << 24;  // the tokenizer's token-id bound
+  static constexpr std::int32_t kMaxHidden = 1 << 17;
+  static constexpr std::int32_t kMaxIntermediate = 1 << 19;
+  static constexpr std::int32_t kMaxLayers = 1024;
+  static constexpr std::int32_t kMaxHeads = 1024;
+  static constexpr std::int32_t kMaxHeadDim = 1024;
+  static constexpr std::int32_t kMaxExperts = 4096;
+
   Arch arch = Arch::Mixtral;
   std::int32_t vocab_size = 0;
   std::int32_t hidden_size = 0;

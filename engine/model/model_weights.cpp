@@ -29,24 +29,32 @@ class Resolver {
  public:
   explicit Resolver(const Checkpoint& ckpt) : ckpt_(ckpt) {}
 
-  StatusOr<const TensorInfo*> shaped(const std::string& name, const std::vector<std::int64_t>& shape) const {
+  StatusOr<const TensorInfo*> shaped(const std::string& name, const std::vector<std::int64_t>& shape) {
     auto info = ckpt_.get(name);
     if (!info.ok()) return info.status();
+    if (!(*info)->computable) {
+      return Status::Error("tensor '" + name + "' in " + (*info)->file.string() + " has dtype " +
+                           (*info)->dtype_name + ", which the model cannot compute with (supported: F32, F16, BF16)");
+    }
     if ((*info)->shape != shape) {
       return Status::Error("tensor '" + name + "' has shape " + shape_string((*info)->shape) + " in " +
                            (*info)->file.string() + " but config.json implies " + shape_string(shape));
     }
+    used_.push_back(*info);
     return *info;
   }
 
-  Status matrix(const std::string& name, std::int64_t rows, std::int64_t cols, kernels::WeightView* out) const {
+  // Every tensor resolved so far, in order: what the model reads.
+  const std::vector<const TensorInfo*>& used() const { return used_; }
+
+  Status matrix(const std::string& name, std::int64_t rows, std::int64_t cols, kernels::WeightView* out) {
     auto info = shaped(name, {rows, cols});
     if (!info.ok()) return info.status();
     *out = kernels::WeightView{(*info)->data, (*info)->dtype, rows, cols};
     return Status::Ok();
   }
 
-  Status vector(const std::string& name, std::int64_t size, VectorView* out) const {
+  Status vector(const std::string& name, std::int64_t size, VectorView* out) {
     auto info = shaped(name, {size});
     if (!info.ok()) return info.status();
     *out = VectorView{(*info)->data, (*info)->dtype, size};
@@ -54,7 +62,7 @@ class Resolver {
   }
 
   Status ffn(const std::string& prefix, const char* gate, const char* up, const char* down, std::int64_t hidden,
-             std::int64_t width, FfnWeights* out) const {
+             std::int64_t width, FfnWeights* out) {
     SY_RETURN_IF_ERROR(matrix(prefix + gate + ".weight", width, hidden, &out->gate));
     SY_RETURN_IF_ERROR(matrix(prefix + up + ".weight", width, hidden, &out->up));
     SY_RETURN_IF_ERROR(matrix(prefix + down + ".weight", hidden, width, &out->down));
@@ -63,6 +71,7 @@ class Resolver {
 
  private:
   const Checkpoint& ckpt_;
+  std::vector<const TensorInfo*> used_;
 };
 
 }  // namespace
@@ -80,20 +89,13 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(
   }
   auto ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return ckpt.status();
-  std::uint64_t total = 0, checked = 0;
-  for (const auto& [name, tensor] : (*ckpt)->tensors()) total += tensor->nbytes;
-  for (const auto& [name, tensor] : (*ckpt)->tensors()) {
-    SY_RETURN_IF_ERROR(check_finite(*tensor, check));
-    checked += tensor->nbytes;
-    if (progress) progress(checked, total);
-  }
 
   std::shared_ptr<ModelWeights> w(new ModelWeights());
   w->dir_ = dir;
   w->config_ = std::move(*config);
   w->checkpoint_ = std::move(*ckpt);
   const ModelConfig& c = w->config_;
-  const Resolver r(*w->checkpoint_);
+  Resolver r(*w->checkpoint_);
 
   const std::int64_t V = c.vocab_size, H = c.hidden_size, D = c.head_dim;
   const std::int64_t q_out = c.num_heads * D, kv_out = c.num_kv_heads * D;
@@ -159,6 +161,16 @@ StatusOr<std::shared_ptr<const ModelWeights>> ModelWeights::load(
                                c.shared_expert_intermediate_size, &L.shared_expert));
       SY_RETURN_IF_ERROR(r.matrix(m + "shared_expert_gate.weight", 1, H, &L.shared_expert_gate));
     }
+  }
+
+  // Only what the model reads: a buffer it never uses (rotary_emb.inv_freq, an integer index)
+  // cannot corrupt its outputs, and transformers loads such a file.
+  std::uint64_t total = 0, checked = 0;
+  for (const TensorInfo* tensor : r.used()) total += tensor->nbytes;
+  for (const TensorInfo* tensor : r.used()) {
+    SY_RETURN_IF_ERROR(check_finite(*tensor, check));
+    checked += tensor->nbytes;
+    if (progress) progress(checked, total);
   }
   return std::shared_ptr<const ModelWeights>(std::move(w));
 }

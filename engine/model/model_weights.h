@@ -50,11 +50,13 @@ class ModelWeights {
  public:
   // Reads DIR/config.json and the safetensors checkpoint (single file or sharded with
   // model.safetensors.index.json), memory-mapped. Every error names the file and the problem:
-  // missing/truncated file, bad header, unknown dtype, missing tensor (named), shape that does
-  // not match the config (both shapes named), unsupported model_type.
-  // `check`: how the tensors are searched for NaN and ±inf (a corrupt checkpoint is an error
-  // naming the tensor, not NaN logits later). `progress` (may be empty) hears the checkpoint
-  // bytes checked so far and in all after each tensor (the check is what reads the file).
+  // missing/truncated file, bad header, unknown dtype, missing tensor (named), a tensor the model
+  // uses in a dtype it cannot compute with (named), shape that does not match the config (both
+  // shapes named), unsupported model_type.
+  // `check`: how the tensors the model uses are searched for NaN and ±inf (a corrupt checkpoint
+  // is an error naming the tensor, not NaN logits later). `progress` (may be empty) hears the
+  // bytes of those tensors checked so far and in all after each one (the check is what reads
+  // the file).
   static StatusOr<std::shared_ptr<const ModelWeights>> load(
       const std::filesystem::path& dir, WeightCheck check = WeightCheck::Sampled,
       const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});

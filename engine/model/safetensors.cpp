@@ -36,12 +36,36 @@ const char* safetensors_dtype_name(kernels::DType dtype) {
 
 namespace {
 
-bool parse_dtype(const std::string& name, kernels::DType* out) {
-  if (name == "F32") *out = kernels::DType::F32;
-  else if (name == "F16") *out = kernels::DType::F16;
-  else if (name == "BF16") *out = kernels::DType::BF16;
-  else return false;
-  return true;
+// The safetensors format's dtypes of whole bytes, and their element sizes; those the kernels
+// compute with map to a kernels::DType.
+struct DtypeSpec {
+  const char* name;
+  std::size_t size;
+  bool computable;
+  kernels::DType dtype;
+};
+constexpr DtypeSpec kDtypes[] = {
+    {"F32", 4, true, kernels::DType::F32},   {"F16", 2, true, kernels::DType::F16},
+    {"BF16", 2, true, kernels::DType::BF16}, {"F64", 8, false, {}},
+    {"F8_E4M3", 1, false, {}},               {"F8_E5M2", 1, false, {}},
+    {"F8_E8M0", 1, false, {}},               {"C64", 8, false, {}},
+    {"BOOL", 1, false, {}},                  {"U8", 1, false, {}},
+    {"I8", 1, false, {}},                    {"U16", 2, false, {}},
+    {"I16", 2, false, {}},                   {"U32", 4, false, {}},
+    {"I32", 4, false, {}},                   {"U64", 8, false, {}},
+    {"I64", 8, false, {}},
+};
+
+const DtypeSpec* find_dtype(const std::string& name) {
+  for (const DtypeSpec& d : kDtypes)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+std::string dtype_list() {
+  std::string s;
+  for (const DtypeSpec& d : kDtypes) s += (s.empty() ? "" : ", ") + std::string(d.name);
+  return s;
 }
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
@@ -127,10 +151,15 @@ StatusOr<std::map<std::string, TensorInfo>> parse_safetensors(const unsigned cha
     info.name = name;
     info.file = path;
     const std::string dtype = entry["dtype"].get<std::string>();
-    if (!parse_dtype(dtype, &info.dtype)) {
+    const DtypeSpec* spec = find_dtype(dtype);
+    if (spec == nullptr) {
       return Status::Error("unknown dtype '" + dtype + "' for tensor '" + name + "' in " + p +
-                           " (supported: F32, F16, BF16)");
+                           " (the safetensors dtypes: " + dtype_list() + ")");
     }
+    info.dtype_name = dtype;
+    info.element_size = spec->size;
+    info.computable = spec->computable;
+    info.dtype = spec->dtype;
     std::vector<std::uint64_t> dims, offsets;
     if (!read_u64_list(entry["shape"], 0, &dims))
       return Status::Error(where + ": 'shape' is not a list of non-negative integers: " + entry["shape"].dump());
@@ -149,7 +178,7 @@ StatusOr<std::map<std::string, TensorInfo>> parse_safetensors(const unsigned cha
                            std::to_string(end) + "] reach beyond the " + std::to_string(data_size) +
                            " data bytes in the file");
     }
-    const std::size_t elem = kernels::dtype_size(info.dtype);
+    const std::size_t elem = spec->size;
     std::uint64_t expected = 0;
     const bool fits = checked_bytes(info.shape, elem, std::numeric_limits<std::uint64_t>::max(), &expected);
     if (!fits || expected != end - begin) {

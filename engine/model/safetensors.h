@@ -15,6 +15,12 @@ namespace sy {
 
 struct TensorInfo {
   std::string name;
+  // Any dtype of the safetensors format is read (a checkpoint may carry integer buffers such as
+  // rotary_emb.inv_freq beside its weights); the model computes only with F32, F16 and BF16:
+  // `dtype` means something only when `computable`.
+  std::string dtype_name;  // as the header spells it: "BF16", "I64", …
+  std::size_t element_size = 4;  // bytes, of any dtype
+  bool computable = true;
   kernels::DType dtype = kernels::DType::F32;
   std::vector<std::int64_t> shape;
   const void* data = nullptr;  // into the mapping
@@ -25,8 +31,9 @@ struct TensorInfo {
 // One .safetensors file, mapped read-only for the lifetime of the object.
 class SafetensorsFile {
  public:
-  // Errors name the file: missing, shorter than its header says, header not JSON, dtype other
-  // than F32/F16/BF16, offsets out of range or overlapping, shape not matching the byte size.
+  // Errors name the file: missing, shorter than its header says, header not JSON, a dtype the
+  // safetensors format does not define, offsets out of range or overlapping, shape not matching
+  // the byte size.
   static StatusOr<std::unique_ptr<SafetensorsFile>> open(const std::filesystem::path& path);
   ~SafetensorsFile();
 

@@ -10,7 +10,8 @@
 namespace sy {
 
 Status check_finite(const TensorInfo& tensor, WeightCheck how) {
-  if (how == WeightCheck::Off) return Status::Ok();
+  // Integers and the float types we do not compute with are never read as weights.
+  if (how == WeightCheck::Off || !tensor.computable) return Status::Ok();
   const std::size_t element = kernels::dtype_size(tensor.dtype);
   const auto n = static_cast<std::int64_t>(element > 0 ? tensor.nbytes / element : 0);
   if (n == 0) return Status::Ok();

@@ -11,13 +11,14 @@ namespace sy {
 
 enum class WeightCheck : std::uint8_t {
   Off,      // trust the file
-  Sampled,  // up to kWeightCheckSamples evenly spaced elements of every tensor (the default)
-  Full,     // every element of every tensor (switchyard --check-weights)
+  Sampled,  // up to kWeightCheckSamples evenly spaced elements of a tensor (the default)
+  Full,     // every element (switchyard --check-weights)
 };
 
 inline constexpr std::int64_t kWeightCheckSamples = 4096;
 
-// Ok, or an error naming the tensor, its file, the element and the value.
+// Ok, or an error naming the tensor, its file, the element and the value. A tensor of a dtype
+// the model does not compute with (integers, F64, F8) is not searched.
 Status check_finite(const TensorInfo& tensor, WeightCheck how);
 
 }  // namespace sy

@@ -2,6 +2,7 @@
 // sim run of the same workload loads its experts exactly as the model did.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <istream>
@@ -42,16 +43,21 @@ class RoutingTrace {
   static constexpr std::int32_t kMaxExperts = 65536;
 
  private:
-  static std::uint64_t key(std::int32_t block, std::int64_t request, std::int32_t position);
   struct Record {
     std::int64_t request;
     std::int32_t position;
     std::int32_t block;
+    bool operator==(const Record&) const = default;
+  };
+  // Every field whole: a token is found only under its own request, position and block, whatever
+  // their values (a packed key made distant tokens alias one another).
+  struct RecordHash {
+    std::size_t operator()(const Record& r) const;
   };
   Shape shape_;
   std::vector<Record> records_;             // in recording order
   std::vector<std::int32_t> experts_;       // records × top_k
-  std::unordered_map<std::uint64_t, std::size_t> index_;  // key -> record
+  std::unordered_map<Record, std::size_t, RecordHash> index_;  // token -> its record
 };
 
 }  // namespace sy

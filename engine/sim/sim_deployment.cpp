@@ -81,6 +81,12 @@ SimDeployment::SimDeployment(const ModelConfig& config, const HardwareProfile& h
                  sim_executors(config, options, hw.pcie_gbps, executors)),
       executors_(std::move(executors)) {}
 
+std::int64_t SimDeployment::trace_lookups() const {
+  std::int64_t n = 0;
+  for (const SimExecutor* e : *executors_) n += e->trace_lookups();
+  return n;
+}
+
 std::int64_t SimDeployment::trace_misses() const {
   std::int64_t n = 0;
   for (const SimExecutor* e : *executors_) n += e->trace_misses();

@@ -24,7 +24,9 @@ class SimDeployment final : public Deployment {
   // uniform).
   SimDeployment(const ModelConfig& config, const HardwareProfile& hw, Topology topology, DeploymentOptions options);
 
-  // Tokens whose routing the trace lacked, over all devices.
+  // Over all devices: tokens looked up in options.routing_trace (once per MoE block each
+  // reached), and those the trace lacked, which were routed by the skew model instead.
+  std::int64_t trace_lookups() const;
   std::int64_t trace_misses() const;
 
  private:

@@ -108,6 +108,7 @@ void SimExecutor::attention(std::int32_t block, TokenBatch& batch, std::span<con
       assert(options_.skew && "no routing for a token the trace lacks");
       options_.skew->route_rows(block, batch.row.data(), rows, K, routed.expert_ids.data(), routed.expert_weights.data());
     }
+    if (options_.routing_trace) trace_lookups_ += rows;
     for (std::int64_t r = 0; options_.routing_trace && r < rows; ++r) {
       const TokenRow& row = batch.at(r);
       std::int32_t* ids = routed.expert_ids.data() + r * K;

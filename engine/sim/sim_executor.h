@@ -62,7 +62,9 @@ class SimExecutor final : public Executor {
   void fetch_expert(std::int32_t block, std::int32_t expert, const Executor* source, Completion done) override;
   void drop_expert(std::int32_t, std::int32_t) override {}
 
-  // Tokens whose routing the trace lacked (they fell back to the skew model).
+  // Tokens looked up in the trace (each once per MoE block it reached), and those the trace
+  // lacked (they fell back to the skew model).
+  std::int64_t trace_lookups() const { return trace_lookups_; }
   std::int64_t trace_misses() const { return trace_misses_; }
 
  private:
@@ -75,6 +77,7 @@ class SimExecutor final : public Executor {
   Completion pending_;  // the execution in progress
   ExecutionTiming pending_timing_;
   std::vector<std::int64_t> per_expert_;
+  std::int64_t trace_lookups_ = 0;
   std::int64_t trace_misses_ = 0;
   std::int64_t copy_free_at_ = 0;  // when this device's copy engine is free
   std::int64_t collective_ns_ = 0;  // per sparse attention and expert execution (sync, collective)

@@ -155,21 +155,24 @@ TEST_F(Cli, MissingTensorAndShapeMismatch) {
 }
 
 TEST_F(Cli, UnknownDtype) {
-  // Patch the header's first dtype to I8 while keeping its length, so only the dtype is wrong.
-  fs::path dir = copy_model("unknown_dtype");
-  fs::path file = dir / "model.safetensors";
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  std::uint64_t len = 0;
-  f.read(reinterpret_cast<char*>(&len), 8);
-  std::string header(len, '\0');
-  f.read(header.data(), static_cast<std::streamsize>(len));
-  const auto at = header.find("\"F32\"");
-  ASSERT_NE(at, std::string::npos);
-  header.replace(at, 5, "\"I32\"");
-  f.seekp(8);
-  f.write(header.data(), static_cast<std::streamsize>(len));
-  f.close();
-  expect_error("generate --model " + dir.string() + " --tokens 1", {"I32", "model.safetensors"});
+  // Patch the header's first dtype (a tensor the model uses) while keeping its length, so only
+  // the dtype is wrong: I32 is a safetensors dtype the model cannot compute with, Q32 none at all.
+  for (const std::string dtype : {"I32", "Q32"}) {
+    fs::path dir = copy_model("unknown_dtype");
+    fs::path file = dir / "model.safetensors";
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t len = 0;
+    f.read(reinterpret_cast<char*>(&len), 8);
+    std::string header(len, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(len));
+    const auto at = header.find("\"F32\"");
+    ASSERT_NE(at, std::string::npos);
+    header.replace(at, 5, "\"" + dtype + "\"");
+    f.seekp(8);
+    f.write(header.data(), static_cast<std::streamsize>(len));
+    f.close();
+    expect_error("generate --model " + dir.string() + " --tokens 1", {dtype, "model.safetensors"});
+  }
 }
 
 // Many requests through the expert-parallel runtime give, request by request, what the
@@ -242,6 +245,33 @@ TEST_F(Cli, BenchReportsWhatThePrefixCacheServed) {
   CliRun bad = switchyard(base + " --shared-prefix -1");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.output.find("--shared-prefix"), std::string::npos) << bad.output;
+}
+
+// A replay that meets tokens its trace lacks routes them otherwise: the run says how many.
+TEST_F(Cli, BenchSaysHowManyRoutedTokensTheTraceLacked) {
+  // mixtral-8x7b's shape; one record, token 0 of request 0 in block 0: every other routing misses.
+  const fs::path trace = root_ / "one_token_routing.txt";
+  std::ofstream(trace) << "# switchyard routing trace v1\nlayers 32 experts 8 top_k 2\n0 0 0 1 2\n";
+  const std::string base = "bench --backend sim --model mixtral-8x7b --layout colocated:2 --workload short --rate 100"
+                           " --duration 0.1 --routing " + trace.string();
+  CliRun json = switchyard(base + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto replay = nlohmann::json::parse(json.output).at("routing_trace");
+  const auto routed = replay.at("routed_tokens").get<std::int64_t>();
+  EXPECT_GT(routed, 1);
+  EXPECT_EQ(replay.at("misses").get<std::int64_t>(), routed - 1);
+  EXPECT_EQ(replay.at("fallback"), "uniform routing");
+  EXPECT_EQ(replay.at("file"), trace.string());
+
+  CliRun text = switchyard(base + " --skew exp:1");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  const std::string line = "routing trace " + trace.string() + ": " + std::to_string(routed - 1) + " of " +
+                           std::to_string(routed) + " routed tokens not in the trace fell back to the skew model exp:1";
+  EXPECT_NE(text.output.find(line), std::string::npos) << text.output;
+  // Without --routing there is nothing to say.
+  CliRun plain = switchyard("bench --backend sim --model mixtral-8x7b --layout colocated:2 --duration 0.1 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(nlohmann::json::parse(plain.output).contains("routing_trace"));
 }
 
 TEST_F(Cli, BenchSweepRunsEveryPolicyAtEveryLoad) {
@@ -507,6 +537,27 @@ TEST_F(Cli, BenchComparesFindepConfigurationsChosenAndHandPicked) {
   expect_error("bench --backend sim --model qwen1.5-moe-a2.7b --layout disaggregated:2+4 --policy pingpong"
                " --findep-config auto",
                {"configures findep", "pingpong"});
+}
+
+// Sizes no model has were an allocation without end on the sim ('internal error:
+// std::bad_alloc'); they are refused naming the key and the bound.
+TEST_F(Cli, SimRefusesModelSizesBeyondTheBounds) {
+  const std::string base = std::string(SY_SOURCE_DIR) + "/assets/models/mixtral-8x7b/config.json";
+  const std::pair<const char*, long long> cases[] = {
+      {"num_hidden_layers", 2147483647LL}, {"num_local_experts", 2147483647LL}, {"head_dim", 2147483646LL}};
+  for (const auto& [key, value] : cases) {
+    std::ifstream in(base);
+    auto j = nlohmann::json::parse(in);
+    j[key] = value;
+    const fs::path dir = root_ / ("huge-" + std::string(key));
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json") << j.dump();
+    CliRun r = switchyard("bench --backend sim --model " + dir.string() + " --layout colocated:2 --duration 0.05");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("'" + std::string(key) + "'"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("must be at most"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
 }
 
 TEST_F(Cli, SimRefusesUnknownHardwareAndModelNames) {

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto* begin = static_cast<const std::uint8_t*>(t.data);
     if (begin < data + 8 || begin > end || t.nbytes > static_cast<std::size_t>(end - begin))
       fuzz_fail("safetensors", ("tensor '" + name + "' lies outside the image").c_str());
-    std::size_t n = sy::kernels::dtype_size(t.dtype);
+    std::size_t n = t.element_size;
     for (std::int64_t d : t.shape) n *= static_cast<std::size_t>(d);
     if (n != t.nbytes) fuzz_fail("safetensors", ("tensor '" + name + "' size differs from its shape").c_str());
   }

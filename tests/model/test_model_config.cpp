@@ -2,7 +2,9 @@
 // rejection with its message, to_json round trips, presets and parameter counts.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -259,6 +261,60 @@ TEST(ModelConfig, RejectsBadValues) {
   }
 }
 
+// Sizes beyond any real model are refused naming the key and the bound; before, a config.json
+// with 2^31 - 1 layers or experts ended the sim in std::bad_alloc.
+TEST(ModelConfig, RejectsSizesBeyondTheBounds) {
+  struct Case {
+    std::function<json()> base;
+    const char* key;
+    std::int64_t value;
+    std::int32_t bound;
+  };
+  const std::vector<Case> cases = {
+      {mixtral_json, "num_hidden_layers", 2147483647, ModelConfig::kMaxLayers},
+      {mixtral_json, "num_local_experts", 2147483647, ModelConfig::kMaxExperts},
+      {qwen2_json, "num_experts", ModelConfig::kMaxExperts + 1, ModelConfig::kMaxExperts},
+      {mixtral_json, "vocab_size", ModelConfig::kMaxVocab + 1, ModelConfig::kMaxVocab},
+      {mixtral_json, "hidden_size", ModelConfig::kMaxHidden + 4, ModelConfig::kMaxHidden},
+      {mixtral_json, "intermediate_size", ModelConfig::kMaxIntermediate + 1, ModelConfig::kMaxIntermediate},
+      {qwen2_json, "moe_intermediate_size", ModelConfig::kMaxIntermediate + 1, ModelConfig::kMaxIntermediate},
+      {qwen2_json, "shared_expert_intermediate_size", ModelConfig::kMaxIntermediate + 1, ModelConfig::kMaxIntermediate},
+      {mixtral_json, "num_attention_heads", 2048, ModelConfig::kMaxHeads},
+      {mixtral_json, "head_dim", 2147483646, ModelConfig::kMaxHeadDim},
+  };
+  for (const Case& k : cases) {
+    json j = k.base();
+    j[k.key] = k.value;
+    if (std::string(k.key) == "num_attention_heads") j["hidden_size"] = 4096;
+    EXPECT_TRUE(FailsWith(parse(j), {"'" + std::string(k.key) + "'", "at most " + std::to_string(k.bound),
+                                     std::to_string(k.value), kSrc}))
+        << k.key;
+    // The bound itself is a model we read.
+    j[k.key] = k.bound;
+    if (std::string(k.key) == "hidden_size") j["num_attention_heads"] = 128;
+    if (std::string(k.key) == "num_attention_heads") j["hidden_size"] = 65536;
+    EXPECT_TRUE(parse(j).ok()) << k.key << ": " << parse(j).status().message();
+  }
+  // A head size not given is bounded too: hidden_size / num_attention_heads.
+  json j = mixtral_json();
+  j["hidden_size"] = 65536;
+  j["num_attention_heads"] = 8;
+  EXPECT_TRUE(FailsWith(parse(j), {"head_dim is not given", "8192", "1024", kSrc}));
+  // DBRX's own keys.
+  const json dbrx = {{"model_type", "dbrx"},
+                     {"vocab_size", 100},
+                     {"d_model", 64},
+                     {"n_layers", 2147483647},
+                     {"n_heads", 4},
+                     {"attn_config", {{"kv_n_heads", 2}}},
+                     {"ffn_config", {{"ffn_hidden_size", 96}, {"moe_num_experts", 4}, {"moe_top_k", 2}}}};
+  EXPECT_TRUE(FailsWith(parse(dbrx), {"'n_layers'", "at most 1024", kSrc}));
+  json experts = dbrx;
+  experts["n_layers"] = 2;
+  experts["ffn_config"]["moe_num_experts"] = 2147483647;
+  EXPECT_TRUE(FailsWith(parse(experts), {"'moe_num_experts'", "at most 4096"}));
+}
+
 TEST(ModelConfig, RejectsInconsistentHeadsAndExperts) {
   json j = mixtral_json();
   j["num_key_value_heads"] = 3;
@@ -323,6 +379,13 @@ TEST(ModelConfig, OlmoeDefaultsAndRefusals) {
   j = olmoe_json();
   j["head_dim"] = 32;
   EXPECT_TRUE(FailsWith(parse(j), {"head_dim (32)", "hidden_size (64)", "q_norm", kSrc}));
+  // head_dim × heads must not wrap: 1073741856 × 4 is 2^32 + 128, 128 in 32 bits.
+  j = olmoe_json();
+  j["hidden_size"] = 128;
+  j["num_attention_heads"] = 4;
+  j["num_key_value_heads"] = 4;
+  j["head_dim"] = 1073741856;
+  EXPECT_TRUE(FailsWith(parse(j), {"head_dim", "1073741856", kSrc}));
   j = olmoe_json();
   j.erase("intermediate_size");
   EXPECT_TRUE(FailsWith(parse(j), {"missing required key 'intermediate_size'", kSrc}));

@@ -438,6 +438,66 @@ TEST_F(EditedModel, MixedDtypesAndUnusedTensors) {
     EXPECT_EQ((*w)->layer(2).q_bias[i], value_at(qb->bytes.data(), DType::F16, i)) << i;
 }
 
+// Rewrites a safetensors file's header through `edit`, which may also append to its data section
+// (offsets stay relative to it); the header is padded again so the data starts 8-byte aligned.
+void edit_safetensors(const fs::path& path, const std::function<void(json&, std::string&)>& edit) {
+  const std::string bytes = read_file(path);
+  std::uint64_t len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  json header = json::parse(bytes.substr(8, len));
+  std::string data = bytes.substr(8 + len);
+  edit(header, data);
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text.push_back(' ');
+  std::string out(8, '\0');
+  const std::uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);
+  write_file(path, out + text + data);
+}
+
+// Appends an unused tensor of `dtype` with `bytes` of data, aligned to 8 bytes.
+void add_raw_tensor(const fs::path& path, const std::string& name, const std::string& dtype,
+                    std::vector<std::int64_t> shape, const std::string& bytes) {
+  edit_safetensors(path, [&](json& header, std::string& data) {
+    data.resize((data.size() + 7) / 8 * 8, '\0');
+    header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {data.size(), data.size() + bytes.size()}}};
+    data += bytes;
+  });
+}
+
+// transformers loads a checkpoint carrying buffers it does not use as weights (an I64 index, a
+// stale float buffer); so does the engine, whatever their dtype and values.
+TEST_F(EditedModel, UnusedTensorsOfAnyDtypeOrValueAreIgnored) {
+  write(Arch::Mixtral, DType::F32);
+  const fs::path file = dir_ / "model.safetensors";
+  add_raw_tensor(file, "model.rotary_emb.inv_freq_extra", "I64", {4}, std::string(32, '\x7f'));
+  add_raw_tensor(file, "model.unused.mask", "BOOL", {3}, std::string(3, '\1'));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  add_raw_tensor(file, "model.unused.stale", "F32", {1}, std::string(reinterpret_cast<const char*>(&nan), 4));
+  for (WeightCheck check : {WeightCheck::Sampled, WeightCheck::Full}) {
+    auto w = ModelWeights::load(dir_, check);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+  }
+  // Progress counts the bytes of the tensors the model reads, not of those it ignores.
+  std::uint64_t last_done = 0, last_total = 0;
+  ASSERT_TRUE(ModelWeights::load(dir_, WeightCheck::Sampled, [&](std::uint64_t done, std::uint64_t total) {
+                last_done = done;
+                last_total = total;
+              }).ok());
+  EXPECT_EQ(last_done, last_total);
+  EXPECT_EQ(last_total, static_cast<std::uint64_t>(
+                            preset_config(Arch::Mixtral, ModelPreset::Tiny, DType::F32).parameter_count() * 4));
+}
+
+// A tensor the model computes with must be F32, F16 or BF16: another dtype is named.
+TEST_F(EditedModel, UsedTensorOfAnotherDtypeIsNamed) {
+  write(Arch::Mixtral, DType::F32);
+  edit_safetensors(dir_ / "model.safetensors",
+                   [](json& header, std::string&) { header["model.norm.weight"]["dtype"] = "I32"; });
+  EXPECT_TRUE(FailsWith(ModelWeights::load(dir_),
+                        {"'model.norm.weight'", "model.safetensors", "dtype I32", "F32, F16, BF16"}));
+}
+
 TEST_F(EditedModel, BadConfigAndFiles) {
   write(Arch::Mixtral);
   const std::string config = (dir_ / "config.json").string();
@@ -528,6 +588,43 @@ TEST(Checkpoint, SpecialFilesAndShardsOutsideTheDirectoryAreRefused) {
   std::filesystem::remove(indexed / "model.safetensors.index.json");
   std::ofstream(indexed / "model.safetensors.index.json") << R"({"weight_map": {"a": "../elsewhere/s.safetensors"}})";
   EXPECT_TRUE(FailsWith(Checkpoint::open(indexed), {"'../elsewhere/s.safetensors'", "outside the model directory"}));
+}
+
+// A broken symbolic link is named as one, not reported as no weights at all; a shard that exists
+// but is no regular file (a FIFO, the directory itself) is not said to be missing.
+TEST(Checkpoint, BrokenLinksAndShardsThatAreNoFilesAreNamed) {
+  TempDir tmp;
+  const std::filesystem::path dangling = tmp / "dangling";
+  std::filesystem::create_directories(dangling);
+  std::filesystem::create_symlink(tmp / "gone.safetensors", dangling / "model.safetensors");
+  auto r = Checkpoint::open(dangling);
+  EXPECT_TRUE(FailsWith(r, {(dangling / "model.safetensors").string(), "symbolic link to " +
+                            (tmp / "gone.safetensors").string(), "does not exist"}));
+  EXPECT_FALSE(FailsWith(r, {"no model.safetensors"}));
+
+  const std::filesystem::path index_link = tmp / "index_link";
+  std::filesystem::create_directories(index_link);
+  std::filesystem::create_symlink(tmp / "gone.json", index_link / "model.safetensors.index.json");
+  EXPECT_TRUE(FailsWith(Checkpoint::open(index_link), {"model.safetensors.index.json", "symbolic link", "does not exist"}));
+
+  const std::filesystem::path shards = tmp / "shards";
+  std::filesystem::create_directories(shards);
+  const auto index_naming = [&](const std::string& shard) {
+    std::ofstream(shards / "model.safetensors.index.json") << R"({"weight_map": {"w": ")" << shard << R"("}})";
+    return Checkpoint::open(shards);
+  };
+  ASSERT_EQ(::mkfifo((shards / "fifo.safetensors").c_str(), 0600), 0);
+  EXPECT_TRUE(FailsWith(index_naming("fifo.safetensors"), {"'fifo.safetensors'", "is not a regular file"}));
+  EXPECT_TRUE(FailsWith(index_naming("."), {"shard '.'", "is not a regular file"}));
+  std::filesystem::create_symlink(tmp / "gone.safetensors", shards / "link.safetensors");
+  EXPECT_TRUE(FailsWith(index_naming("link.safetensors"), {"'link.safetensors'", "symbolic link", "does not exist"}));
+  EXPECT_TRUE(FailsWith(index_naming("absent.safetensors"), {"'absent.safetensors'", "does not exist"}));
+  // A link to a good file still loads (the Hugging Face cache links every file to a blob).
+  const float one = 1;
+  ASSERT_TRUE(write_safetensors(tmp / "blob", {{"w", DType::F32, {1}, &one}}).ok());
+  std::filesystem::create_symlink(tmp / "blob", shards / "cached.safetensors");
+  auto ok = index_naming("cached.safetensors");
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
 }
 
 }  // namespace sy

@@ -177,8 +177,8 @@ TEST(Safetensors, BadHeaders) {
     EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors(h, std::string(4, '\0'))), {"tensor 'w'", p, key})) << key;
   }
   EXPECT_TRUE(FailsWith(
-      open_raw(dir, raw_safetensors(R"({"x":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}})", std::string(4, '\0'))),
-      {"unknown dtype 'I8' for tensor 'x' in " + p}));
+      open_raw(dir, raw_safetensors(R"({"x":{"dtype":"Q8","shape":[4],"data_offsets":[0,4]}})", std::string(4, '\0'))),
+      {"unknown dtype 'Q8' for tensor 'x' in " + p, "I64"}));
   EXPECT_TRUE(FailsWith(
       open_raw(dir, raw_safetensors(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0'))),
       {"tensor 'x'", p, "shape"}));
@@ -206,6 +206,34 @@ TEST(Safetensors, BadHeaders) {
   EXPECT_TRUE(open_raw(dir, raw_safetensors(R"({"__metadata__":{"format":"pt","x":"y"},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}} )",
                                             std::string(4, '\0')))
                   .ok());
+}
+
+// Every dtype of the safetensors format opens, sized by its own element size; only F32, F16 and
+// BF16 are marked computable.
+TEST(Safetensors, EveryFormatDtypeOpensWithItsElementSize) {
+  TempDir dir;
+  const std::pair<const char*, int> dtypes[] = {{"BOOL", 1}, {"U8", 1},      {"I8", 1},      {"U16", 2},
+                                                {"I16", 2},  {"U32", 4},     {"I32", 4},     {"U64", 8},
+                                                {"I64", 8},  {"F64", 8},     {"C64", 8},     {"F8_E4M3", 1},
+                                                {"F8_E5M2", 1}, {"F8_E8M0", 1}, {"F16", 2}, {"BF16", 2}, {"F32", 4}};
+  for (const auto& [name, size] : dtypes) {
+    const std::string h = json({{"x", {{"dtype", name}, {"shape", {3}}, {"data_offsets", {0, 3 * size}}}}}).dump();
+    const fs::path path = dir / (std::string(name) + ".safetensors");
+    write_file(path, raw_safetensors(h, std::string(static_cast<std::size_t>(3 * size), '\0')));
+    auto file = SafetensorsFile::open(path);
+    ASSERT_TRUE(file.ok()) << name << ": " << file.status().message();
+    const TensorInfo* x = (*file)->find("x");
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->dtype_name, name);
+    EXPECT_EQ(x->nbytes, static_cast<std::size_t>(3 * size));
+    EXPECT_EQ(x->element_size, static_cast<std::size_t>(size));
+    const std::string n = name;
+    EXPECT_EQ(x->computable, n == "F32" || n == "F16" || n == "BF16") << name;
+    // One element short is a size mismatch in that dtype's bytes.
+    const std::string wrong = json({{"x", {{"dtype", name}, {"shape", {4}}, {"data_offsets", {0, 3 * size}}}}}).dump();
+    EXPECT_TRUE(FailsWith(open_raw(dir, raw_safetensors(wrong, std::string(static_cast<std::size_t>(3 * size), '\0'))),
+                          {"tensor 'x'", name, "needs " + std::to_string(4 * size) + " bytes"}));
+  }
 }
 
 // Writes one shard with the given f32 vectors.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "engine/sim/roofline_cost_model.h"
 #include "engine/model/random_model.h"
@@ -396,6 +397,7 @@ TEST(SimDeployment, RecordedCpuRoutingReplaysExactly) {
   sim.submit(replay);
   sim.run();
   EXPECT_EQ(sim.trace_misses(), 0);
+  EXPECT_GT(sim.trace_lookups(), 0);
   EXPECT_EQ(sim.metrics().expert_load(), cpu.metrics().expert_load());
   fs::remove_all(dir);
 }
@@ -415,6 +417,54 @@ TEST(RoutingTrace, RejectsMalformedFilesNamingTheLine) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a routing trace"), std::string::npos);
   fs::remove(file);
+}
+
+TEST(RoutingTrace, TokensFarApartNeverShareARecord) {
+  // Position 2^24 of request 0 and position 0 of request 1 once packed into the same key: the
+  // second record was dropped as a repeat and its token replayed the first one's experts.
+  std::istringstream in("# switchyard routing trace v1\nlayers 4 experts 8 top_k 2\n"
+                        "0 16777216 0 6 7\n1 0 0 1 2\n268435456 0 0 3 4\n0 0 0 5 0\n");
+  auto t = RoutingTrace::parse(in, "aliases.txt");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->size(), 4u);
+  std::int32_t ids[2] = {-1, -1};
+  ASSERT_TRUE(t->lookup(0, 1, 0, ids));
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 2);
+  ASSERT_TRUE(t->lookup(0, 0, 16777216, ids));
+  EXPECT_EQ(ids[0], 6);
+  ASSERT_TRUE(t->lookup(0, 268435456, 0, ids));
+  EXPECT_EQ(ids[0], 3);
+  ASSERT_TRUE(t->lookup(0, 0, 0, ids));
+  EXPECT_EQ(ids[0], 5);
+  EXPECT_FALSE(t->lookup(1, 0, 0, ids));
+}
+
+TEST(RoutingTrace, RefusalsNameTheLineAndTheField) {
+  const std::string head = "# switchyard routing trace v1\nlayers 4 experts 8 top_k 2\n";
+  const auto refused = [](const std::string& text, std::initializer_list<std::string> fragments) {
+    std::istringstream in(text);
+    auto t = RoutingTrace::parse(in, "t.txt");
+    ASSERT_FALSE(t.ok()) << text;
+    for (const std::string& f : fragments)
+      EXPECT_NE(t.status().message().find(f), std::string::npos) << "expected '" << f << "' in: " << t.status().message();
+  };
+  // A header with words beyond the shape is some other format.
+  refused("# switchyard routing trace v1\nlayers 4 experts 8 top_k 2 junk\n0 0 0 1 2\n", {"t.txt:2:", "'junk'"});
+  // The block is what is out of range, not the experts.
+  refused(head + "0 0 1 1 2\n0 0 9 3 4\n", {"t.txt:4:", "block '9' is not below layers 4"});
+  // A router never picks one expert twice for a token.
+  refused(head + "0 0 0 3 3\n", {"t.txt:3:", "expert 3 is named twice"});
+  refused(head + "0 0 0 1 8\n", {"t.txt:3:", "expert id '8' is not below experts 8"});
+  refused(head + "0 2147483648 0 1 2\n", {"t.txt:3:", "position '2147483648'"});
+  refused(head + "-1 0 0 1 2\n", {"t.txt:3:", "request '-1'"});
+  refused(head + "0 0 0 1\n", {"t.txt:3:", "2 expert ids"});
+  refused(head + "0 0 0 1 2 3\n", {"t.txt:3:", "2 expert ids"});
+  // Other runs of blanks still separate the fields.
+  std::istringstream blanks(head + "0\t0  1 1 2\n\n1 5 3 7 0\n");
+  auto ok = RoutingTrace::parse(blanks, "t.txt");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->size(), 2u);
 }
 
 }  // namespace
