@@ -16,15 +16,14 @@ namespace {
 
 std::size_t topic_index(Topic t) { return static_cast<std::size_t>(t); }
 
+}  // namespace
+
 std::uint64_t random_run_id() {
   std::random_device rd;
   std::uint64_t id = 0;
   while (id == 0) id = (std::uint64_t{rd()} << 32) ^ rd();
   return id;
 }
-
-
-}  // namespace
 
 // Everything the publisher thread owns: the socket and the staging buffers it batches into.
 struct TelemetryHub::Publisher {

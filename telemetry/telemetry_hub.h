@@ -27,6 +27,9 @@
 
 namespace sy::telemetry {
 
+// A run id as a hub draws one when HubOptions::run_id is 0: random, nonzero.
+std::uint64_t random_run_id();
+
 struct HubOptions {
   // Where the PUB socket binds (tcp://127.0.0.1:5555; port `*` or 0 picks a free one, see
   // endpoint()). Empty: no socket; records still reach the recorder.

@@ -234,21 +234,19 @@ BenchRun run_one(const BenchArgs& a, const Backend& backend, const Layout& layou
       std::snprintf(line, sizeof line, "adaptive at %.3f s: ", static_cast<double>(sw.t_ns) * 1e-9);
       say(line + policy_name(sw.from.kind) + " -> " + policy_name(sw.to.kind) + ": " + sw.reason);
     }
-  BenchRun done{options.policy.describe(),
-                clock,
-                deployment->metrics().report(0, end),
-                static_cast<double>(end) * 1e-9,
-                wall,
-                cpu,
-                deployment->events_run(),
-                ran_with,
-                deployment->metrics().expert_load(),
-                deployment->metrics().routed_per_device(),
-                deployment->coordinator().prefix_cache_queries(),
-                deployment->coordinator().prefix_cache_hits(),
-                std::nullopt};
-  done.trace = backend.trace_replay(*deployment);
-  return done;
+  return {options.policy.describe(),
+          clock,
+          deployment->metrics().report(0, end),
+          static_cast<double>(end) * 1e-9,
+          wall,
+          cpu,
+          deployment->events_run(),
+          ran_with,
+          deployment->metrics().expert_load(),
+          deployment->metrics().routed_per_device(),
+          deployment->coordinator().prefix_cache_queries(),
+          deployment->coordinator().prefix_cache_hits(),
+          backend.trace_replay(*deployment)};
 }
 
 // The threads a study's runs get: --jobs (default: the hardware threads), at most one per run, 1

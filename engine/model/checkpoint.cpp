@@ -100,9 +100,10 @@ StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::open(const fs::path& dir) {
         return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name +
                              "'), which is outside the model directory " + dir.string());
       }
-      if (const std::string problem = file_problem(shard_path); shard.empty() || !problem.empty()) {
+      // An empty name is the directory itself: no regular file either.
+      if (const std::string problem = file_problem(shard_path); !problem.empty()) {
         return Status::Error(ip + " names shard '" + shard + "' (for tensor '" + name + "'), but " +
-                             shard_path.string() + " " + (problem.empty() ? "is not a regular file" : problem));
+                             shard_path.string() + " " + problem);
       }
       auto file = SafetensorsFile::open(shard_path);
       if (!file.ok()) return file.status();

@@ -262,12 +262,12 @@ Status Worker::check_remote(const Shipment& s) const {
   std::map<std::int32_t, std::int32_t> outputs;
   for (const TokenBatch& b : s.batches) {
     const LayerId& l = b.layer;
-    const std::string layer = " of block " + std::to_string(l.block);
+    const auto layer = [&l] { return " of block " + std::to_string(l.block); };  // for a refusal only
     if (l.kind == LayerKind::Expert) {
       if (l.block < 0 || l.block >= topo_.num_blocks || !topo_.sparse[static_cast<std::size_t>(l.block)])
-        return refuse("expert rows" + layer + ", which has no experts");
+        return refuse("expert rows" + layer() + ", which has no experts");
       if (l.index < 0 || l.index >= topo_.num_experts || expert_column_[static_cast<std::size_t>(l.index)] < 0)
-        return refuse("rows for expert " + std::to_string(l.index) + layer + ", which this device does not host");
+        return refuse("rows for expert " + std::to_string(l.index) + layer() + ", which this device does not host");
       for (const TokenRow& r : b.row)
         if (r.rank < 0 || r.rank >= topo_.num_ranks())
           return refuse("an expert row of request " + std::to_string(r.request) + " for attention rank " +
@@ -275,7 +275,7 @@ Status Worker::check_remote(const Shipment& s) const {
       continue;
     }
     if (l.kind == LayerKind::Attention ? (l.block < 0 || l.block >= topo_.num_blocks) : l.block != topo_.num_blocks)
-      return refuse("rows for " + std::string(l.kind == LayerKind::Attention ? "attention" : "the sampler") + layer);
+      return refuse("rows for " + std::string(l.kind == LayerKind::Attention ? "attention" : "the sampler") + layer());
     if (rank_ < 0 || l.index != rank_) return refuse("rows for attention rank " + std::to_string(l.index));
     if (b.has(kColumnSlot)) {  // expert outputs, for the token pool
       for (const TokenRow& r : b.row) {

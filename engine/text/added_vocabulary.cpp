@@ -19,8 +19,7 @@ StatusOr<AddedVocabulary> AddedVocabulary::parse(const nlohmann::json& node, con
   if (!node.is_array()) return field_error(origin, "added_tokens", "must be a list");
   for (const auto& t : node) {
     AddedToken a;
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || t["id"].get<std::int64_t>() < 0 ||
-        t["id"].get<std::int64_t>() > kMaxTokenId)
+    if (!t.is_object() || !t.contains("id") || !is_token_id(t["id"]))
       return field_error(origin, "added_tokens",
                          "every entry needs an integer \"id\" in [0, " + std::to_string(kMaxTokenId) + "]");
     a.id = static_cast<std::int32_t>(t["id"].get<std::int64_t>());

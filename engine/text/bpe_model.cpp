@@ -52,7 +52,7 @@ StatusOr<BpeModel> BpeModel::parse(const nlohmann::json& node, const std::string
     return field_error(origin, what, "\"vocab\" must be an object of token: id");
   std::int32_t max_id = -1;
   for (const auto& [token, id] : node["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > kMaxTokenId)
+    if (!is_token_id(id))
       return field_error(origin, what, "vocab id of '" + token + "' must be an integer in [0, " +
                                            std::to_string(kMaxTokenId) + "]");
     const auto v = static_cast<std::int32_t>(id.get<std::int64_t>());

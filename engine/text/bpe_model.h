@@ -23,6 +23,12 @@ struct StringHash {
 };
 // Ids index dense tables: a file with a larger id is refused rather than allocating for it.
 constexpr std::int64_t kMaxTokenId = (1 << 24) - 1;
+// Whether `id` is a token id of a file: an integer in [0, kMaxTokenId] (an unsigned value
+// beyond int64 too is refused, not wrapped into range).
+inline bool is_token_id(const nlohmann::json& id) {
+  if (id.is_number_unsigned()) return id.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxTokenId);
+  return id.is_number_integer() && id.get<std::int64_t>() >= 0 && id.get<std::int64_t>() <= kMaxTokenId;
+}
 
 using Vocab = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 

@@ -40,11 +40,7 @@ Status PostProcessor::add(const nlohmann::json& node, const std::string& origin,
       for (const auto& id : specials[name]["ids"]) {
         // HF reads these as u32 and refuses the rest; get<int32_t> alone would wrap -7 or
         // 4294967297 into some other token. The vocabulary's bound applies, as for every id.
-        const bool in_range = id.is_number_unsigned()
-                                  ? id.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxTokenId)
-                                  : id.is_number_integer() && id.get<std::int64_t>() >= 0 &&
-                                        id.get<std::int64_t>() <= kMaxTokenId;
-        if (!in_range)
+        if (!is_token_id(id))
           return field_error(origin, what, "ids of special token '" + name + "' must be integers in [0, " +
                                                std::to_string(kMaxTokenId) + "], not " + id.dump());
         item.ids.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));

@@ -13,6 +13,7 @@
 #include "engine/serving/http/completion_handler.h"
 #include "engine/serving/http/openai_shapes.h"
 #include "telemetry/endpoint.h"
+#include "telemetry/telemetry_hub.h"
 
 namespace sy::http {
 
@@ -67,11 +68,9 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   self->impl_ = std::make_unique<Impl>();
   self->host_ = o.host;
   Impl& impl = *self->impl_;
-  std::random_device rd;
-  std::uint64_t run_id = o.run_id;
-  while (run_id == 0) run_id = (std::uint64_t{rd()} << 32) ^ rd();
-  impl.completions = std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text, rd(),
-                                                         "cmpl-" + std::to_string(run_id) + "-");
+  const std::uint64_t run_id = o.run_id != 0 ? o.run_id : telemetry::random_run_id();
+  impl.completions = std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text,
+                                                         std::random_device{}(), "cmpl-" + std::to_string(run_id) + "-");
   httplib::Server& s = impl.server;
   const int workers = o.workers;
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };

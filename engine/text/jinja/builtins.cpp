@@ -849,21 +849,20 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       for (std::int64_t i = left; i < pad; ++i) out += fill_utf8;
       return Value::string(std::move(out));
     }
-    if (m == "isdecimal") {
-      const std::u32string cps = utf8_decode(s);
-      return Value::boolean(!cps.empty() && std::all_of(cps.begin(), cps.end(), py_isdecimal));
-    }
-    if (m == "isdigit" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" || m == "isupper") {
+    if (m == "isdigit" || m == "isdecimal" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" ||
+        m == "isupper") {
       const std::u32string cps = utf8_decode(s);
       if (m == "islower" || m == "isupper") {
         Args none;
         return Value::boolean(*apply_test(m == "islower" ? "lower" : "upper", obj, none));
       }
       if (cps.empty()) return Value::boolean(false);
-      bool (*const test)(char32_t) = m == "isdigit" ? py_isdigit : m == "isalpha" ? py_isalpha
-                                     : m == "isalnum" ? py_isalnum : py_isspace;
-      if (!std::all_of(cps.begin(), cps.end(), test)) return Value::boolean(false);
-      return Value::boolean(true);
+      bool (*const test)(char32_t) = m == "isdigit"     ? py_isdigit
+                                     : m == "isdecimal" ? py_isdecimal
+                                     : m == "isalpha"   ? py_isalpha
+                                     : m == "isalnum"   ? py_isalnum
+                                                        : py_isspace;
+      return Value::boolean(std::all_of(cps.begin(), cps.end(), test));
     }
   } else if (obj.is_dict()) {
     if (m == "items" || m == "keys" || m == "values") {
