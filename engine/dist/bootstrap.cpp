@@ -5,70 +5,11 @@
 #include <map>
 #include <sstream>
 
+#include "engine/dist/bootstrap_messages.h"
 #include "engine/dist/wire_format.h"
 
 namespace sy::dist {
 namespace {
-
-struct Hello {
-  std::uint32_t version = 0;
-  std::int32_t rank = 0;
-  std::int32_t world = 0;
-  RunIdentity identity;
-  std::string endpoint;
-  std::string memory;  // LinkExchange::memory
-};
-
-std::string encode_hello(const Hello& h) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Hello));
-  w.put<std::uint32_t>(h.version);
-  w.put<std::int32_t>(h.rank);
-  w.put<std::int32_t>(h.world);
-  w.put_string(h.identity.model);
-  w.put<std::uint64_t>(h.identity.model_digest);
-  w.put_string(h.identity.layout);
-  w.put<std::uint64_t>(h.identity.layout_digest);
-  w.put_string(h.identity.layout_text);
-  w.put_string(h.identity.command);
-  w.put<std::uint64_t>(h.identity.command_digest);
-  w.put_string(h.endpoint);
-  w.put_string(h.memory);
-  return std::move(w.bytes());
-}
-
-Status decode_hello(ByteReader& r, Hello& h) {
-  SY_RETURN_IF_ERROR(r.get(h.version));
-  if (h.version != kWireVersion)
-    return Status::Error("wire format version " + std::to_string(h.version) + ", this build speaks " +
-                         std::to_string(kWireVersion) + " (run the same switchyard build on every rank)");
-  SY_RETURN_IF_ERROR(r.get(h.rank));
-  SY_RETURN_IF_ERROR(r.get(h.world));
-  SY_RETURN_IF_ERROR(r.get_string(h.identity.model));
-  SY_RETURN_IF_ERROR(r.get(h.identity.model_digest));
-  SY_RETURN_IF_ERROR(r.get_string(h.identity.layout));
-  SY_RETURN_IF_ERROR(r.get(h.identity.layout_digest));
-  SY_RETURN_IF_ERROR(r.get_string(h.identity.layout_text));
-  SY_RETURN_IF_ERROR(r.get_string(h.identity.command));
-  SY_RETURN_IF_ERROR(r.get(h.identity.command_digest));
-  SY_RETURN_IF_ERROR(r.get_string(h.endpoint));
-  return r.get_string(h.memory);
-}
-
-// The Welcome's fields after its type: every rank's data endpoint, every rank's memory
-// identity, then rank 0's link setup bytes.
-struct Welcome {
-  std::vector<std::string> endpoints, memories;
-  std::string link_setup;
-};
-
-Status decode_welcome(ByteReader& r, std::int32_t world, Welcome& w) {
-  w.endpoints.resize(static_cast<std::size_t>(world));
-  w.memories.resize(static_cast<std::size_t>(world));
-  for (std::string& e : w.endpoints) SY_RETURN_IF_ERROR(r.get_string(e));
-  for (std::string& m : w.memories) SY_RETURN_IF_ERROR(r.get_string(m));
-  return r.get_string(w.link_setup);
-}
 
 std::string hex(std::uint64_t v) {
   char buf[24];
@@ -178,7 +119,7 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
     Hello h;
     Status s = r.get(type);
     if (s.ok() && type != static_cast<std::uint8_t>(MessageType::Hello)) s = Status::Error("not a hello");
-    if (s.ok()) s = decode_hello(r, h);
+    if (s.ok()) s = decode(r, h);
     if (!s.ok()) {
       add_error("a peer at " + where + " sent no valid hello: " + s.message());
       strangers.push_back(std::move(id));
@@ -193,7 +134,6 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
       add_error("rank " + std::to_string(h.rank) + " runs " + d);
     joined.emplace(h.rank, std::make_pair(std::move(id), std::move(h)));
   }
-  ByteWriter answer;
   Welcome welcome;
   welcome.endpoints.resize(static_cast<std::size_t>(env.world));
   welcome.memories.resize(static_cast<std::size_t>(env.world));
@@ -212,18 +152,10 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
     else
       add_error("device links between the ranks: " + setup.status().message());
   }
-  if (errors.empty()) {
-    answer.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Welcome));
-    for (const std::string& e : welcome.endpoints) answer.put_string(e);
-    for (const std::string& m : welcome.memories) answer.put_string(m);
-    answer.put_string(welcome.link_setup);
-  } else {
-    answer.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Refusal));
-    answer.put_string(errors);
-  }
+  const std::string answer = errors.empty() ? encode(welcome) : encode_refusal(errors);
   auto reply = [&](zmq::message_t& id) {
     router.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
-    router.send(zmq::buffer(answer.bytes()), zmq::send_flags::none);
+    router.send(zmq::buffer(answer), zmq::send_flags::none);
   };
   for (auto& [rank, entry] : joined) reply(entry.first);
   for (auto& id : strangers) reply(id);
@@ -241,7 +173,7 @@ StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, co
     return Status::Error("rank " + std::to_string(env.rank) + " cannot connect to rank 0 at " + where +
                          " (MASTER_ADDR/MASTER_PORT): " + e.what());
   }
-  const std::string hello = encode_hello(mine);
+  const std::string hello = encode(mine);
   dealer.send(zmq::buffer(hello), zmq::send_flags::none);
   zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(env.bootstrap_timeout_s * 1000));
@@ -261,7 +193,7 @@ StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, co
   if (type != static_cast<std::uint8_t>(MessageType::Welcome))
     return Status::Error("rank 0 at " + where + " answered with message type " + std::to_string(type));
   Welcome welcome;
-  if (const Status st = decode_welcome(r, env.world, welcome); !st.ok())
+  if (const Status st = decode(r, env.world, welcome); !st.ok())
     return Status::Error("rank 0 at " + where + " answered with a malformed welcome: " + st.message());
   return welcome;
 }

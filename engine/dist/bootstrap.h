@@ -15,20 +15,10 @@
 #include <zmq.hpp>
 
 #include "base/status.h"
+#include "engine/dist/bootstrap_messages.h"
 #include "engine/dist/rank_environment.h"
 
 namespace sy::dist {
-
-// What a rank runs; every rank of a deployment must agree on all of it.
-struct RunIdentity {
-  std::string model;             // a name for messages (the model directory)
-  std::uint64_t model_digest = 0;  // config.json and the weight files' sizes
-  std::string layout;            // the layout's name
-  std::uint64_t layout_digest = 0;  // the layout's text, rank assignment included
-  std::string layout_text;          // that text, so that a mismatch can name the first line that differs
-  std::string command;           // the serving command and the options that must match
-  std::uint64_t command_digest = 0;
-};
 
 // What the ranks exchange for their device links (all empty without any).
 struct LinkExchange {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "engine/dist/event_batch.h"
 #include "engine/dist/process_links.h"
 #include "engine/runtime/event_loop.h"
 #include "engine/runtime/runtime_observer.h"
@@ -36,6 +37,7 @@ class EventRelay final : public RuntimeObserver {
 
  private:
   void tick();
+  void add(const RelayedEvent& e);
   std::int64_t on_rank0(std::int64_t t) const { return t + offset_.offset_ns; }
 
   ProcessLinks& links_;

@@ -5,18 +5,12 @@
 #include <memory>
 
 #include "engine/dist/attention_messages.h"
+#include "engine/dist/control_messages.h"
 
 namespace sy::dist {
 namespace {
 
 constexpr std::int64_t kDrainRetryNs = 1'000'000;  // between drain rounds that found work
-
-std::string message(MessageType type, const std::function<void(ByteWriter&)>& body = {}) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
-  if (body) body(w);
-  return std::move(w.bytes());
-}
 
 void complain(std::int32_t rank, const char* what, const Status& s) {
   std::fprintf(stderr, "switchyard: rank %d: bad %s message: %s\n", rank, what, s.message().c_str());
@@ -31,24 +25,16 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
   const std::int32_t me = links_.rank();
   if (me == 0) {
     links_.on(MessageType::Drained, [this, me](ByteReader& r) {
-      std::uint64_t epoch = 0;
-      std::int32_t rank = 0;
-      std::uint8_t quiescent = 0;
-      RankState st;
-      Status s = r.get(epoch);
-      if (s.ok()) s = r.get(rank);
-      if (s.ok()) s = r.get(quiescent);
-      if (s.ok()) s = r.get(st.sent);
-      if (s.ok()) s = r.get(st.received);
-      if (s.ok() && (rank <= 0 || rank >= links_.world())) s = Status::Error("rank " + std::to_string(rank));
+      DrainAnswer m;
+      Status s = decode(r, m);
+      if (s.ok() && (m.rank <= 0 || m.rank >= links_.world())) s = Status::Error("rank " + std::to_string(m.rank));
       if (!s.ok()) return complain(me, "drained", s);
-      st.quiescent = quiescent != 0;
-      loop_.post_external([this, epoch, rank, st] { on_drained(epoch, rank, st); });
+      loop_.post_external([this, m] { on_drained(m.epoch, m.rank, RankState{m.quiescent, m.sent, m.received}); });
     });
     links_.on(MessageType::Applied, [this, me](ByteReader& r) {
-      std::uint64_t epoch = 0;
-      if (const Status s = r.get(epoch); !s.ok()) return complain(me, "applied", s);
-      loop_.post_external([this, epoch] { on_applied(epoch); });
+      ApplyAnswer m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "applied", s);
+      loop_.post_external([this, m] { on_applied(m.epoch); });
     });
     // Tokens sampled on attention devices of other ranks go to the coordinator's hooks, in the
     // order each rank sampled them.
@@ -74,24 +60,14 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
   }
   serve_attention();
   links_.on(MessageType::Drain, [this, me](ByteReader& r) {
-    std::uint64_t epoch = 0;
-    if (const Status s = r.get(epoch); !s.ok()) return complain(me, "drain", s);
-    loop_.post_external([this, epoch] { answer_drain(epoch); });
+    DrainRequest m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "drain", s);
+    loop_.post_external([this, m] { answer_drain(m.epoch); });
   });
   links_.on(MessageType::Apply, [this, me](ByteReader& r) {
-    std::uint64_t epoch = 0;
-    RuntimePolicy policy;
-    std::uint8_t has_placement = 0;
-    std::optional<Placement> placement;
-    Status s = r.get(epoch);
-    if (s.ok()) s = get_policy(r, policy);
-    if (s.ok()) s = r.get(has_placement);
-    if (s.ok() && has_placement) {
-      placement.emplace();
-      s = get_placement(r, cluster_.topology().placement, *placement);
-    }
-    if (!s.ok()) return complain(me, "apply", s);
-    loop_.post_external([this, epoch, policy, placement] { apply_remote(epoch, policy, placement); });
+    auto m = std::make_shared<ApplyChange>();
+    if (const Status s = decode(r, cluster_.topology().placement, *m); !s.ok()) return complain(me, "apply", s);
+    loop_.post_external([this, m] { apply_remote(m->epoch, m->policy, m->placement); });
   });
   links_.on(MessageType::Shutdown, [this](ByteReader&) {
     // Rank 0 stops beating as it sends this: from here its silence is the run's end, not a
@@ -127,7 +103,7 @@ void ProcessGroup::start_drain_round() {
   ++epoch_;
   ++drain_rounds_;
   round_.assign(static_cast<std::size_t>(links_.world()), std::nullopt);
-  broadcast(message(MessageType::Drain, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch_); }));
+  broadcast(encode(DrainRequest{epoch_}));
 }
 
 void ProcessGroup::on_drained(std::uint64_t epoch, std::int32_t rank, RankState state) {
@@ -153,12 +129,7 @@ void ProcessGroup::on_drained(std::uint64_t epoch, std::int32_t rank, RankState 
     change_->apply_here();
     acks_ = 0;
     ++epoch_;
-    broadcast(message(MessageType::Apply, [&](ByteWriter& w) {
-      w.put<std::uint64_t>(epoch_);
-      put_policy(w, change_->policy);
-      w.put<std::uint8_t>(change_->placement ? 1 : 0);
-      if (change_->placement) put_placement(w, *change_->placement);
-    }));
+    broadcast(encode(ApplyChange{epoch_, change_->policy, change_->placement}));
     return;
   }
   previous_clean_ = clean;
@@ -182,13 +153,7 @@ void ProcessGroup::on_applied(std::uint64_t epoch) {
 
 void ProcessGroup::answer_drain(std::uint64_t epoch) {
   const RankState state = own_state();
-  links_.send(0, message(MessageType::Drained, [&](ByteWriter& w) {
-                w.put<std::uint64_t>(epoch);
-                w.put<std::int32_t>(links_.rank());
-                w.put<std::uint8_t>(state.quiescent ? 1 : 0);
-                w.put<std::uint64_t>(state.sent);
-                w.put<std::uint64_t>(state.received);
-              }));
+  links_.send(0, encode(DrainAnswer{epoch, links_.rank(), state.quiescent, state.sent, state.received}));
 }
 
 void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy,
@@ -200,7 +165,7 @@ void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy
   }
   if (placement) cluster_.set_placement(*placement);
   cluster_.set_policy(policy);
-  links_.send(0, message(MessageType::Applied, [&](ByteWriter& w) { w.put<std::uint64_t>(epoch); }));
+  links_.send(0, encode(ApplyAnswer{epoch}));
 }
 
 ProcessGroup::RankState ProcessGroup::own_state() const {
@@ -268,7 +233,7 @@ void ProcessGroup::serve_attention() {
 }
 
 void ProcessGroup::shutdown() {
-  broadcast(message(MessageType::Shutdown));
+  broadcast(std::string(1, static_cast<char>(MessageType::Shutdown)));  // no body
   end_outside_work();
 }
 

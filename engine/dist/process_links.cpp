@@ -4,10 +4,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "engine/dist/control_messages.h"
+
 namespace {
 
 constexpr std::int64_t kHeartbeatNs = 100'000'000;
-constexpr std::size_t kHeartbeatBytes = 1 + 4 + 4 + 3 * 8;
 
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -87,14 +88,8 @@ void ProcessLinks::beat_and_check(std::int64_t now, bool check) {
       if (p.lost) continue;
       // NTP's four times: the peer's last send time and our receipt of it travel back with our
       // send time; the peer reads the fourth on arrival.
-      ByteWriter w;
-      w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Heartbeat));
-      w.put<std::int32_t>(rank_);
-      w.put<std::uint32_t>(run_);
-      w.put<std::int64_t>(clock_());
-      w.put<std::int64_t>(p.their_send);
-      w.put<std::int64_t>(p.our_receipt);
-      (void)p.socket->send(zmq::buffer(w.bytes()), zmq::send_flags::dontwait);
+      const std::string beat = encode(Heartbeat{rank_, run_, clock_(), p.their_send, p.our_receipt});
+      (void)p.socket->send(zmq::buffer(beat), zmq::send_flags::dontwait);
     }
     next_beat_ns_ = now + kHeartbeatNs;
   }
@@ -133,30 +128,31 @@ void ProcessLinks::forget(std::int32_t rank) {
 void ProcessLinks::heard(ByteReader& r) {
   const std::int64_t t4 = clock_ ? clock_() : 0;
   std::uint8_t type = 0;
-  std::int32_t from = -1;
-  std::uint32_t run = 0;
-  std::int64_t t3 = 0, t1 = -1, t2 = 0;  // their send; our earlier send and their receipt of it
-  if (!r.get(type).ok() || !r.get(from).ok() || !r.get(run).ok() || !r.get(t3).ok() || !r.get(t1).ok() ||
-      !r.get(t2).ok())
-    return;
+  Heartbeat beat;
+  if (!r.get(type).ok() || !decode(r, beat).ok()) return;
   // A late beat of the previous run (it waited in the socket while no receiver ran): it says
   // nothing of whether the peer has started this one, and its times are of another loop's clock.
-  if (run != run_) return;
+  if (beat.run != run_) return;
+  // t1, t2: our earlier send and its arrival there; t3: their send (their clock).
+  const std::int64_t t1 = beat.echoed_sent, t2 = beat.echoed_arrival, t3 = beat.sent;
   for (Watched& p : watched_) {
-    if (p.rank != from) continue;
+    if (p.rank != beat.rank) continue;
     p.last_heard = steady_ns();
     p.their_send = t3;
     p.our_receipt = t4;
-    if (t1 < 0) return;
+    // No sample before the peer has heard us, nor from times that cannot be (an echo of a send
+    // still to come, a round trip shorter than the peer's own turnaround): NTP drops those too.
+    if (t1 < 0 || t1 > t4 || t2 > t3) return;
     const std::int64_t delay = (t4 - t1) - (t3 - t2);
-    const Offset sample{((t2 - t1) + (t3 - t4)) / 2, std::max<std::int64_t>(0, delay / 2)};
+    if (delay < 0) return;
+    const Offset sample{((t2 - t1) + (t3 - t4)) / 2, delay / 2};
     std::lock_guard lock(offsets_mutex_);
     for (auto& [rank, best] : offsets_)
-      if (rank == from) {
+      if (rank == beat.rank) {
         if (sample.error_ns < best.error_ns) best = sample;
         return;
       }
-    offsets_.emplace_back(from, sample);
+    offsets_.emplace_back(beat.rank, sample);
     return;
   }
 }

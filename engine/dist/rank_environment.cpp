@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -21,9 +22,14 @@ StatusOr<std::int64_t> read_int(const char* name, const char* value, std::int64_
 // The ranks' endpoints are "tcp://ADDR:PORT" on IPv4 sockets: an IPv6 literal is neither
 // bound nor reached (ZeroMQ needs it bracketed and the socket IPv6-enabled).
 Status check_address(const char* name, const std::string& addr) {
-  if (addr.find(':') == std::string::npos) return Status::Ok();
-  return Status::Error(std::string(name) + "='" + addr +
-                       "': IPv6 addresses are not supported between ranks; give an IPv4 address or a host name");
+  if (addr.find(':') != std::string::npos)
+    return Status::Error(std::string(name) + "='" + addr +
+                         "': IPv6 addresses are not supported between ranks; give an IPv4 address or a host name");
+  // Ranks exchange tcp://ADDR:PORT endpoints and refuse any other (bootstrap_messages.h).
+  for (char c : addr)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
+      return Status::Error(std::string(name) + "='" + addr + "': not a host name or IPv4 address");
+  return Status::Ok();
 }
 
 }  // namespace

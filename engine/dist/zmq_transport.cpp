@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "engine/dist/control_messages.h"
 #include "engine/dist/shipment_codec.h"
 
 namespace sy::dist {
@@ -103,27 +104,21 @@ ZmqTransport::ZmqTransport(EventLoop& loop, std::int32_t num_devices, std::int64
     links_.on(
         MessageType::LinkRefused,
         [this](ByteReader& r) {
-          std::int32_t rank = -1;
-          std::string why;
-          if (!r.get(rank).ok() || !r.get_string(why).ok() || rank < 0 || rank >= links_.world() ||
-              !device_links_->linked(rank)) {
+          LinkRefusal m;
+          if (const Status s = decode(r, m); !s.ok() || m.rank >= links_.world() || !device_links_->linked(m.rank)) {
             std::fprintf(stderr, "switchyard: rank %d: bad link refusal\n", links_.rank());
             return;
           }
-          device_links_->peer_fault(rank, PeerState::Refused, why);
+          device_links_->peer_fault(m.rank, PeerState::Refused, m.why);
         },
         /*urgent=*/true);
 }
 
 void ZmqTransport::refuse(std::int32_t from, const std::string& why) {
   refused_from_[static_cast<std::size_t>(from)] = true;
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::LinkRefused));
-  w.put<std::int32_t>(links_.rank());
-  w.put_string(why);
   // ProcessLinks::send is the loop's, so through the loop: at worst after a link send of ours
   // that is in flight, which `from`'s network thread receives meanwhile.
-  loop_.post_external([this, from, message = std::move(w.bytes())] { links_.send(from, message); });
+  loop_.post_external([this, from, message = encode(LinkRefusal{links_.rank(), why})] { links_.send(from, message); });
 }
 
 TransportFactory ZmqTransport::factory(ProcessLinks& links, std::vector<std::int32_t> device_process,

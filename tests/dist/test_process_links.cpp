@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <limits>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/dist/control_messages.h"
 #include "engine/dist/process_links.h"
 #include "tests/dist/two_ranks.h"
 
@@ -188,6 +191,39 @@ TEST(ProcessLinks, ADepartedPeersSilenceIsNoLoss) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   one.stop();
   EXPECT_EQ(zero_lost.load(), 0) << "rank 0 ended the run and was then declared dead";
+}
+
+// A heartbeat whose times cannot be (an echo of a send still to come, a round trip shorter than
+// the peer's own turnaround, times no clock gives) keeps the peer alive but gives no clock
+// offset: the offset it would give moves every relayed event of that rank by garbage (and its
+// arithmetic overflowed on extreme times).
+TEST(ProcessLinks, HeartbeatsWithImpossibleTimesGiveNoClockOffset) {
+  std::vector<Rendezvous> rv = two_ranks();
+  ProcessLinks zero(std::move(rv[0]), 0), one(std::move(rv[1]), 1);
+  std::atomic<int> lost{0};
+  const std::int64_t timeout = 5'000'000'000, startup = 10'000'000'000;
+  zero.watch({1}, timeout, startup, [&](std::int32_t, double) { ++lost; }, now_ns, 1);
+  zero.start();  // rank 1 sends only what this test crafts
+  const std::int64_t now = now_ns();
+  one.send(0, encode(Heartbeat{1, 1, now, now + 60'000'000'000, now}));            // echo of a later send
+  one.send(0, encode(Heartbeat{1, 1, now - 2'000'000, now - 1'000'000, now}));    // turnaround after its send
+  one.send(0, encode(Heartbeat{1, 1, now, now - 1'000'000'000, std::int64_t{1} << 62}));  // no clock's time
+  std::string extreme = encode(Heartbeat{1, 1, 0, 0, 0});
+  const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  std::memcpy(extreme.data() + 1 + 4 + 4 + 8, &lowest, sizeof lowest);
+  one.send(0, extreme);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ProcessLinks::Offset offset;
+  EXPECT_FALSE(zero.clock_offset(1, offset)) << "offset " << offset.offset_ns << " from an impossible beat";
+  // A beat whose times can be is taken.
+  const std::int64_t t = now_ns();
+  one.send(0, encode(Heartbeat{1, 1, t - 1'000'000, t - 3'000'000, t - 2'000'000}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!zero.clock_offset(1, offset) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  zero.stop();
+  EXPECT_TRUE(zero.clock_offset(1, offset));
+  EXPECT_EQ(lost.load(), 0);
 }
 
 }  // namespace

@@ -70,6 +70,9 @@ TEST(RankEnvironment, BadValuesNameTheVariable) {
       // IPv6 is neither bound nor reached: refused rather than listening on every interface.
       {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "::1"}}, "MASTER_ADDR='::1': IPv6 addresses are not supported"},
       {{{"SWITCHYARD_ADVERTISE_ADDR", "fe80::1"}}, "SWITCHYARD_ADVERTISE_ADDR='fe80::1': IPv6"},
+      // Ranks refuse an endpoint that is not tcp://HOST:PORT (bootstrap_messages.h).
+      {{{"SWITCHYARD_ADVERTISE_ADDR", "node 2"}}, "SWITCHYARD_ADVERTISE_ADDR='node 2': not a host name or IPv4"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "tcp://n1"}}, "MASTER_ADDR='tcp://n1'"},
   };
   for (const Case& c : cases) {
     auto env = from(c.vars);

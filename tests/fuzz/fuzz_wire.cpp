@@ -1,14 +1,18 @@
 // Fuzzes the messages between the ranks of a deployment (docs/wire-format.md): the first byte
-// picks the message (shipment header, shipment payload, policy, placement, and the four remote
-// attention messages), the rest is its body as another rank would send it. Any bytes give a
-// message or a named error; a decoded message encodes to bytes that decode to the same message
-// (the second encoding equals the first), the attention messages to exactly the bytes read, and
+// picks the message (shipment header, shipment payload, policy, placement, the four remote
+// attention messages, an Events batch, the safe-point messages, a heartbeat, a link refusal,
+// and the bootstrap's Hello and Welcome), the rest is its body as another rank would send it.
+// Any bytes give a message or a named error; a decoded message encodes to bytes that decode to
+// the same message (the second encoding equals the first), most to exactly the bytes read, and
 // a payload's batches hold columns of one length with activations of exactly their rows.
 #include <cstring>
 #include <string>
 
 #include "engine/cpu/host_activation_ops.h"
 #include "engine/dist/attention_messages.h"
+#include "engine/dist/bootstrap_messages.h"
+#include "engine/dist/control_messages.h"
+#include "engine/dist/event_batch.h"
 #include "engine/dist/shipment_codec.h"
 #include "engine/dist/wire_format.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -91,11 +95,20 @@ const Placement& shape() {
   return p;
 }
 
+// A Welcome for a world its first byte gives (the reader knows its world from the launcher).
+void check_welcome(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  const std::int32_t world = data[0] % 9;
+  round_trip<Welcome>(
+      data + 1, size - 1, "welcome", [world](ByteReader& r, Welcome& m) { return decode(r, world, m); },
+      encoded<Welcome>, true);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t pick = data[0] % 8;
+  const std::uint8_t pick = data[0] % 17;
   ++data;
   --size;
   switch (pick) {
@@ -144,10 +157,51 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       round_trip<Sampled>(
           data, size, "sampled", [](ByteReader& r, Sampled& m) { return decode(r, m); }, encoded<Sampled>, true);
       break;
-    default:
+    case 7:
       round_trip<GroupSampled>(
           data, size, "group sampled", [](ByteReader& r, GroupSampled& m) { return decode(r, m); },
           encoded<GroupSampled>, true);
+      break;
+    case 8:
+      round_trip<EventBatch>(
+          data, size, "events", [](ByteReader& r, EventBatch& m) { return decode(r, m); }, encoded<EventBatch>, true);
+      break;
+    case 9:
+      round_trip<DrainRequest>(
+          data, size, "drain", [](ByteReader& r, DrainRequest& m) { return decode(r, m); }, encoded<DrainRequest>,
+          true);
+      break;
+    case 10:
+      round_trip<DrainAnswer>(
+          data, size, "drained", [](ByteReader& r, DrainAnswer& m) { return decode(r, m); }, encoded<DrainAnswer>,
+          true);
+      break;
+    case 11:
+      round_trip<ApplyChange>(
+          data, size, "apply", [](ByteReader& r, ApplyChange& m) { return decode(r, shape(), m); },
+          encoded<ApplyChange>);
+      break;
+    case 12:
+      round_trip<ApplyAnswer>(
+          data, size, "applied", [](ByteReader& r, ApplyAnswer& m) { return decode(r, m); }, encoded<ApplyAnswer>,
+          true);
+      break;
+    case 13:
+      round_trip<Heartbeat>(
+          data, size, "heartbeat", [](ByteReader& r, Heartbeat& m) { return decode(r, m); }, encoded<Heartbeat>,
+          true);
+      break;
+    case 14:
+      round_trip<LinkRefusal>(
+          data, size, "link refusal", [](ByteReader& r, LinkRefusal& m) { return decode(r, m); },
+          encoded<LinkRefusal>, true);
+      break;
+    case 15:
+      round_trip<Hello>(
+          data, size, "hello", [](ByteReader& r, Hello& m) { return decode(r, m); }, encoded<Hello>, true);
+      break;
+    default:
+      check_welcome(data, size);
       break;
   }
   return 0;
