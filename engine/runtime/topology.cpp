@@ -13,6 +13,7 @@ Topology base(const ModelConfig& c, std::int32_t devices) {
   t.num_experts = c.num_experts;
   t.top_k = c.top_k;
   t.vocab_size = c.vocab_size;
+  t.hidden_size = c.hidden_size;
   t.sparse = c.sparse_layers;
   t.device_rank.assign(static_cast<std::size_t>(devices), -1);
   t.device_process.assign(static_cast<std::size_t>(devices), 0);

@@ -19,6 +19,7 @@ struct Topology {
   std::int32_t num_experts = 0;
   std::int32_t top_k = 0;
   std::int32_t vocab_size = 0;  // token ids of block 0's rows lie below it (0: not checked)
+  std::int32_t hidden_size = 0;  // the width of rows' activations (0: not checked)
   std::vector<std::string> device_names;
   std::vector<bool> sparse;                    // [block]: routed experts or dense MLP
   std::vector<std::int32_t> rank_device;       // attention rank -> device

@@ -263,6 +263,18 @@ Status Worker::check_remote(const Shipment& s) const {
   for (const TokenBatch& b : s.batches) {
     const LayerId& l = b.layer;
     const auto layer = [&l] { return " of block " + std::to_string(l.block); };  // for a refusal only
+    // The executors read and write hidden_size values per row (asserted only in debug builds):
+    // every batch's rows carry them but block 0's attention rows, whose embedding makes them.
+    const auto rows = static_cast<std::int64_t>(b.row.size());
+    const bool embeds = l.kind == LayerKind::Attention && l.block == 0;
+    if (rows > 0 && (b.hidden.null() ? !embeds
+                                     : b.hidden.rows() != rows ||
+                                           (topo_.hidden_size > 0 && b.hidden.width() != topo_.hidden_size)))
+      return refuse(b.hidden.null() ? std::to_string(rows) + " rows" + layer() + " without activations"
+                                    : "activations of " + std::to_string(b.hidden.rows()) + " x " +
+                                          std::to_string(b.hidden.width()) + " for " + std::to_string(rows) +
+                                          " rows" + layer() + " (the model's are " +
+                                          std::to_string(topo_.hidden_size) + " wide)");
     if (l.kind == LayerKind::Expert) {
       if (l.block < 0 || l.block >= topo_.num_blocks || !topo_.sparse[static_cast<std::size_t>(l.block)])
         return refuse("expert rows" + layer() + ", which has no experts");

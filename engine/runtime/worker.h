@@ -71,7 +71,8 @@ class Worker {
   void receive(Shipment&& shipment);
   // Whether a header or shipment from another process is one this device can take now: its
   // layers are this device's (an expert it hosts, its own attention rank), its requests are
-  // admitted here, its expert outputs are awaited by the token pool. announce() and receive()
+  // admitted here, its expert outputs are awaited by the token pool, its rows carry activations
+  // of the model's width (all but block 0's attention rows). announce() and receive()
   // trust what they get (our own process's shipments); a peer's message that fails this is
   // dropped with the reason instead of ending the process. On the loop, as receive().
   Status check_remote(const ShipmentHeader& header) const;

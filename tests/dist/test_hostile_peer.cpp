@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_deployment.h"
+#include "engine/cpu/host_activation_ops.h"
 #include "engine/dist/event_relay.h"
 #include "engine/dist/shipment_codec.h"
 #include "engine/dist/zmq_transport.h"
@@ -154,12 +155,14 @@ TEST(HostilePeer, AWorkerTakesOnlyItsOwnLayersAndRequestsFromAPeer) {
       elsewhere = e;
   ASSERT_GE(elsewhere, 0);
 
+  HostActivationOps ops;
   const auto expert_shipment = [&](std::int32_t block, std::int32_t expert, std::int32_t rank) {
     Shipment s{0, expert_device, LayerKind::Expert, block, 0, {}};
     TokenBatch b;
     b.layer = LayerId::expert(block, expert);
     b.columns = kExpertColumns;
     b.row.push_back({.request = 5, .rank = rank, .slot = 0, .weight = 1.0f, .entry = 0});
+    b.hidden = ops.allocate(1, c.hidden_size);
     s.batches.push_back(std::move(b));
     return s;
   };
@@ -171,6 +174,15 @@ TEST(HostilePeer, AWorkerTakesOnlyItsOwnLayersAndRequestsFromAPeer) {
   EXPECT_NE(refusal(experts.check_remote(expert_shipment(100000000, hosted, 0))).find("has no experts"),
             std::string::npos);
   EXPECT_NE(refusal(experts.check_remote(expert_shipment(0, hosted, 7))).find("attention rank 7"), std::string::npos);
+  // Activations the executors would read past (they assert the width only in debug builds).
+  Shipment narrow = expert_shipment(0, hosted, 0);
+  narrow.batches[0].hidden = ops.allocate(1, 1);
+  EXPECT_NE(refusal(experts.check_remote(narrow)).find("activations of 1 x 1 for 1 rows of block 0"), std::string::npos)
+      << refusal(experts.check_remote(narrow));
+  narrow.batches[0].hidden = ops.allocate(2, c.hidden_size);
+  EXPECT_NE(refusal(experts.check_remote(narrow)).find("activations of 2 x"), std::string::npos);
+  narrow.batches[0].hidden.reset();
+  EXPECT_NE(refusal(experts.check_remote(narrow)).find("1 rows of block 0 without activations"), std::string::npos);
   Shipment misaddressed = expert_shipment(0, hosted, 0);
   misaddressed.dst = 2;
   EXPECT_NE(refusal(experts.check_remote(misaddressed)).find("addressed to device 2"), std::string::npos);
@@ -187,6 +199,7 @@ TEST(HostilePeer, AWorkerTakesOnlyItsOwnLayersAndRequestsFromAPeer) {
   a.layer = LayerId::attention(1, 0);
   a.columns = kAttentionColumns;
   a.row.push_back({.request = 12345, .position = 3, .rank = 0});
+  a.hidden = ops.allocate(1, c.hidden_size);
   rows.batches.push_back(std::move(a));
   EXPECT_NE(refusal(attention.check_remote(rows)).find("request 12345, which is not admitted"), std::string::npos);
   rows.batches[0].layer = LayerId::attention(1, 4);
@@ -196,6 +209,7 @@ TEST(HostilePeer, AWorkerTakesOnlyItsOwnLayersAndRequestsFromAPeer) {
   out.layer = LayerId::attention(1, 0);
   out.columns = kOutputColumns;
   out.row.push_back({.request = 5, .slot = 0, .entry = 0});
+  out.hidden = ops.allocate(1, c.hidden_size);
   outputs.batches.push_back(std::move(out));
   EXPECT_NE(refusal(attention.check_remote(outputs)).find("no request in the token pool awaits"), std::string::npos);
   fs::remove_all(dir);
