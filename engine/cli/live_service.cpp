@@ -42,14 +42,16 @@ class ConsoleProcess {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+// Counted, not flagged: a second signal during a graceful shutdown ends it at once.
+std::atomic<int> g_interrupts{0};
+static_assert(std::atomic<int>::is_always_lock_free, "incremented in a signal handler");
+extern "C" void on_interrupt(int) { g_interrupts.fetch_add(1); }
 
-// Ctrl-C and SIGTERM set g_interrupted while the service serves; the previous handlers return after.
+// Ctrl-C and SIGTERM count in g_interrupts while the service serves; the previous handlers return after.
 class InterruptHandlers {
  public:
   InterruptHandlers() {
-    g_interrupted = false;
+    g_interrupts = 0;
     struct sigaction action {};
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);
@@ -253,7 +255,7 @@ bool LiveService::serve_as_worker() {
   std::int64_t signalled_at = -1;
   std::function<void()> tick = [&] {
     if (!ranks_->serving()) return;
-    if (g_interrupted.load() && signalled_at < 0) signalled_at = loop.now();
+    if (g_interrupts.load() > 0 && signalled_at < 0) signalled_at = loop.now();
     if (signalled_at >= 0 && loop.now() - signalled_at >= kGraceNs) {
       std::fprintf(stderr, "rank %d: interrupted, and rank 0 did not end the run: leaving\n", ranks_->rank());
       ranks_->leave();
@@ -268,19 +270,24 @@ bool LiveService::serve_as_worker() {
   }
   backend_.finish();
   if (!ranks_->failure().empty()) throw CommandError{ranks_->failure()};
-  return g_interrupted.load();
+  return g_interrupts.load() > 0;
 }
 
-bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping) {
+bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping, const GracefulShutdown& drain) {
   if (worker_rank()) return serve_as_worker();
   Deployment& d = *deployment_;
   EventLoop& loop = d.loop();
   const auto wall0 = std::chrono::steady_clock::now();
   const auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(); };
   bool ending = false;
+  double draining_since = -1;  // wall seconds; -1: not draining
+  const auto failed = [&] { return ranks_ && !ranks_->failure().empty(); };
   // A dead rank ends the run too: its requests have failed with the reason already.
-  const auto over = [&] {
-    return g_interrupted.load() || (end_ns >= 0 && loop.now() >= end_ns) || (ranks_ && !ranks_->failure().empty());
+  const auto over = [&] { return g_interrupts.load() > 0 || (end_ns >= 0 && loop.now() >= end_ns) || failed(); };
+  // After the first signal with a drain to do: the open requests' end, the timeout, a second
+  // signal or a dead rank.
+  const auto drained = [&] {
+    return drain.done() || wall() - draining_since >= drain.timeout_s || g_interrupts.load() > 1 || failed();
   };
   ChangeWatch watch(d);
   // A summary line each second; a tick each 100 ms keeps the loop alive and notices a signal soon.
@@ -290,8 +297,19 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
       print_window(d, d.metrics().report((second - 1) * kSecond, second * kSecond), wall(), watch.changes(d));
       d.metrics().forget_before(second * kSecond - kHistoryNs);
     }
-    if (over() && !ending) {
+    if (!ending && draining_since < 0 && over() && drain.timeout_s > 0 && g_interrupts.load() == 1 && !failed()) {
+      draining_since = wall();
+      drain.begin();
+      std::printf("\nshutting down: no new requests; waiting up to %g s for %s (Ctrl-C again to stop now)\n",
+                  drain.timeout_s, drain.what().c_str());
+      std::fflush(stdout);
+    }
+    if (!ending && (draining_since >= 0 ? drained() : over())) {
       ending = true;
+      if (draining_since >= 0 && !drain.done()) {
+        std::printf("shutting down: %s after %.1f s\n", drain.what().c_str(), wall() - draining_since);
+        std::fflush(stdout);
+      }
       if (stopping) stopping();
       return;
     }
@@ -308,7 +326,7 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
   if (live_) live_->detach();
   const std::int64_t from = std::max<std::int64_t>(0, loop.now() - kHistoryNs);
   const MetricsReport total = d.metrics().report(from, loop.now());
-  const bool interrupted = g_interrupted.load();
+  const bool interrupted = g_interrupts.load() > 0;
   std::printf("\n%s: %.1f s of cluster time in %.1f s wall (%.3g× real time); the last %.0f s:\n%s",
               interrupted ? "interrupted" : failure().empty() ? "done" : "stopped", static_cast<double>(loop.now()) * 1e-9, wall(),
               wall() > 0 ? static_cast<double>(loop.now()) * 1e-9 / wall() : 0.0,

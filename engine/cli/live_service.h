@@ -28,6 +28,16 @@ struct ConsoleFlags {
 
 class ConsoleProcess;
 
+// A graceful end on the first Ctrl-C or SIGTERM (serve --shutdown-timeout): `begin` stops
+// taking work, then the service serves on until `done`, `timeout_s` wall seconds, a second
+// signal or a dead rank. `what` says what is still open, for the log. timeout_s 0: none.
+struct GracefulShutdown {
+  double timeout_s = 0;
+  std::function<void()> begin;
+  std::function<bool()> done;
+  std::function<std::string()> what;
+};
+
 class LiveService {
  public:
   struct Setup {
@@ -67,7 +77,7 @@ class LiveService {
   // second; then detaches telemetry and prints the summary of the last minute. `stopping` runs
   // on the loop's thread once the end is decided, before the loop is left (serve closes its
   // door there). Returns true when interrupted. A worker rank serves until rank 0 ends the run.
-  bool run(std::int64_t end_ns, const std::function<void()>& stopping = {});
+  bool run(std::int64_t end_ns, const std::function<void()>& stopping = {}, const GracefulShutdown& drain = {});
 
  private:
   bool serve_as_worker();

@@ -29,6 +29,7 @@ struct ServeArgs {
   int workers = 256;
   bool ignore_eos = false;
   double pace = 1.0;
+  double shutdown_timeout_s = 0;
 };
 
 void run(ServeArgs a) {
@@ -71,9 +72,18 @@ void run(ServeArgs a) {
                 {"OpenAI-compatible API at " + server->url() + "/v1 (model \"" + o.model.name + "\", context " +
                  std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required"),
                  "prompts: " + text.describe()});
-  // Once the end is decided no request is taken and every open one is answered 503, so the
-  // HTTP workers finish while the loop is still ours to leave.
-  service.run(-1, [&broker] { broker.close(); });
+  // With a shutdown timeout the first signal only closes the door (new requests and /health
+  // answer 503) and the open answers run to their end, as vLLM's --shutdown-timeout. Once the
+  // end is decided no request is taken and every open one is answered 503, so the HTTP
+  // workers finish while the loop is still ours to leave.
+  const http::ApiServer& api = *server;
+  GracefulShutdown drain{a.shutdown_timeout_s, [&broker] { broker.drain(); },
+                           [&broker, &api] { return broker.open_requests() == 0 && api.answering() == 0; },
+                           [&broker, &api] {
+                             return std::to_string(broker.open_requests()) + " open requests, " +
+                                    std::to_string(api.answering()) + " answers being sent";
+                           }};
+  service.run(-1, [&broker] { broker.close(); }, drain);
   server.reset();
   if (!service.failure().empty()) throw CommandError{"the deployment stopped: " + service.failure()};
 }
@@ -96,6 +106,11 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--api-key", args->api_key,
                   "Clients must send 'Authorization: Bearer KEY' to /v1/* (default: $SWITCHYARD_API_KEY)");
+  sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
+                  "On Ctrl-C or SIGTERM, refuse new requests but let the open ones finish, for up to this many "
+                  "seconds (0: answer them 503 at once); a second signal stops at once")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   sub->add_option("--http-workers", args->workers,
                   "Connections served at once (a streaming answer holds one for its whole generation)")
       ->check(CLI::Range(4, 4096))->capture_default_str();

@@ -108,7 +108,14 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   s.Get("/v1/models", guarded([model, created](const httplib::Request&, httplib::Response& res) {
           res.set_content(json_text(models_json(model.name, created, model.context)), "application/json");
         }));
-  s.Get("/health", guarded([](const httplib::Request&, httplib::Response& res) {
+  RequestBroker* door = &broker;
+  s.Get("/health", guarded([door](const httplib::Request&, httplib::Response& res) {
+          // Draining: a readiness probe sees 503 and the load balancer stops sending requests.
+          if (door->draining()) {
+            res.status = 503;
+            res.set_content("{\"status\":\"shutting_down\"}", "application/json");
+            return;
+          }
           res.set_content("{\"status\":\"ok\"}", "application/json");
         }));
   const telemetry::PrometheusRegistry* registry = o.registry;
@@ -158,6 +165,8 @@ ApiServer::~ApiServer() {
   impl_->server.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
+
+std::int64_t ApiServer::answering() const { return impl_->completions->answering(); }
 
 std::string ApiServer::url() const {
   return "http://" + (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);

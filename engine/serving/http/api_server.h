@@ -1,7 +1,8 @@
 // The OpenAI-compatible HTTP server of `switchyard serve` (cpp-httplib on worker threads):
 // POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
 // Loopback unless an API key or --insecure says otherwise; timeouts and a worker per
-// connection so that idle or slow clients cannot stall it.
+// connection so that idle or slow clients cannot stall it. While the broker drains, /health
+// answers 503 so that load balancers stop sending requests.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,8 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   int port() const { return port_; }
+  // Answers accepted and still being written (CompletionHandler::answering).
+  std::int64_t answering() const;
   std::string url() const;  // http://HOST:PORT
 
  private:

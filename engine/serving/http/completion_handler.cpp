@@ -185,6 +185,7 @@ void CompletionHandler::cancel_open(PendingAnswer& a) {
 void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   // Chunked, so that while the answer is made a space (JSON allows it before the value) can
   // go out now and then: the write fails once the client has gone, and the requests are cancelled.
+  answering_.fetch_add(1);  // until the releaser: httplib runs it when the response goes
   res.set_chunked_content_provider(
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
@@ -233,11 +234,13 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
       }),
       [this, a](bool) {
         if (!a->complete) cancel_open(*a);
+        answering_.fetch_sub(1);
       });
 }
 
 void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   res.set_header("Cache-Control", "no-cache");
+  answering_.fetch_add(1);
   res.set_chunked_content_provider(
       "text/event-stream",
       guarded_provider([this, a](httplib::DataSink& sink) {
@@ -316,6 +319,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
       }),
       [this, a](bool) {
         if (!a->complete) cancel_open(*a);
+        answering_.fetch_sub(1);
       });
 }
 

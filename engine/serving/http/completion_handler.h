@@ -30,6 +30,9 @@ class CompletionHandler {
   CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base,
                     std::string id_prefix);
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
+  // Answers accepted and not yet sent to their end (or given up on): a graceful shutdown waits
+  // for them, as the engine's requests may be done while their tokens are still being written.
+  std::int64_t answering() const { return answering_.load(); }
 
  private:
   // The answer's n choices, accepted: one JSON body once every choice has ended, or their chunks
@@ -47,6 +50,7 @@ class CompletionHandler {
   const std::uint64_t seed_base_;
   const std::string id_prefix_;
   std::atomic<std::uint64_t> answers_{0};
+  std::atomic<std::int64_t> answering_{0};
 };
 
 // Writes `error` as the response (status and OpenAI's error body).

@@ -23,7 +23,7 @@ std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::sha
   auto channel = std::make_shared<RequestChannel>(spec.id, std::move(signal));
   {
     std::lock_guard lock(mutex_);
-    if (closed_) {
+    if (draining_) {
       channel->fail(ApiError::overloaded(503, "the server is shutting down", "shutting_down"));
       return channel;
     }
@@ -57,11 +57,26 @@ void RequestBroker::cancel(std::int64_t id) {
   });
 }
 
+void RequestBroker::drain() {
+  std::lock_guard lock(mutex_);
+  draining_ = true;
+}
+
+bool RequestBroker::draining() const {
+  std::lock_guard lock(mutex_);
+  return draining_;
+}
+
+std::size_t RequestBroker::open_requests() const {
+  std::lock_guard lock(mutex_);
+  return open_.size();
+}
+
 void RequestBroker::close() {
   std::unordered_map<std::int64_t, std::shared_ptr<RequestChannel>> open;
   {
     std::lock_guard lock(mutex_);
-    closed_ = true;
+    draining_ = closed_ = true;
     open.swap(open_);
   }
   for (auto& [id, channel] : open)

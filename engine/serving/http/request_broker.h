@@ -28,9 +28,16 @@ class RequestBroker final : public RequestObserver {
   std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr);
   // Any thread: the client went away; frees the request's KV pages (Coordinator::cancel).
   void cancel(std::int64_t id);
+  // Any thread: from now on every new request is answered 503 (shutting down) while the open
+  // ones go on to their end: the first step of a graceful shutdown (serve --shutdown-timeout).
+  void drain();
   // Any thread: from now on every request is answered 503 (shutting down), and every open one
   // fails with that. Call before the loop stops for good.
   void close();
+  // Any thread: drain() or close() was called.
+  bool draining() const;
+  // Any thread: requests submitted and not yet finished, refused or failed.
+  std::size_t open_requests() const;
 
   void on_request(const RequestUpdate& update) override;  // loop thread
   // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
@@ -44,9 +51,10 @@ class RequestBroker final : public RequestObserver {
   void forget(std::int64_t id);
 
   Deployment& deployment_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::unordered_map<std::int64_t, std::shared_ptr<RequestChannel>> open_;
-  bool closed_ = false;
+  bool draining_ = false;  // no new request
+  bool closed_ = false;    // and none open
   std::atomic<std::int64_t> next_id_{0};
 };
 
