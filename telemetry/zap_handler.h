@@ -1,5 +1,6 @@
 // The ZeroMQ authentication (ZAP) handler of one context: admits a CURVE client only when its
-// public key is authorised. Internal to the telemetry library (it speaks cppzmq types).
+// public key is authorised. For the telemetry library and the engine's sockets between ranks
+// (engine/dist), which link cppzmq themselves (it speaks cppzmq types).
 #pragma once
 
 #include <array>

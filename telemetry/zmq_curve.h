@@ -1,5 +1,6 @@
 // Applies CURVE settings to cppzmq sockets: the server side (key pair, ZAP domain) and the
-// client side (server key, own pair). Internal to the telemetry library.
+// client side (server key, own pair). For the telemetry library and the engine's sockets between
+// ranks (engine/dist), which link cppzmq themselves.
 #pragma once
 
 #include <zmq.hpp>

@@ -1,5 +1,7 @@
 // `switchyard keys --out DIR`: generates the ZeroMQ CURVE keys that let the telemetry and
-// control sockets listen beyond loopback (docs/telemetry-protocol.md, "CURVE").
+// control sockets listen beyond loopback (docs/telemetry-protocol.md, "CURVE"), and, with
+// `--client rank`, the sockets between the ranks of a deployment (SWITCHYARD_KEYS=DIR,
+// docs/deployment.md).
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -9,6 +11,7 @@
 
 #include "engine/cli/cli_support.h"
 #include "engine/cli/commands.h"
+#include "engine/dist/rank_keys.h"
 #include "telemetry/curve_keys.h"
 
 namespace sy::cli {
@@ -69,6 +72,12 @@ void run(const KeysArgs& a) {
   wrote.push_back(client_key.string() + "   client '" + a.client + "' key pair (secret; give to that client)");
   wrote.push_back(client_pub.string() + "   authorises client '" + a.client + "' (delete it to revoke)");
   for (const auto& line : wrote) std::printf("wrote %s\n", line.c_str());
+  if (a.client == dist::kRankClientName) {
+    std::printf("ranks:   SWITCHYARD_KEYS=%s for every rank of the deployment (copy the directory to every node; "
+                "every key in %s is admitted)\n",
+                a.out.string().c_str(), clients.string().c_str());
+    return;
+  }
   std::printf("engine:  switchyard demo --telemetry tcp://*:5555 --control tcp://*:5556 --keys %s\n"
               "client:  a directory with server.pub and %s.key (the console's --keys DIR)\n",
               a.out.string().c_str(), a.client.c_str());
@@ -78,9 +87,12 @@ void run(const KeysArgs& a) {
 
 void register_keys(CLI::App& app) {
   auto args = std::make_shared<KeysArgs>();
-  CLI::App* sub = app.add_subcommand("keys", "Generate CURVE keys for telemetry and control beyond loopback");
+  CLI::App* sub = app.add_subcommand(
+      "keys", "Generate CURVE keys for telemetry, control and the sockets between ranks beyond loopback");
   sub->add_option("--out", args->out, "Key directory (created; existing server keys are kept)")->required();
-  sub->add_option("--client", args->client, "Name of the client key pair to add")->capture_default_str();
+  sub->add_option("--client", args->client,
+                  "Name of the client key pair to add ('rank': the pair the ranks connect with, SWITCHYARD_KEYS)")
+      ->capture_default_str();
   sub->add_flag("--force", args->force, "Replace the server key pair and an existing client of that name");
   sub->callback([args] { run(*args); });
 }

@@ -7,6 +7,7 @@
 
 #include "engine/dist/bootstrap_messages.h"
 #include "engine/dist/wire_format.h"
+#include "telemetry/zmq_curve.h"
 
 namespace sy::dist {
 namespace {
@@ -57,6 +58,7 @@ StatusOr<std::string> bind_data(const RankEnvironment& env, zmq::socket_t& data)
   const std::string bind = "tcp://" + std::string(loop ? "127.0.0.1" : "*") + ":*";
   try {
     data.set(zmq::sockopt::rcvhwm, 0);
+    listen_securely(data, env.keys.get());
     data.bind(bind);
   } catch (const zmq::error_t& e) {
     return Status::Error("rank " + std::to_string(env.rank) + " cannot bind its data socket at " + bind + ": " + e.what());
@@ -64,6 +66,14 @@ StatusOr<std::string> bind_data(const RankEnvironment& env, zmq::socket_t& data)
   const std::string last = data.get(zmq::sockopt::last_endpoint);
   const auto colon = last.rfind(':');
   return "tcp://" + env.advertise_addr + last.substr(colon);
+}
+
+// With keys, a rank given another key directory (or none) fails every handshake and looks
+// like one that never came: say so where the bootstrap gives up.
+std::string keys_hint(const RankEnvironment& env) {
+  if (!env.keys) return "";
+  return "; with SWITCHYARD_KEYS='" + env.keys->dir.string() +
+         "' only ranks with the same key directory get in: was every rank given it?";
 }
 
 std::int64_t ms_left(std::chrono::steady_clock::time_point deadline) {
@@ -86,6 +96,7 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
   // others reach it (often a host name, which ZeroMQ cannot bind): listen on every interface.
   const bool loopback = is_loopback_address(env.master_addr);
   try {
+    listen_securely(router, env.keys.get());
     router.bind("tcp://" + (loopback ? std::string("127.0.0.1") : std::string("*")) + ":" +
                 std::to_string(env.master_port));
   } catch (const zmq::error_t& e) {
@@ -105,7 +116,8 @@ StatusOr<Welcome> serve_rank0(const RankEnvironment& env, zmq::context_t& ctx, c
       std::string missing;
       for (std::int32_t r = 1; r < env.world; ++r)
         if (!joined.count(r)) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      add_error("rank(s) " + missing + " did not check in at " + where + " within " + seconds(env.bootstrap_timeout_s));
+      add_error("rank(s) " + missing + " did not check in at " + where + " within " + seconds(env.bootstrap_timeout_s) +
+                keys_hint(env));
       break;
     }
     zmq::message_t id, body;
@@ -168,6 +180,7 @@ StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, co
   dealer.set(zmq::sockopt::linger, 0);
   const std::string where = env.master_endpoint();
   try {
+    connect_securely(dealer, env.keys.get());
     dealer.connect(where);
   } catch (const zmq::error_t& e) {
     return Status::Error("rank " + std::to_string(env.rank) + " cannot connect to rank 0 at " + where +
@@ -181,7 +194,7 @@ StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, co
   if (zmq::poll(&item, 1, timeout) == 0 || !dealer.recv(body))
     return Status::Error("rank " + std::to_string(env.rank) + " could not reach rank 0 at " + where + " within " +
                          seconds(env.bootstrap_timeout_s) +
-                         " (is rank 0 running? MASTER_ADDR/MASTER_PORT, SWITCHYARD_BOOTSTRAP_TIMEOUT)");
+                         " (is rank 0 running? MASTER_ADDR/MASTER_PORT, SWITCHYARD_BOOTSTRAP_TIMEOUT)" + keys_hint(env));
   ByteReader r(body.data(), body.size());
   std::uint8_t type = 0;
   SY_RETURN_IF_ERROR(r.get(type));
@@ -200,9 +213,26 @@ StatusOr<Welcome> join_rank0(const RankEnvironment& env, zmq::context_t& ctx, co
 
 }  // namespace
 
+void listen_securely(zmq::socket_t& socket, const RankKeys* keys) {
+  if (keys) telemetry::set_curve_server(socket, keys->server);
+}
+
+void connect_securely(zmq::socket_t& socket, const RankKeys* keys) {
+  if (keys) telemetry::set_curve_client(socket, keys->client);
+}
+
 StatusOr<Rendezvous> bootstrap(const RankEnvironment& env, const RunIdentity& identity, const LinkExchange& links) {
   Rendezvous out;
   out.context = std::make_unique<zmq::context_t>(1);
+  if (env.keys) {
+    // Before any CURVE socket binds: a handshake with no handler present is not checked.
+    auto zap = telemetry::ZapHandler::start(*out.context, env.keys->server.authorized_clients);
+    if (!zap.ok())
+      return Status::Error("rank " + std::to_string(env.rank) + ": SWITCHYARD_KEYS='" + env.keys->dir.string() +
+                           "': " + zap.status().message());
+    out.zap = std::move(*zap);
+    out.keys = env.keys;
+  }
   out.data = zmq::socket_t(*out.context, zmq::socket_type::pull);
   out.data.set(zmq::sockopt::linger, 0);
   auto endpoint = bind_data(env, out.data);

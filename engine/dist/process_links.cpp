@@ -28,6 +28,7 @@ ProcessLinks::ProcessLinks(Rendezvous rendezvous, std::int32_t rank) : rank_(ran
     auto s = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
     s->set(zmq::sockopt::sndhwm, 0);    // never drop nor block: the sender's memory is the queue
     s->set(zmq::sockopt::linger, 2000);  // a last Shutdown still leaves when we exit
+    connect_securely(*s, rendezvous_.keys.get());
     s->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
     peers_.push_back(std::move(s));
   }
@@ -58,6 +59,7 @@ void ProcessLinks::watch(std::vector<std::int32_t> ranks, std::int64_t timeout_n
     w.socket = std::make_unique<zmq::socket_t>(*rendezvous_.context, zmq::socket_type::push);
     w.socket->set(zmq::sockopt::linger, 0);
     w.socket->set(zmq::sockopt::sndhwm, 16);  // a dead peer's beats are dropped, not hoarded
+    connect_securely(*w.socket, rendezvous_.keys.get());
     w.socket->connect(rendezvous_.endpoints[static_cast<std::size_t>(r)]);
     watched_.push_back(std::move(w));
   }

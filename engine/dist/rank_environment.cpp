@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <string_view>
 
 namespace sy::dist {
 namespace {
@@ -97,6 +98,27 @@ StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(
   } else if (!is_loopback_address(env.master_addr)) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) == 0 && host[0]) env.advertise_addr = host;
+  }
+  // The keys matter only where sockets between ranks exist; a single process ignores them.
+  if (!env.distributed()) return env;
+  if (const char* v = getenv("SWITCHYARD_INSECURE"); v && *v) {
+    if (std::string_view(v) != "1" && std::string_view(v) != "0")
+      return Status::Error(std::string("SWITCHYARD_INSECURE='") + v + "': expected 1 (listen beyond loopback without "
+                           "keys) or 0");
+    env.insecure = *v == '1';
+  }
+  if (const char* dir = getenv("SWITCHYARD_KEYS"); dir && *dir) {
+    auto keys = load_rank_keys(dir);
+    if (!keys.ok()) return keys.status();
+    env.keys = std::make_shared<const RankKeys>(std::move(*keys));
+  } else if (env.listens_beyond_loopback() && !env.insecure) {
+    const bool master = !is_loopback_address(env.master_addr);
+    const std::string why = master ? "MASTER_ADDR='" + env.master_addr + "'"
+                                   : "SWITCHYARD_ADVERTISE_ADDR='" + env.advertise_addr + "'";
+    return Status::Error(why + " is not a loopback address, so the ranks would listen on every interface, and no "
+                         "SWITCHYARD_KEYS is set: give every rank SWITCHYARD_KEYS=DIR, one key directory made by "
+                         "`switchyard keys --out DIR --client rank` (only ranks with its keys get in), or "
+                         "SWITCHYARD_INSECURE=1 to accept anyone who can reach the ports");
   }
   return env;
 }

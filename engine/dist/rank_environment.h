@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "engine/dist/rank_keys.h"
 
 namespace sy::dist {
 
@@ -35,12 +37,26 @@ struct RankEnvironment {
   // Silence after which a rank counts as dead (SWITCHYARD_HEARTBEAT_TIMEOUT, seconds); with
   // heartbeats every 0.1 s a killed rank is noticed within this plus 0.1 s.
   double heartbeat_timeout_s = 0.6;
+  // SWITCHYARD_KEYS: CURVE on every socket between the ranks (rank_keys.h); null without. Read
+  // only in a world above 1.
+  std::shared_ptr<const RankKeys> keys;
+  // SWITCHYARD_INSECURE=1: the ranks may listen beyond loopback without keys.
+  bool insecure = false;
 
   bool distributed() const { return world > 1; }
+  // Whether the ranks talk beyond loopback: MASTER_ADDR (where rank 0's bootstrap socket
+  // listens, on every interface) or the advertised address (where this rank's data socket
+  // listens, on every interface) is not a loopback address.
+  bool listens_beyond_loopback() const {
+    return !is_loopback_address(master_addr) || !is_loopback_address(advertise_addr);
+  }
   std::string master_endpoint() const { return "tcp://" + master_addr + ":" + std::to_string(master_port); }
 
-  // Reads the launcher's variables through `getenv` (null when unset). Errors name the variable
-  // and its bad value (a rank outside the world, a port out of range, ...).
+  // Reads the launcher's variables through `getenv` (null when unset), and in a world above 1
+  // the key directory SWITCHYARD_KEYS names. Errors name the variable and its bad value (a rank
+  // outside the world, a port out of range, a key file that is missing or malformed, ...).
+  // Secure by default: in a world above 1 whose sockets would listen beyond loopback, neither
+  // SWITCHYARD_KEYS nor SWITCHYARD_INSECURE=1 is an error that names all three variables.
   static StatusOr<RankEnvironment> from(const std::function<const char*(const char*)>& getenv);
   static StatusOr<RankEnvironment> from_process();
 };

@@ -111,6 +111,11 @@ class MultiProcess : public ::testing::Test {
       long_prompts << "{\"id\": \"l" << j << "\", \"tokens\": [" << j + 1 << ", " << j + 2
                    << "], \"max_new_tokens\": 3000}\n";
     mpirun_ = shell("command -v mpirun").exit_code == 0;
+    // SWITCHYARD_KEYS: the ranks' key directory, and another one (a rank of another deployment).
+    for (const char* dir : {"keys", "other-keys"}) {
+      const ShellRun k = shell(bin_ + " keys --out " + (root_ / dir).string() + " --client rank");
+      ASSERT_EQ(k.exit_code, 0) << k.output;
+    }
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -123,18 +128,20 @@ class MultiProcess : public ::testing::Test {
     return "generate --model " + (root_ / "model").string() + " --layout " + layout + " --prompts " +
            (root_ / "prompts.jsonl").string() + " --ignore-eos --out " + out.string() + " " + extra;
   }
-  static std::string mpirun(int ranks, int port) {
+  // `more`: further mpirun options, such as "-x SWITCHYARD_KEYS=DIR ".
+  static std::string mpirun(int ranks, int port, const std::string& more = "") {
     return "timeout 120 mpirun --oversubscribe -np " + std::to_string(ranks) + " -x MASTER_PORT=" +
-           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 -x OMP_WAIT_POLICY=PASSIVE ";
+           std::to_string(port) + " -x SWITCHYARD_BOOTSTRAP_TIMEOUT=20 -x OMP_WAIT_POLICY=PASSIVE " + more;
   }
   // The one-process run and an mpirun of `ranks` ranks of the same command: same tokens.
-  static void expect_same_tokens(const std::string& layout, const std::string& extra, int ranks) {
+  static void expect_same_tokens(const std::string& layout, const std::string& extra, int ranks,
+                                 const std::string& mpirun_options = "") {
     const fs::path one = root_ / "one.jsonl", many = root_ / "many.jsonl";
     fs::remove(one);
     fs::remove(many);
     const ShellRun single = shell(bin_ + " " + generate(layout, extra, one));
     ASSERT_EQ(single.exit_code, 0) << single.output;
-    const ShellRun multi = shell(mpirun(ranks, free_port()) + bin_ + " " + generate(layout, extra, many));
+    const ShellRun multi = shell(mpirun(ranks, free_port(), mpirun_options) + bin_ + " " + generate(layout, extra, many));
     ASSERT_EQ(multi.exit_code, 0) << multi.output;
     EXPECT_TRUE(has(multi.output, "rank " + std::to_string(ranks - 1) + " of " + std::to_string(ranks) + " (mpirun"))
         << multi.output;
@@ -283,6 +290,14 @@ TEST_F(MultiProcess, BenchComparesPoliciesAcrossThreeRanks) {
   EXPECT_TRUE(has(multi.output, "rank 2: clock offset to rank 0")) << multi.output;
 }
 
+// SWITCHYARD_KEYS: every socket between the ranks speaks CURVE; the tokens do not change,
+// across a live policy switch (drain, apply) and with attention on other ranks too.
+TEST_F(MultiProcess, RanksWithKeysMatchOneProcess) {
+  const std::string keys = "-x SWITCHYARD_KEYS=" + (root_ / "keys").string() + " ";
+  expect_same_tokens(kLayout, "--policy async --switch-policy pingpong --switch-after 25", 3, keys);
+  expect_same_tokens((root_ / "remote-attention.toml").string(), "--policy sync", 3, keys);
+}
+
 TEST_F(MultiProcess, MismatchedLayoutUnderMpirunIsRefusedOnEveryRank) {
   const fs::path out = root_ / "x.jsonl";
   // MPMD: rank 0 with the layout's policy, ranks 1 and 2 with another one.
@@ -343,6 +358,114 @@ TEST_F(Bootstrap, MismatchedLayoutsEndBothRanksWithTheDifference) {
   EXPECT_TRUE(has(b, "refused the deployment")) << b;
   EXPECT_TRUE(has(b, "rank1=1")) << b;
   EXPECT_LT(r.seconds, 30);
+}
+
+// Keyed ranks 0 and 1 serve while two processes that also say they are rank 1 knock at rank 0's
+// bootstrap socket first: one without keys, one with another key directory. Without keys the
+// first to arrive would be taken for rank 1 (and the real one refused as a second rank 1); with
+// them neither gets in: they give up at their bootstrap timeout and the ranks give one process's
+// tokens.
+TEST_F(Bootstrap, KeyedRanksKeepOutRanksWithoutTheirKeys) {
+  const fs::path one = root_ / "one.jsonl";
+  fs::remove(one);
+  const ShellRun single = shell(bin_ + " " + generate(kLayout, "--policy async", one));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto gen = [&](const std::string& out) { return bin_ + " " + generate(kLayout, "--policy async", root_ / out); };
+  const std::string keys = " SWITCHYARD_KEYS=" + (root_ / "keys").string(),
+                    other = " SWITCHYARD_KEYS=" + (root_ / "other-keys").string();
+  // Rank `rank` with `env`, its output in `log`, its pid in `pid`.
+  const auto start = [&](const std::string& rank, const std::string& env, const std::string& out,
+                         const std::string& log, const std::string& pid) {
+    return "RANK=" + rank + " " + env + " timeout -s KILL 60 " + gen(out) + " > " + log + " 2>&1 & " + pid + "=$!; ";
+  };
+  const ShellRun r = shell(
+      "cd " + root_.string() + " && rm -f keyed*.jsonl rank*.log rogue*.log status.log && export WORLD_SIZE=2 "
+      "MASTER_PORT=" + std::to_string(free_port()) + " OMP_WAIT_POLICY=PASSIVE; " +
+      start("1", "SWITCHYARD_BOOTSTRAP_TIMEOUT=4", "keyed-rogue1.jsonl", "rogue1.log", "q1") +
+      start("1", "SWITCHYARD_BOOTSTRAP_TIMEOUT=4" + other, "keyed-rogue2.jsonl", "rogue2.log", "q2") +
+      start("0", "SWITCHYARD_BOOTSTRAP_TIMEOUT=20" + keys, "keyed-0.jsonl", "rank0.log", "p0") + "sleep 1.5; " +
+      start("1", "SWITCHYARD_BOOTSTRAP_TIMEOUT=20" + keys, "keyed-1.jsonl", "rank1.log", "p1") +
+      "wait $p0; echo rank0=$? >> status.log; wait $p1; echo rank1=$? >> status.log; "
+      "wait $q1; echo rogue1=$? >> status.log; wait $q2; echo rogue2=$? >> status.log");
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log"),
+                    rogue1 = read_file(root_ / "rogue1.log"), rogue2 = read_file(root_ / "rogue2.log");
+  EXPECT_TRUE(has(status, "rank0=0") && has(status, "rank1=0")) << status << log0 << read_file(root_ / "rank1.log");
+  EXPECT_EQ(read_file(root_ / "keyed-0.jsonl"), read_file(one)) << log0;
+  EXPECT_TRUE(has(status, "rogue1=1") && has(status, "rogue2=1")) << status << rogue1 << rogue2;
+  EXPECT_TRUE(has(rogue1, "could not reach rank 0")) << rogue1;
+  EXPECT_TRUE(has(rogue2, "could not reach rank 0")) << rogue2;
+  EXPECT_TRUE(has(rogue2, "only ranks with the same key directory get in")) << rogue2;
+  EXPECT_LT(r.seconds, 50) << status;
+}
+
+// Ranks that would listen on every interface without keys refuse to start, every one of them,
+// at once, naming the variables; a key directory that is not there is named the same way.
+TEST_F(Bootstrap, BeyondLoopbackWithoutKeysOrWithABadKeyDirectoryEveryRankRefusesToStart) {
+  const std::string gen = bin_ + " " + generate(kLayout, "", root_ / "x.jsonl");
+  const auto both = [&](const std::string& env) {
+    return shell("cd " + root_.string() + " && rm -f status.log rank*.log; export WORLD_SIZE=2 MASTER_PORT=" +
+                 std::to_string(free_port()) + " " + env + "; "
+                 "RANK=0 timeout -s KILL 30 " + gen + " > rank0.log 2>&1 & p0=$!; "
+                 "RANK=1 timeout -s KILL 30 " + gen + " > rank1.log 2>&1; echo rank1=$? >> status.log; "
+                 "wait $p0; echo rank0=$? >> status.log");
+  };
+  const ShellRun open = both("MASTER_ADDR=10.255.255.1");
+  for (int rank : {0, 1}) {
+    const std::string log = read_file(root_ / ("rank" + std::to_string(rank) + ".log"));
+    EXPECT_TRUE(has(log, "MASTER_ADDR='10.255.255.1' is not a loopback address")) << log;
+    EXPECT_TRUE(has(log, "SWITCHYARD_KEYS=DIR")) << log;
+    EXPECT_TRUE(has(log, "SWITCHYARD_INSECURE=1")) << log;
+  }
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank0=1")) << read_file(root_ / "status.log");
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=1")) << read_file(root_ / "status.log");
+  EXPECT_LT(open.seconds, 15);
+
+  const std::string missing = (root_ / "no-keys-here").string();
+  const ShellRun bad = both("SWITCHYARD_KEYS=" + missing);
+  for (int rank : {0, 1}) {
+    const std::string log = read_file(root_ / ("rank" + std::to_string(rank) + ".log"));
+    EXPECT_TRUE(has(log, "SWITCHYARD_KEYS='" + missing + "': no such directory")) << log;
+  }
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank0=1")) << read_file(root_ / "status.log");
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=1")) << read_file(root_ / "status.log");
+  EXPECT_LT(bad.seconds, 15);
+}
+
+// This host's first IPv4 address that is not a loopback one ("" when it has none).
+std::string routable_address() {
+  const ShellRun r = shell("hostname -I 2>/dev/null");
+  std::istringstream words(r.output);
+  for (std::string w; words >> w;)
+    if (w.find(':') == std::string::npos && w.rfind("127.", 0) != 0) return w;
+  return "";
+}
+
+// Beyond loopback for real: rank 0's bootstrap socket and every data socket on every interface,
+// reached at this host's address, with keys; the tokens of one process.
+TEST_F(Bootstrap, KeyedRanksOnARoutableAddressMatchOneProcess) {
+  const std::string addr = routable_address();
+  if (addr.empty()) GTEST_SKIP() << "this host has no IPv4 address beyond loopback";
+  const fs::path one = root_ / "one.jsonl";
+  fs::remove(one);
+  const ShellRun single = shell(bin_ + " " + generate(kLayout, "--policy pingpong", one));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto gen = [&](int rank) {
+    return bin_ + " " + generate(kLayout, "--policy pingpong", root_ / ("routable-" + std::to_string(rank) + ".jsonl"));
+  };
+  std::string script = "cd " + root_.string() + " && rm -f routable*.jsonl rank*.log status.log && export WORLD_SIZE=3 "
+                       "MASTER_PORT=" + std::to_string(free_port()) + " MASTER_ADDR=" + addr +
+                       " SWITCHYARD_ADVERTISE_ADDR=" + addr + " SWITCHYARD_KEYS=" + (root_ / "keys").string() +
+                       " SWITCHYARD_BOOTSTRAP_TIMEOUT=20 OMP_WAIT_POLICY=PASSIVE; ";
+  for (int r = 0; r < 3; ++r)
+    script += "RANK=" + std::to_string(r) + " timeout -s KILL 60 " + gen(r) + " > rank" +
+              std::to_string(r) + ".log 2>&1 & p" + std::to_string(r) + "=$!; ";
+  script += "wait $p0; echo rank0=$? >> status.log; wait $p1; echo rank1=$? >> status.log; "
+            "wait $p2; echo rank2=$? >> status.log";
+  const ShellRun r = shell(script);
+  const std::string status = read_file(root_ / "status.log"), log0 = read_file(root_ / "rank0.log");
+  EXPECT_TRUE(has(status, "rank0=0") && has(status, "rank1=0") && has(status, "rank2=0")) << status << log0;
+  EXPECT_EQ(read_file(root_ / "routable-0.jsonl"), read_file(one)) << log0;
+  EXPECT_LT(r.seconds, 50) << status;
 }
 
 // Three ranks started with RANK/WORLD_SIZE on the long prompts; `victim` is SIGKILLed a second
