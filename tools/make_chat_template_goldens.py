@@ -393,6 +393,7 @@ SNIPPETS = [
     ("str_methods", "{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith('lo') }} {{ 'Hello'.startswith(('x', 'H')) }} [{{ '  x  '.strip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\n\nx\n'.lstrip('\n') }}][{{ 'x  '.rstrip() }}]", {}),
     ("str_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b  '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'a,b,c'.rsplit(',', 1) }} {{ 'x</think>y</think>z'.split('</think>')[-1] }} {{ '  a  b  '.rsplit(none, 1) }} {{ ''.split() }} {{ ''.split(',') }}", {}),
     ("str_methods_more", "{{ 'abc'.upper() }} {{ 'ABC'.lower() }} {{ 'a-b c'.title() }} {{ 'hELLO'.capitalize() }} {{ 'aaa'.replace('a', 'x', 1) }} {{ 'hello'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'hello'.find('z') }} {{ 'hello'.count('l') }} {{ '-'.join(['a', 'b']) }} {{ 'a\nb\r\nc'.splitlines() }} {{ '123'.isdigit() }} {{ 'ab1'.isalpha() }} {{ 'abc'.islower() }}", {}),
+    ("str_isnumeric", "{{ '½'.isnumeric() }} {{ '一'.isnumeric() }} {{ '٣'.isnumeric() }} {{ '²'.isnumeric() }} {{ 'Ⅻ'.isnumeric() }} {{ '12'.isnumeric() }} {{ 'x'.isnumeric() }} {{ ''.isnumeric() }} {{ '1.5'.isnumeric() }} {{ '中'.isnumeric() }}", {}),
     ("dict_methods", "{{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }} {{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 'dflt') }}", {"d": {"a": 1, "b": [2]}}),
     ("list_methods", "{{ [1, 2, 1].count(1) }} {{ ['a', 'b'].index('b') }}", {}),
     ("method_on_undefined_errors", "{{ missing.strip() }}", {}),

@@ -178,57 +178,62 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
 }
 
 // Python 3.11's answers (Unicode 14) for each string, hard-coded from python3.
-TEST(ChatTemplate, IsalphaIsdigitIsalnumFollowPython) {
+TEST(ChatTemplate, IsalphaIsdigitIsalnumIsnumericFollowPython) {
   struct Case {
     const char* text;
-    bool alpha, digit, alnum;
+    bool alpha, digit, alnum, numeric;
   };
   const Case cases[] = {
-      {"a", true, false, true},
-      {"Z", true, false, true},
-      {"5", false, true, true},
-      {"\u20AC", false, false, false},
-      {"\u00BD", false, false, true},
-      {"\u0663", false, true, true},
-      {"\u00B2", false, true, true},
-      {"\u00B9", false, true, true},
-      {"\u2070", false, true, true},
-      {"\u2089", false, true, true},
-      {"\u2460", false, true, true},
-      {"\u2473", false, false, true},
-      {"\u2776", false, true, true},
-      {"\u216B", false, false, true},
-      {"\u4E00", true, false, true},
-      {"\u4E07", true, false, true},
-      {"\u00E9", true, false, true},
-      {"\u00DF", true, false, true},
-      {"\u01C5", true, false, true},
-      {"\u02B0", true, false, true},
-      {"\u4E2D", true, false, true},
-      {"\u30A2", true, false, true},
-      {"\u0301", false, false, false},
-      {"_", false, false, false},
-      {" ", false, false, false},
-      {"!", false, false, false},
-      {"\U0001D7D8", false, true, true},
-      {"\u0661", false, true, true},
-      {"\u07C0", false, true, true},
-      {"\U0001F642", false, false, false},
-      {"\u2177", false, false, true},
-      {"\U00010A40", false, true, true},
-      {"x\u00B2", false, false, true},
-      {"ab", true, false, true},
-      {"a1", false, false, true},
-      {"\u0661\u0662", false, true, true},
-      {"", false, false, false},
+      {"a", true, false, true, false},
+      {"Z", true, false, true, false},
+      {"5", false, true, true, true},
+      {"\u20AC", false, false, false, false},
+      {"\u00BD", false, false, true, true},
+      {"\u0663", false, true, true, true},
+      {"\u00B2", false, true, true, true},
+      {"\u00B9", false, true, true, true},
+      {"\u2070", false, true, true, true},
+      {"\u2089", false, true, true, true},
+      {"\u2460", false, true, true, true},
+      {"\u2473", false, false, true, true},
+      {"\u2776", false, true, true, true},
+      {"\u216B", false, false, true, true},
+      {"\u4E00", true, false, true, true},
+      {"\u4E07", true, false, true, true},
+      {"\u00E9", true, false, true, false},
+      {"\u00DF", true, false, true, false},
+      {"\u01C5", true, false, true, false},
+      {"\u02B0", true, false, true, false},
+      {"\u4E2D", true, false, true, false},
+      {"\u30A2", true, false, true, false},
+      {"\u0301", false, false, false, false},
+      {"_", false, false, false, false},
+      {" ", false, false, false, false},
+      {"!", false, false, false, false},
+      {"\U0001D7D8", false, true, true, true},
+      {"\u0661", false, true, true, true},
+      {"\u07C0", false, true, true, true},
+      {"\U0001F642", false, false, false, false},
+      {"\u2177", false, false, true, true},
+      {"\U00010A40", false, true, true, true},
+      {"x\u00B2", false, false, true, false},
+      {"ab", true, false, true, false},
+      {"a1", false, false, true, false},
+      {"\u0661\u0662", false, true, true, true},
+      {"x", true, false, true, false},
+      {"\u5146", true, false, true, true},
+      {"\u58F1", true, false, true, true},
+      {"\U0002F890", true, false, true, true},
+      {"\u00BC\u0663\u4E07", false, false, true, true},
+      {"", false, false, false, false},
   };
-  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }}", "tmpl");
+  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }} {{ s.isnumeric() }}", "tmpl");
   ASSERT_TRUE(t.ok()) << t.status().message();
   auto py = [](bool b) { return b ? "True" : "False"; };
   for (const auto& c : cases) {
     auto out = t->render(ojson{{"s", c.text}});
     ASSERT_TRUE(out.ok()) << out.status().message();
-    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum)) << c.text;
+    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum) + " " + py(c.numeric)) << c.text;
   }
 }
 

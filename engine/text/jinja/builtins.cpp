@@ -701,13 +701,13 @@ namespace {
 // What call_method implements for strings, for the error on the rest of Python's str methods
 // (jinja2 has them all, so "no attribute" would be the wrong answer).
 constexpr std::string_view kStrMethods =
-    "capitalize center count endswith find index isalnum isalpha isdecimal isdigit islower isspace isupper join "
-    "ljust lower lstrip removeprefix removesuffix replace rfind rjust rsplit rstrip split splitlines startswith "
-    "strip title upper zfill";
+    "capitalize center count endswith find index isalnum isalpha isdecimal isdigit islower isnumeric isspace isupper "
+    "join ljust lower lstrip removeprefix removesuffix replace rfind rjust rsplit rstrip split splitlines "
+    "startswith strip title upper zfill";
 const std::set<std::string, std::less<>> kPythonStrMethods = {
-    "casefold", "encode",   "expandtabs", "format",     "format_map", "isascii",   "isidentifier",
-    "isnumeric", "isprintable", "istitle", "maketrans", "partition", "rindex",    "rpartition",
-    "swapcase", "translate"};
+    "casefold",  "encode",      "expandtabs", "format",    "format_map", "isascii",    "isidentifier",
+    "isprintable", "istitle",   "maketrans",  "partition", "rindex",     "rpartition", "swapcase",
+    "translate"};
 
 }  // namespace
 
@@ -849,8 +849,8 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       for (std::int64_t i = left; i < pad; ++i) out += fill_utf8;
       return Value::string(std::move(out));
     }
-    if (m == "isdigit" || m == "isdecimal" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" ||
-        m == "isupper") {
+    if (m == "isdigit" || m == "isdecimal" || m == "isnumeric" || m == "isalpha" || m == "isalnum" ||
+        m == "isspace" || m == "islower" || m == "isupper") {
       const std::u32string cps = utf8_decode(s);
       if (m == "islower" || m == "isupper") {
         Args none;
@@ -859,6 +859,7 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       if (cps.empty()) return Value::boolean(false);
       bool (*const test)(char32_t) = m == "isdigit"     ? py_isdigit
                                      : m == "isdecimal" ? py_isdecimal
+                                     : m == "isnumeric" ? py_isnumeric
                                      : m == "isalpha"   ? py_isalpha
                                      : m == "isalnum"   ? py_isalnum
                                                         : py_isspace;

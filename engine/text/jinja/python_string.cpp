@@ -83,6 +83,35 @@ constexpr std::pair<char32_t, char32_t> kDigitNo[] = {
     {0x24EA, 0x24EA},   {0x24F5, 0x24FD},   {0x24FF, 0x24FF},   {0x2776, 0x277E},  {0x2780, 0x2788},
     {0x278A, 0x2792},   {0x10A40, 0x10A43}, {0x10E60, 0x10E68}, {0x11052, 0x1105A}, {0x1F100, 0x1F10A}};
 
+// The ideographs with a numeric value (Unihan's kPrimaryNumeric, kAccountingNumeric,
+// kOtherNumeric: 一, 万, 壱, ...), which Python's isnumeric counts beyond the N* categories; all
+// are Lo. From Python 3.11's unicodedata (Unicode 14), like kDigitNo.
+constexpr std::pair<char32_t, char32_t> kNumericLo[] = {
+    {0x3405, 0x3405}, {0x3483, 0x3483}, {0x382A, 0x382A}, {0x3B4D, 0x3B4D}, {0x4E00, 0x4E00},
+    {0x4E03, 0x4E03}, {0x4E07, 0x4E07}, {0x4E09, 0x4E09}, {0x4E5D, 0x4E5D}, {0x4E8C, 0x4E8C},
+    {0x4E94, 0x4E94}, {0x4E96, 0x4E96}, {0x4EBF, 0x4EC0}, {0x4EDF, 0x4EDF}, {0x4EE8, 0x4EE8},
+    {0x4F0D, 0x4F0D}, {0x4F70, 0x4F70}, {0x5104, 0x5104}, {0x5146, 0x5146}, {0x5169, 0x5169},
+    {0x516B, 0x516B}, {0x516D, 0x516D}, {0x5341, 0x5341}, {0x5343, 0x5345}, {0x534C, 0x534C},
+    {0x53C1, 0x53C4}, {0x56DB, 0x56DB}, {0x58F1, 0x58F1}, {0x58F9, 0x58F9}, {0x5E7A, 0x5E7A},
+    {0x5EFE, 0x5EFF}, {0x5F0C, 0x5F0E}, {0x5F10, 0x5F10}, {0x62FE, 0x62FE}, {0x634C, 0x634C},
+    {0x67D2, 0x67D2}, {0x6F06, 0x6F06}, {0x7396, 0x7396}, {0x767E, 0x767E}, {0x8086, 0x8086},
+    {0x842C, 0x842C}, {0x8CAE, 0x8CAE}, {0x8CB3, 0x8CB3}, {0x8D30, 0x8D30}, {0x9621, 0x9621},
+    {0x9646, 0x9646}, {0x964C, 0x964C}, {0x9678, 0x9678}, {0x96F6, 0x96F6}, {0xF96B, 0xF96B},
+    {0xF973, 0xF973}, {0xF978, 0xF978}, {0xF9B2, 0xF9B2}, {0xF9D1, 0xF9D1}, {0xF9D3, 0xF9D3},
+    {0xF9FD, 0xF9FD}, {0x20001, 0x20001}, {0x20064, 0x20064}, {0x200E2, 0x200E2}, {0x20121, 0x20121},
+    {0x2092A, 0x2092A}, {0x20983, 0x20983}, {0x2098C, 0x2098C}, {0x2099C, 0x2099C}, {0x20AEA, 0x20AEA},
+    {0x20AFD, 0x20AFD}, {0x20B19, 0x20B19}, {0x22390, 0x22390}, {0x22998, 0x22998}, {0x23B1B, 0x23B1B},
+    {0x2626D, 0x2626D}, {0x2F890, 0x2F890}};
+
+template <std::size_t N>
+bool in_ranges(const std::pair<char32_t, char32_t> (&ranges)[N], char32_t cp) {
+  return std::any_of(std::begin(ranges), std::end(ranges), [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+}
+
+bool is_number(utf8proc_category_t c) {
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
 }  // namespace
 
 bool py_isalpha(char32_t cp) {
@@ -94,9 +123,7 @@ bool py_isdigit(char32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
   const auto c = category(cp);
   if (c == UTF8PROC_CATEGORY_ND) return true;
-  if (c != UTF8PROC_CATEGORY_NO) return false;
-  return std::any_of(std::begin(kDigitNo), std::end(kDigitNo),
-                     [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+  return c == UTF8PROC_CATEGORY_NO && in_ranges(kDigitNo, cp);
 }
 
 bool py_isdecimal(char32_t cp) {
@@ -104,12 +131,20 @@ bool py_isdecimal(char32_t cp) {
   return category(cp) == UTF8PROC_CATEGORY_ND;
 }
 
-// Python: isalpha or isdecimal or isdigit or isnumeric. The CJK ideographs that are numeric
-// (一, 二, 万, ...) are Lo, so this is letters and the three number categories.
+// Numeric_Type Digit, Decimal or Numeric: every character of Nd, Nl and No has one, and the
+// numeric ideographs are the only others.
+bool py_isnumeric(char32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  const auto c = category(cp);
+  return is_number(c) || (c == UTF8PROC_CATEGORY_LO && in_ranges(kNumericLo, cp));
+}
+
+// Python: isalpha or isdecimal or isdigit or isnumeric. The numeric ideographs (一, 二, 万,
+// ...) are Lo, so this is letters and the three number categories.
 bool py_isalnum(char32_t cp) {
   if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9');
   const auto c = category(cp);
-  return is_letter(c) || c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+  return is_letter(c) || is_number(c);
 }
 
 std::size_t py_len(std::string_view s) {

@@ -25,6 +25,7 @@ bool py_isalpha(char32_t cp);
 bool py_isdigit(char32_t cp);
 bool py_isalnum(char32_t cp);
 bool py_isdecimal(char32_t cp);  // Nd
+bool py_isnumeric(char32_t cp);  // Nd, Nl, No and the ideographs with a numeric value (一, 万)
 
 std::size_t py_len(std::string_view s);
 
