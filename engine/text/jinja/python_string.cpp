@@ -8,30 +8,43 @@
 
 namespace sy::text::jinja {
 
+Status result_too_large(std::string_view what, std::size_t limit_bytes) {
+  return Status::Error(std::string(what) + ": the result exceeds the limit of " + std::to_string(limit_bytes) +
+                       " bytes");
+}
+
+Status result_too_long(std::string_view what, std::size_t max_items) {
+  return Status::Error(std::string(what) + ": the result exceeds " + std::to_string(max_items) + " items");
+}
+
+StatusOr<std::string> BoundedText::take() {
+  if (full_) return result_too_large(what_, limit_);
+  return std::move(text_);
+}
+
+char32_t utf8_next(std::string_view s, std::size_t& i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  char32_t cp = 0;
+  if (c < 0x80) { ++i; return c; }
+  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
+  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
+  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
+  else { ++i; return 0xFFFD; }
+  if (i + static_cast<std::size_t>(len) > s.size()) { ++i; return 0xFFFD; }
+  for (int k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+    if ((cc & 0xC0) != 0x80) { ++i; return 0xFFFD; }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  i += static_cast<std::size_t>(len);
+  return cp;
+}
+
 std::u32string utf8_decode(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = 0;
-    char32_t cp = 0;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-    else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
-    else { out.push_back(0xFFFD); ++i; continue; }
-    if (i + static_cast<std::size_t>(len) > s.size()) { out.push_back(0xFFFD); ++i; continue; }
-    bool ok = true;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-      if ((cc & 0xC0) != 0x80) { ok = false; break; }
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (!ok) { out.push_back(0xFFFD); ++i; continue; }
-    out.push_back(cp);
-    i += static_cast<std::size_t>(len);
-  }
+  for (std::size_t i = 0; i < s.size();) out.push_back(utf8_next(s, i));
   return out;
 }
 
@@ -229,22 +242,23 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::
   return out;
 }
 
-std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, std::int64_t count) {
-  std::string out;
+void py_replace(BoundedText& out, std::string_view s, std::string_view old, std::string_view repl, std::int64_t count) {
   if (old.empty()) {
     // Python inserts `repl` before every character and at the end.
-    const std::u32string text = utf8_decode(s);
     std::int64_t n = 0;
-    for (char32_t c : text) {
+    std::string one;
+    for (std::size_t i = 0; i < s.size() && !out.full();) {
       if (count < 0 || n < count) { out += repl; ++n; }
-      utf8_append(out, c);
+      one.clear();
+      utf8_append(one, utf8_next(s, i));
+      out += one;
     }
     if (count < 0 || n < count) out += repl;
-    return out;
+    return;
   }
   std::size_t start = 0;
   std::int64_t n = 0;
-  while (count < 0 || n < count) {
+  while ((count < 0 || n < count) && !out.full()) {
     const std::size_t pos = s.find(old, start);
     if (pos == std::string_view::npos) break;
     out += s.substr(start, pos - start);
@@ -253,7 +267,6 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
     ++n;
   }
   out += s.substr(start);
-  return out;
 }
 
 namespace {
