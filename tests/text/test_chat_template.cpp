@@ -13,9 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/text/chat_template.h"
+#include "engine/text/jinja/interpreter.h"
+#include "engine/text/jinja/parser.h"
+#include "engine/text/jinja/value.h"
 
 namespace fs = std::filesystem;
 using sy::text::ChatTemplate;
+namespace jinja = sy::text::jinja;
 using ojson = nlohmann::ordered_json;
 
 namespace {
@@ -46,6 +50,20 @@ void check_case(const ChatTemplate& t, const ojson& c) {
           << out.status().message();
     }
   }
+}
+
+// A template that must fail to render with a message containing `expect`, within `max_seconds`
+// (a limit that is checked too late shows as time spent building what it refuses).
+void expect_render_error(const std::string& source, const std::string& expect, double max_seconds = 60.0) {
+  SCOPED_TRACE(source);
+  auto t = ChatTemplate::parse(source, "tmpl");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const auto start = std::chrono::steady_clock::now();
+  auto out = t->render(ojson::object());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(out.ok()) << "rendered " << out->size() << " bytes";
+  EXPECT_NE(out.status().message().find(expect), std::string::npos) << out.status().message();
+  EXPECT_LT(seconds, max_seconds);
 }
 
 class ModelTemplate : public testing::TestWithParam<std::string> {};
@@ -148,13 +166,7 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
        "{% endmacro %}{{ f(0) }}",
        "template evaluation nested more than 1000 deep"},
   };
-  for (const auto& c : cases) {
-    auto t = ChatTemplate::parse(c.source, "tmpl");
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    auto out = t->render(ojson::object());
-    ASSERT_FALSE(out.ok()) << c.source;
-    EXPECT_NE(out.status().message().find(c.expect), std::string::npos) << out.status().message();
-  }
+  for (const auto& c : cases) expect_render_error(c.source, c.expect);
   // Nesting deep enough to overflow a naive recursive parser is refused, not a crash.
   const std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   auto t = ChatTemplate::parse(deep, "deep");
@@ -178,57 +190,62 @@ TEST(ChatTemplate, BoundsWorkOutputAndRecursion) {
 }
 
 // Python 3.11's answers (Unicode 14) for each string, hard-coded from python3.
-TEST(ChatTemplate, IsalphaIsdigitIsalnumFollowPython) {
+TEST(ChatTemplate, IsalphaIsdigitIsalnumIsnumericFollowPython) {
   struct Case {
     const char* text;
-    bool alpha, digit, alnum;
+    bool alpha, digit, alnum, numeric;
   };
   const Case cases[] = {
-      {"a", true, false, true},
-      {"Z", true, false, true},
-      {"5", false, true, true},
-      {"\u20AC", false, false, false},
-      {"\u00BD", false, false, true},
-      {"\u0663", false, true, true},
-      {"\u00B2", false, true, true},
-      {"\u00B9", false, true, true},
-      {"\u2070", false, true, true},
-      {"\u2089", false, true, true},
-      {"\u2460", false, true, true},
-      {"\u2473", false, false, true},
-      {"\u2776", false, true, true},
-      {"\u216B", false, false, true},
-      {"\u4E00", true, false, true},
-      {"\u4E07", true, false, true},
-      {"\u00E9", true, false, true},
-      {"\u00DF", true, false, true},
-      {"\u01C5", true, false, true},
-      {"\u02B0", true, false, true},
-      {"\u4E2D", true, false, true},
-      {"\u30A2", true, false, true},
-      {"\u0301", false, false, false},
-      {"_", false, false, false},
-      {" ", false, false, false},
-      {"!", false, false, false},
-      {"\U0001D7D8", false, true, true},
-      {"\u0661", false, true, true},
-      {"\u07C0", false, true, true},
-      {"\U0001F642", false, false, false},
-      {"\u2177", false, false, true},
-      {"\U00010A40", false, true, true},
-      {"x\u00B2", false, false, true},
-      {"ab", true, false, true},
-      {"a1", false, false, true},
-      {"\u0661\u0662", false, true, true},
-      {"", false, false, false},
+      {"a", true, false, true, false},
+      {"Z", true, false, true, false},
+      {"5", false, true, true, true},
+      {"\u20AC", false, false, false, false},
+      {"\u00BD", false, false, true, true},
+      {"\u0663", false, true, true, true},
+      {"\u00B2", false, true, true, true},
+      {"\u00B9", false, true, true, true},
+      {"\u2070", false, true, true, true},
+      {"\u2089", false, true, true, true},
+      {"\u2460", false, true, true, true},
+      {"\u2473", false, false, true, true},
+      {"\u2776", false, true, true, true},
+      {"\u216B", false, false, true, true},
+      {"\u4E00", true, false, true, true},
+      {"\u4E07", true, false, true, true},
+      {"\u00E9", true, false, true, false},
+      {"\u00DF", true, false, true, false},
+      {"\u01C5", true, false, true, false},
+      {"\u02B0", true, false, true, false},
+      {"\u4E2D", true, false, true, false},
+      {"\u30A2", true, false, true, false},
+      {"\u0301", false, false, false, false},
+      {"_", false, false, false, false},
+      {" ", false, false, false, false},
+      {"!", false, false, false, false},
+      {"\U0001D7D8", false, true, true, true},
+      {"\u0661", false, true, true, true},
+      {"\u07C0", false, true, true, true},
+      {"\U0001F642", false, false, false, false},
+      {"\u2177", false, false, true, true},
+      {"\U00010A40", false, true, true, true},
+      {"x\u00B2", false, false, true, false},
+      {"ab", true, false, true, false},
+      {"a1", false, false, true, false},
+      {"\u0661\u0662", false, true, true, true},
+      {"x", true, false, true, false},
+      {"\u5146", true, false, true, true},
+      {"\u58F1", true, false, true, true},
+      {"\U0002F890", true, false, true, true},
+      {"\u00BC\u0663\u4E07", false, false, true, true},
+      {"", false, false, false, false},
   };
-  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }}", "tmpl");
+  auto t = ChatTemplate::parse("{{ s.isalpha() }} {{ s.isdigit() }} {{ s.isalnum() }} {{ s.isnumeric() }}", "tmpl");
   ASSERT_TRUE(t.ok()) << t.status().message();
   auto py = [](bool b) { return b ? "True" : "False"; };
   for (const auto& c : cases) {
     auto out = t->render(ojson{{"s", c.text}});
     ASSERT_TRUE(out.ok()) << out.status().message();
-    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum)) << c.text;
+    EXPECT_EQ(*out, std::string(py(c.alpha)) + " " + py(c.digit) + " " + py(c.alnum) + " " + py(c.numeric)) << c.text;
   }
 }
 
@@ -257,15 +274,9 @@ TEST(ChatTemplate, LoopCycleAndPaddingMethodsMatchJinja2) {
       {"{% for x in [1] %}{{ loop.changed(x) }}{% endfor %}", "loop.changed() is not supported"},
       {"{{ '{}'.format(1) }}", "str.format() is not supported (supported string methods: capitalize center"},
       {"{{ 'a'.swapcase() }}", "str.swapcase() is not supported"},
-      {"{{ 'a'.zfill(100000000000) }}", "exceeds the output limit"},
+      {"{{ 'a'.zfill(100000000000) }}", "str.zfill(): the result exceeds the limit of 67108864 bytes"},
   };
-  for (const auto& [source, expect] : errors) {
-    auto t = ChatTemplate::parse(source, "tmpl");
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    auto out = t->render(ojson::object());
-    ASSERT_FALSE(out.ok()) << source;
-    EXPECT_NE(out.status().message().find(expect), std::string::npos) << out.status().message();
-  }
+  for (const auto& [source, expect] : errors) expect_render_error(source, expect);
 }
 
 // Each step may copy a string of up to 64 MiB: the byte budget, not the step budget, stops these.
@@ -275,35 +286,161 @@ TEST(ChatTemplate, BytesCopiedAreBounded) {
       "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% set t %}{{ s }}{% endset %}{% endfor %}",
       "{% set s = 'x' * 60000000 %}{% for i in range(100000) %}{% if s == s ~ '' %}{% endif %}{% endfor %}",
   };
-  for (const char* source : sources) {
-    auto t = ChatTemplate::parse(source, "tmpl");
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    const auto start = std::chrono::steady_clock::now();
-    auto out = t->render(ojson::object());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ASSERT_FALSE(out.ok()) << source;
-    EXPECT_NE(out.status().message().find("template exceeded its budget of 1073741824 bytes"), std::string::npos)
-        << out.status().message();
-    EXPECT_LT(seconds, 10.0) << source;
-  }
+  for (const char* source : sources)
+    expect_render_error(source, "template exceeded its budget of 1073741824 bytes", 10.0);
   // 2^24 * (2^40 + 1) wraps to 2^24 in 64 bits: the count must be compared, not the product.
-  auto wrap = ChatTemplate::parse("{{ ('x' * 16777216) * 1099511627777 }}", "tmpl");
-  ASSERT_TRUE(wrap.ok());
-  auto out = wrap->render(ojson::object());
-  ASSERT_FALSE(out.ok());
-  EXPECT_NE(out.status().message().find("repetition result exceeds the output limit"), std::string::npos);
-  // join checks its result as it grows: 1000 strings of 60 MB were joined into 60 GB first.
-  for (const char* join : {"{{ (['x' * 60000000] * 1000)|join }}", "{{ ''.join(['x' * 60000000] * 1000) }}"}) {
-    auto joined = ChatTemplate::parse(join, "tmpl");
-    ASSERT_TRUE(joined.ok()) << joined.status().message();
-    auto result = joined->render(ojson::object());
-    ASSERT_FALSE(result.ok()) << join;
-    EXPECT_NE(result.status().message().find("join: the result exceeds the limit of 67108864 bytes"), std::string::npos)
-        << result.status().message();
-  }
+  expect_render_error("{{ ('x' * 16777216) * 1099511627777 }}", "'*': the result exceeds the limit of 67108864 bytes");
   auto empty = ChatTemplate::parse("{{ ('' * 9223372036854775807)|length }}", "tmpl");
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty->render(ojson::object()), "0");
+}
+
+// Results that would take from a gigabyte to 100 GB if built whole (a list of 100000 references
+// to one 1 MB string, printed; each of 100000 lines indented by 1 MB) fail at the 64 MiB limit on
+// one value, naming what outgrew it, within about that much memory and a second: a check after the
+// build would not finish.
+TEST(ChatTemplate, BuiltResultsAreCheckedAsTheyGrow) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{{ ['x' * 1000000] * 100000 }}", "printing a list: the result exceeds the limit of 67108864 bytes"},
+      {"{{ {'k': ['x' * 1000000] * 100000} }}", "printing a dict: the result exceeds the limit of 67108864 bytes"},
+      {"{{ (['x' * 1000000] * 100000)|string|length }}", "printing a list: the result exceeds"},
+      {"{{ (['x' * 1000000] * 100000)|upper|length }}", "printing a list: the result exceeds"},
+      {"{{ raise_exception(['x' * 1000000] * 100000) }}", "printing a list: the result exceeds"},
+      {"{{ ((['x' * 1000000] * 100000) ~ '')|length }}", "'~': the result exceeds the limit of 67108864 bytes"},
+      {"{{ (('x' * 35000000) ~ ('y' * 35000000))|length }}", "'~': the result exceeds"},
+      {"{{ (('x' * 35000000) + ('y' * 35000000))|length }}", "'+': the result exceeds the limit of 67108864 bytes"},
+      {"{{ (['x' * 1000000] * 100000)|tojson|length }}", "tojson: the result exceeds the limit of 67108864 bytes"},
+      {"{{ {'k': ['x' * 1000000] * 100000}|tojson(indent=2)|length }}", "tojson: the result exceeds"},
+      {"{{ (['x' * 1000000] * 100000)|join|length }}", "join: the result exceeds the limit of 67108864 bytes"},
+      {"{{ ''.join(['x' * 1000000] * 100000)|length }}", "str.join(): the result exceeds the limit of 67108864 bytes"},
+      {"{{ ('x' * 1000)|replace('', 'y' * 1000000)|length }}", "replace: the result exceeds the limit of 67108864 bytes"},
+      {"{{ ('x' * 1000).replace('x', 'y' * 1000000)|length }}", "str.replace(): the result exceeds"},
+      {"{{ ('\\n' * 100000)|indent('x' * 1000000, blank=true)|length }}", "indent: the result exceeds"},
+      {"{{ 'x'.center(9223372036854775807, '\u00e9')|length }}", "str.center(): the result exceeds the limit"},
+      {"{{ 'x'.ljust(67108864, '\u00e9')|length }}", "str.ljust(): the result exceeds the limit"},
+      {"{{ ([1] * 10000000)|length }}", "'*': the result exceeds 8388608 items"},
+  };
+  for (const auto& [source, expect] : cases) expect_render_error(source, expect, 10.0);
+  // What only names a value in a message is cut short: jinja2 would put all of it there.
+  auto hint = ChatTemplate::parse("{{ [1][['x' * 1000000] * 100000] is defined }}", "tmpl");
+  ASSERT_TRUE(hint.ok());
+  EXPECT_EQ(*hint->render(ojson::object()), "False");
+  auto index = ChatTemplate::parse("{{ [1].index(['x' * 1000000] * 100000) }}", "tmpl");
+  ASSERT_TRUE(index.ok());
+  auto missing = index->render(ojson::object());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("['xxxx"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("... is not in list"), std::string::npos) << missing.status().message();
+  EXPECT_LT(missing.status().message().size(), 1000u);
+}
+
+sy::StatusOr<std::string> render_with_limits(const std::string& source, const ojson& context,
+                                             const jinja::RenderLimits& limits) {
+  auto t = jinja::parse_template(source, "tmpl");
+  if (!t.ok()) return t.status();
+  return jinja::render(*t, jinja::Value::from_json(context), limits);
+}
+
+// jinja2 3.1.6's output for each (transformers' environment), rendered with a limit on one value
+// of exactly its size, then of one byte less, where the builtin building it must be the one to
+// refuse. Checking as the result grows changes nothing below the limit.
+TEST(ChatTemplate, ResultsUpToTheLimitMatchJinja2) {
+  const ojson context = {{"l", {"ab", "c'd", {2.5, true, nullptr}}},
+                         {"d", {{"k", "v\u00e9"}, {"n", {1, "two"}}}},
+                         {"s", "a\nb\n\nc"}};
+  struct Case {
+    const char* source;
+    const char* output;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"{{ l }}", "['ab', \"c'd\", [2.5, True, None]]", "printing a list"},
+      {"{{ d }}", "{'k': 'v\u00e9', 'n': [1, 'two']}", "printing a dict"},
+      {"{{ l|string }}", "['ab', \"c'd\", [2.5, True, None]]", "printing a list"},
+      {"{{ l ~ d }}", "['ab', \"c'd\", [2.5, True, None]]{'k': 'v\u00e9', 'n': [1, 'two']}", "'~'"},
+      {"{{ l|tojson }}", "[\"ab\", \"c'd\", [2.5, true, null]]", "tojson"},
+      {"{{ d|tojson(indent=2) }}", "{\n  \"k\": \"v\u00e9\",\n  \"n\": [\n    1,\n    \"two\"\n  ]\n}", "tojson"},
+      {"{{ d|tojson(ensure_ascii=true) }}", "{\"k\": \"v\\u00e9\", \"n\": [1, \"two\"]}", "tojson"},
+      {"{{ l|join(', ') }}", "ab, c'd, [2.5, True, None]", "join"},
+      {"{{ '--'.join(['abcdefgh', 'ijklmnopq']) }}", "abcdefgh--ijklmnopq", "str.join()"},
+      {"{{ s|replace('\\n', '--') }}", "a--b----c", "replace"},
+      {"{{ s.replace('\\n', '--') }}", "a--b----c", "str.replace()"},
+      {"{{ s|indent(3, true, true) }}", "   a\n   b\n   \n   c", "indent"},
+      {"{{ s|indent('> ') }}", "a\n> b\n\n> c", "indent"},
+      {"{{ 'ab'.center(9, '\u00b7') }}", "\u00b7\u00b7\u00b7\u00b7ab\u00b7\u00b7\u00b7", "str.center()"},
+      {"{{ 'ab'.zfill(7) }}", "00000ab", "str.zfill()"},
+      {"{{ 'ab' * 5 }}", "ababababab", "'*'"},
+      {"{{ 'abc' + 'de' }}", "abcde", "'+'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.source);
+    const std::string output = c.output;
+    jinja::RenderLimits limits;
+    limits.max_output_bytes = output.size();
+    auto at_limit = render_with_limits(c.source, context, limits);
+    ASSERT_TRUE(at_limit.ok()) << at_limit.status().message();
+    EXPECT_EQ(*at_limit, output);
+    limits.max_output_bytes = output.size() - 1;
+    auto over = render_with_limits(c.source, context, limits);
+    ASSERT_FALSE(over.ok());
+    EXPECT_NE(over.status().message().find(std::string(c.what) + ": the result exceeds the limit of " +
+                                           std::to_string(output.size() - 1) + " bytes"),
+              std::string::npos)
+        << over.status().message();
+  }
+}
+
+// Lists a builtin builds stop at the limit on one list's items before they are built, and what
+// map's filter and case-insensitive sort keys compute counts against the render's budget: each
+// input here would make 100 GB. A 1 MiB value limit (131072 items) and a 16 MiB budget.
+TEST(ChatTemplate, ItemsAndBudgetBoundWhatBuiltinsBuild) {
+  jinja::RenderLimits limits;
+  limits.max_output_bytes = std::size_t{1} << 20;
+  limits.max_value_bytes = std::size_t{16} << 20;
+  const std::pair<const char*, const char*> cases[] = {
+      {"{{ (['x' * 1000000] * 100000)|map('string')|list|length }}", "template exceeded its budget of 16777216 bytes"},
+      {"{{ (['X' * 1000000] * 100000)|unique|list|length }}", "template exceeded its budget of 16777216 bytes"},
+      {"{{ (['X' * 1000000] * 100000)|sort|length }}", "template exceeded its budget of 16777216 bytes"},
+      {"{{ d|dictsort(by='value')|length }}", "template exceeded its budget of 16777216 bytes"},
+      {"{{ ('x' * 1000000)|list|length }}", "the characters of a string: the result exceeds 131072 items"},
+      {"{% for c in 'x' * 1000000 %}{% endfor %}", "the characters of a string: the result exceeds 131072 items"},
+      {"{{ (' ' * 1000000).split(' ')|length }}", "str.split(): the result exceeds 131072 items"},
+      {"{{ (' ' * 1000000).rsplit(' ', 999999)|length }}", "str.rsplit(): the result exceeds 131072 items"},
+      {"{{ ('\\n' * 1000000).splitlines()|length }}", "str.splitlines(): the result exceeds 131072 items"},
+      {"{{ (([1] * 100000) + ([1] * 100000))|length }}", "'+': the result exceeds 131072 items"},
+      {"{{ ([1, 2] * 100000)|length }}", "'*': the result exceeds 131072 items"},
+  };
+  // 20 values of 1 MB: dictsort by value lowercases each.
+  ojson context = {{"d", ojson::object()}};
+  for (int i = 0; i < 20; ++i) context["d"]["k" + std::to_string(i)] = std::string(1000000, 'X');
+  for (const auto& [source, expect] : cases) {
+    auto out = render_with_limits(source, context, limits);
+    ASSERT_FALSE(out.ok()) << source;
+    EXPECT_NE(out.status().message().find(expect), std::string::npos) << source << ": " << out.status().message();
+  }
+  // first and last of a string need no list of its characters: a string may have more.
+  for (const auto& [source, expect] : {std::pair{"{{ ('x' * 1000000 ~ '\u00e9')|last }}", "\u00e9"},
+                                       std::pair{"{{ ('\u00e9' ~ 'x' * 1000000)|first }}", "\u00e9"},
+                                       std::pair{"{{ ('x' * 1000000 ~ 'y')|last }}", "y"}}) {
+    auto out = render_with_limits(source, context, limits);
+    ASSERT_TRUE(out.ok()) << source << ": " << out.status().message();
+    EXPECT_EQ(*out, expect) << source;
+  }
+  // A dict's items, keys and values are lists too: 3 items at a 24-byte limit, 2 at 16.
+  const char* dict_lists[] = {"{{ d|items|list|length }}", "{{ d|dictsort|length }}", "{{ d.items()|length }}",
+                              "{{ d.keys()|length }}", "{{ d|list|length }}"};
+  const ojson small = {{"d", {{"a", 1}, {"b", 2}, {"c", 3}}}};
+  for (const char* source : dict_lists) {
+    limits.max_output_bytes = 24;
+    auto fits = render_with_limits(source, small, limits);
+    ASSERT_TRUE(fits.ok()) << source << ": " << fits.status().message();
+    EXPECT_EQ(*fits, "3");
+    limits.max_output_bytes = 16;
+    auto over = render_with_limits(source, small, limits);
+    ASSERT_FALSE(over.ok()) << source;
+    EXPECT_NE(over.status().message().find("the result exceeds 2 items"), std::string::npos)
+        << source << ": " << over.status().message();
+  }
 }
 
 class ModelDir : public testing::Test {

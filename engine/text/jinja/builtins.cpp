@@ -14,18 +14,6 @@
 namespace sy::text::jinja {
 namespace {
 
-// join builds its whole result before the interpreter sees its size: a list of large strings
-// repeated would be joined into gigabytes first. The interpreter's own value limit, checked as
-// the result grows.
-constexpr std::size_t kMaxJoinedBytes = RenderLimits{}.max_output_bytes;
-
-Status append_joined(std::string& out, std::string_view piece) {
-  if (out.size() + piece.size() > kMaxJoinedBytes)
-    return Status::Error("join: the result exceeds the limit of " + std::to_string(kMaxJoinedBytes) + " bytes");
-  out += piece;
-  return Status::Ok();
-}
-
 const std::set<std::string, std::less<>> kFilters = {
     "abs",     "capitalize", "count",  "d",       "default", "dictsort",   "first", "float",   "indent",
     "int",     "items",      "join",   "last",    "length",  "list",       "lower", "map",     "reject",
@@ -59,9 +47,18 @@ Status check_args(const Args& a, std::size_t max_positional, std::initializer_li
   return Status::Ok();
 }
 
-std::optional<std::string> opt_string(const Value* v) {
-  if (!v || v->is_none() || v->is_undefined()) return std::nullopt;
-  return py_str(*v);
+StatusOr<std::optional<std::string>> opt_string(const Value* v, Callbacks& cb) {
+  if (!v || v->is_none() || v->is_undefined()) return std::optional<std::string>();
+  auto s = py_str(*v, cb.value_limit());
+  if (!s.ok()) return s.status();
+  return std::optional(std::move(*s));
+}
+
+// A string value from text built within the limit.
+StatusOr<Value> string_value(BoundedText& text) {
+  auto s = text.take();
+  if (!s.ok()) return s.status();
+  return Value::string(std::move(*s));
 }
 
 StatusOr<std::int64_t> int_arg(const Value* v, std::int64_t def, const std::string& what) {
@@ -105,9 +102,12 @@ Value attribute_of(const Value& item, const std::string& path) {
 }
 
 // Sort key as jinja2's sort/unique/dictsort make it: strings lowercased unless case_sensitive.
-Value sort_key(const Value& v, bool case_sensitive) {
-  if (!case_sensitive && v.is_string()) return Value::string(py_lower(v.as_string()));
-  return v;
+// A lowered string is a new value, counted against the render's budget: a list can hold one
+// large string many times, and each item gets a key of its own.
+StatusOr<Value> sort_key(const Value& v, bool case_sensitive, Callbacks& cb) {
+  if (case_sensitive || !v.is_string()) return v;
+  SY_RETURN_IF_ERROR(cb.charge(v.as_string().size()));
+  return Value::string(py_lower(v.as_string()));
 }
 
 StatusOr<int> py_order(const Value& a, const Value& b) {
@@ -150,8 +150,10 @@ StatusOr<List> sorted(List items, const std::vector<Value>& keys, bool reverse) 
   return out;
 }
 
-std::vector<std::string> splitlines(const std::string& s) {
-  std::vector<std::string> lines;
+// Calls f with each line of s as str.splitlines() splits it, until f returns false: a string of
+// newlines has as many lines as bytes, too many to collect before counting them.
+template <class F>
+void for_each_line(const std::string& s, F f) {
   std::u32string cur;
   const std::u32string text = utf8_decode(s);
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -163,11 +165,10 @@ std::vector<std::string> splitlines(const std::string& s) {
       continue;
     }
     if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-    lines.push_back(utf8_encode(cur));
+    if (!f(utf8_encode(cur))) return;
     cur.clear();
   }
-  if (!cur.empty()) lines.push_back(utf8_encode(cur));
-  return lines;
+  if (!cur.empty()) f(utf8_encode(cur));
 }
 
 StatusOr<Value> to_int(const Value& v, const Value& def) {
@@ -208,7 +209,7 @@ StatusOr<Value> to_float(const Value& v, const Value& def) {
   return def;
 }
 
-StatusOr<Value> tojson(const Value& v, const Args& a) {
+StatusOr<Value> tojson(const Value& v, const Args& a, Callbacks& cb) {
   SY_RETURN_IF_ERROR(check_args(a, 4, {"ensure_ascii", "indent", "separators", "sort_keys"}, "tojson"));
   JsonOptions o;
   if (const Value* x = arg(a, 0, "ensure_ascii")) o.ensure_ascii = x->truthy();
@@ -223,7 +224,7 @@ StatusOr<Value> tojson(const Value& v, const Args& a) {
     o.separators = std::make_pair(x->as_list()[0].as_string(), x->as_list()[1].as_string());
   }
   if (const Value* x = arg(a, 3, "sort_keys")) o.sort_keys = x->truthy();
-  auto s = py_json_dumps(v, o);
+  auto s = py_json_dumps(v, o, cb.value_limit());
   if (!s.ok()) return s.status();
   return Value::string(std::move(*s));
 }
@@ -231,7 +232,7 @@ StatusOr<Value> tojson(const Value& v, const Args& a) {
 // select/reject and selectattr/rejectattr.
 StatusOr<Value> select(const Value& v, const Args& a, bool attr, bool keep, Callbacks& cb) {
   if (!v.truthy()) return Value::list({});  // jinja2 skips a false value without iterating it
-  auto items = to_list(v);
+  auto items = to_list(v, cb);
   if (!items.ok()) return items.status();
   std::size_t first_test = 0;
   std::string attribute;
@@ -267,7 +268,7 @@ StatusOr<Value> select(const Value& v, const Args& a, bool attr, bool keep, Call
 
 StatusOr<Value> map_filter(const Value& v, const Args& a, Callbacks& cb) {
   if (!v.truthy()) return Value::list({});
-  auto items = to_list(v);
+  auto items = to_list(v, cb);
   if (!items.ok()) return items.status();
   List out;
   if (a.positional.empty()) {
@@ -295,7 +296,7 @@ StatusOr<Value> map_filter(const Value& v, const Args& a, Callbacks& cb) {
   return Value::list(std::move(out));
 }
 
-StatusOr<Value> indent(const Value& v, const Args& a) {
+StatusOr<Value> indent(const Value& v, const Args& a, Callbacks& cb) {
   SY_RETURN_IF_ERROR(check_args(a, 3, {"width", "first", "blank"}, "indent"));
   std::string ind = "    ";
   if (const Value* w = arg(a, 0, "width")) {
@@ -308,30 +309,96 @@ StatusOr<Value> indent(const Value& v, const Args& a) {
   if (!v.is_string()) return Status::Error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   const Value* first = arg(a, 1, "first");
   const Value* blank = arg(a, 2, "blank");
-  const auto lines = splitlines(py_str(v) + "\n");
-  std::string rv;
-  if (blank && blank->truthy()) {
-    for (std::size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i];
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    for (std::size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : ind) + lines[i];
+  const bool indent_blank = blank && blank->truthy();
+  // Every line gets the width string: many lines and a long one make a result of their product.
+  BoundedText rv("indent", cb.value_limit());
+  if (first && first->truthy()) rv += ind;
+  bool first_line = true;
+  for_each_line(v.as_string() + "\n", [&](const std::string& line) {
+    if (!first_line) {
+      rv += "\n";
+      if (indent_blank || !line.empty()) rv += ind;
+    }
+    first_line = false;
+    rv += line;
+    return !rv.full();
+  });
+  return string_value(rv);
+}
+
+// The first or last character of a non-empty string, as to_list would give it, without a list
+// of them all (a string may have more characters than a list may have items). A lead byte always
+// starts a character when decoding forward, so the last one starts at most 3 bytes from the end;
+// bytes that do not make it up to the end are invalid, U+FFFD.
+Value end_character(const std::string& s, bool last) {
+  std::size_t i = 0;
+  if (last) {
+    i = s.size() - 1;
+    for (int k = 0; k < 3 && i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; ++k) --i;
   }
-  if (first && first->truthy()) rv = ind + rv;
-  return Value::string(std::move(rv));
+  char32_t c = utf8_next(s, i);
+  if (last && i != s.size()) c = 0xFFFD;
+  std::string out;
+  utf8_append(out, c);
+  return Value::string(std::move(out));
+}
+
+// The filters that work on their operand printed: string, trim, upper, lower, title,
+// capitalize, replace.
+StatusOr<Value> string_filter(const std::string& name, const std::string& s, const Args& a, Callbacks& cb) {
+  if (name == "string") return Value::string(s);
+  if (name == "trim") {
+    SY_RETURN_IF_ERROR(check_args(a, 1, {"chars"}, name));
+    auto chars = opt_string(arg(a, 0, "chars"), cb);
+    if (!chars.ok()) return chars.status();
+    return Value::string(py_strip(s, *chars, true, true));
+  }
+  if (name == "upper") return Value::string(py_upper(s));
+  if (name == "lower") return Value::string(py_lower(s));
+  if (name == "title") {
+    // jinja2's do_title: words begin after whitespace or one of - ( { [ <.
+    std::string out;
+    bool word_start = true;
+    for (char32_t c : utf8_decode(s)) {
+      const bool sep = py_isspace(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+      const std::string one = utf8_encode(std::u32string(1, c));
+      out += sep ? one : word_start ? py_upper(one) : py_lower(one);
+      word_start = sep;
+    }
+    return Value::string(std::move(out));
+  }
+  if (name == "capitalize") return Value::string(py_capitalize(s));
+  // replace
+  SY_RETURN_IF_ERROR(check_args(a, 3, {"old", "new", "count"}, name));
+  const Value* old_v = arg(a, 0, "old");
+  const Value* new_v = arg(a, 1, "new");
+  if (!old_v || !new_v) return Status::Error("replace needs the old and the new text");
+  auto count = int_arg(arg(a, 2, "count"), -1, "replace count");
+  if (!count.ok()) return count.status();
+  auto old_text = py_str(*old_v, cb.value_limit());
+  if (!old_text.ok()) return old_text.status();
+  auto new_text = py_str(*new_v, cb.value_limit());
+  if (!new_text.ok()) return new_text.status();
+  BoundedText out("replace", cb.value_limit());
+  py_replace(out, s, *old_text, *new_text, *count);
+  return string_value(out);
 }
 
 }  // namespace
 
-StatusOr<List> to_list(const Value& v) {
+StatusOr<List> to_list(const Value& v, Callbacks& cb) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return List{};
     case Value::Kind::kList: return v.as_list();
     case Value::Kind::kDict: {
+      if (v.as_dict().size() > cb.max_items()) return result_too_long("the keys of a dict", cb.max_items());
       List keys;
       for (const auto& [k, x] : v.as_dict()) keys.push_back(k);
       return keys;
     }
     case Value::Kind::kString: {
+      // A value of one character each: a string of the byte limit would make that many items.
+      if (py_len(v.as_string()) > cb.max_items()) return result_too_long("the characters of a string", cb.max_items());
       List out;
       for (char32_t c : utf8_decode(v.as_string())) {
         std::string s;
@@ -362,36 +429,14 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     if (!n.ok()) return n.status();
     return Value::integer(*n);
   }
-  if (name == "tojson") return tojson(v, a);
+  if (name == "tojson") return tojson(v, a, cb);
   if (name == "safe") return v;
-  if (name == "string") return Value::string(py_str(v));
-  if (name == "trim") {
-    SY_RETURN_IF_ERROR(check_args(a, 1, {"chars"}, name));
-    return Value::string(py_strip(py_str(v), opt_string(arg(a, 0, "chars")), true, true));
-  }
-  if (name == "upper") return Value::string(py_upper(py_str(v)));
-  if (name == "lower") return Value::string(py_lower(py_str(v)));
-  if (name == "title") {
-    // jinja2's do_title: words begin after whitespace or one of - ( { [ <.
-    std::string out;
-    bool word_start = true;
-    for (char32_t c : utf8_decode(py_str(v))) {
-      const bool sep = py_isspace(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
-      const std::string one = utf8_encode(std::u32string(1, c));
-      out += sep ? one : word_start ? py_upper(one) : py_lower(one);
-      word_start = sep;
-    }
-    return Value::string(std::move(out));
-  }
-  if (name == "capitalize") return Value::string(py_capitalize(py_str(v)));
-  if (name == "replace") {
-    SY_RETURN_IF_ERROR(check_args(a, 3, {"old", "new", "count"}, name));
-    const Value* old_v = arg(a, 0, "old");
-    const Value* new_v = arg(a, 1, "new");
-    if (!old_v || !new_v) return Status::Error("replace needs the old and the new text");
-    auto count = int_arg(arg(a, 2, "count"), -1, "replace count");
-    if (!count.ok()) return count.status();
-    return Value::string(py_replace(py_str(v), py_str(*old_v), py_str(*new_v), *count));
+  if (name == "string" || name == "trim" || name == "upper" || name == "lower" || name == "title" ||
+      name == "capitalize" || name == "replace") {
+    // These print their operand first: a list prints as its repr.
+    auto text = py_str(v, cb.value_limit());
+    if (!text.ok()) return text.status();
+    return string_filter(name, *text, a, cb);
   }
   if (name == "int") {
     SY_RETURN_IF_ERROR(check_args(a, 2, {"default", "base"}, name));
@@ -414,7 +459,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     return Status::Error("bad operand type for abs(): '" + v.type_name() + "'");
   }
   if (name == "list") {
-    auto items = to_list(v);
+    auto items = to_list(v, cb);
     if (!items.ok()) return items.status();
     return Value::list(std::move(*items));
   }
@@ -422,19 +467,21 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     SY_RETURN_IF_ERROR(check_args(a, 2, {"d", "attribute"}, name));
     const Value* sep = arg(a, 0, "d");
     const Value* attribute = arg(a, 1, "attribute");
-    auto items = to_list(v);
+    auto items = to_list(v, cb);
     if (!items.ok()) return items.status();
-    std::string out;
-    const std::string separator = sep ? py_str(*sep) : std::string();
-    for (std::size_t i = 0; i < items->size(); ++i) {
-      if (i) SY_RETURN_IF_ERROR(append_joined(out, separator));
-      SY_RETURN_IF_ERROR(append_joined(
-          out, py_str(attribute && attribute->is_string() ? attribute_of((*items)[i], attribute->as_string()) : (*items)[i])));
+    auto separator = sep ? py_str(*sep, cb.value_limit()) : StatusOr<std::string>(std::string());
+    if (!separator.ok()) return separator.status();
+    BoundedText out("join", cb.value_limit());
+    for (std::size_t i = 0; i < items->size() && !out.full(); ++i) {
+      if (i) out += *separator;
+      const Value& item = (*items)[i];
+      append_str(out, attribute && attribute->is_string() ? attribute_of(item, attribute->as_string()) : item);
     }
-    return Value::string(std::move(out));
+    return string_value(out);
   }
   if (name == "first" || name == "last") {
-    auto items = to_list(v);
+    if (v.is_string() && !v.as_string().empty()) return end_character(v.as_string(), name == "last");
+    auto items = to_list(v, cb);
     if (!items.ok()) return items.status();
     if (items->empty()) return Value::undefined("No " + name + " item, sequence was empty.");
     return name == "first" ? items->front() : items->back();
@@ -445,7 +492,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
       std::reverse(s.begin(), s.end());
       return Value::string(utf8_encode(s));
     }
-    auto items = to_list(v);
+    auto items = to_list(v, cb);
     if (!items.ok()) return Status::Error("argument to reverse() must be a sequence");
     std::reverse(items->begin(), items->end());
     return Value::list(std::move(*items));
@@ -453,6 +500,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
   if (name == "items") {
     if (v.is_undefined()) return Value::list({});
     if (!v.is_dict()) return Status::Error("Can only get item pairs from a mapping.");
+    if (v.as_dict().size() > cb.max_items()) return result_too_long(name, cb.max_items());
     List out;
     for (const auto& [k, x] : v.as_dict()) out.push_back(Value::list({k, x}, true));
     return Value::list(std::move(out));
@@ -460,7 +508,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
   if (name == "select" || name == "reject") return select(v, a, false, name == "select", cb);
   if (name == "selectattr" || name == "rejectattr") return select(v, a, true, name == "selectattr", cb);
   if (name == "map") return map_filter(v, a, cb);
-  if (name == "indent") return indent(v, a);
+  if (name == "indent") return indent(v, a, cb);
   if (name == "unique" || name == "sort") {
     const bool is_sort = name == "sort";
     if (is_sort) SY_RETURN_IF_ERROR(check_args(a, 3, {"reverse", "case_sensitive", "attribute"}, name));
@@ -468,12 +516,15 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     const Value* reverse = is_sort ? arg(a, 0, "reverse") : nullptr;
     const Value* cs = arg(a, is_sort ? 1 : 0, "case_sensitive");
     const Value* attribute = arg(a, is_sort ? 2 : 1, "attribute");
-    auto items = to_list(v);
+    auto items = to_list(v, cb);
     if (!items.ok()) return items.status();
     std::vector<Value> keys;
-    for (const auto& item : *items)
-      keys.push_back(sort_key(attribute && attribute->is_string() ? attribute_of(item, attribute->as_string()) : item,
-                              cs && cs->truthy()));
+    for (const auto& item : *items) {
+      auto key = sort_key(attribute && attribute->is_string() ? attribute_of(item, attribute->as_string()) : item,
+                          cs && cs->truthy(), cb);
+      if (!key.ok()) return key.status();
+      keys.push_back(std::move(*key));
+    }
     if (is_sort) {
       auto s = sorted(std::move(*items), keys, reverse && reverse->truthy());
       if (!s.ok()) return s.status();
@@ -499,11 +550,14 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     const bool by_value = by && by->is_string() && by->as_string() == "value";
     if (by && !(by->is_string() && (by->as_string() == "key" || by->as_string() == "value")))
       return Status::Error("You can only sort by either \"key\" or \"value\"");
+    if (v.as_dict().size() > cb.max_items()) return result_too_long(name, cb.max_items());
     List pairs;
     std::vector<Value> keys;
     for (const auto& [k, x] : v.as_dict()) {
       pairs.push_back(Value::list({k, x}, true));
-      keys.push_back(sort_key(by_value ? x : k, cs && cs->truthy()));
+      auto key = sort_key(by_value ? x : k, cs && cs->truthy(), cb);
+      if (!key.ok()) return key.status();
+      keys.push_back(std::move(*key));
     }
     auto s = sorted(std::move(pairs), keys, reverse && reverse->truthy());
     if (!s.ok()) return s.status();
@@ -513,7 +567,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
     SY_RETURN_IF_ERROR(check_args(a, 2, {"attribute", "start"}, name));
     const Value* attribute = arg(a, 0, "attribute");
     const Value* start = arg(a, 1, "start");
-    auto items = to_list(v);
+    auto items = to_list(v, cb);
     if (!items.ok()) return items.status();
     Value total = start ? *start : Value::integer(0);
     for (const auto& item : *items) {
@@ -533,7 +587,7 @@ StatusOr<Value> apply_filter(const std::string& name, const Value& v, const Args
   return Status::Error("unsupported filter '" + name + "'");
 }
 
-StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a) {
+StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a, Callbacks& cb) {
   const Value* other = a.positional.empty() ? nullptr : &a.positional[0];
   auto need = [&]() -> Status {
     return other ? Status::Ok() : Status::Error("test '" + name + "' needs an argument");
@@ -554,7 +608,9 @@ StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a
   if (name == "false") return v.is_bool() && !v.as_bool();
   if (name == "callable") return v.is_macro() || v.is_function();
   if (name == "lower" || name == "upper") {
-    const std::string s = py_str(v);
+    auto text = py_str(v, cb.value_limit());
+    if (!text.ok()) return text.status();
+    const std::string& s = *text;
     const std::string mapped = name == "lower" ? py_upper(s) : py_lower(s);
     // islower(): has a cased character and no uppercase one (and the reverse for isupper).
     return mapped != s && (name == "lower" ? py_lower(s) == s : py_upper(s) == s);
@@ -620,10 +676,12 @@ StatusOr<bool> apply_test(const std::string& name, const Value& v, const Args& a
   return Status::Error("unsupported test '" + name + "'");
 }
 
-StatusOr<Value> call_global(const std::string& name, const Args& a) {
+StatusOr<Value> call_global(const std::string& name, const Args& a, Callbacks& cb) {
   if (name == "raise_exception") {
     const Value* msg = arg(a, 0, "message");
-    return Status::Error(msg ? py_str(*msg) : "raise_exception() called");
+    if (!msg) return Status::Error("raise_exception() called");
+    auto text = py_str(*msg, cb.value_limit());
+    return Status::Error(text.ok() ? *text : text.status().message());
   }
   if (name == "namespace" || name == "dict") {
     Dict items;
@@ -701,17 +759,17 @@ namespace {
 // What call_method implements for strings, for the error on the rest of Python's str methods
 // (jinja2 has them all, so "no attribute" would be the wrong answer).
 constexpr std::string_view kStrMethods =
-    "capitalize center count endswith find index isalnum isalpha isdecimal isdigit islower isspace isupper join "
-    "ljust lower lstrip removeprefix removesuffix replace rfind rjust rsplit rstrip split splitlines startswith "
-    "strip title upper zfill";
+    "capitalize center count endswith find index isalnum isalpha isdecimal isdigit islower isnumeric isspace isupper "
+    "join ljust lower lstrip removeprefix removesuffix replace rfind rjust rsplit rstrip split splitlines "
+    "startswith strip title upper zfill";
 const std::set<std::string, std::less<>> kPythonStrMethods = {
-    "casefold", "encode",   "expandtabs", "format",     "format_map", "isascii",   "isidentifier",
-    "isnumeric", "isprintable", "istitle", "maketrans", "partition", "rindex",    "rpartition",
-    "swapcase", "translate"};
+    "casefold",  "encode",      "expandtabs", "format",    "format_map", "isascii",    "isidentifier",
+    "isprintable", "istitle",   "maketrans",  "partition", "rindex",     "rpartition", "swapcase",
+    "translate"};
 
 }  // namespace
 
-StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& a, bool& found) {
+StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& a, Callbacks& cb, bool& found) {
   found = true;
   const std::string what = obj.type_name() + "." + m + "()";
   if (obj.is_string()) {
@@ -739,7 +797,9 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
     }
     if (m == "strip" || m == "lstrip" || m == "rstrip") {
       SY_RETURN_IF_ERROR(check_args(a, 1, {}, what));
-      return Value::string(py_strip(s, opt_string(arg(a, 0, "chars")), m != "rstrip", m != "lstrip"));
+      auto chars = opt_string(arg(a, 0, "chars"), cb);
+      if (!chars.ok()) return chars.status();
+      return Value::string(py_strip(s, *chars, m != "rstrip", m != "lstrip"));
     }
     if (m == "split" || m == "rsplit") {
       SY_RETURN_IF_ERROR(check_args(a, 2, {"sep", "maxsplit"}, what));
@@ -750,9 +810,14 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       auto maxsplit = int_arg(arg(a, 1, "maxsplit"), -1, "maxsplit");
       if (!maxsplit.ok()) return maxsplit.status();
       const std::optional<std::string> sp = sep && sep->is_string() ? std::optional(sep->as_string()) : std::nullopt;
+      // A string of separators splits into as many parts as it has bytes: split at most one
+      // part past the limit on a list, which is then too long.
+      const auto max_items = static_cast<std::int64_t>(cb.max_items());
+      const std::int64_t cap = *maxsplit < 0 || *maxsplit > max_items ? max_items : *maxsplit;
+      auto parts = m == "split" ? py_split(s, sp, cap) : py_rsplit(s, sp, cap);
+      if (parts.size() > cb.max_items()) return result_too_long(what, cb.max_items());
       List out;
-      for (auto& part : m == "split" ? py_split(s, sp, *maxsplit) : py_rsplit(s, sp, *maxsplit))
-        out.push_back(Value::string(std::move(part)));
+      for (auto& part : parts) out.push_back(Value::string(std::move(part)));
       return Value::list(std::move(out));
     }
     if (m == "upper") return Value::string(py_upper(s));
@@ -765,7 +830,9 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         return Status::Error(what + " needs two strings");
       auto count = int_arg(arg(a, 2, "count"), -1, "count");
       if (!count.ok()) return count.status();
-      return Value::string(py_replace(s, a.positional[0].as_string(), a.positional[1].as_string(), *count));
+      BoundedText out(what, cb.value_limit());
+      py_replace(out, s, a.positional[0].as_string(), a.positional[1].as_string(), *count);
+      return string_value(out);
     }
     if (m == "find" || m == "rfind" || m == "count" || m == "index") {
       SY_RETURN_IF_ERROR(check_args(a, 1, {}, what));
@@ -787,21 +854,27 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
     if (m == "join") {
       SY_RETURN_IF_ERROR(check_args(a, 1, {}, what));
       if (a.positional.empty()) return Status::Error(what + " takes exactly one argument");
-      auto items = to_list(a.positional[0]);
+      auto items = to_list(a.positional[0], cb);
       if (!items.ok()) return items.status();
-      std::string out;
-      for (std::size_t i = 0; i < items->size(); ++i) {
+      BoundedText out(what, cb.value_limit());
+      for (std::size_t i = 0; i < items->size() && !out.full(); ++i) {
         if (!(*items)[i].is_string())
           return Status::Error("sequence item " + std::to_string(i) + ": expected str instance, " +
                                (*items)[i].type_name() + " found");
-        if (i) SY_RETURN_IF_ERROR(append_joined(out, s));
-        SY_RETURN_IF_ERROR(append_joined(out, (*items)[i].as_string()));
+        if (i) out += s;
+        out += (*items)[i].as_string();
       }
-      return Value::string(std::move(out));
+      return string_value(out);
     }
     if (m == "splitlines") {
       List out;
-      for (auto& line : splitlines(s)) out.push_back(Value::string(std::move(line)));
+      bool too_long = false;
+      for_each_line(s, [&](std::string line) {
+        too_long = out.size() == cb.max_items();
+        if (!too_long) out.push_back(Value::string(std::move(line)));
+        return !too_long;
+      });
+      if (too_long) return result_too_long(what, cb.max_items());
       return Value::list(std::move(out));
     }
     if (m == "removeprefix" || m == "removesuffix") {
@@ -828,15 +901,16 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       const auto len = static_cast<std::int64_t>(py_len(s));
       const std::int64_t width = w.as_int();
       if (width <= len) return obj;
-      // The padding is built before the interpreter's value limit (64 MiB by default) sees it.
-      constexpr std::int64_t kMaxWidth = std::int64_t{1} << 26;
-      if (width > kMaxWidth) return Status::Error(what + ": width " + std::to_string(width) + " exceeds the output limit");
       const std::int64_t pad = width - len;
+      std::string fill_utf8;
+      utf8_append(fill_utf8, m == "zfill" ? U'0' : fill[0]);
+      // Checked before the padding is built, by division: a width near 2^63 would wrap a product.
+      if (s.size() > cb.value_limit() ||
+          static_cast<std::uint64_t>(pad) > (cb.value_limit() - s.size()) / fill_utf8.size())
+        return result_too_large(what, cb.value_limit());
       std::int64_t left = 0;
       if (m == "rjust" || m == "zfill") left = pad;
       else if (m == "center") left = pad / 2 + (pad & width & 1);  // CPython's rounding
-      std::string fill_utf8;
-      utf8_append(fill_utf8, m == "zfill" ? U'0' : fill[0]);
       std::string out;
       out.reserve(s.size() + static_cast<std::size_t>(pad) * fill_utf8.size());
       std::size_t body = 0;
@@ -849,16 +923,17 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
       for (std::int64_t i = left; i < pad; ++i) out += fill_utf8;
       return Value::string(std::move(out));
     }
-    if (m == "isdigit" || m == "isdecimal" || m == "isalpha" || m == "isalnum" || m == "isspace" || m == "islower" ||
-        m == "isupper") {
+    if (m == "isdigit" || m == "isdecimal" || m == "isnumeric" || m == "isalpha" || m == "isalnum" ||
+        m == "isspace" || m == "islower" || m == "isupper") {
       const std::u32string cps = utf8_decode(s);
       if (m == "islower" || m == "isupper") {
         Args none;
-        return Value::boolean(*apply_test(m == "islower" ? "lower" : "upper", obj, none));
+        return Value::boolean(*apply_test(m == "islower" ? "lower" : "upper", obj, none, cb));
       }
       if (cps.empty()) return Value::boolean(false);
       bool (*const test)(char32_t) = m == "isdigit"     ? py_isdigit
                                      : m == "isdecimal" ? py_isdecimal
+                                     : m == "isnumeric" ? py_isnumeric
                                      : m == "isalpha"   ? py_isalpha
                                      : m == "isalnum"   ? py_isalnum
                                                         : py_isspace;
@@ -867,6 +942,7 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
   } else if (obj.is_dict()) {
     if (m == "items" || m == "keys" || m == "values") {
       if (!a.positional.empty() || !a.keyword.empty()) return Status::Error(what + " takes no arguments");
+      if (obj.as_dict().size() > cb.max_items()) return result_too_long(what, cb.max_items());
       List out;
       for (const auto& [k, x] : obj.as_dict()) {
         if (m == "items") out.push_back(Value::list({k, x}, true));
@@ -891,7 +967,7 @@ StatusOr<Value> call_method(const Value& obj, const std::string& m, const Args& 
         if (m == "index") return Value::integer(static_cast<std::int64_t>(i));
         ++n;
       }
-      if (m == "index") return Status::Error(py_repr(a.positional[0]) + " is not in list");
+      if (m == "index") return Status::Error(repr_for_message(a.positional[0]) + " is not in list");
       return Value::integer(n);
     }
     if (m == "append" || m == "extend" || m == "insert" || m == "pop" || m == "remove" || m == "clear" ||

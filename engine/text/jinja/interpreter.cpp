@@ -52,11 +52,22 @@ class Interpreter final : public Callbacks {
     return out;
   }
 
+  // map's filter runs once per item, outside eval: each result is bounded and counted here.
   StatusOr<Value> call_filter(const std::string& name, const Value& operand, const Args& args) override {
-    return apply_filter(name, operand, args, *this);
+    auto r = apply_filter(name, operand, args, *this);
+    if (r.ok()) SY_RETURN_IF_ERROR(bound(*r, true));
+    return r;
   }
   StatusOr<bool> call_test(const std::string& name, const Value& operand, const Args& args) override {
-    return apply_test(name, operand, args);
+    return apply_test(name, operand, args, *this);
+  }
+  std::size_t value_limit() const override { return limits_.max_output_bytes; }
+  Status charge(std::size_t bytes) override {
+    value_bytes_ += bytes;
+    if (value_bytes_ > limits_.max_value_bytes)
+      return Status::Error("template exceeded its budget of " + std::to_string(limits_.max_value_bytes) +
+                           " bytes of values computed and text written");
+    return Status::Ok();
   }
 
  private:
@@ -90,22 +101,25 @@ class Interpreter final : public Callbacks {
     return Status::Ok();
   }
 
-  template <class T>
-  Status charge(const T& at, std::size_t bytes) {
-    value_bytes_ += bytes;
-    if (value_bytes_ > limits_.max_value_bytes)
-      return fail(at, "template exceeded its budget of " + std::to_string(limits_.max_value_bytes) +
-                          " bytes of values computed and text written");
-    return Status::Ok();
-  }
-
   Status append(const Node& at, std::string& out, std::string_view s) {
     if (out.size() + s.size() > limits_.max_output_bytes)
       return fail(at, "rendered text exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
     // Block sets capture into buffers of their own, which the output limit does not see.
-    SY_RETURN_IF_ERROR(charge(at, s.size()));
+    if (Status c = charge(s.size()); !c.ok()) return locate(at, c);
     out += s;
     return Status::Ok();
+  }
+
+  // Every value computed is bounded, so that doubling a string or a list in a loop stops at the
+  // output limit instead of exhausting memory; `counted` values are charged to the budget too.
+  Status bound(const Value& v, bool counted) {
+    if (v.is_string() && v.as_string().size() > limits_.max_output_bytes)
+      return Status::Error("a string value exceeds the limit of " + std::to_string(limits_.max_output_bytes) +
+                           " bytes");
+    if (v.is_list() && v.as_list().size() > max_items())
+      return Status::Error("a list value exceeds " + std::to_string(max_items()) + " items");
+    if (!counted) return Status::Ok();
+    return charge(v.is_string() ? v.as_string().size() : v.is_list() ? kListItemBytes * v.as_list().size() : 0);
   }
 
   // ---- statements ----
@@ -127,7 +141,10 @@ class Interpreter final : public Callbacks {
       case Node::Kind::kOutput: {
         auto v = eval(*n.expr, scope);
         if (!v.ok()) return v.status();
-        return append(n, out, py_str(*v));
+        if (v->is_string()) return append(n, out, v->as_string());
+        auto text = py_str(*v, limits_.max_output_bytes);
+        if (!text.ok()) return locate(n, text.status());
+        return append(n, out, *text);
       }
       case Node::Kind::kIf: {
         for (const auto& [cond, body] : n.branches) {
@@ -186,7 +203,7 @@ class Interpreter final : public Callbacks {
       scope.vars[targets[0]] = v;
       return Status::Ok();
     }
-    auto items = to_list(v);
+    auto items = to_list(v, *this);
     if (!items.ok()) return locate(at, items.status());
     if (items->size() != targets.size())
       return fail(at, items->size() > targets.size()
@@ -200,7 +217,7 @@ class Interpreter final : public Callbacks {
   Status exec_for(const Node& n, const std::shared_ptr<Scope>& scope, std::string& out) {
     auto iterable = eval(*n.expr, scope);
     if (!iterable.ok()) return iterable.status();
-    auto all = to_list(*iterable);
+    auto all = to_list(*iterable, *this);
     if (!all.ok()) return locate(*n.expr, all.status());
     List items;
     if (n.filter) {
@@ -275,24 +292,14 @@ class Interpreter final : public Callbacks {
     return fail(at, v.undefined_hint().empty() ? "undefined value" : v.undefined_hint());
   }
 
-  // Every value computed is bounded, so that doubling a string or a list in a loop stops at the
-  // output limit instead of exhausting memory.
   StatusOr<Value> eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     Nest nest(*this);
     if (nest_ > kMaxNest) return fail(e, "template evaluation nested more than " + std::to_string(kMaxNest) + " deep");
     auto v = eval_unbounded(e, scope);
-    if (v.ok()) {
-      if (v->is_string() && v->as_string().size() > limits_.max_output_bytes)
-        return fail(e, "a string value exceeds the limit of " + std::to_string(limits_.max_output_bytes) + " bytes");
-      if (v->is_list() && v->as_list().size() > limits_.max_output_bytes / 8)
-        return fail(e, "a list value exceeds " + std::to_string(limits_.max_output_bytes / 8) + " items");
-      // References are charged too, not only new values: comparing, searching or indexing a
-      // string scans it, and each such use reads the value through here.
-      if (e.kind != Expr::Kind::kLiteral) {
-        const std::size_t bytes = v->is_string() ? v->as_string().size() : v->is_list() ? 8 * v->as_list().size() : 0;
-        SY_RETURN_IF_ERROR(charge(e, bytes));
-      }
-    }
+    if (!v.ok()) return v;
+    // References are charged too, not only new values: comparing, searching or indexing a
+    // string scans it, and each such use reads the value through here.
+    if (Status b = bound(*v, e.kind != Expr::Kind::kLiteral); !b.ok()) return locate(e, b);
     return v;
   }
 
@@ -357,7 +364,7 @@ class Interpreter final : public Callbacks {
         if (!operand.ok()) return operand;
         auto args = eval_args(e, scope);
         if (!args.ok()) return args.status();
-        auto r = apply_test(e.name, *operand, *args);
+        auto r = apply_test(e.name, *operand, *args, *this);
         if (!r.ok()) return locate(e, r.status());
         return Value::boolean(*r != e.negated);
       }
@@ -444,12 +451,12 @@ class Interpreter final : public Callbacks {
         utf8_append(s, chars[static_cast<std::size_t>(i)]);
         return Value::string(std::move(s));
       }
-      return Value::undefined(object_type_repr(obj) + " has no element " + py_repr(idx));
+      return Value::undefined(object_type_repr(obj) + " has no element " + repr_for_message(idx));
     } else if (obj.is_namespace() && idx.is_string()) {
       if (const Value* v = obj.find(idx)) return *v;
     }
     if (idx.is_string()) return Value::undefined("'" + object_type_repr(obj) + "' has no attribute '" + idx.as_string() + "'");
-    return Value::undefined(object_type_repr(obj) + " has no element " + py_repr(idx));
+    return Value::undefined(object_type_repr(obj) + " has no element " + repr_for_message(idx));
   }
 
   StatusOr<Value> eval_slice(const Expr& e, const std::shared_ptr<Scope>& scope) {
@@ -546,7 +553,7 @@ class Interpreter final : public Callbacks {
         auto args = eval_args(e, scope);
         if (!args.ok()) return args.status();
         bool found = false;
-        auto r = call_method(*obj, callee.name, *args, found);
+        auto r = call_method(*obj, callee.name, *args, *this, found);
         if (found) {
           if (!r.ok()) return locate(e, r.status());
           return r;
@@ -578,7 +585,7 @@ class Interpreter final : public Callbacks {
     if (fn.is_function()) {
       if (fn.function_name() == "loop.changed") return fail(e, "loop.changed() is not supported");
       if (fn.function_name() == "loop.cycle") return fail(e, "loop.cycle() is only supported called as loop.cycle(...)");
-      auto r = call_global(fn.function_name(), *args);
+      auto r = call_global(fn.function_name(), *args, *this);
       if (!r.ok()) return locate(e, r.status());
       return r;
     }
@@ -630,7 +637,14 @@ class Interpreter final : public Callbacks {
   }
 
   StatusOr<Value> binary(const Expr& e, const std::string& op, const Value& l, const Value& r) {
-    if (op == "~") return Value::string(py_str(l) + py_str(r));
+    if (op == "~") {
+      BoundedText text("'~'", limits_.max_output_bytes);
+      append_str(text, l);
+      append_str(text, r);
+      auto s = text.take();
+      if (!s.ok()) return locate(e, s.status());
+      return Value::string(std::move(*s));
+    }
     if (l.is_undefined()) return undefined_error(e, l);
     if (r.is_undefined()) return undefined_error(e, r);
     const bool ints = (l.is_int() || l.is_bool()) && (r.is_int() || r.is_bool());
@@ -642,8 +656,15 @@ class Interpreter final : public Callbacks {
         return Value::integer(x);
       }
       if (nums) return Value::floating(l.as_float() + r.as_float());
-      if (l.is_string() && r.is_string()) return Value::string(l.as_string() + r.as_string());
+      // Each operand is within the limit, the sum maybe not: checked before it is built.
+      if (l.is_string() && r.is_string()) {
+        if (l.as_string().size() + r.as_string().size() > limits_.max_output_bytes)
+          return locate(e, result_too_large("'+'", limits_.max_output_bytes));
+        return Value::string(l.as_string() + r.as_string());
+      }
       if (l.is_list() && r.is_list() && l.is_tuple() == r.is_tuple()) {
+        if (l.as_list().size() + r.as_list().size() > max_items())
+          return locate(e, result_too_long("'+'", max_items()));
         List items = l.as_list();
         items.insert(items.end(), r.as_list().begin(), r.as_list().end());
         return Value::list(std::move(items), l.is_tuple());
@@ -669,14 +690,17 @@ class Interpreter final : public Callbacks {
         // An empty sequence gives an empty result whatever the count, without looping count times.
         const std::int64_t n = unit == 0 ? 0 : std::max<std::int64_t>(0, count->as_int());
         // Divided, not multiplied: a large count would wrap the product below the limit.
-        if (unit != 0 && static_cast<std::size_t>(n) > limits_.max_output_bytes / unit)
-          return fail(e, "repetition result exceeds the output limit");
+        const std::size_t limit = seq->is_string() ? limits_.max_output_bytes : max_items();
+        if (unit != 0 && static_cast<std::size_t>(n) > limit / unit)
+          return locate(e, seq->is_string() ? result_too_large("'*'", limit) : result_too_long("'*'", limit));
         if (seq->is_string()) {
           std::string s;
+          s.reserve(unit * static_cast<std::size_t>(n));  // within the limit, checked above
           for (std::int64_t i = 0; i < n; ++i) s += seq->as_string();
           return Value::string(std::move(s));
         }
         List items;
+        items.reserve(unit * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->as_list().begin(), seq->as_list().end());
         return Value::list(std::move(items), seq->is_tuple());
       }

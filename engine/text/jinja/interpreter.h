@@ -13,8 +13,13 @@
 
 namespace sy::text::jinja {
 
+// What a list counts for per item, against max_output_bytes (its length) and max_value_bytes.
+inline constexpr std::size_t kListItemBytes = 8;
+
 struct RenderLimits {
-  std::size_t max_output_bytes = std::size_t{64} << 20;  // the output, and any one string or list
+  // The output, and any one string or list (a list max_output_bytes / kListItemBytes items),
+  // checked as builtins build them: printing, tojson, join, replace, ...
+  std::size_t max_output_bytes = std::size_t{64} << 20;
   std::int64_t max_steps = 2'000'000;  // expressions evaluated plus statements executed
   int max_call_depth = 200;             // nested macro calls
   // Bytes of the values expressions yield (a string its length, a list 8 per item) plus the

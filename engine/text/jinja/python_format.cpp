@@ -61,12 +61,19 @@ bool printable(char32_t c) {
   return true;
 }
 
-std::string repr_string(const std::string& s) {
+void append_repr_string(BoundedText& out, const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';
-  std::string out(1, quote);
-  for (char32_t c : utf8_decode(s)) {
+  out += quote;
+  std::string one;
+  for (std::size_t i = 0; i < s.size() && !out.full();) {
+    // A run of printable ASCII needing no escape goes in at once: long text is mostly that.
+    const std::size_t run = i;
+    while (i < s.size() && s[i] >= 0x20 && s[i] < 0x7F && s[i] != quote && s[i] != '\\') ++i;
+    out += std::string_view(s).substr(run, i - run);
+    if (i == s.size()) break;
+    const char32_t c = utf8_next(s, i);
     if (c == static_cast<char32_t>(quote) || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
@@ -83,80 +90,131 @@ std::string repr_string(const std::string& s) {
       else std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(c));
       out += buf;
     } else {
-      utf8_append(out, c);
+      one.clear();
+      utf8_append(one, c);
+      out += one;
     }
   }
   out += quote;
-  return out;
+}
+
+// The items of a dict or namespace, as repr prints them.
+void append_dict_items(BoundedText& out, const Dict& items) {
+  bool first = true;
+  for (const auto& [k, x] : items) {
+    if (out.full()) return;
+    if (!first) out += ", ";
+    first = false;
+    append_repr(out, k);
+    out += ": ";
+    append_repr(out, x);
+  }
 }
 
 }  // namespace
 
-std::string py_repr(const Value& v) {
+void append_repr(BoundedText& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kString: return repr_string(v.as_string());
+    case Value::Kind::kUndefined: out += "Undefined"; return;
+    case Value::Kind::kString: append_repr_string(out, v.as_string()); return;
     case Value::Kind::kList: {
-      std::string out = v.is_tuple() ? "(" : "[";
+      out += v.is_tuple() ? "(" : "[";
       const auto& items = v.as_list();
-      for (std::size_t i = 0; i < items.size(); ++i) {
+      for (std::size_t i = 0; i < items.size() && !out.full(); ++i) {
         if (i) out += ", ";
-        out += py_repr(items[i]);
+        append_repr(out, items[i]);
       }
       if (v.is_tuple() && items.size() == 1) out += ",";
-      return out + (v.is_tuple() ? ")" : "]");
+      out += v.is_tuple() ? ")" : "]";
+      return;
     }
-    case Value::Kind::kDict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, x] : v.as_dict()) {
-        if (!first) out += ", ";
-        first = false;
-        out += py_repr(k) + ": " + py_repr(x);
-      }
-      return out + "}";
-    }
-    case Value::Kind::kNamespace: {
-      std::string out = "<Namespace {";
-      bool first = true;
-      for (const auto& [k, x] : v.namespace_attrs()) {
-        if (!first) out += ", ";
-        first = false;
-        out += py_repr(k) + ": " + py_repr(x);
-      }
-      return out + "}>";
-    }
-    default: return py_str(v);
+    case Value::Kind::kDict:
+      out += "{";
+      append_dict_items(out, v.as_dict());
+      out += "}";
+      return;
+    case Value::Kind::kNamespace:
+      out += "<Namespace {";
+      append_dict_items(out, v.namespace_attrs());
+      out += "}>";
+      return;
+    default: append_str(out, v);
   }
 }
 
-std::string py_str(const Value& v) {
+void append_str(BoundedText& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return v.as_bool() ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(v.as_int());
-    case Value::Kind::kFloat: return py_float_repr(v.as_float());
-    case Value::Kind::kString: return v.as_string();
-    case Value::Kind::kMacro: return "<Macro>";
-    case Value::Kind::kFunction: return "<function " + v.function_name() + ">";
-    default: return py_repr(v);
+    case Value::Kind::kUndefined: return;
+    case Value::Kind::kNone: out += "None"; return;
+    case Value::Kind::kBool: out += v.as_bool() ? "True" : "False"; return;
+    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+    case Value::Kind::kFloat: out += py_float_repr(v.as_float()); return;
+    case Value::Kind::kString: out += v.as_string(); return;
+    case Value::Kind::kMacro: out += "<Macro>"; return;
+    case Value::Kind::kFunction: out += "<function " + v.function_name() + ">"; return;
+    default: append_repr(out, v);
   }
+}
+
+StatusOr<std::string> py_str(const Value& v, std::size_t limit) {
+  BoundedText out("printing a " + v.type_name(), limit);
+  append_str(out, v);
+  return out.take();
+}
+
+std::string repr_for_message(const Value& v) {
+  constexpr std::size_t kMessageRepr = 400;
+  BoundedText out("", kMessageRepr);
+  append_repr(out, v);
+  if (!out.full()) return out.text();
+  // Cut before the character the limit fell in (or after it, if whole: one character less).
+  std::string text = out.text();
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();
+  if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
+  return text + "...";
 }
 
 namespace {
 
-void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
-  out += '"';
-  if (ensure_ascii) {
-    for (char32_t c : utf8_decode(s)) {
-      if (c < 0x80) {
-        std::string one(1, static_cast<char>(c));
-        std::string quoted;
-        json_string(quoted, one, false);
-        out += quoted.substr(1, quoted.size() - 2);
-        continue;
+// An ASCII character as json.dumps writes it in a string.
+void json_ascii(BoundedText& out, char c) {
+  switch (c) {
+    case '"': out += "\\\""; return;
+    case '\\': out += "\\\\"; return;
+    case '\n': out += "\\n"; return;
+    case '\r': out += "\\r"; return;
+    case '\t': out += "\\t"; return;
+    case '\b': out += "\\b"; return;
+    case '\f': out += "\\f"; return;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      } else {
+        out += c;
       }
+  }
+}
+
+// A byte json.dumps writes as it is: not '"', '\\' or a control character, and with ensure_ascii
+// nothing outside ' ' to '~' (DEL is escaped too).
+bool json_plain(unsigned char b, bool ensure_ascii) {
+  return b >= 0x20 && b != '"' && b != '\\' && !(ensure_ascii && b >= 0x7F);
+}
+
+void json_string(BoundedText& out, const std::string& s, bool ensure_ascii) {
+  out += '"';
+  for (std::size_t i = 0; i < s.size() && !out.full();) {
+    // A run needing no escape goes in at once: long text is mostly that.
+    const std::size_t run = i;
+    while (i < s.size() && json_plain(static_cast<unsigned char>(s[i]), ensure_ascii)) ++i;
+    out += std::string_view(s).substr(run, i - run);
+    if (i == s.size()) break;
+    if (!ensure_ascii || static_cast<unsigned char>(s[i]) < 0x7F) {
+      json_ascii(out, s[i++]);
+    } else {
+      const char32_t c = utf8_next(s, i);
       char buf[16];
       if (c < 0x10000) {
         std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
@@ -166,27 +224,6 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
                       static_cast<unsigned>(0xDC00 + (v & 0x3FF)));
       }
       out += buf;
-    }
-    out += '"';
-    return;
-  }
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
     }
   }
   out += '"';
@@ -198,13 +235,13 @@ std::string json_float(double d) {
   return py_float_repr(d);
 }
 
-Status dump(std::string& out, const Value& v, const JsonOptions& o, const std::string& item_sep,
+Status dump(BoundedText& out, const Value& v, const JsonOptions& o, const std::string& item_sep,
             const std::string& key_sep, int level) {
   if (level > 500) return Status::Error("tojson: value nested too deeply");
   auto newline = [&](int lvl) {
     if (!o.indent) return;
     out += '\n';
-    for (int i = 0; i < lvl; ++i) out += *o.indent;
+    for (int i = 0; i < lvl && !out.full(); ++i) out += *o.indent;
   };
   switch (v.kind()) {
     case Value::Kind::kNone: out += "null"; return Status::Ok();
@@ -216,7 +253,7 @@ Status dump(std::string& out, const Value& v, const JsonOptions& o, const std::s
       const auto& items = v.as_list();
       if (items.empty()) { out += "[]"; return Status::Ok(); }
       out += '[';
-      for (std::size_t i = 0; i < items.size(); ++i) {
+      for (std::size_t i = 0; i < items.size() && !out.full(); ++i) {
         if (i) out += item_sep;
         newline(level + 1);
         SY_RETURN_IF_ERROR(dump(out, items[i], o, item_sep, key_sep, level + 1));
@@ -245,7 +282,7 @@ Status dump(std::string& out, const Value& v, const JsonOptions& o, const std::s
       if (o.sort_keys)
         std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       out += '{';
-      for (std::size_t i = 0; i < items.size(); ++i) {
+      for (std::size_t i = 0; i < items.size() && !out.full(); ++i) {
         if (i) out += item_sep;
         newline(level + 1);
         json_string(out, items[i].first, o.ensure_ascii);
@@ -263,16 +300,16 @@ Status dump(std::string& out, const Value& v, const JsonOptions& o, const std::s
 
 }  // namespace
 
-StatusOr<std::string> py_json_dumps(const Value& v, const JsonOptions& options) {
+StatusOr<std::string> py_json_dumps(const Value& v, const JsonOptions& options, std::size_t limit) {
   std::string item_sep = options.indent ? "," : ", ";
   std::string key_sep = ": ";
   if (options.separators) {
     item_sep = options.separators->first;
     key_sep = options.separators->second;
   }
-  std::string out;
+  BoundedText out("tojson", limit);
   SY_RETURN_IF_ERROR(dump(out, v, options, item_sep, key_sep, 0));
-  return out;
+  return out.take();
 }
 
 }  // namespace sy::text::jinja

@@ -8,30 +8,43 @@
 
 namespace sy::text::jinja {
 
+Status result_too_large(std::string_view what, std::size_t limit_bytes) {
+  return Status::Error(std::string(what) + ": the result exceeds the limit of " + std::to_string(limit_bytes) +
+                       " bytes");
+}
+
+Status result_too_long(std::string_view what, std::size_t max_items) {
+  return Status::Error(std::string(what) + ": the result exceeds " + std::to_string(max_items) + " items");
+}
+
+StatusOr<std::string> BoundedText::take() {
+  if (full_) return result_too_large(what_, limit_);
+  return std::move(text_);
+}
+
+char32_t utf8_next(std::string_view s, std::size_t& i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  char32_t cp = 0;
+  if (c < 0x80) { ++i; return c; }
+  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
+  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
+  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
+  else { ++i; return 0xFFFD; }
+  if (i + static_cast<std::size_t>(len) > s.size()) { ++i; return 0xFFFD; }
+  for (int k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+    if ((cc & 0xC0) != 0x80) { ++i; return 0xFFFD; }
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  i += static_cast<std::size_t>(len);
+  return cp;
+}
+
 std::u32string utf8_decode(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = 0;
-    char32_t cp = 0;
-    if (c < 0x80) { cp = c; len = 1; }
-    else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-    else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-    else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
-    else { out.push_back(0xFFFD); ++i; continue; }
-    if (i + static_cast<std::size_t>(len) > s.size()) { out.push_back(0xFFFD); ++i; continue; }
-    bool ok = true;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-      if ((cc & 0xC0) != 0x80) { ok = false; break; }
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (!ok) { out.push_back(0xFFFD); ++i; continue; }
-    out.push_back(cp);
-    i += static_cast<std::size_t>(len);
-  }
+  for (std::size_t i = 0; i < s.size();) out.push_back(utf8_next(s, i));
   return out;
 }
 
@@ -83,6 +96,35 @@ constexpr std::pair<char32_t, char32_t> kDigitNo[] = {
     {0x24EA, 0x24EA},   {0x24F5, 0x24FD},   {0x24FF, 0x24FF},   {0x2776, 0x277E},  {0x2780, 0x2788},
     {0x278A, 0x2792},   {0x10A40, 0x10A43}, {0x10E60, 0x10E68}, {0x11052, 0x1105A}, {0x1F100, 0x1F10A}};
 
+// The ideographs with a numeric value (Unihan's kPrimaryNumeric, kAccountingNumeric,
+// kOtherNumeric: 一, 万, 壱, ...), which Python's isnumeric counts beyond the N* categories; all
+// are Lo. From Python 3.11's unicodedata (Unicode 14), like kDigitNo.
+constexpr std::pair<char32_t, char32_t> kNumericLo[] = {
+    {0x3405, 0x3405}, {0x3483, 0x3483}, {0x382A, 0x382A}, {0x3B4D, 0x3B4D}, {0x4E00, 0x4E00},
+    {0x4E03, 0x4E03}, {0x4E07, 0x4E07}, {0x4E09, 0x4E09}, {0x4E5D, 0x4E5D}, {0x4E8C, 0x4E8C},
+    {0x4E94, 0x4E94}, {0x4E96, 0x4E96}, {0x4EBF, 0x4EC0}, {0x4EDF, 0x4EDF}, {0x4EE8, 0x4EE8},
+    {0x4F0D, 0x4F0D}, {0x4F70, 0x4F70}, {0x5104, 0x5104}, {0x5146, 0x5146}, {0x5169, 0x5169},
+    {0x516B, 0x516B}, {0x516D, 0x516D}, {0x5341, 0x5341}, {0x5343, 0x5345}, {0x534C, 0x534C},
+    {0x53C1, 0x53C4}, {0x56DB, 0x56DB}, {0x58F1, 0x58F1}, {0x58F9, 0x58F9}, {0x5E7A, 0x5E7A},
+    {0x5EFE, 0x5EFF}, {0x5F0C, 0x5F0E}, {0x5F10, 0x5F10}, {0x62FE, 0x62FE}, {0x634C, 0x634C},
+    {0x67D2, 0x67D2}, {0x6F06, 0x6F06}, {0x7396, 0x7396}, {0x767E, 0x767E}, {0x8086, 0x8086},
+    {0x842C, 0x842C}, {0x8CAE, 0x8CAE}, {0x8CB3, 0x8CB3}, {0x8D30, 0x8D30}, {0x9621, 0x9621},
+    {0x9646, 0x9646}, {0x964C, 0x964C}, {0x9678, 0x9678}, {0x96F6, 0x96F6}, {0xF96B, 0xF96B},
+    {0xF973, 0xF973}, {0xF978, 0xF978}, {0xF9B2, 0xF9B2}, {0xF9D1, 0xF9D1}, {0xF9D3, 0xF9D3},
+    {0xF9FD, 0xF9FD}, {0x20001, 0x20001}, {0x20064, 0x20064}, {0x200E2, 0x200E2}, {0x20121, 0x20121},
+    {0x2092A, 0x2092A}, {0x20983, 0x20983}, {0x2098C, 0x2098C}, {0x2099C, 0x2099C}, {0x20AEA, 0x20AEA},
+    {0x20AFD, 0x20AFD}, {0x20B19, 0x20B19}, {0x22390, 0x22390}, {0x22998, 0x22998}, {0x23B1B, 0x23B1B},
+    {0x2626D, 0x2626D}, {0x2F890, 0x2F890}};
+
+template <std::size_t N>
+bool in_ranges(const std::pair<char32_t, char32_t> (&ranges)[N], char32_t cp) {
+  return std::any_of(std::begin(ranges), std::end(ranges), [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+}
+
+bool is_number(utf8proc_category_t c) {
+  return c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+}
+
 }  // namespace
 
 bool py_isalpha(char32_t cp) {
@@ -94,9 +136,7 @@ bool py_isdigit(char32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
   const auto c = category(cp);
   if (c == UTF8PROC_CATEGORY_ND) return true;
-  if (c != UTF8PROC_CATEGORY_NO) return false;
-  return std::any_of(std::begin(kDigitNo), std::end(kDigitNo),
-                     [cp](const auto& r) { return cp >= r.first && cp <= r.second; });
+  return c == UTF8PROC_CATEGORY_NO && in_ranges(kDigitNo, cp);
 }
 
 bool py_isdecimal(char32_t cp) {
@@ -104,12 +144,20 @@ bool py_isdecimal(char32_t cp) {
   return category(cp) == UTF8PROC_CATEGORY_ND;
 }
 
-// Python: isalpha or isdecimal or isdigit or isnumeric. The CJK ideographs that are numeric
-// (一, 二, 万, ...) are Lo, so this is letters and the three number categories.
+// Numeric_Type Digit, Decimal or Numeric: every character of Nd, Nl and No has one, and the
+// numeric ideographs are the only others.
+bool py_isnumeric(char32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  const auto c = category(cp);
+  return is_number(c) || (c == UTF8PROC_CATEGORY_LO && in_ranges(kNumericLo, cp));
+}
+
+// Python: isalpha or isdecimal or isdigit or isnumeric. The numeric ideographs (一, 二, 万,
+// ...) are Lo, so this is letters and the three number categories.
 bool py_isalnum(char32_t cp) {
   if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9');
   const auto c = category(cp);
-  return is_letter(c) || c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_NO;
+  return is_letter(c) || is_number(c);
 }
 
 std::size_t py_len(std::string_view s) {
@@ -194,22 +242,23 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::
   return out;
 }
 
-std::string py_replace(std::string_view s, std::string_view old, std::string_view repl, std::int64_t count) {
-  std::string out;
+void py_replace(BoundedText& out, std::string_view s, std::string_view old, std::string_view repl, std::int64_t count) {
   if (old.empty()) {
     // Python inserts `repl` before every character and at the end.
-    const std::u32string text = utf8_decode(s);
     std::int64_t n = 0;
-    for (char32_t c : text) {
+    std::string one;
+    for (std::size_t i = 0; i < s.size() && !out.full();) {
       if (count < 0 || n < count) { out += repl; ++n; }
-      utf8_append(out, c);
+      one.clear();
+      utf8_append(one, utf8_next(s, i));
+      out += one;
     }
     if (count < 0 || n < count) out += repl;
-    return out;
+    return;
   }
   std::size_t start = 0;
   std::int64_t n = 0;
-  while (count < 0 || n < count) {
+  while ((count < 0 || n < count) && !out.full()) {
     const std::size_t pos = s.find(old, start);
     if (pos == std::string_view::npos) break;
     out += s.substr(start, pos - start);
@@ -218,7 +267,6 @@ std::string py_replace(std::string_view s, std::string_view old, std::string_vie
     ++n;
   }
   out += s.substr(start);
-  return out;
 }
 
 namespace {
