@@ -246,17 +246,18 @@ void LiveService::start(nlohmann::json workload, ControlCommands::Hooks hooks, c
   std::fflush(stdout);
 }
 
-bool LiveService::serve_as_worker() {
+bool LiveService::serve_as_worker(double drain_timeout_s) {
   EventLoop& loop = deployment_->loop();
   // mpirun and Kubernetes signal every rank at once: rank 0 ends the run and tells this one,
   // so a signalled worker waits that long before it leaves on its own (then rank 0 sees it
-  // die and stops the deployment with the reason).
-  constexpr std::int64_t kGraceNs = 2 * kSecond;
+  // die and stops the deployment with the reason); rank 0's graceful shutdown may take up to
+  // its timeout first, and a second signal leaves at once.
+  const std::int64_t grace_ns = 2 * kSecond + static_cast<std::int64_t>(drain_timeout_s * 1e9);
   std::int64_t signalled_at = -1;
   std::function<void()> tick = [&] {
     if (!ranks_->serving()) return;
     if (g_interrupts.load() > 0 && signalled_at < 0) signalled_at = loop.now();
-    if (signalled_at >= 0 && loop.now() - signalled_at >= kGraceNs) {
+    if (signalled_at >= 0 && (loop.now() - signalled_at >= grace_ns || g_interrupts.load() > 1)) {
       std::fprintf(stderr, "rank %d: interrupted, and rank 0 did not end the run: leaving\n", ranks_->rank());
       ranks_->leave();
       return;
@@ -274,7 +275,7 @@ bool LiveService::serve_as_worker() {
 }
 
 bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping, const GracefulShutdown& drain) {
-  if (worker_rank()) return serve_as_worker();
+  if (worker_rank()) return serve_as_worker(drain.timeout_s);
   Deployment& d = *deployment_;
   EventLoop& loop = d.loop();
   const auto wall0 = std::chrono::steady_clock::now();
@@ -300,9 +301,11 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
     if (!ending && draining_since < 0 && over() && drain.timeout_s > 0 && g_interrupts.load() == 1 && !failed()) {
       draining_since = wall();
       drain.begin();
-      std::printf("\nshutting down: no new requests; waiting up to %g s for %s (Ctrl-C again to stop now)\n",
-                  drain.timeout_s, drain.what().c_str());
-      std::fflush(stdout);
+      if (!drain.done()) {  // else it ends at once, below
+        std::printf("\nshutting down: no new requests; waiting up to %g s for %s (Ctrl-C again to stop now)\n",
+                    drain.timeout_s, drain.what().c_str());
+        std::fflush(stdout);
+      }
     }
     if (!ending && (draining_since >= 0 ? drained() : over())) {
       ending = true;

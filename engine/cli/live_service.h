@@ -80,7 +80,8 @@ class LiveService {
   bool run(std::int64_t end_ns, const std::function<void()>& stopping = {}, const GracefulShutdown& drain = {});
 
  private:
-  bool serve_as_worker();
+  // `drain_timeout_s`: rank 0's graceful shutdown, which a signalled worker waits out.
+  bool serve_as_worker(double drain_timeout_s);
 
   Setup setup_;
   Backend backend_;

@@ -33,15 +33,20 @@ struct ServeArgs {
 };
 
 void run(ServeArgs a) {
+  if (a.shutdown_timeout_s > 86400) {
+    char what[96];
+    std::snprintf(what, sizeof what, "--shutdown-timeout %g is more than a day (86400 s)", a.shutdown_timeout_s);
+    throw CommandError{what};
+  }
   if (a.api_key.empty())
     if (const char* env = std::getenv("SWITCHYARD_API_KEY"); env && *env) a.api_key = env;
   if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
   a.live.prometheus = true;  // for GET /metrics on the API's own port
   LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace,
                        "serve ignore_eos=" + std::to_string(a.ignore_eos)});
-  if (service.worker_rank()) {  // rank 0 runs the HTTP API
+  if (service.worker_rank()) {  // rank 0 runs the HTTP API; a signalled worker waits out its drain
     service.start({}, {}, {});
-    service.run(-1);
+    service.run(-1, {}, GracefulShutdown{a.shutdown_timeout_s, {}, {}, {}});
     return;
   }
   Deployment& d = service.deployment();
@@ -80,7 +85,7 @@ void run(ServeArgs a) {
   GracefulShutdown drain{a.shutdown_timeout_s, [&broker] { broker.drain(); },
                            [&broker, &api] { return broker.open_requests() == 0 && api.answering() == 0; },
                            [&broker, &api] {
-                             return std::to_string(broker.open_requests()) + " open requests, " +
+                             return std::to_string(broker.open_requests()) + " open requests (a choice each), " +
                                     std::to_string(api.answering()) + " answers being sent";
                            }};
   service.run(-1, [&broker] { broker.close(); }, drain);
@@ -109,7 +114,7 @@ void register_serve(CLI::App& app) {
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "On Ctrl-C or SIGTERM, refuse new requests but let the open ones finish, for up to this many "
                   "seconds (0: answer them 503 at once); a second signal stops at once")
-      ->check(CLI::Range(0.0, 86400.0))
+      ->check(non_negative_number())
       ->capture_default_str();
   sub->add_option("--http-workers", args->workers,
                   "Connections served at once (a streaming answer holds one for its whole generation)")

@@ -54,6 +54,7 @@ class CpuExecutor final : public Executor {
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
+  void finish() override { stream_->finish(); }
 
   bool owns_expert_weights() const override { return true; }
   std::int64_t expert_bytes() const override;

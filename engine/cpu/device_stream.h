@@ -20,6 +20,8 @@ class DeviceStream {
   // Queues `work` after everything submitted before; `done` runs on the loop's thread once it
   // has finished, never inside submit().
   virtual void submit(Work work, Completion done) = 0;
+  // Returns once the work submitted so far has run; nothing may be submitted after.
+  virtual void finish() {}
 };
 
 // The stream a device gets on `loop`: a VirtualStream on virtual time, a ThreadStream on the

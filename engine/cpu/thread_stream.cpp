@@ -13,13 +13,15 @@ ThreadStream::ThreadStream(EventLoop& loop, std::int32_t device, int kernel_thre
   thread_ = std::thread([this] { run(); });
 }
 
-ThreadStream::~ThreadStream() {
+ThreadStream::~ThreadStream() { finish(); }
+
+void ThreadStream::finish() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   cv_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void ThreadStream::submit(Work work, Completion done) {

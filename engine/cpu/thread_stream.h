@@ -20,6 +20,7 @@ class ThreadStream final : public DeviceStream {
   // Finishes the work already queued, then joins the thread.
   ~ThreadStream() override;
   void submit(Work work, Completion done) override;
+  void finish() override;
 
  private:
   void run();

@@ -178,15 +178,19 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
   thread_ = std::thread([this] { run_thread(); });
 }
 
-CudaExecutor::~CudaExecutor() {
+void CudaExecutor::finish() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   cv_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   cudaSetDevice(options_.gpu);
   cudaStreamSynchronize(stream_);
+}
+
+CudaExecutor::~CudaExecutor() {
+  finish();
   kernels::locked_free(kv_k_);
   kernels::locked_free(kv_v_);
   kernels::locked_free(decode_.device);

@@ -76,6 +76,7 @@ class CudaExecutor final : public Executor {
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
               std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
+  void finish() override;
 
   // What ExpertResidency counts against this device (get_state's weights): one routed
   // expert's bytes on its GPU and an attention rank's KV cache. The GPU's devices share one

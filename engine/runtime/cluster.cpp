@@ -48,6 +48,12 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
   }
 }
 
+Cluster::~Cluster() {
+  // Finished, not destroyed: the workers' activations go back to the executors' pools.
+  for (auto& e : executors_)
+    if (e) e->finish();
+}
+
 bool Cluster::admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
                     std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   KvBlockManager& manager = kv(rank);

@@ -40,6 +40,10 @@ class Cluster {
   Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make_executor,
           const TransportFactory& make_transport, KvShape kv, RuntimeObserver* observer, Worker::Hooks hooks,
           std::int32_t process = 0);
+  // Finishes every executor's work first: a device's stream may still run an execution when
+  // the loop stops (a service ends on a signal), and that execution reads its worker's batches
+  // and the KV caches, which go before the executors.
+  ~Cluster();
 
   const Topology& topology() const { return topology_; }
   EventLoop& loop() { return loop_; }

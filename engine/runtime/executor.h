@@ -104,6 +104,11 @@ class Executor {
   // up: one hash lookup per request per block, a few percent of the simulator's time.
   virtual bool reads_sequences() const { return true; }
 
+  // Returns once the work handed to this device so far has ended; nothing is handed to it
+  // after. A deployment that goes while its devices compute (a service ended by a signal leaves
+  // its loop then) calls it on every executor before the batches and caches they read go.
+  virtual void finish() {}
+
   // The policy the worker runs from now on (at a safe point). A backend that models rather
   // than pays what a policy costs outside its kernels (the sim: a synchronous engine's
   // all-to-all collectives and host scheduling) prices it from here; real backends pay it.
