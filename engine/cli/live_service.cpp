@@ -298,7 +298,7 @@ bool LiveService::run(std::int64_t end_ns, const std::function<void()>& stopping
       print_window(d, d.metrics().report((second - 1) * kSecond, second * kSecond), wall(), watch.changes(d));
       d.metrics().forget_before(second * kSecond - kHistoryNs);
     }
-    if (!ending && draining_since < 0 && over() && drain.timeout_s > 0 && g_interrupts.load() == 1 && !failed()) {
+    if (!ending && draining_since < 0 && drain.timeout_s > 0 && g_interrupts.load() == 1 && !failed()) {
       draining_since = wall();
       drain.begin();
       if (!drain.done()) {  // else it ends at once, below

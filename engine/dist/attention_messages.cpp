@@ -6,12 +6,6 @@
 namespace sy::dist {
 namespace {
 
-ByteWriter start(MessageType type) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
-  return w;
-}
-
 void put_sampling(ByteWriter& w, const SamplingSpec& s) {
   w.put<float>(s.temperature);
   w.put<float>(s.top_p);
@@ -61,7 +55,7 @@ bool Sampled::operator==(const Sampled& o) const {
 }
 
 std::string encode(const SequenceOpen& m) {
-  ByteWriter w = start(MessageType::SequenceOpen);
+  ByteWriter w = message_writer(MessageType::SequenceOpen);
   w.put<std::int32_t>(m.rank);
   w.put<std::int64_t>(m.request);
   w.put_array(m.pages);
@@ -76,14 +70,14 @@ std::string encode(const SequenceOpen& m) {
 }
 
 std::string encode(const SequenceClose& m) {
-  ByteWriter w = start(MessageType::SequenceClose);
+  ByteWriter w = message_writer(MessageType::SequenceClose);
   w.put<std::int32_t>(m.rank);
   w.put<std::int64_t>(m.request);
   return std::move(w.bytes());
 }
 
 std::string encode(const Sampled& m) {
-  ByteWriter w = start(MessageType::Sampled);
+  ByteWriter w = message_writer(MessageType::Sampled);
   w.put<std::int64_t>(m.request);
   w.put<std::int32_t>(m.token);
   w.put<std::uint8_t>(m.logprobs ? 1 : 0);
@@ -100,7 +94,7 @@ std::string encode(const Sampled& m) {
 }
 
 std::string encode(const GroupSampled& m) {
-  ByteWriter w = start(MessageType::GroupSampled);
+  ByteWriter w = message_writer(MessageType::GroupSampled);
   w.put<std::int32_t>(m.rank);
   w.put<std::int32_t>(m.group);
   return std::move(w.bytes());

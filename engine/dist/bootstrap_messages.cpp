@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "engine/dist/rank_environment.h"
+
 namespace sy::dist {
 
 bool is_data_endpoint(const std::string& endpoint) {
@@ -9,10 +11,9 @@ bool is_data_endpoint(const std::string& endpoint) {
   if (!endpoint.starts_with(kScheme)) return false;
   const std::string_view rest = std::string_view(endpoint).substr(kScheme.size());
   const auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == rest.size() || rest.size() - colon - 1 > 5)
+  if (colon == std::string_view::npos || colon + 1 == rest.size() || rest.size() - colon - 1 > 5)
     return false;
-  for (char c : rest.substr(0, colon))
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') return false;
+  if (!is_host_address(rest.substr(0, colon))) return false;
   std::int32_t port = 0;
   for (char c : rest.substr(colon + 1)) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
@@ -22,8 +23,7 @@ bool is_data_endpoint(const std::string& endpoint) {
 }
 
 std::string encode(const Hello& m) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Hello));
+  ByteWriter w = message_writer(MessageType::Hello);
   w.put<std::uint32_t>(m.version);
   w.put<std::int32_t>(m.rank);
   w.put<std::int32_t>(m.world);
@@ -40,8 +40,7 @@ std::string encode(const Hello& m) {
 }
 
 std::string encode(const Welcome& m) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Welcome));
+  ByteWriter w = message_writer(MessageType::Welcome);
   for (const std::string& e : m.endpoints) w.put_string(e);
   for (const std::string& mem : m.memories) w.put_string(mem);
   w.put_string(m.link_setup);
@@ -49,8 +48,7 @@ std::string encode(const Welcome& m) {
 }
 
 std::string encode_refusal(const std::string& why) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Refusal));
+  ByteWriter w = message_writer(MessageType::Refusal);
   w.put_string(why);
   return std::move(w.bytes());
 }

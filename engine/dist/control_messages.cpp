@@ -7,12 +7,6 @@ namespace {
 // gives, and below it the four times' differences and sums cannot overflow.
 constexpr std::int64_t kTimeBound = std::int64_t{1} << 62;
 
-ByteWriter typed(MessageType type) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
-  return w;
-}
-
 Status rank_field(std::int32_t rank) {
   return rank >= 0 ? Status::Ok() : Status::Error("rank " + std::to_string(rank));
 }
@@ -25,13 +19,13 @@ Status time_field(const char* what, std::int64_t t, std::int64_t lowest) {
 }  // namespace
 
 std::string encode(const DrainRequest& m) {
-  ByteWriter w = typed(MessageType::Drain);
+  ByteWriter w = message_writer(MessageType::Drain);
   w.put<std::uint64_t>(m.epoch);
   return std::move(w.bytes());
 }
 
 std::string encode(const DrainAnswer& m) {
-  ByteWriter w = typed(MessageType::Drained);
+  ByteWriter w = message_writer(MessageType::Drained);
   w.put<std::uint64_t>(m.epoch);
   w.put<std::int32_t>(m.rank);
   w.put<std::uint8_t>(m.quiescent ? 1 : 0);
@@ -41,7 +35,7 @@ std::string encode(const DrainAnswer& m) {
 }
 
 std::string encode(const ApplyChange& m) {
-  ByteWriter w = typed(MessageType::Apply);
+  ByteWriter w = message_writer(MessageType::Apply);
   w.put<std::uint64_t>(m.epoch);
   put_policy(w, m.policy);
   w.put<std::uint8_t>(m.placement ? 1 : 0);
@@ -50,13 +44,13 @@ std::string encode(const ApplyChange& m) {
 }
 
 std::string encode(const ApplyAnswer& m) {
-  ByteWriter w = typed(MessageType::Applied);
+  ByteWriter w = message_writer(MessageType::Applied);
   w.put<std::uint64_t>(m.epoch);
   return std::move(w.bytes());
 }
 
 std::string encode(const Heartbeat& m) {
-  ByteWriter w = typed(MessageType::Heartbeat);
+  ByteWriter w = message_writer(MessageType::Heartbeat);
   w.put<std::int32_t>(m.rank);
   w.put<std::uint32_t>(m.run);
   w.put<std::int64_t>(m.sent);
@@ -66,7 +60,7 @@ std::string encode(const Heartbeat& m) {
 }
 
 std::string encode(const LinkRefusal& m) {
-  ByteWriter w = typed(MessageType::LinkRefused);
+  ByteWriter w = message_writer(MessageType::LinkRefused);
   w.put<std::int32_t>(m.rank);
   w.put_string(m.why);
   return std::move(w.bytes());

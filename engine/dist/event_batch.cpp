@@ -46,14 +46,19 @@ void put_event(ByteWriter& w, const RelayedEvent& e) {
   w.put<std::int64_t>(e.end);
 }
 
-std::string encode(const EventBatch& batch) {
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Events));
-  w.put<std::int32_t>(batch.rank);
-  w.put<std::uint32_t>(batch.run);
-  w.put<std::uint32_t>(static_cast<std::uint32_t>(batch.events.size()));
-  for (const RelayedEvent& e : batch.events) put_event(w, e);
+std::string encode_events(std::int32_t rank, std::uint32_t run, std::uint32_t count, std::string_view records) {
+  ByteWriter w = message_writer(MessageType::Events);
+  w.put<std::int32_t>(rank);
+  w.put<std::uint32_t>(run);
+  w.put<std::uint32_t>(count);
+  w.put_raw(records.data(), records.size());
   return std::move(w.bytes());
+}
+
+std::string encode(const EventBatch& batch) {
+  ByteWriter records;
+  for (const RelayedEvent& e : batch.events) put_event(records, e);
+  return encode_events(batch.rank, batch.run, static_cast<std::uint32_t>(batch.events.size()), records.bytes());
 }
 
 namespace {

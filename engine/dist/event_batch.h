@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -38,7 +39,9 @@ struct EventBatch {
 // The record of one event as it follows the batch's header (no type byte, rank, run or count):
 // the relay appends these as events happen.
 void put_event(ByteWriter& w, const RelayedEvent& e);
-// The whole message, type byte first.
+// The whole message, type byte first: `count` records written by put_event as `records` (the
+// relay's buffer), or a batch's.
+std::string encode_events(std::int32_t rank, std::uint32_t run, std::uint32_t count, std::string_view records);
 std::string encode(const EventBatch& batch);
 
 // Reads the body after the type byte. Refuses a truncated batch, a count its bytes cannot hold,

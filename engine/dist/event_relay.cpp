@@ -1,5 +1,6 @@
 #include "engine/dist/event_relay.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -26,13 +27,7 @@ void EventRelay::tick() {
 void EventRelay::flush() {
   links_.clock_offset(0, offset_);  // the best measurement so far, for the next batch
   if (count_ == 0) return;
-  ByteWriter w;
-  w.put<std::uint8_t>(static_cast<std::uint8_t>(MessageType::Events));
-  w.put<std::int32_t>(links_.rank());
-  w.put<std::uint32_t>(run_);
-  w.put<std::uint32_t>(count_);
-  w.put_raw(batch_.bytes().data(), batch_.bytes().size());
-  links_.send(0, w.bytes());
+  links_.send(0, encode_events(links_.rank(), run_, count_, batch_.bytes()));
   batch_.bytes().clear();
   count_ = 0;
 }
@@ -76,10 +71,12 @@ void receive_relayed_events(ProcessLinks& links, EventLoop& loop, RuntimeObserve
                                 s.message().c_str());
     if (batch->run != run) return;  // a late batch of an earlier deployment on these links
     const std::int32_t rank = batch->rank;
-    for (const RelayedEvent& e : batch->events)
-      if (rank <= 0 || rank >= links.world() || !plausible(e, rank, topology))
-        return (void)std::fprintf(stderr, "switchyard: rank 0: dropped a batch of events from rank %d naming a "
-                                  "device, block, layer or reason it does not have\n", rank);
+    const bool from_a_rank = rank > 0 && rank < links.world();
+    if (!batch->events.empty() &&
+        (!from_a_rank || !std::all_of(batch->events.begin(), batch->events.end(),
+                                      [&](const RelayedEvent& e) { return plausible(e, rank, topology); })))
+      return (void)std::fprintf(stderr, "switchyard: rank 0: dropped a batch of events from rank %d naming a "
+                                "device, block, layer or reason it does not have\n", rank);
     loop.post_external([&observer, batch] {
       for (const RelayedEvent& e : batch->events) {
         switch (e.kind) {

@@ -27,15 +27,20 @@ Status check_address(const char* name, const std::string& addr) {
     return Status::Error(std::string(name) + "='" + addr +
                          "': IPv6 addresses are not supported between ranks; give an IPv4 address or a host name");
   // Ranks exchange tcp://ADDR:PORT endpoints and refuse any other (bootstrap_messages.h).
-  for (char c : addr)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_')
-      return Status::Error(std::string(name) + "='" + addr + "': not a host name or IPv4 address");
+  if (!is_host_address(addr)) return Status::Error(std::string(name) + "='" + addr + "': not a host name or IPv4 address");
   return Status::Ok();
 }
 
 }  // namespace
 
 bool is_loopback_address(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0; }
+
+bool is_host_address(std::string_view addr) {
+  if (addr.empty()) return false;
+  for (char c : addr)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') return false;
+  return true;
+}
 
 StatusOr<RankEnvironment> RankEnvironment::from(const std::function<const char*(const char*)>& getenv) {
   RankEnvironment env;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "engine/dist/rank_keys.h"
@@ -17,6 +18,9 @@ namespace sy::dist {
 // Whether the ranks' sockets for this address stay on the loopback (127.0.0.1): "localhost" and
 // 127.*; any other address binds every interface.
 bool is_loopback_address(const std::string& addr);
+// Whether `addr` is a host name or an IPv4 address as the ranks exchange them in their
+// tcp://HOST:PORT endpoints: letters, digits, '.', '-' and '_', not empty.
+bool is_host_address(std::string_view addr);
 
 // Where rank 0 listens for the others when MASTER_PORT does not say (docs/deployment.md).
 inline constexpr std::uint16_t kDefaultMasterPort = 29517;

@@ -122,6 +122,13 @@ class ByteReader {
   std::size_t left_;
 };
 
+// A writer holding a message's type byte: every message starts with it.
+inline ByteWriter message_writer(MessageType type) {
+  ByteWriter w;
+  w.put<std::uint8_t>(static_cast<std::uint8_t>(type));
+  return w;
+}
+
 void put_policy(ByteWriter& w, const RuntimePolicy& policy);
 Status get_policy(ByteReader& r, RuntimePolicy& policy);
 // A placement as its [block][expert] -> devices lists; the reader checks it against the model.
