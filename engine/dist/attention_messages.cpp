@@ -121,6 +121,12 @@ Status decode(ByteReader& r, SequenceOpen& m) {
     if (b.token < 0 || !(b.bias >= -100.0f && b.bias <= 100.0f))
       return Status::Error("logit bias " + std::to_string(b.token) + ": " + std::to_string(b.bias));
   }
+  // Rank 0 sends each token once, in order (the HTTP layer refuses repeats): the cuda sampler
+  // gives each entry a thread of its own, so a repeated token would be two racing writes.
+  for (std::size_t i = 1; i < m.logit_bias.size(); ++i)
+    if (m.logit_bias[i].token <= m.logit_bias[i - 1].token)
+      return Status::Error("logit bias tokens out of order or repeated at token " +
+                           std::to_string(m.logit_bias[i].token));
   return Status::Ok();
 }
 

@@ -69,8 +69,10 @@ void apply_penalties(float* logits, std::int32_t vocab, std::span<const PenaltyT
   for (const PenaltyTerm& term : terms) {
     if (term.token < 0 || term.token >= vocab) continue;
     float& l = logits[term.token];
-    // Each product and difference rounded on its own, in vLLM's order: the cuda kernel's too.
-    if (p.repetition != 1.0f) l = l > 0.0f ? l * (1.0f / p.repetition) : l * p.repetition;
+    // Each quotient, product and difference rounded on its own, in vLLM's order and operations
+    // (a positive logit divided, not multiplied by the reciprocal: they differ in the last bit):
+    // the cuda kernel's too.
+    if (p.repetition != 1.0f) l = l > 0.0f ? l / p.repetition : l * p.repetition;
     if (term.count > 0) {
       l -= p.frequency * static_cast<float>(term.count);
       l -= p.presence;

@@ -1,11 +1,16 @@
 #include "kernels/cuda/penalty_entries.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace sy::kernels {
 
 void append_penalty_entries(std::vector<PenaltyEntry>& out, std::int32_t row, std::int32_t vocab,
                             std::span<const PenaltyTerm> terms, std::span<const TokenBias> biases, const Penalties& p) {
+  // Each token once: the kernel gives each entry a thread, so a repeated token would race.
+  assert(std::adjacent_find(biases.begin(), biases.end(), [](const TokenBias& a, const TokenBias& b) {
+           return a.token >= b.token;
+         }) == biases.end());
   const std::size_t first = out.size();
   for (const PenaltyTerm& t : terms)
     out.push_back({row, t.token, static_cast<float>(t.count), p.presence, p.frequency, p.repetition, 0.0f});

@@ -362,7 +362,7 @@ __global__ void penalize_kernel(float* __restrict__ logits, int vocab, const Pen
   const PenaltyEntry e = entries[i];
   float& l = logits[static_cast<long long>(e.row) * vocab + e.token];
   l = __fadd_rn(l, e.bias);
-  if (e.repetition != 1.0f) l = l > 0.0f ? __fmul_rn(l, __fdiv_rn(1.0f, e.repetition)) : __fmul_rn(l, e.repetition);
+  if (e.repetition != 1.0f) l = l > 0.0f ? __fdiv_rn(l, e.repetition) : __fmul_rn(l, e.repetition);
   if (e.count > 0.0f) {
     l = __fsub_rn(l, __fmul_rn(e.frequency, e.count));
     l = __fsub_rn(l, e.presence);

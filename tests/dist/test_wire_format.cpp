@@ -534,6 +534,8 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}}), open).ok());  // a negative prompt token
   EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}}), open).ok());  // beyond ±100
   EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{5, 3.0f}, {5, 4.0f}}}), open).ok());  // twice
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{6, 3.0f}, {5, 4.0f}}}), open).ok());  // unsorted
 
   kernels::TokenLogprobs lp{1, -0.5f, {}};
   lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});

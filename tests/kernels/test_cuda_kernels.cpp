@@ -436,7 +436,7 @@ void expect_attention_matches_cpu(AttentionKernel kernel, std::int32_t heads, st
 
 // (heads, kv heads, head_dim): GQA groups of 4 and 8, MHA, head_dim 256 and an odd 40.
 constexpr std::tuple<std::int32_t, std::int32_t, std::int32_t> kAttentionShapes[] = {
-    {16, 4, 64}, {32, 4, 128}, {8, 8, 256}, {6, 1, 40}};
+    {16, 4, 64}, {32, 4, 128}, {8, 8, 256}, {16, 2, 256}, {6, 1, 40}};
 
 TEST(CudaKernels, PrefillAttentionMatchesCpu) {
   SKIP_WITHOUT_GPU();
@@ -462,6 +462,8 @@ TEST(CudaKernels, SplitAttentionMatchesCpu) {
     expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}});
     expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{2, 300, 1}});
     expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 1}, {1, 5, 1}, {2, 383, 1}});
+    // A chunked prefill small enough to split: rows of one sequence with different key counts.
+    expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 3}, {1, 200, 2}});
   }
 }
 
@@ -929,8 +931,14 @@ TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
   const int N = 2048;
   Rng rng(20);
   const std::vector<float> row = rng.uniform_vector(static_cast<std::size_t>(vocab), -0.5f, 0.5f);
-  for (const kernels::SamplingParams sp : {kernels::SamplingParams{1.0f, 1.0f, 3000}, kernels::SamplingParams{1.0f, 0.9f, 0}}) {
-    SCOPED_TRACE("top_k " + std::to_string(sp.top_k) + " top_p " + std::to_string(sp.top_p));
+  // With min-p too: 1e-3 keeps every token (the bound falls back to the min-p key), 0.75 keeps
+  // those within ln(0.75) of the best, about 2 400 of them (a cut beyond the candidates).
+  for (const kernels::SamplingParams sp :
+       {kernels::SamplingParams{1.0f, 1.0f, 3000}, kernels::SamplingParams{1.0f, 0.9f, 0},
+        kernels::SamplingParams{1.0f, 0.9f, 0, 1e-3f}, kernels::SamplingParams{1.0f, 1.0f, 3000, 1e-3f},
+        kernels::SamplingParams{1.0f, 1.0f, 0, 0.75f}}) {
+    SCOPED_TRACE("top_k " + std::to_string(sp.top_k) + " top_p " + std::to_string(sp.top_p) + " min_p " +
+                 std::to_string(sp.min_p));
     // The kept set as Sampler defines it: ranks (logit desc, token asc), then the cut.
     std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
@@ -940,7 +948,10 @@ TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
     });
     const float m = *std::max_element(row.begin(), row.end()) / sp.temperature;
     auto w = [&](std::int32_t t) { return static_cast<double>(std::exp(row[static_cast<std::size_t>(t)] / sp.temperature - m)); };
-    std::size_t kept = sp.top_k > 0 ? static_cast<std::size_t>(sp.top_k) : order.size();
+    // Min-p first (a prefix of the ranks: w is the probability relative to the best), then top-k.
+    std::size_t kept = 0;
+    while (kept < order.size() && w(order[kept]) >= static_cast<double>(sp.min_p)) ++kept;
+    if (sp.top_k > 0) kept = std::min(kept, static_cast<std::size_t>(sp.top_k));
     if (sp.top_p < 1.0f) {
       double total = 0.0, acc = 0.0;
       for (std::size_t i = 0; i < kept; ++i) total += w(order[i]);
@@ -958,7 +969,7 @@ TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
     std::vector<kernels::DeviceSamplingParams> params;
     for (int i = 0; i < N; ++i) {
       logits.insert(logits.end(), row.begin(), row.end());
-      params.push_back({sp.temperature, sp.top_p, sp.top_k, (i + 0.5) / N});
+      params.push_back({sp.temperature, sp.top_p, sp.top_k, (i + 0.5) / N, sp.min_p});
     }
     const std::vector<std::int32_t> got = sample_on_gpu(logits, vocab, params);
     std::vector<int> hits(static_cast<std::size_t>(vocab), 0);

@@ -205,17 +205,22 @@ TEST(Penalties, FrequencyTimesCountThenPresenceOnTheOutputsTokens) {
   EXPECT_EQ(penalized(std::vector<float>(8, 2.0f), {}, {}, {1.0f, 1.0f, 1.0f}), std::vector<float>(8, 2.0f));
 }
 
-// vLLM's repetition penalty: a positive logit of a prompt or output token is multiplied by 1/r,
-// a negative one by r, before the frequency and presence terms (outputs only).
+// vLLM's repetition penalty: a positive logit of a prompt or output token is divided by r,
+// a negative one multiplied by r, before the frequency and presence terms (outputs only).
 TEST(Penalties, RepetitionScalesThePromptsAndOutputsTokensFirst) {
   const std::vector<float> logits = {2.0f, -2.0f, 3.0f, -1.0f, 0.0f, 4.0f};
   const std::vector<float> got = penalized(logits, {0, 1, 4}, {2, 3, 2}, {0.1f, 0.5f, 2.0f});
-  EXPECT_EQ(got[0], 2.0f * (1.0f / 2.0f));
+  EXPECT_EQ(got[0], 2.0f / 2.0f);
   EXPECT_EQ(got[1], -2.0f * 2.0f);
-  EXPECT_EQ(got[2], 3.0f * (1.0f / 2.0f) - 0.5f * 2.0f - 0.1f);
+  EXPECT_EQ(got[2], 3.0f / 2.0f - 0.5f * 2.0f - 0.1f);
   EXPECT_EQ(got[3], -1.0f * 2.0f - 0.5f - 0.1f);
   EXPECT_EQ(got[4], 0.0f);  // zero is not positive: multiplied by r, still zero
   EXPECT_EQ(got[5], 4.0f);  // in neither
+  // Divided, as vLLM's torch.where(logits > 0, logits / r, logits * r), not multiplied by the
+  // reciprocal, which differs in the last bit: 4.125 / 1.3 is 3.17307711, 4.125 · (1 / 1.3) 3.17307687.
+  const float r = 1.3f;
+  EXPECT_EQ(penalized({4.125f}, {0}, {}, {0.0f, 0.0f, r})[0], 4.125f / r);
+  EXPECT_NE(penalized({4.125f}, {0}, {}, {0.0f, 0.0f, r})[0], 4.125f * (1.0f / r));
   // A token id outside the row is skipped, not written.
   std::vector<float> row = {1.0f, 1.0f};
   const kernels::PenaltyTerm outside[] = {{5, 1}, {-1, 1}};
