@@ -96,7 +96,7 @@ for step in "${steps[@]}"; do
         --gtest_filter='CudaActivationOps.*:CudaBackendErrors.*:Models/CudaBackend.*_eager'
       run test_cuda_graphs "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='DecodeGraph*:Models/CudaGraphs.*'
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
-        --gtest_filter='Models/CudaBackend.*_graphs'
+        --gtest_filter='Models/CudaBackend.*_graphs:CudaBackendRope.*'
       # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
       # several GPUs in one process (NCCL; skips with one GPU, saying so); NCCL between ranks
       # (the GPU's UUID; two GPUs for rows) and cuBLAS loaded from the machine's library.

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -304,6 +305,49 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaBackend,
                            return arch_name(p.param.arch) + "_" + std::string(kernels::dtype_name(p.param.dtype)) +
                                   (p.param.graphs ? "_graphs" : "_eager");
                          });
+
+// YaRN's frequencies and cos/sin factor reach the GPU through the device model (the kernel test
+// covers only the rotation given them): transformers' qwen3_moe golden under yarn (factor 4,
+// pretrained on 128 positions) served greedily on one GPU, prompts reaching past position 128,
+// must give the reference's tokens exactly (f32).
+TEST(CudaBackendRope, YarnModelGivesTheReferenceTokens) {
+  SKIP_WITHOUT_GPU();
+  // This build's tree, else (the GPU machine, where the bundle runs beside a copy of the working
+  // tree) the tree beside the assets .gpu/check.sh points at, else the working directory.
+  const fs::path golden = "tests/golden/data/qwen3_moe_yarn-f32";
+  fs::path dir = fs::path(SY_SOURCE_DIR) / golden;
+  if (const char* assets = std::getenv("SWITCHYARD_ASSETS"); !fs::exists(dir) && assets != nullptr)
+    dir = fs::path(assets) / ".." / golden;
+  if (!fs::exists(dir)) dir = golden;
+  auto w = ModelWeights::load(dir);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_EQ((*w)->config().rope_scaling.type, RopeType::Yarn);
+  std::vector<RequestSpec> requests = make_requests(8, (*w)->config().vocab_size, 5);
+  std::vector<std::vector<std::int32_t>> expected;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    RequestSpec& r = requests[i];
+    r.prompt.resize(r.prompt.size() + 30 * i, static_cast<std::int32_t>(i));  // up to 250 tokens
+    GenerateOptions o;
+    o.max_new_tokens = r.max_new_tokens;
+    ReferenceSession session(*w, static_cast<std::int32_t>(r.prompt.size()) + r.max_new_tokens, 16,
+                             kernels::GemmInputs::WeightType);
+    auto out = generate(session, r.prompt, o);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    expected.push_back(*out);
+  }
+  DeploymentOptions o;
+  o.clock = Clock::Wall;
+  o.policy = policy_of(PolicyKind::Async);
+  o.kv_pages_per_rank = 256;
+  o.page_size = 16;
+  auto d = CudaDeployment::create(*w, Topology::disaggregated((*w)->config(), 1, 2), o, CudaDeploymentOptions{});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  (*d)->submit(requests);
+  (*d)->run();
+  ASSERT_EQ((*d)->coordinator().requests().size(), requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ((*d)->coordinator().requests()[i].output, expected[i]) << "request " << i;
+}
 
 // Runs everywhere: without a GPU the deployment refuses with the runtime's reason, never crashes.
 TEST(CudaBackendErrors, NoGpuIsAClearError) {
