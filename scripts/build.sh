@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libopenblas-openmp-dev nlohmann-json3-dev libcli11-dev libtomlplusplus-dev robin-map-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libpcre2-dev libutf8proc-dev
+  libzmq3-dev cppzmq-dev libsqlite3-dev sqlite3 libcpp-httplib-dev libssl-dev libpcre2-dev libutf8proc-dev
   libzstd-dev liblz4-dev
   openmpi-bin
   qt6-base-dev libqt6opengl6-dev libimgui-dev fonts-dejavu-core

@@ -10,6 +10,7 @@
 #include "engine/cli/commands.h"
 #include "engine/cli/live_service.h"
 #include "engine/cli/number_validators.h"
+#include "engine/dist/rank_environment.h"
 #include "engine/serving/http/api_server.h"
 #include "engine/serving/http/request_broker.h"
 
@@ -26,6 +27,7 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;
+  http::TlsSettings tls;
   int workers = 256;
   bool ignore_eos = false;
   double pace = 1.0;
@@ -40,6 +42,12 @@ void run(ServeArgs a) {
   }
   if (a.api_key.empty())
     if (const char* env = std::getenv("SWITCHYARD_API_KEY"); env && *env) a.api_key = env;
+  // A wrong certificate or key is refused before the model loads, on the rank that serves HTTP
+  // (the other ranks need not hold the files; a bad launcher variable is LiveService's to name).
+  if (a.tls.enabled()) {
+    const auto env = dist::RankEnvironment::from_process();
+    if (!env.ok() || env->rank == 0) check(http::check_tls(a.tls));
+  }
   if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
   a.live.prometheus = true;  // for GET /metrics on the API's own port
   LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace,
@@ -63,6 +71,7 @@ void run(ServeArgs a) {
   o.port = a.port;
   o.api_key = a.api_key;
   o.insecure = a.live.insecure;
+  o.tls = a.tls;
   o.workers = a.workers;
   o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
              c.vocab_size, std::nullopt};
@@ -75,7 +84,9 @@ void run(ServeArgs a) {
   std::unique_ptr<http::ApiServer> server = take(http::ApiServer::start(o, broker));
   service.start(nlohmann::json{{"source", "http"}}, {},
                 {"OpenAI-compatible API at " + server->url() + "/v1 (model \"" + o.model.name + "\", context " +
-                 std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required"),
+                 std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required") +
+                     (a.tls.enabled() ? std::string(", HTTPS only, client certificates: ") + a.tls.client_certificates()
+                                      : std::string()),
                  "prompts: " + text.describe()});
   // With a shutdown timeout the first signal only closes the door (new requests and /health
   // answer 503) and the open answers run to their end, as vLLM's --shutdown-timeout. Once the
@@ -111,6 +122,16 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--api-key", args->api_key,
                   "Clients must send 'Authorization: Bearer KEY' to /v1/* (default: $SWITCHYARD_API_KEY)");
+  sub->add_option("--ssl-certfile", args->tls.certfile,
+                  "PEM certificate (then any intermediates) of the API: it speaks HTTPS only (needs --ssl-keyfile)");
+  sub->add_option("--ssl-keyfile", args->tls.keyfile, "PEM private key of --ssl-certfile (unencrypted)");
+  sub->add_option("--ssl-ca-certs", args->tls.ca_certs,
+                  "PEM CA certificates that client certificates must be signed by (for --ssl-cert-reqs 1 or 2)");
+  sub->add_option("--ssl-cert-reqs", args->tls.cert_reqs,
+                  "Client certificates, as Python's ssl module numbers it: 0 not asked for, 1 optional (one that is "
+                  "sent must verify), 2 required")
+      ->check(CLI::Range(0, 2))
+      ->capture_default_str();
   sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                   "On Ctrl-C or SIGTERM, refuse new requests but let the open ones finish, for up to this many "
                   "seconds (0: answer them 503 at once); a second signal stops at once")

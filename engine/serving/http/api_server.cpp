@@ -18,7 +18,7 @@
 namespace sy::http {
 
 struct ApiServer::Impl {
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> server;  // an httplib::SSLServer with TLS
   std::thread thread;
   TextSupport no_text;  // when the options bring none
   std::unique_ptr<CompletionHandler> completions;
@@ -68,10 +68,22 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   self->impl_ = std::make_unique<Impl>();
   self->host_ = o.host;
   Impl& impl = *self->impl_;
+  if (o.tls.enabled()) {
+    // httplib's SSLServer only says whether its context is valid; the reason comes back here.
+    Status tls = Status::Error("HTTPS: OpenSSL cannot make a server context");
+    impl.server = std::make_unique<httplib::SSLServer>([&](SSL_CTX& ctx) {
+      tls = configure_tls(ctx, o.tls);
+      return tls.ok();
+    });
+    if (!impl.server->is_valid()) return tls.ok() ? Status::Error("HTTPS: OpenSSL refused the settings") : tls;
+    self->tls_ = true;
+  } else {
+    impl.server = std::make_unique<httplib::Server>();
+  }
   const std::uint64_t run_id = o.run_id != 0 ? o.run_id : telemetry::random_run_id();
   impl.completions = std::make_unique<CompletionHandler>(broker, o.model, o.text ? *o.text : impl.no_text,
                                                          std::random_device{}(), "cmpl-" + std::to_string(run_id) + "-");
-  httplib::Server& s = impl.server;
+  httplib::Server& s = *impl.server;
   const int workers = o.workers;
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<std::size_t>(workers)); };
   s.set_read_timeout(o.read_timeout_s, 0);
@@ -155,21 +167,22 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   if (*listening != INVALID_SOCKET) ::listen(*listening, SOMAXCONN);
   self->port_ = bound;
   Impl* raw = &impl;
-  impl.thread = std::thread([raw] { raw->server.listen_after_bind(); });
+  impl.thread = std::thread([raw] { raw->server->listen_after_bind(); });
   for (int i = 0; i < 2000 && !s.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return self;
 }
 
 ApiServer::~ApiServer() {
   if (!impl_) return;
-  impl_->server.stop();
+  impl_->server->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
 std::int64_t ApiServer::answering() const { return impl_->completions->answering(); }
 
 std::string ApiServer::url() const {
-  return "http://" + (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" + std::to_string(port_);
+  const std::string host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
+  return (tls_ ? "https://" : "http://") + host + ":" + std::to_string(port_);
 }
 
 }  // namespace sy::http

@@ -1,8 +1,9 @@
 // The OpenAI-compatible HTTP server of `switchyard serve` (cpp-httplib on worker threads):
 // POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /metrics.
-// Loopback unless an API key or --insecure says otherwise; timeouts and a worker per
-// connection so that idle or slow clients cannot stall it. While the broker drains, /health
-// answers 503 so that load balancers stop sending requests.
+// Loopback unless an API key or --insecure says otherwise; HTTPS only when given a certificate
+// (TlsSettings); timeouts and a worker per connection so that idle or slow clients cannot
+// stall it. While the broker drains, /health answers 503 so that load balancers stop sending
+// requests.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/request_broker.h"
 #include "engine/serving/http/text_support.h"
+#include "engine/serving/http/tls_settings.h"
 #include "telemetry/prometheus_registry.h"
 
 namespace sy::http {
@@ -24,6 +26,9 @@ struct ApiServerOptions {
   std::string api_key;
   // Listen beyond loopback without an API key.
   bool insecure = false;
+  // A certificate and key: HTTPS only (a plain-HTTP client gets no answer), with client
+  // certificates verified when asked.
+  TlsSettings tls;
   // Connections served at once; a streaming answer holds one for its whole generation.
   int workers = 256;
   int read_timeout_s = 10;   // to send the request
@@ -44,7 +49,8 @@ struct ApiServerOptions {
 class ApiServer {
  public:
   // Binds and starts serving. Errors: an address beyond loopback without a key or --insecure,
-  // a port in use. Ignores SIGPIPE for the process (a client that left must not end it).
+  // a port in use, TLS settings that configure_tls refuses. Ignores SIGPIPE for the process (a
+  // client that left must not end it).
   static StatusOr<std::unique_ptr<ApiServer>> start(const ApiServerOptions& options, RequestBroker& broker);
   ~ApiServer();  // stops listening and waits for the workers
   ApiServer(const ApiServer&) = delete;
@@ -53,7 +59,7 @@ class ApiServer {
   int port() const { return port_; }
   // Answers accepted and still being written (CompletionHandler::answering).
   std::int64_t answering() const;
-  std::string url() const;  // http://HOST:PORT
+  std::string url() const;  // http://HOST:PORT, https:// with TLS
 
  private:
   struct Impl;
@@ -61,6 +67,7 @@ class ApiServer {
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
   std::string host_;
+  bool tls_ = false;
 };
 
 }  // namespace sy::http
