@@ -46,7 +46,9 @@ void run(ServeArgs a) {
   // (the other ranks need not hold the files; a bad launcher variable is LiveService's to name).
   if (a.tls.enabled()) {
     const auto env = dist::RankEnvironment::from_process();
-    if (!env.ok() || env->rank == 0) check(http::check_tls(a.tls));
+    std::string warning;
+    if (!env.ok() || env->rank == 0) check(http::check_tls(a.tls, &warning));
+    if (!warning.empty()) std::fprintf(stderr, "switchyard serve: warning: %s\n", warning.c_str());
   }
   if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
   a.live.prometheus = true;  // for GET /metrics on the API's own port
@@ -122,11 +124,21 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--api-key", args->api_key,
                   "Clients must send 'Authorization: Bearer KEY' to /v1/* (default: $SWITCHYARD_API_KEY)");
+  // An empty path (an unset shell variable) must not quietly mean plain HTTP.
+  static const CLI::Validator file_given(
+      [](std::string& path) {
+        return path.empty() ? std::string("an empty path: give the file, or leave the flag out for plain HTTP")
+                            : std::string();
+      },
+      "FILE");
   sub->add_option("--ssl-certfile", args->tls.certfile,
-                  "PEM certificate (then any intermediates) of the API: it speaks HTTPS only (needs --ssl-keyfile)");
-  sub->add_option("--ssl-keyfile", args->tls.keyfile, "PEM private key of --ssl-certfile (unencrypted)");
+                  "PEM certificate (then any intermediates) of the API: it speaks HTTPS only (needs --ssl-keyfile)")
+      ->check(file_given);
+  sub->add_option("--ssl-keyfile", args->tls.keyfile, "PEM private key of --ssl-certfile (unencrypted)")
+      ->check(file_given);
   sub->add_option("--ssl-ca-certs", args->tls.ca_certs,
-                  "PEM CA certificates that client certificates must be signed by (for --ssl-cert-reqs 1 or 2)");
+                  "PEM CA certificates that client certificates must be signed by (for --ssl-cert-reqs 1 or 2)")
+      ->check(file_given);
   sub->add_option("--ssl-cert-reqs", args->tls.cert_reqs,
                   "Client certificates, as Python's ssl module numbers it: 0 not asked for, 1 optional (one that is "
                   "sent must verify), 2 required")

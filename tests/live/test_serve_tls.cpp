@@ -125,6 +125,16 @@ TEST_F(ServeTls, WrongFlagsAreRefusedWithTheirReason) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << serve.output();
     EXPECT_NE(serve.output().find("switchyard serve: error: " + c.says), std::string::npos) << serve.output();
   }
+  // An empty path (an unset shell variable) is refused by the parser, never plain HTTP.
+  for (const char* flag : {"--ssl-certfile", "--ssl-keyfile", "--ssl-ca-certs"}) {
+    std::vector<std::string> flags = {"--ssl-certfile", tls_file("server.pem"), "--ssl-keyfile", tls_file("server.key")};
+    flags.insert(flags.end(), {flag, ""});
+    DemoProcess serve(serve_args(flags));
+    ASSERT_TRUE(serve.started());
+    const int status = serve.stop(0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 105) << flag << ": " << status << "\n" << serve.output();
+    EXPECT_NE(serve.output().find(std::string(flag) + ": an empty path"), std::string::npos) << serve.output();
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <cerrno>
 #include <cstring>
@@ -76,6 +77,22 @@ int no_passphrase(char*, int, int, void* asked) {
   return -1;
 }
 
+// "CN=Example CA, O=…": a certificate's subject for a message.
+std::string subject(X509* cert) {
+  char buf[256];
+  X509_NAME_oneline(X509_get_subject_name(cert), buf, sizeof buf);
+  return buf;
+}
+
+// An ASN.1 time as OpenSSL prints it ("Jan  1 00:00:00 2020 GMT").
+std::string time_text(const ASN1_TIME* t) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  if (!bio || ASN1_TIME_print(bio.get(), t) != 1) return "?";
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
 bool holds(const std::string& text, const char* label) { return text.find(label) != std::string::npos; }
 
 Status use_certificate_chain(SSL_CTX& ctx, const std::string& path, X509*& leaf) {
@@ -122,8 +139,14 @@ Status use_private_key(SSL_CTX& ctx, const std::string& path, X509* leaf, const 
   // Checked here: OpenSSL would otherwise drop the certificate and serve nothing.
   if (X509_check_private_key(leaf, key.get()) != 1) {
     ERR_clear_error();
+    // A chain written CA first reads as a mismatch: say which certificate was taken.
+    const std::string order =
+        X509_check_ca(leaf) > 0 ? " (its first certificate, " + subject(leaf) +
+                                      ", is a CA's: the server's own certificate must come first, its intermediates "
+                                      "after it)"
+                                : std::string();
     return Status::Error("--ssl-keyfile " + path + " is not the private key of the certificate in --ssl-certfile " +
-                         certfile);
+                         certfile + order);
   }
   if (SSL_CTX_use_PrivateKey(&ctx, key.get()) != 1 || SSL_CTX_check_private_key(&ctx) != 1)
     return Status::Error("--ssl-keyfile " + path + ": the key cannot be used" + openssl_reason());
@@ -202,11 +225,21 @@ Status configure_tls(SSL_CTX& ctx, const TlsSettings& s) {
   return Status::Ok();
 }
 
-Status check_tls(const TlsSettings& s) {
+Status check_tls(const TlsSettings& s, std::string* warning) {
   SY_RETURN_IF_ERROR(check_combination(s));
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (!ctx) return Status::Error("HTTPS: OpenSSL cannot make a server context" + openssl_reason());
-  return configure_tls(*ctx, s);
+  SY_RETURN_IF_ERROR(configure_tls(*ctx, s));
+  // Served all the same (as uvicorn does), but every client that verifies it will refuse it.
+  if (X509* leaf = SSL_CTX_get0_certificate(ctx.get()); leaf != nullptr && warning != nullptr) {
+    if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0)
+      *warning = "the certificate in --ssl-certfile " + s.certfile + " expired on " +
+                 time_text(X509_get0_notAfter(leaf)) + ": clients that verify it will refuse the connection";
+    else if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0)
+      *warning = "the certificate in --ssl-certfile " + s.certfile + " is not valid before " +
+                 time_text(X509_get0_notBefore(leaf)) + ": clients that verify it will refuse the connection";
+  }
+  return Status::Ok();
 }
 
 }  // namespace sy::http

@@ -33,6 +33,8 @@ struct TlsSettings {
 Status configure_tls(ssl_ctx_st& ctx, const TlsSettings& settings);
 
 // The same checks on a scratch context, for a command to refuse its flags before it starts.
-Status check_tls(const TlsSettings& settings);
+// `warning`, when given, says what is served but will fail clients: a certificate expired or not
+// yet valid (left empty otherwise).
+Status check_tls(const TlsSettings& settings, std::string* warning = nullptr);
 
 }  // namespace sy::http

@@ -238,6 +238,9 @@ TEST_F(ApiTlsTest, WrongSettingsAreRefusedWithTheirReason) {
        "--ssl-keyfile " + tls_file("client.key") + " is not the private key of the certificate in --ssl-certfile " +
            cert},
       {{cert, tls_file("server-encrypted.key"), "", 0}, "is encrypted: a passphrase is not supported"},
+      // A chain written CA first: the message says the CA's certificate was taken for the server's.
+      {{tls_file("ca-first.pem"), key, "", 0},
+       "its first certificate, /CN=Switchyard test CA, is a CA's: the server's own certificate must come first"},
       {{cert, key, key, 2}, "--ssl-ca-certs " + key + " holds no PEM certificate"},
       {{cert, key, tls_file("missing-ca.pem"), 1}, "--ssl-ca-certs " + tls_file("missing-ca.pem") + ": no such file"},
   };
@@ -251,6 +254,15 @@ TEST_F(ApiTlsTest, WrongSettingsAreRefusedWithTheirReason) {
     // The command's early check says the same.
     EXPECT_EQ(check_tls(c.tls).message(), refused.status().message());
   }
+  // An expired certificate is served (as uvicorn does) with a warning naming the file and date;
+  // a valid one gives none.
+  std::string warning;
+  ASSERT_TRUE(check_tls({tls_file("expired.pem"), key, "", 0}, &warning).ok());
+  EXPECT_EQ(warning, "the certificate in --ssl-certfile " + tls_file("expired.pem") +
+                         " expired on Jan  1 00:00:00 2020 GMT: clients that verify it will refuse the connection");
+  warning.clear();
+  ASSERT_TRUE(check_tls(server_tls(2), &warning).ok());
+  EXPECT_EQ(warning, "");
   // The right files start it, and its URL says https.
   ApiServerOptions o = with_tls(server_tls(2));
   o.port = 0;
