@@ -79,12 +79,11 @@ class PromptLogprobsGolden : public ::testing::TestWithParam<std::string> {
 
   // Every golden prompt as one request asking for `k` alternatives (and one that asks for
   // nothing beside each), served by a deployment of two attention ranks and two expert devices.
-  PromptScores serve(std::int32_t k, bool prefix_caching = false) {
+  PromptScores serve(std::int32_t k, PolicyKind policy = PolicyKind::Async) {
     DeploymentOptions o;
-    o.policy.kind = PolicyKind::Async;
+    o.policy.kind = policy;
     o.kv_pages_per_rank = 256;
     o.page_size = 4;
-    o.coordinator.prefix_caching = prefix_caching;
     CpuDeployment d(weights_, Topology::disaggregated(weights_->config(), 2, 2), o);
     PromptScores scores;
     d.observers().add(nullptr, &scores);
@@ -101,6 +100,9 @@ class PromptLogprobsGolden : public ::testing::TestWithParam<std::string> {
     return scores;
   }
 
+  // Each asking request's numbers against transformers' logits (below).
+  void check_against_goldens(const PromptScores& scores, std::int32_t k);
+
   fs::path dir_;
   nlohmann::json golden_;
   std::shared_ptr<const ModelWeights> weights_;
@@ -109,10 +111,18 @@ class PromptLogprobsGolden : public ::testing::TestWithParam<std::string> {
 // Each prompt token's log-probability is the log_softmax of transformers' logits at the position
 // before it, within test_golden's f32 tolerance (1e-4 of the logit spread per logit, so twice
 // that per log-probability); the alternatives are the golden's most likely tokens, their ranks
-// count the golden tokens at least as likely.
+// count the golden tokens at least as likely. Under every policy: the sampler's rows come
+// whole or in micro-batches, beside requests that do not ask.
 TEST_P(PromptLogprobsGolden, MatchTransformersLogSoftmax) {
-  const std::int32_t k = 5;
-  const PromptScores scores = serve(k);
+  for (const PolicyKind policy : {PolicyKind::Async, PolicyKind::PingPong, PolicyKind::Sync}) {
+    SCOPED_TRACE(std::string("policy ") + (policy == PolicyKind::Async      ? "async"
+                                           : policy == PolicyKind::PingPong ? "pingpong"
+                                                                            : "sync"));
+    check_against_goldens(serve(5, policy), 5);
+  }
+}
+
+void PromptLogprobsGolden::check_against_goldens(const PromptScores& scores, std::int32_t k) {
   const std::int64_t vocab = weights_->config().vocab_size;
   std::int64_t id = 0;
   for (const auto& prompt : golden_["prompts"]) {
