@@ -77,6 +77,7 @@ void run(ServeArgs a) {
   o.workers = a.workers;
   o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
              c.vocab_size, std::nullopt};
+  o.model.logits = !service.backend().sim();  // the sim computes none: prompt log-probabilities are refused there
   o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
   if (service.telemetry()) o.run_id = service.telemetry()->run_id();
   // eos (the tokenizer's, else config.json's) is a stop token of each request, which

@@ -44,8 +44,11 @@ void CpuExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completio
 }
 
 void CpuExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                         std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
-  stream_->submit([this, &batch, sequences, &next, &logprobs] { return run_sample(batch, sequences, next, logprobs); },
+                         std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+                         Completion done) {
+  stream_->submit([this, &batch, sequences, &next, &logprobs, &prompt_logprobs] {
+    return run_sample(batch, sequences, next, logprobs, prompt_logprobs);
+  },
                   std::move(done));
 }
 
@@ -235,8 +238,37 @@ void CpuExecutor::drop_expert(std::int32_t block, std::int32_t expert) {
   experts_.erase({block, expert});
 }
 
+std::int64_t CpuExecutor::score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows,
+                                      const SequenceContext& s, std::vector<PromptLogprobs>& out) {
+  const std::int32_t position = batch.at(first).position;
+  const std::int64_t n = prompt_scoring_rows(position, rows, s.prompt.size());
+  if (n == 0) return 0;
+  const std::int32_t vocab = ops_.config().vocab_size;
+  PromptLogprobs& p = out.emplace_back();
+  p.request = s.request;
+  p.first_position = position + 1;
+  p.tokens.resize(static_cast<std::size_t>(n));
+  // A slice of rows at a time: a long prompt's logits all at once would take rows × vocab floats.
+  constexpr std::int64_t kRowsPerPass = 32;
+  std::vector<std::int32_t> slice;
+  for (std::int64_t lo = 0; lo < n; lo += kRowsPerPass) {
+    const std::int64_t hi = std::min(n, lo + kRowsPerPass);
+    slice.clear();
+    for (std::int64_t r = lo; r < hi; ++r) slice.push_back(static_cast<std::int32_t>(first + r));
+    logits_.resize(slice.size() * static_cast<std::size_t>(vocab));
+    ops_.logits(HostActivationOps::data(batch.hidden), slice, logits_.data(), ws_);
+    for (std::int64_t r = lo; r < hi; ++r) {
+      const std::int32_t token = s.prompt[static_cast<std::size_t>(position + r + 1)];
+      kernels::token_logprobs(logits_.data() + static_cast<std::size_t>(r - lo) * static_cast<std::size_t>(vocab), vocab,
+                              token, s.sampling.prompt_logprobs, p.tokens[static_cast<std::size_t>(r)]);
+    }
+  }
+  return n;
+}
+
 std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,
-                                    std::vector<std::int32_t>& next, std::vector<kernels::TokenLogprobs>& logprobs) {
+                                    std::vector<std::int32_t>& next, std::vector<kernels::TokenLogprobs>& logprobs,
+                                    std::vector<PromptLogprobs>& prompt_logprobs) {
   const std::int64_t t0 = wall_ns();
   const ModelConfig& c = ops_.config();
   // Only the last row of each request needs logits.
@@ -272,7 +304,15 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
       kernels::token_logprobs(logits, c.vocab_size, next[i], s.logprobs, logprobs[i]);
     }
   }
-  return options_.cost_model ? options_.cost_model->sample_ns(static_cast<std::int64_t>(last_rows.size()))
+  // After sampling, which is done with logits_: the prompt's rows reuse it.
+  prompt_logprobs.clear();
+  std::int64_t scored = 0;
+  std::size_t request = 0;
+  batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    const SequenceContext& s = sequences[request++];
+    if (s.sampling.prompt_logprobs >= 0) scored += score_prompt(batch, first, rows, s, prompt_logprobs);
+  });
+  return options_.cost_model ? options_.cost_model->sample_ns(static_cast<std::int64_t>(last_rows.size()) + scored)
                              : elapsed_since(t0);
 }
 

@@ -52,7 +52,8 @@ class CpuExecutor final : public Executor {
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
   void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-              std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
+              std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+              Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   void finish() override { stream_->finish(); }
 
@@ -82,7 +83,11 @@ class CpuExecutor final : public Executor {
   std::int64_t run_experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert);
   std::int64_t run_shared_expert(std::int32_t block, TokenBatch& batch);
   std::int64_t run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                          std::vector<kernels::TokenLogprobs>& logprobs);
+                          std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs);
+  // The prompt tokens that the request's rows [first, first + rows) of `batch` score
+  // (Executor::sample); returns the rows scored.
+  std::int64_t score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows, const SequenceContext& s,
+                            std::vector<PromptLogprobs>& out);
   std::int64_t run_merge(std::vector<TokenPool::Completed>& merges);
   std::int64_t elapsed_since(std::int64_t start_ns) const;
 

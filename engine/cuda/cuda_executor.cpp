@@ -293,8 +293,12 @@ void CudaExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& p
 }
 
 void CudaExecutor::sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                          std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
-  submit([this, &batch, sequences, &next, &logprobs] { run_sample(batch, sequences, next, logprobs); }, done);
+                          std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+                          Completion done) {
+  submit([this, &batch, sequences, &next, &logprobs, &prompt_logprobs] {
+    run_sample(batch, sequences, next, logprobs, prompt_logprobs);
+  },
+         done);
 }
 
 void CudaExecutor::shared_expert(std::int32_t block, TokenBatch& batch, Completion done) {
@@ -703,8 +707,51 @@ void CudaExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*
   for (std::size_t i = 0; i < per_expert.size(); ++i) per_expert[i]->hidden = std::move(outputs[i]);
 }
 
+void CudaExecutor::score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows,
+                                const SequenceContext& s, std::vector<PromptLogprobs>& out) {
+  const std::int32_t position = batch.at(first).position;
+  const std::int64_t n = prompt_scoring_rows(position, rows, s.prompt.size());
+  if (n == 0) return;
+  const ModelConfig& c = model_->config();
+  const std::int64_t H = c.hidden_size;
+  const std::int32_t V = c.vocab_size;
+  PromptLogprobs& p = out.emplace_back();
+  p.request = s.request;
+  p.first_position = position + 1;
+  p.tokens.resize(static_cast<std::size_t>(n));
+  // A slice of rows at a time, as the cpu backend: a long prompt's logits would not fit at once.
+  constexpr std::int64_t kRowsPerPass = 32;
+  std::vector<std::int32_t> slice;
+  std::vector<float> host(static_cast<std::size_t>(kRowsPerPass * V));
+  for (std::int64_t lo = 0; lo < n; lo += kRowsPerPass) {
+    const std::int64_t m = std::min(n, lo + kRowsPerPass) - lo;
+    slice.clear();
+    for (std::int64_t r = 0; r < m; ++r) slice.push_back(static_cast<std::int32_t>(first + lo + r));
+    std::int32_t* d_rows = prompt_rows_.get<std::int32_t>(m);
+    must(cudaMemcpyAsync(d_rows, slice.data(), slice.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (prompt rows)");
+    // ModelOps::logits, as for the sampled rows: final norm of the gathered rows, then lm_head.
+    float* x = prompt_normed_.get<float>(m * H);
+    must(kernels::gather_rows_cuda(CudaActivationOps::data(batch.hidden), d_rows, m, H, x, stream_));
+    must(rmsnorm(x, model_->final_norm(), m, H, x));
+    float* logits = prompt_logits_.get<float>(m * V);
+    must(linear(x, m, model_->lm_head(), nullptr, logits, prompt_low_.get<float>(m * H)));
+    must(cudaMemcpyAsync(host.data(), logits, static_cast<std::size_t>(m * V) * sizeof(float), cudaMemcpyDeviceToHost,
+                         stream_),
+         "cudaMemcpyAsync (prompt logits)");
+    // `slice` and `host` are read and written again next pass: wait for this one.
+    must(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (prompt logits)");
+    for (std::int64_t r = 0; r < m; ++r) {
+      const std::int32_t token = s.prompt[static_cast<std::size_t>(position + lo + r + 1)];
+      kernels::token_logprobs(host.data() + static_cast<std::size_t>(r * V), V, token, s.sampling.prompt_logprobs,
+                              p.tokens[static_cast<std::size_t>(lo + r)]);
+    }
+  }
+}
+
 void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,
-                              std::vector<std::int32_t>& next, std::vector<kernels::TokenLogprobs>& logprobs) {
+                              std::vector<std::int32_t>& next, std::vector<kernels::TokenLogprobs>& logprobs,
+                              std::vector<PromptLogprobs>& prompt_logprobs) {
   const ModelConfig& c = model_->config();
   const std::int64_t H = c.hidden_size;
   const std::int32_t V = c.vocab_size;
@@ -763,6 +810,13 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   next.resize(last_rows.size());
   must(cudaMemcpyAsync(next.data(), d_next, next.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
        "cudaMemcpyAsync (next tokens)");
+  // Before the execution's end: its span covers the prompt's rows too.
+  prompt_logprobs.clear();
+  std::size_t request = 0;
+  batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    const SequenceContext& s = sequences[request++];
+    if (s.sampling.prompt_logprobs >= 0) score_prompt(batch, first, rows, s, prompt_logprobs);
+  });
   end_on_device();
   logprobs.clear();
   if (!any_logprobs) return;

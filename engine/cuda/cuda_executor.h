@@ -74,7 +74,8 @@ class CudaExecutor final : public Executor {
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
   void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-              std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
+              std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+              Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   void finish() override;
 
@@ -159,7 +160,12 @@ class CudaExecutor final : public Executor {
   Status shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out, float* gate, float* g, float* u,
                     void* x_low);
   void run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                  std::vector<kernels::TokenLogprobs>& logprobs);
+                  std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs);
+  // The prompt tokens that the request's rows [first, first + rows) of `batch` score
+  // (Executor::sample): lm_head over those rows as for the last ones, the logits copied to the
+  // host, the log-probabilities by the cpu kernel. Not yet run on a GPU.
+  void score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows, const SequenceContext& s,
+                    std::vector<PromptLogprobs>& out);
   void run_merge(std::vector<TokenPool::Completed>& merges);
 
   // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type in x_low first.
@@ -186,6 +192,8 @@ class CudaExecutor final : public Executor {
   std::int64_t kv_layer_floats_ = 0;
   DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
       params_, tokens_, ffn_g_, ffn_u_, penalties_, partials_;
+  // score_prompt's own, so that the sampling's buffers stay put while its kernels are queued.
+  DeviceScratch prompt_rows_, prompt_normed_, prompt_low_, prompt_logits_;
   // SY_CUDA_ATTENTION=split: attention by paged_attention_split_cuda (keys split over blocks at
   // small batches) instead of paged_attention_prefill_cuda, until a GPU run has measured both.
   bool split_attention_ = false;

@@ -16,6 +16,7 @@ void put_sampling(ByteWriter& w, const SamplingSpec& s) {
   w.put<float>(s.presence_penalty);
   w.put<float>(s.frequency_penalty);
   w.put<float>(s.repetition_penalty);
+  w.put<std::int32_t>(s.prompt_logprobs);
 }
 
 Status get_sampling(ByteReader& r, SamplingSpec& s) {
@@ -28,30 +29,70 @@ Status get_sampling(ByteReader& r, SamplingSpec& s) {
   SY_RETURN_IF_ERROR(r.get(s.presence_penalty));
   SY_RETURN_IF_ERROR(r.get(s.frequency_penalty));
   SY_RETURN_IF_ERROR(r.get(s.repetition_penalty));
+  SY_RETURN_IF_ERROR(r.get(s.prompt_logprobs));
   // Nothing rank 0 admits lies outside these (NaN included); anything else is not rank 0's.
   auto penalty = [](float p) { return p >= -2.0f && p <= 2.0f; };
   if (!(std::isfinite(s.temperature) && s.temperature >= 0.0f) || !(s.top_p >= 0.0f && s.top_p <= 1.0f) ||
-      s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs || !(s.min_p >= 0.0f && s.min_p <= 1.0f) ||
+      s.top_k < 0 || s.logprobs < -1 || s.logprobs > kernels::kMaxTopLogprobs || s.prompt_logprobs < -1 ||
+      s.prompt_logprobs > kernels::kMaxTopLogprobs || !(s.min_p >= 0.0f && s.min_p <= 1.0f) ||
       !penalty(s.presence_penalty) || !penalty(s.frequency_penalty) ||
       !(std::isfinite(s.repetition_penalty) && s.repetition_penalty > 0.0f))
     return Status::Error("sampling out of range");
   return Status::Ok();
 }
 
+// Bitwise, so that a NaN that travelled compares equal to itself.
+bool same(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_top(const kernels::TokenLogprobs& a, const kernels::TokenLogprobs& b) {
+  if (a.top.size() != b.top.size()) return false;
+  for (std::size_t i = 0; i < a.top.size(); ++i)
+    if (a.top[i].first != b.top[i].first || !same(a.top[i].second, b.top[i].second)) return false;
+  return true;
+}
+
+void put_top(ByteWriter& w, const kernels::TokenLogprobs& t) {
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(t.top.size()));
+  for (const auto& [token, logprob] : t.top) {
+    w.put<std::int32_t>(token);
+    w.put<float>(logprob);
+  }
+}
+
+Status get_top(ByteReader& r, kernels::TokenLogprobs& t) {
+  std::uint32_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(n));
+  if (n > static_cast<std::uint32_t>(kernels::kMaxTopLogprobs))
+    return Status::Error(std::to_string(n) + " top log-probabilities (at most " +
+                         std::to_string(kernels::kMaxTopLogprobs) + ")");
+  t.top.resize(n);
+  for (auto& [token, logprob] : t.top) {
+    SY_RETURN_IF_ERROR(r.get(token));
+    SY_RETURN_IF_ERROR(r.get(logprob));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool PromptScores::operator==(const PromptScores& o) const {
+  const PromptLogprobs& a = logprobs;
+  const PromptLogprobs& b = o.logprobs;
+  if (a.request != b.request || a.first_position != b.first_position || a.tokens.size() != b.tokens.size())
+    return false;
+  for (std::size_t i = 0; i < a.tokens.size(); ++i) {
+    const kernels::TokenLogprobs& x = a.tokens[i];
+    const kernels::TokenLogprobs& y = b.tokens[i];
+    if (x.token != y.token || !same(x.logprob, y.logprob) || x.rank != y.rank || !same_top(x, y)) return false;
+  }
+  return true;
+}
 
 bool Sampled::operator==(const Sampled& o) const {
   if (request != o.request || token != o.token || logprobs.has_value() != o.logprobs.has_value()) return false;
   if (!logprobs) return true;
-  // Bitwise, so that a NaN that travelled compares equal to itself.
-  const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
-  if (logprobs->token != o.logprobs->token || !same(logprobs->logprob, o.logprobs->logprob) ||
-      logprobs->top.size() != o.logprobs->top.size())
-    return false;
-  for (std::size_t i = 0; i < logprobs->top.size(); ++i)
-    if (logprobs->top[i].first != o.logprobs->top[i].first || !same(logprobs->top[i].second, o.logprobs->top[i].second))
-      return false;
-  return true;
+  return logprobs->token == o.logprobs->token && same(logprobs->logprob, o.logprobs->logprob) &&
+         same_top(*logprobs, *o.logprobs);
 }
 
 std::string encode(const SequenceOpen& m) {
@@ -84,11 +125,21 @@ std::string encode(const Sampled& m) {
   if (m.logprobs) {
     w.put<std::int32_t>(m.logprobs->token);
     w.put<float>(m.logprobs->logprob);
-    w.put<std::uint32_t>(static_cast<std::uint32_t>(m.logprobs->top.size()));
-    for (const auto& [token, logprob] : m.logprobs->top) {
-      w.put<std::int32_t>(token);
-      w.put<float>(logprob);
-    }
+    put_top(w, *m.logprobs);
+  }
+  return std::move(w.bytes());
+}
+
+std::string encode(const PromptScores& m) {
+  ByteWriter w = message_writer(MessageType::PromptScores);
+  w.put<std::int64_t>(m.logprobs.request);
+  w.put<std::int32_t>(m.logprobs.first_position);
+  w.put<std::uint32_t>(static_cast<std::uint32_t>(m.logprobs.tokens.size()));
+  for (const kernels::TokenLogprobs& t : m.logprobs.tokens) {
+    w.put<std::int32_t>(t.token);
+    w.put<float>(t.logprob);
+    w.put<std::int32_t>(t.rank);
+    put_top(w, t);
   }
   return std::move(w.bytes());
 }
@@ -144,19 +195,31 @@ Status decode(ByteReader& r, Sampled& m) {
   if (has > 1) return Status::Error("log-probability flag " + std::to_string(has));
   if (!has) return Status::Ok();
   kernels::TokenLogprobs lp;
-  std::uint32_t n = 0;
   SY_RETURN_IF_ERROR(r.get(lp.token));
   SY_RETURN_IF_ERROR(r.get(lp.logprob));
-  SY_RETURN_IF_ERROR(r.get(n));
-  if (n > static_cast<std::uint32_t>(kernels::kMaxTopLogprobs))
-    return Status::Error(std::to_string(n) + " top log-probabilities (at most " +
-                         std::to_string(kernels::kMaxTopLogprobs) + ")");
-  lp.top.resize(n);
-  for (auto& [token, logprob] : lp.top) {
-    SY_RETURN_IF_ERROR(r.get(token));
-    SY_RETURN_IF_ERROR(r.get(logprob));
-  }
+  SY_RETURN_IF_ERROR(get_top(r, lp));
   m.logprobs = std::move(lp);
+  return Status::Ok();
+}
+
+Status decode(ByteReader& r, PromptScores& m) {
+  PromptLogprobs& p = m.logprobs;
+  SY_RETURN_IF_ERROR(r.get(p.request));
+  SY_RETURN_IF_ERROR(r.get(p.first_position));
+  if (p.first_position < 1) return Status::Error("prompt position " + std::to_string(p.first_position));
+  std::uint32_t n = 0;
+  SY_RETURN_IF_ERROR(r.get(n));
+  // Each token takes 16 bytes at least: a count beyond what is left is not a message a rank sent.
+  if (n > r.left() / 16) return Status::Error(std::to_string(n) + " prompt tokens");
+  p.tokens.resize(n);
+  for (kernels::TokenLogprobs& t : p.tokens) {
+    SY_RETURN_IF_ERROR(r.get(t.token));
+    SY_RETURN_IF_ERROR(r.get(t.logprob));
+    SY_RETURN_IF_ERROR(r.get(t.rank));
+    if (t.token < 0 || t.rank < 1)
+      return Status::Error("prompt token " + std::to_string(t.token) + " of rank " + std::to_string(t.rank));
+    SY_RETURN_IF_ERROR(get_top(r, t));
+  }
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // The messages that let an attention device run on another rank than the coordinator
-// (docs/wire-format.md, types 27–30): rank 0 sends each request's block table and sampling
-// ahead of its rows and says when it is released; the device sends its sampled tokens back.
+// (docs/wire-format.md, types 27–30 and 32): rank 0 sends each request's block table and
+// sampling ahead of its rows and says when it is released; the device sends its sampled tokens
+// back, and the prompt log-probabilities of the requests that ask for them.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "base/status.h"
 #include "engine/dist/wire_format.h"
+#include "engine/runtime/prompt_logprobs.h"
 #include "engine/runtime/sequence.h"
 #include "kernels/cpu/logprobs.h"
 
@@ -20,7 +22,8 @@ struct SequenceOpen {
   std::int64_t request = 0;
   std::vector<std::int32_t> pages;  // its block table
   SamplingSpec sampling;
-  std::vector<std::int32_t> prompt;  // under a repetition penalty only (SequenceContext::prompt)
+  // Under a repetition penalty or with prompt log-probabilities only (SequenceContext::prompt).
+  std::vector<std::int32_t> prompt;
   std::vector<kernels::TokenBias> logit_bias;
   bool operator==(const SequenceOpen&) const = default;
 };
@@ -38,6 +41,12 @@ struct Sampled {
   bool operator==(const Sampled& o) const;
 };
 
+// A run of a request's prompt log-probabilities (PromptLogprobs), before its Sampled.
+struct PromptScores {
+  PromptLogprobs logprobs;
+  bool operator==(const PromptScores& o) const;
+};
+
 struct GroupSampled {
   std::int32_t rank = 0;
   std::int32_t group = 0;
@@ -51,9 +60,11 @@ std::string encode(const SequenceOpen& m);
 std::string encode(const SequenceClose& m);
 std::string encode(const Sampled& m);
 std::string encode(const GroupSampled& m);
+std::string encode(const PromptScores& m);
 Status decode(ByteReader& r, SequenceOpen& m);
 Status decode(ByteReader& r, SequenceClose& m);
 Status decode(ByteReader& r, Sampled& m);
 Status decode(ByteReader& r, GroupSampled& m);
+Status decode(ByteReader& r, PromptScores& m);
 
 }  // namespace sy::dist

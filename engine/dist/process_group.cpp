@@ -46,6 +46,15 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
         cluster_.hooks().on_sampled(m.request, m.token, m.logprobs ? &*m.logprobs : nullptr);
       });
     });
+    // Before the Sampled of the same execution, on the same ordered link.
+    links_.on(MessageType::PromptScores, [this, me](ByteReader& r) {
+      PromptScores m;
+      if (const Status s = decode(r, m); !s.ok()) return complain(me, "prompt scores", s);
+      loop_.post_external([this, m = std::move(m)] {
+        ++received_;
+        if (cluster_.hooks().on_prompt_logprobs) cluster_.hooks().on_prompt_logprobs(m.logprobs);
+      });
+    });
     links_.on(MessageType::GroupSampled, [this, me](ByteReader& r) {
       GroupSampled m;
       if (const Status s = decode(r, m); !s.ok()) return complain(me, "group sampled", s);
@@ -229,6 +238,7 @@ void ProcessGroup::serve_attention() {
   hooks.on_group_sampled = [this](std::int32_t rank, std::int32_t group) {
     send_counted(0, encode(GroupSampled{rank, group}));
   };
+  hooks.on_prompt_logprobs = [this](const PromptLogprobs& logprobs) { send_counted(0, encode(PromptScores{logprobs})); };
   cluster_.set_hooks(std::move(hooks));
 }
 

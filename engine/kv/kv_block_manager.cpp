@@ -39,7 +39,10 @@ bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const S
                            std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   assert(!holds(request));
   Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
-  const std::vector<std::int32_t> hits = prefix_hits(prompt);
+  // A request that asks for its prompt's log-probabilities computes every position (vLLM v1
+  // skips reading the cache for it too); what it writes is still cached for later requests.
+  const std::vector<std::int32_t> hits =
+      sampling.prompt_logprobs >= 0 ? std::vector<std::int32_t>{} : prefix_hits(prompt);
   if (!hits.empty()) {
     if (!fits_with(positions, hits)) return false;
     s.kv.share(allocator_, hits);
@@ -49,7 +52,7 @@ bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const S
     s.kv.release(allocator_);
     return false;
   }
-  if (sampling.repetition_penalty != 1.0f) s.prompt.assign(prompt.begin(), prompt.end());
+  if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
   sequences_.emplace(request, std::move(s));
   return true;
 }
@@ -71,7 +74,7 @@ void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages
   assert(!holds(request));
   Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
   s.kv.adopt(std::move(pages));
-  if (sampling.repetition_penalty != 1.0f) s.prompt.assign(prompt.begin(), prompt.end());
+  if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
   sequences_.emplace(request, std::move(s));
 }
 

@@ -39,8 +39,10 @@ class KvBlockManager {
   // Both at once (one look-up in the cache): the cached pages when it would be admitted now.
   std::optional<std::int32_t> admissible(std::int64_t positions, std::span<const std::int32_t> prompt) const;
   // Reserves pages for `positions` positions of `request`, sharing its prompt's cached leading
-  // pages (cached_pages); false, with nothing taken, when too few are free. The prompt is kept
-  // for a repetition penalty (SequenceContext::prompt).
+  // pages (cached_pages) unless it asks for prompt log-probabilities (it computes every
+  // position; pass it an empty prompt in the look-ups above); false, with nothing taken, when
+  // too few are free. The prompt is kept for a repetition penalty and for prompt
+  // log-probabilities (SequenceContext::prompt).
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
              std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
@@ -62,6 +64,10 @@ class KvBlockManager {
   // The request sampled `token` (its worker reports each): kept for its penalties when its
   // sampling has any (SequenceContext::outputs), else ignored.
   void sampled(std::int64_t request, std::int32_t token);
+  // Whether a request sampled so keeps its prompt for its sample executions.
+  static bool keeps_prompt(const SamplingSpec& sampling) {
+    return sampling.repetition_penalty != 1.0f || sampling.prompt_logprobs >= 0;
+  }
   // The request's block table and sampling; it must be admitted (asserted). The table stays
   // where it is until release(), whatever else is admitted meanwhile (executions on device
   // threads read it).

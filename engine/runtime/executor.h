@@ -13,6 +13,7 @@
 #include "engine/runtime/activations.h"
 #include "engine/runtime/completion.h"
 #include "engine/runtime/mu_queue_gate.h"
+#include "engine/runtime/prompt_logprobs.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/sequence.h"
 #include "engine/runtime/token_batch.h"
@@ -60,10 +61,17 @@ class Executor {
   // Final norm, lm_head and sampling of the last row of each request in `batch` (sampling as
   // its sequence says); next gets one token per request, in batch order. When a sequence asks
   // for log-probabilities (SamplingSpec::logprobs ≥ 0) logprobs gets one entry per request, in
-  // batch order (token -1 for those that did not ask); otherwise it is left empty. A backend
-  // without logits (sim) always leaves it empty.
+  // batch order (token -1 for those that did not ask); otherwise it is left empty. When one
+  // asks for prompt log-probabilities (SamplingSpec::prompt_logprobs ≥ 0, its prompt in its
+  // SequenceContext), every row of it at a position p followed by a prompt token (p + 1 <
+  // prompt length) has its logits computed too, and prompt_logprobs gets one entry for it: the
+  // prompt tokens at p + 1 for those rows, in order (a batch holding a whole prompt scores
+  // positions 1 to length − 1; one holding a chunk [a, b) of it, positions a + 1 to b).
+  // Otherwise prompt_logprobs is left empty. A backend without logits (sim) leaves logprobs
+  // and prompt_logprobs empty.
   virtual void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-                      std::vector<kernels::TokenLogprobs>& logprobs, Completion done) = 0;
+                      std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+                      Completion done) = 0;
   // The token pool's merge, as one execution for every request whose expert outputs are all
   // back: hidden += Σ_k slot outputs + shared, summed in slot order so that arrival order does
   // not matter. Only called for requests that carry activations.

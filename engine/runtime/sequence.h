@@ -24,6 +24,11 @@ struct SamplingSpec {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   float repetition_penalty = 1.0f;
+  // -1: none; k ≥ 0: also the log-probability of every prompt token after the first, given the
+  // tokens before it, with its rank and the k most likely alternatives (PromptLogprobs). Such
+  // a request computes logits for every prompt row (lm_head over them) and computes every
+  // position: it takes no KV from a prefix cache.
+  std::int32_t prompt_logprobs = -1;
 
   bool operator==(const SamplingSpec&) const = default;
   kernels::Penalties penalties() const { return {presence_penalty, frequency_penalty, repetition_penalty}; }
@@ -36,8 +41,9 @@ struct SequenceContext {
   std::int32_t pages = 0;
   SamplingSpec sampling;
   // The tokens sampled for the request so far, kept only when sampling.penalized(), and its
-  // prompt, kept only under a repetition penalty; read by sample executions alone (the next
-  // token is appended after the execution that drew it completed).
+  // prompt, kept only under a repetition penalty or when it asks for prompt log-probabilities;
+  // read by sample executions alone (the next token is appended after the execution that drew
+  // it completed).
   std::span<const std::int32_t> outputs;
   std::span<const std::int32_t> prompt;
   std::span<const kernels::TokenBias> logit_bias;  // OpenAI's, added before the penalties

@@ -551,7 +551,8 @@ void Worker::execute() {
       job_.routed.shared_apart = policy_.shared_expert_apart();
       if (job_.kind == LayerKind::Attention)
         return executor_.attention(job_.block, job_.batch, job_.sequences, job_.routed, done);
-      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, job_.next_logprobs, done);
+      return executor_.sample(job_.batch, job_.sequences, job_.next_tokens, job_.next_logprobs, job_.prompt_logprobs,
+                              done);
     }
   }
   // A grouped policy's empty micro-batch: nothing for the device, but the barrier still moves.
@@ -884,6 +885,11 @@ void Worker::dispatch_experts() {
 }
 
 void Worker::dispatch_sampler() {
+  // Before the sampled tokens: a request's token may finish it, and its prompt's numbers must
+  // be out by then.
+  if (hooks_.on_prompt_logprobs)
+    for (const PromptLogprobs& p : job_.prompt_logprobs) hooks_.on_prompt_logprobs(p);
+  job_.prompt_logprobs.clear();
   std::size_t i = 0;
   job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
     const kernels::TokenLogprobs* lp =

@@ -36,6 +36,10 @@ class Worker {
   struct Hooks {
     // logprobs: null unless the request asked for them (SamplingSpec::logprobs).
     std::function<void(std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs)> on_sampled;
+    // The log-probabilities of prompt tokens that a sample execution scored for a request that
+    // asked (SamplingSpec::prompt_logprobs), one call per request and execution, before that
+    // execution's on_sampled of the request. May be unset: nobody asks.
+    std::function<void(const PromptLogprobs& logprobs)> on_prompt_logprobs;
     // Grouped policies: this rank finished sampling micro-batch `group`.
     std::function<void(std::int32_t rank, std::int32_t group)> on_group_sampled;
   };
@@ -111,6 +115,7 @@ class Worker {
     std::vector<TokenPool::Completed> merges;     // merge executions
     std::vector<std::int32_t> next_tokens;
     std::vector<kernels::TokenLogprobs> next_logprobs;  // empty unless a request asked
+    std::vector<PromptLogprobs> prompt_logprobs;        // empty unless a request asked
     std::int64_t tokens = 0;
     std::int64_t start = 0;
   };

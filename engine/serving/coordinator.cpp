@@ -111,6 +111,7 @@ Worker::Hooks Coordinator::hooks() {
     on_sampled(request, token, logprobs);
   };
   h.on_group_sampled = [this](std::int32_t rank, std::int32_t group) { on_group_sampled(rank, group); };
+  h.on_prompt_logprobs = [this](const PromptLogprobs& logprobs) { on_prompt_logprobs(logprobs); };
   return h;
 }
 
@@ -343,14 +344,18 @@ bool Coordinator::admit_one(std::int32_t slot) {
   const std::int32_t ranks = cluster_->topology().num_ranks();
   // Most free KV pages wins; on a tie the rank with fewer running requests, and then the next
   // rank after the last one chosen, so that an idle cluster spreads requests round-robin.
-  // With prefix caching the rank holding the longest cached prefix of the prompt comes first.
+  // With prefix caching the rank holding the longest cached prefix of the prompt comes first;
+  // a request asking for its prompt's log-probabilities takes nothing from the cache
+  // (KvBlockManager::admit), so it looks nothing up.
   const std::span<const std::int32_t> prompt(r.spec.prompt);
+  const bool scores_prompt = r.spec.sampling && r.spec.sampling->prompt_logprobs >= 0;
+  const std::span<const std::int32_t> lookup = scores_prompt ? std::span<const std::int32_t>() : prompt;
   std::int32_t best = -1, best_free = -1, best_hits = 0;
   for (std::int32_t i = 0; i < ranks; ++i) {
     const std::int32_t rank = (last_rank_ + 1 + i) % ranks;
     const KvBlockManager& kv = cluster_->kv(rank);
     if (running_per_rank_[rank] >= options_.max_batch_per_rank) continue;
-    const std::optional<std::int32_t> admissible = kv.admissible(positions, prompt);
+    const std::optional<std::int32_t> admissible = kv.admissible(positions, lookup);
     if (!admissible) continue;
     const std::int32_t hits = *admissible;
     const bool better = hits > best_hits || (hits == best_hits && (kv.free_pages() > best_free ||
@@ -534,6 +539,17 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
   // The rank's wave is passing the sampler: what was admitted meanwhile joins it.
   if (!policy_.grouped() && !switching() && rank >= 0) release_wave(rank);
   if (switching()) loop_.post_now([this] { check_safe_point(); });
+}
+
+void Coordinator::on_prompt_logprobs(const PromptLogprobs& logprobs) {
+  if (failure_ || !observer_) return;
+  // From another process (engine/dist) the index is a peer's word: one that names no running
+  // request is dropped rather than read out of range.
+  const std::int64_t at = logprobs.request - first_request_;
+  if (at < 0 || at >= static_cast<std::int64_t>(requests_.size())) return;
+  const RequestRecord& r = record(logprobs.request);
+  if (r.state != RequestState::Running || r.cancel) return;  // nobody wants them any more
+  observer_->on_prompt_logprobs(r.spec.id, logprobs);
 }
 
 bool Coordinator::stops_at(const RequestRecord& r, std::int32_t token) const {

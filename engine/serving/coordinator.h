@@ -177,6 +177,7 @@ class Coordinator {
   std::string queue_full_message(const std::string& external_id) const;
   void on_sampled(std::int64_t idx, std::int32_t token, const kernels::TokenLogprobs* logprobs);
   void on_group_sampled(std::int32_t rank, std::int32_t group);
+  void on_prompt_logprobs(const PromptLogprobs& logprobs);
   bool admit_one(std::int32_t slot);
   void admit_async();
   void start_slot(std::int32_t slot);

@@ -63,6 +63,9 @@ class ObserverFanout final : public RuntimeObserver, public RequestObserver {
   void on_request(const RequestUpdate& update) override {
     for (auto* o : requests_) o->on_request(update);
   }
+  void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) override {
+    for (auto* o : requests_) o->on_prompt_logprobs(id, logprobs);
+  }
 
  private:
   // Out of line, so that the sole observer's path above needs no frame of its own.

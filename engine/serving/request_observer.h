@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "engine/runtime/prompt_logprobs.h"
 #include "kernels/cpu/logprobs.h"
 
 namespace sy {
@@ -39,6 +40,10 @@ class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
   virtual void on_request(const RequestUpdate& update) = 0;
+  // A run of the prompt's log-probabilities of request `id` (RequestSpec::id) that asked for
+  // them (SamplingSpec::prompt_logprobs), before the Token update of the same execution; valid
+  // during the call. logprobs.request is the engine's index of the request, not `id`.
+  virtual void on_prompt_logprobs(std::int64_t /*id*/, const PromptLogprobs& /*logprobs*/) {}
 };
 
 }  // namespace sy

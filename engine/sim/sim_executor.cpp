@@ -136,11 +136,14 @@ void SimExecutor::experts(std::int32_t block, const std::vector<TokenBatch*>& pe
 }
 
 void SimExecutor::sample(TokenBatch& batch, std::span<const SequenceContext>, std::vector<std::int32_t>& next,
-                         std::vector<kernels::TokenLogprobs>& logprobs, Completion done) {
+                         std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+                         Completion done) {
   // No logits: a token id derived from the position keeps outputs deterministic; the sim has
-  // no EOS, requests end at their max_new_tokens.
+  // no EOS, requests end at their max_new_tokens. No log-probabilities either, of sampled or
+  // prompt tokens: both stay empty (the HTTP API refuses to promise prompt ones on the sim).
   next.clear();
   logprobs.clear();
+  prompt_logprobs.clear();
   batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
     next.push_back((batch.at(first + rows - 1).position + 1) % std::max(1, config_.vocab_size));
   });

@@ -39,7 +39,8 @@ class SimExecutor final : public Executor {
   void experts(std::int32_t block, const std::vector<TokenBatch*>& per_expert, Completion done) override;
   void shared_expert(std::int32_t block, TokenBatch& batch, Completion done) override;
   void sample(TokenBatch& batch, std::span<const SequenceContext> sequences, std::vector<std::int32_t>& next,
-              std::vector<kernels::TokenLogprobs>& logprobs, Completion done) override;
+              std::vector<kernels::TokenLogprobs>& logprobs, std::vector<PromptLogprobs>& prompt_logprobs,
+              Completion done) override;
   void merge(std::vector<TokenPool::Completed>& merges, Completion done) override;
   bool reads_sequences() const override { return false; }
   // Sync with a collective barrier: every sparse block's attention execution ends in the

@@ -26,6 +26,11 @@ void token_logprobs(const float* logits, std::int32_t vocab, std::int32_t token,
 
   out.token = token;
   out.logprob = logprob(token);
+  // Ties count against the token (vLLM's `logprobs >= token_logprob`); comparing logits is
+  // comparing log-probabilities, one log_z apart.
+  const float own = at(token);
+  out.rank = 0;
+  for (std::int32_t i = 0; i < vocab; ++i) out.rank += at(i) >= own ? 1 : 0;
   out.top.clear();
   if (top == 0) return;
   // A running list of the best `top`, kept sorted: a new logit enters only when it beats the

@@ -16,6 +16,9 @@ struct TokenLogprobs {
   float logprob = 0.0f;     // its log-probability
   // The `top` most likely tokens, most likely first (ties to the lower id), with theirs.
   std::vector<std::pair<std::int32_t, float>> top;
+  // How many tokens are at least as likely as it, itself included (1: the most likely), as
+  // vLLM ranks a token (prompt_logprobs' "rank").
+  std::int32_t rank = 0;
 };
 
 // Fills `out` for `token` and the `top` most likely tokens (0 ≤ top ≤ kMaxTopLogprobs) from the

@@ -605,6 +605,33 @@ TEST_F(Bootstrap, ServeWithAttentionOnOtherRanksReturnsTheSameLogprobs) {
   EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=0")) << read_file(root_ / "status.log");
 }
 
+// The prompt's log-probabilities of a request whose attention device runs on rank 1 or 2 travel
+// to rank 0's API too (message 32): echo and prompt_logprobs answer as one process does.
+TEST_F(Bootstrap, ServeWithAttentionOnOtherRanksReturnsTheSamePromptLogprobs) {
+  if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
+  const std::string layout = (root_ / "remote-attention.toml").string();
+  const std::string request =
+      "curl -s --max-time 30 localhost:$port/v1/completions -H 'content-type: application/json' -d "
+      "'{\"prompt\": [4, 5, 6, 7, 8], \"max_tokens\": 2, \"temperature\": 0, \"ignore_eos\": true, \"echo\": true, "
+      "\"logprobs\": 2, \"prompt_logprobs\": 3}'";
+  const ShellRun one = shell("cd " + root_.string() + " && (" + bin_ + " serve --model " + (root_ / "model").string() +
+                             " --layout " + layout + " --no-console --no-telemetry --port 0 > single.log 2>&1 & p=$!; "
+                             "for i in $(seq 300); do grep -q 'OpenAI-compatible API at' single.log && break; sleep 0.1; done; "
+                             "port=$(grep -o '127.0.0.1:[0-9]*' single.log | head -1 | cut -d: -f2); " +
+                             request + " > single.json; kill -TERM $p; wait $p)");
+  const std::string expected = read_file(root_ / "single.json");
+  ASSERT_TRUE(has(expected, "\"prompt_logprobs\":[null,{")) << expected << read_file(root_ / "single.log");
+  ASSERT_TRUE(has(expected, "\"token_logprobs\":[null,")) << expected;
+  serve_three_ranks(root_, bin_, request + " > answer.json; kill -TERM $p0", layout);
+  const std::string answer = read_file(root_ / "answer.json"), log0 = read_file(root_ / "serve0.log");
+  const auto choices = [](const std::string& body) { return body.substr(body.find("\"choices\"")); };
+  ASSERT_TRUE(has(answer, "\"choices\"")) << answer << log0;
+  EXPECT_EQ(choices(answer).substr(0, choices(answer).find("\"created\"")),
+            choices(expected).substr(0, choices(expected).find("\"created\"")))
+      << answer << "\nexpected " << expected;
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=0")) << read_file(root_ / "status.log");
+}
+
 TEST_F(Bootstrap, AKilledRankEndsServeWithTheReasonAtTheClient) {
   if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
   // Streaming requests one after another until rank 0 is gone, so one is mid-generation when

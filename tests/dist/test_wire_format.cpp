@@ -511,6 +511,40 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   GroupSampled group_back;
   ASSERT_TRUE(decode_body(encode(GroupSampled{1, 3}), group_back).ok());
   EXPECT_EQ(group_back, (GroupSampled{1, 3}));
+
+  // A request scoring its prompt: the setting travels with its sampling, its prompt with it.
+  SamplingSpec scoring;
+  scoring.prompt_logprobs = 5;
+  const SequenceOpen scored{0, 7, {1}, scoring, {3, 4, 5}, {}};
+  SequenceOpen scored_back;
+  ASSERT_TRUE(decode_body(encode(scored), scored_back).ok());
+  EXPECT_EQ(scored_back, scored);
+
+  PromptScores prompt;
+  prompt.logprobs.request = 42;
+  prompt.logprobs.first_position = 3;
+  prompt.logprobs.tokens = {kernels::TokenLogprobs{5, -2.5f, {{9, -0.5f}}, 4}, kernels::TokenLogprobs{6, -0.1f, {}, 1}};
+  const std::string prompt_bytes = encode(prompt);
+  EXPECT_EQ(static_cast<MessageType>(prompt_bytes[0]), MessageType::PromptScores);
+  PromptScores prompt_back;
+  ASSERT_TRUE(decode_body(prompt_bytes, prompt_back).ok());
+  EXPECT_EQ(prompt_back, prompt);
+  EXPECT_EQ(prompt_back.logprobs.tokens[0].rank, 4);
+
+  // What no rank sends: position 0 (it has no score), a rank below 1, a count beyond the bytes.
+  PromptScores bad = prompt;
+  bad.logprobs.first_position = 0;
+  EXPECT_FALSE(decode_body(encode(bad), prompt_back).ok());
+  bad = prompt;
+  bad.logprobs.tokens[1].rank = 0;
+  EXPECT_FALSE(decode_body(encode(bad), prompt_back).ok());
+  std::string truncated = encode(prompt);
+  truncated.resize(1 + 8 + 4 + 4);
+  truncated[1 + 8 + 4] = 100;  // 100 tokens announced, none there
+  EXPECT_FALSE(decode_body(truncated, prompt_back).ok());
+  SamplingSpec too_many;
+  too_many.prompt_logprobs = 21;
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {1}, too_many, {}, {}}), open_back).ok());
 }
 
 TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
@@ -568,6 +602,9 @@ TEST(WireFormat, FuzzSeedsOfTheAttentionMessagesDecode) {
   EXPECT_EQ(sampled.logprobs->top.size(), 2u);
   GroupSampled group;
   EXPECT_TRUE(decode_body(read("group-sampled"), group).ok());
+  PromptScores prompt;
+  EXPECT_TRUE(decode_body(read("prompt-scores"), prompt).ok());
+  EXPECT_EQ(prompt.logprobs.tokens.size(), 2u);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Fuzzes the messages between the ranks of a deployment (docs/wire-format.md): the first byte
-// picks the message (shipment header, shipment payload, policy, placement, the four remote
+// picks the message (shipment header, shipment payload, policy, placement, the five remote
 // attention messages, an Events batch, the safe-point messages, a heartbeat, a link refusal,
 // and the bootstrap's Hello and Welcome), the rest is its body as another rank would send it.
 // Any bytes give a message or a named error; a decoded message encodes to bytes that decode to
@@ -108,7 +108,7 @@ void check_welcome(const std::uint8_t* data, std::size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t pick = data[0] % 17;
+  const std::uint8_t pick = data[0] % 18;
   ++data;
   --size;
   switch (pick) {
@@ -200,8 +200,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       round_trip<Hello>(
           data, size, "hello", [](ByteReader& r, Hello& m) { return decode(r, m); }, encoded<Hello>, true);
       break;
-    default:
+    case 16:
       check_welcome(data, size);
+      break;
+    default:
+      round_trip<PromptScores>(
+          data, size, "prompt scores", [](ByteReader& r, PromptScores& m) { return decode(r, m); },
+          encoded<PromptScores>, true);
       break;
   }
   return 0;

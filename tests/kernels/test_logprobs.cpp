@@ -1,5 +1,5 @@
 // token_logprobs against a naive log_softmax in long double: the chosen token's value, the
-// top alternatives' order and values, ties, -inf and NaN logits.
+// top alternatives' order and values, ties, ranks, -inf and NaN logits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,6 +60,22 @@ TEST(TokenLogprobs, TiesGoToTheLowerIdAndProbabilitiesSumToOne) {
   double total = 0;
   for (const auto& [id, lp] : got.top) total += std::exp(static_cast<double>(lp));
   EXPECT_NEAR(total, 1.0, 1e-6);
+}
+
+// vLLM's rank: the tokens at least as likely as this one, itself included; ties count against it.
+TEST(TokenLogprobs, RankCountsTheTokensAtLeastAsLikely) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, 3.0f};
+  kernels::TokenLogprobs got;
+  const std::vector<std::int32_t> want = {5, 3, 4, 3, 3};
+  for (std::int32_t token = 0; token < 5; ++token) {
+    kernels::token_logprobs(logits.data(), 5, token, 0, got);
+    EXPECT_EQ(got.rank, want[static_cast<std::size_t>(token)]) << "token " << token;
+  }
+  const std::vector<float> nan_logits = {NAN, 0.0f, -INFINITY};
+  kernels::token_logprobs(nan_logits.data(), 3, 1, 0, got);
+  EXPECT_EQ(got.rank, 1);
+  kernels::token_logprobs(nan_logits.data(), 3, 0, 0, got);  // impossible: every token is as likely
+  EXPECT_EQ(got.rank, 3);
 }
 
 TEST(TokenLogprobs, MinusInfinityAndNanAreImpossibleTokens) {

@@ -1,6 +1,8 @@
 #include "engine/serving/http/completion_handler.h"
 
+#include <algorithm>
 #include <chrono>
+#include <span>
 
 #include <httplib.h>
 
@@ -42,6 +44,8 @@ struct PendingChoice {
   // Per choice: completions' text_offset counts this choice's own text from 0.
   LogprobsJson logprobs_json;
   std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
+  std::vector<kernels::TokenLogprobs> prompt_logprobs;  // positions 1, 2, …, when the request scores its prompt
+  bool echoed = false;  // streams: the prompt went out (with the choice's first chunk)
   std::string whole;  // the text so far (whole answers)
   std::vector<std::int32_t> ids;
   FinishReason reason = FinishReason::None;  // set once the choice has ended (its last chunk written)
@@ -53,8 +57,31 @@ struct PendingChoice {
 // What a streamed or whole answer keeps between the provider's calls: its n choices, read
 // through one signal that every choice's channel notifies.
 struct PendingAnswer {
-  explicit PendingAnswer(const CompletionRequest& r) : want_logprobs(r.logprobs >= 0) {}
+  explicit PendingAnswer(const CompletionRequest& r)
+      : want_logprobs(r.logprobs >= 0), echo(r.echo), echo_only(r.echo && r.max_tokens == 0),
+        prompt_logprobs(r.prompt_logprobs) {}
   bool want_logprobs;
+  // echo: every choice's text begins with echo_text and its logprobs with the prompt's tokens
+  // (`prompt`). echo_only (max_tokens 0): the engine draws one token to end the request, and
+  // the answer drops it: the prompt alone, as vLLM answers.
+  bool echo;
+  bool echo_only;
+  std::string echo_text;
+  std::vector<std::int32_t> prompt;
+  std::int32_t prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per token, -1: not asked
+  // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
+  // it has not gone out yet: the whole answer, or a stream's first chunk); null when not asked.
+  nlohmann::json logprobs_json(PendingChoice& c, std::span<const kernels::TokenLogprobs> tokens) const {
+    if (!want_logprobs) return nullptr;
+    if (echo && !c.echoed) return c.logprobs_json.make_echo(prompt.front(), c.prompt_logprobs, tokens);
+    return c.logprobs_json.make(tokens);
+  }
+  // The text to send before the choice's next piece: the prompt's, once, with echo.
+  std::string echo_prefix(PendingChoice& c) const {
+    if (!echo || c.echoed) return {};
+    c.echoed = true;
+    return echo_text;
+  }
   std::shared_ptr<ChannelSignal> signal = std::make_shared<ChannelSignal>();
   std::uint64_t seen = 0;  // the signal's generation when the channels were last read
   std::vector<PendingChoice> choices;
@@ -80,6 +107,12 @@ struct PendingAnswer {
       if (c.done()) continue;
       RequestChannel::News news = c.channel->take(std::chrono::milliseconds(0));
       c.cached_tokens = news.cached_tokens;
+      c.prompt_logprobs.insert(c.prompt_logprobs.end(), news.prompt_logprobs.begin(), news.prompt_logprobs.end());
+      // max_tokens 0: the token that ended the request is not the answer's.
+      if (echo_only) {
+        news.tokens.clear();
+        news.logprobs.clear();
+      }
       if (!each(c, news)) break;
     }
   }
@@ -144,13 +177,24 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   // Choice i samples with seed + i: choice 0 is what the request with n = 1 answers.
   const std::uint64_t seed = r.seed ? *r.seed : seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
   auto a = std::make_shared<PendingAnswer>(r);
+  if (r.echo) {
+    // A text prompt echoes as the client wrote it (vLLM's); token ids as their text, special
+    // tokens skipped as in every answer's text (none without a tokenizer).
+    a->prompt = prompt;
+    if (r.prompt_text) {
+      a->echo_text = *r.prompt_text;
+    } else if (text_.tokenizer()) {
+      a->echo_text = text_.tokenizer()->decode(prompt, /*skip_special_tokens=*/true);
+    }
+  }
   for (std::int32_t i = 0; i < r.n; ++i) {
     RequestSpec spec;
     spec.prompt = prompt;
-    spec.max_new_tokens = *r.max_tokens;
-    spec.sampling = SamplingSpec{r.temperature,      r.top_p,           r.top_k, seed + static_cast<std::uint64_t>(i),
-                                 r.logprobs,         r.min_p,           r.presence_penalty,
-                                 r.frequency_penalty, r.repetition_penalty};
+    // max_tokens 0 (echo): one token ends the request, and the answer drops it (vLLM's way).
+    spec.max_new_tokens = std::max(*r.max_tokens, 1);
+    spec.sampling = SamplingSpec{r.temperature,       r.top_p,           r.top_k, seed + static_cast<std::uint64_t>(i),
+                                 r.logprobs,          r.min_p,           r.presence_penalty,
+                                 r.frequency_penalty, r.repetition_penalty, r.engine_prompt_logprobs()};
     spec.logit_bias = r.logit_bias;
     spec.stop_token_ids = r.stop_token_ids;
     if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
@@ -216,9 +260,13 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
         } else if (a->all_done()) {
           a->settle_usage();
           std::vector<ChoiceJson> choices;
-          for (PendingChoice& c : a->choices)
-            choices.push_back({std::move(c.whole), c.ids, c.reason,
-                               a->want_logprobs ? c.logprobs_json.make(c.logprobs) : nullptr});
+          for (PendingChoice& c : a->choices) {
+            ChoiceJson choice{"", c.ids, c.reason, a->logprobs_json(c, c.logprobs), std::nullopt};
+            choice.text = a->echo_prefix(c) + c.whole;
+            if (a->prompt_logprobs >= 0)
+              choice.prompt_logprobs = c.logprobs_json.prompt_logprobs(c.prompt_logprobs, a->prompt_logprobs);
+            choices.push_back(std::move(choice));
+          }
           out = json_text(completion_json(a->header, choices, a->usage));
         } else if (Clock::now() - a->last_write >= kKeepAlive) {
           a->last_write = Clock::now();
@@ -261,22 +309,28 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           std::string last_text;
           std::vector<std::int32_t> last_ids;
           nlohmann::json last_logprobs;
-          // The token's logprobs object, null when not asked for (or the backend has no logits).
+          // The token's logprobs object (with echo, the choice's first also holds the prompt's),
+          // null when not asked for (or the backend has no logits).
           const auto logprobs_of = [&](std::size_t i) -> nlohmann::json {
-            if (!a->want_logprobs || i >= news.logprobs.size()) return nullptr;
-            return c.logprobs_json.make(std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1));
+            const std::span<const kernels::TokenLogprobs> one =
+                i < news.logprobs.size() ? std::span<const kernels::TokenLogprobs>(&news.logprobs[i], 1)
+                                         : std::span<const kernels::TokenLogprobs>();
+            if (one.empty() && !(a->echo && !c.echoed)) return nullptr;
+            return a->logprobs_json(c, one);
           };
           for (std::size_t i = 0; i < news.tokens.size(); ++i) {
             const std::int32_t t = news.tokens[i];
             c.ids.push_back(t);
             std::string piece = c.text.push(t);
             if (c.text.stopped() || (finished && i + 1 == news.tokens.size())) {
-              last_text = std::move(piece);
+              last_logprobs = logprobs_of(i);  // before echo_prefix: it marks the prompt as sent
+              last_text = a->echo_prefix(c) + piece;
               last_ids = {t};
-              last_logprobs = logprobs_of(i);
               break;
             }
-            out += sse_event(chunk_json(a->header, index(c), piece, {t}, std::nullopt, std::nullopt, logprobs_of(i)));
+            nlohmann::json logprobs = logprobs_of(i);
+            out += sse_event(chunk_json(a->header, index(c), a->echo_prefix(c) + piece, {t}, std::nullopt,
+                                        std::nullopt, std::move(logprobs)));
           }
           if (news.error) {
             error = news.error;
@@ -284,6 +338,11 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           }
           if (c.text.stopped() || finished) {
             if (!c.text.stopped()) last_text += c.text.finish();
+            // Echo with no token of the answer's (max_tokens 0): the prompt is the one chunk.
+            if (a->echo && !c.echoed) {
+              last_logprobs = logprobs_of(news.tokens.size());
+              last_text = a->echo_prefix(c) + last_text;
+            }
             // A stop string ends the choice before the engine does: free its request now.
             if (!finished) broker_.cancel(c.channel->id());
             c.reason = c.text.stopped() ? FinishReason::Stop : news.finished;

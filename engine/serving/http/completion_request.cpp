@@ -246,7 +246,8 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   std::optional<std::int64_t> n, max_tokens, max_completion, top_k, seed;
   c.integer("n", n, 1, kMaxChoices);
   if (n) out.n = static_cast<std::int32_t>(*n);
-  c.integer("max_tokens", max_tokens, 1, std::numeric_limits<std::int32_t>::max());
+  // 0 only with echo (the prompt alone, as OpenAI's legacy API); checked below.
+  c.integer("max_tokens", max_tokens, chat ? 1 : 0, std::numeric_limits<std::int32_t>::max());
   if (chat) {
     c.integer("max_completion_tokens", max_completion, 1, std::numeric_limits<std::int32_t>::max());
     if (max_completion) max_tokens = max_completion;
@@ -291,7 +292,27 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
     c.integer("logprobs", logprobs, 0, kernels::kMaxTopLogprobs);
     if (logprobs) out.logprobs = static_cast<std::int32_t>(*logprobs);
   }
-  c.neutral("echo", is_false, "'echo' is not supported");
+  if (chat) {
+    c.neutral("echo", is_false, "'echo' is not supported for chat completions");
+    c.neutral("prompt_logprobs", [](const json&) { return false; },
+              "'prompt_logprobs' is not supported for chat completions");
+  } else {
+    c.boolean("echo", out.echo);
+    std::optional<std::int64_t> prompt_logprobs;
+    c.integer("prompt_logprobs", prompt_logprobs, 0, kernels::kMaxTopLogprobs);
+    if (prompt_logprobs) out.prompt_logprobs = static_cast<std::int32_t>(*prompt_logprobs);
+    // vLLM's rule and message: the alternatives have no place in a stream's chunks.
+    if (out.prompt_logprobs > 0 && out.stream)
+      c.fail("prompt_logprobs", "`prompt_logprobs` are not available when `stream=True`.");
+    if (max_tokens && *max_tokens == 0 && !out.echo)
+      c.fail("max_tokens", "'max_tokens' must be at least 1 (0 only with \"echo\": true, for the prompt alone)");
+    // The sim backend has no logits: a promise of the prompt's numbers would be broken.
+    if (!limits.logits && out.prompt_logprobs >= 0)
+      c.fail("prompt_logprobs", "'prompt_logprobs' needs logits, and this server's backend (sim) computes none");
+    if (!limits.logits && out.echo && out.logprobs >= 0)
+      c.fail("echo", "'echo' with 'logprobs' needs the prompt's log-probabilities, and this server's backend (sim) "
+                     "computes no logits");
+  }
   // vLLM's best_of (more candidates than n, the best kept) is not done: only best_of = n.
   c.neutral("best_of", [&](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() == out.n; },
             "'best_of' must equal n (" + std::to_string(out.n) + "): returning the best of more candidates is not supported");

@@ -3,6 +3,7 @@
 // 400 naming the field. Unknown fields are ignored, as OpenAI's and vLLM's servers do.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct ModelLimits {
   std::int32_t context = 0;       // prompt + completion tokens at most
   std::int32_t vocab_size = 0;    // token ids lie in [0, vocab_size)
   std::optional<std::int32_t> eos_token_id;  // requests stop after it unless they ignore_eos
+  // The backend computes logits (cpu, cuda); the sim does not, and requests that need the
+  // prompt's log-probabilities (echo with logprobs, prompt_logprobs) are refused there.
+  bool logits = true;
 };
 
 // The most choices (`n`) one request may ask for: each runs as a request of its own.
@@ -56,6 +60,17 @@ struct CompletionRequest {
   // -1: no log-probabilities; k ≥ 0: the chosen token's and k alternatives' (completions'
   // logprobs: k; chat's logprobs: true with top_logprobs: k).
   std::int32_t logprobs = -1;
+  // Completions: the answer's text (and with logprobs its log-probabilities) begins with the
+  // prompt's, as OpenAI's legacy API and vLLM do; max_tokens may then be 0 (the prompt alone).
+  bool echo = false;
+  // vLLM's extension (completions): -1: none; k ≥ 0: the choice's "prompt_logprobs", every prompt
+  // token's log-probability with its rank and k alternatives.
+  std::int32_t prompt_logprobs = -1;
+  // The alternatives the engine computes for each prompt token (SamplingSpec::prompt_logprobs):
+  // prompt_logprobs' and, with echo, logprobs' (the larger); -1: the prompt is not scored.
+  std::int32_t engine_prompt_logprobs() const {
+    return std::max(prompt_logprobs, echo ? logprobs : -1);
+  }
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;

@@ -51,24 +51,58 @@ json LogprobsJson::make(std::span<const kernels::TokenLogprobs> tokens) {
     }
     return {{"content", std::move(content)}};
   }
+  json out = {{"tokens", json::array()},
+              {"token_logprobs", json::array()},
+              {"top_logprobs", json::array()},
+              {"text_offset", json::array()}};
+  for (const kernels::TokenLogprobs& t : tokens) append(out, t);
+  return out;
+}
+
+void LogprobsJson::append(json& out, const kernels::TokenLogprobs& t) {
   // Completions: each token's dictionary holds its top alternatives and itself (vLLM's).
-  json texts = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
-  for (const kernels::TokenLogprobs& t : tokens) {
-    const std::string text = token_text(t.token);
-    texts.push_back(text);
-    values.push_back(finite(t.logprob));
-    json top = json::object();
-    for (std::size_t i = 0; i < t.top.size() && static_cast<std::int32_t>(i) < top_; ++i)
-      top[token_text(t.top[i].first)] = finite(t.top[i].second);
-    top[text] = finite(t.logprob);
-    tops.push_back(std::move(top));
-    offsets.push_back(offset_);
-    offset_ += characters(text);
+  const std::string text = token_text(t.token);
+  json top = json::object();
+  for (std::size_t i = 0; i < t.top.size() && static_cast<std::int32_t>(i) < top_; ++i)
+    top[token_text(t.top[i].first)] = finite(t.top[i].second);
+  top[text] = finite(t.logprob);
+  out["tokens"].push_back(text);
+  out["token_logprobs"].push_back(finite(t.logprob));
+  out["top_logprobs"].push_back(std::move(top));
+  out["text_offset"].push_back(offset_);
+  offset_ += characters(text);
+}
+
+json LogprobsJson::make_echo(std::int32_t first_prompt_token, std::span<const kernels::TokenLogprobs> prompt,
+                             std::span<const kernels::TokenLogprobs> tokens) {
+  json out = {{"tokens", json::array()},
+              {"token_logprobs", json::array()},
+              {"top_logprobs", json::array()},
+              {"text_offset", json::array()}};
+  const std::string first = token_text(first_prompt_token);
+  out["tokens"].push_back(first);
+  out["token_logprobs"].push_back(nullptr);
+  out["top_logprobs"].push_back(nullptr);
+  out["text_offset"].push_back(offset_);
+  offset_ += characters(first);
+  for (const kernels::TokenLogprobs& t : prompt) append(out, t);
+  for (const kernels::TokenLogprobs& t : tokens) append(out, t);
+  return out;
+}
+
+json LogprobsJson::prompt_logprobs(std::span<const kernels::TokenLogprobs> prompt, std::int32_t top) const {
+  json out = json::array({nullptr});
+  for (const kernels::TokenLogprobs& t : prompt) {
+    json entry = json::object();
+    const auto put = [&](std::int32_t id, float logprob, std::int32_t rank) {
+      entry[std::to_string(id)] = {{"logprob", finite(logprob)}, {"rank", rank}, {"decoded_token", token_text(id)}};
+    };
+    put(t.token, t.logprob, t.rank);
+    for (std::size_t i = 0; i < t.top.size() && static_cast<std::int32_t>(i) < top; ++i)
+      put(t.top[i].first, t.top[i].second, static_cast<std::int32_t>(i) + 1);
+    out.push_back(std::move(entry));
   }
-  return {{"tokens", std::move(texts)},
-          {"token_logprobs", std::move(values)},
-          {"top_logprobs", std::move(tops)},
-          {"text_offset", std::move(offsets)}};
+  return out;
 }
 
 }  // namespace sy::http

@@ -42,6 +42,7 @@ json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choic
       choice["text"] = c.text;
     }
     choice["token_ids"] = c.ids;
+    if (c.prompt_logprobs) choice["prompt_logprobs"] = *c.prompt_logprobs;
     out["choices"].push_back(std::move(choice));
   }
   out["usage"] = usage_json(usage);

@@ -42,6 +42,8 @@ struct ChoiceJson {
   std::vector<std::int32_t> ids;
   FinishReason reason = FinishReason::Stop;
   nlohmann::json logprobs = nullptr;
+  // Completions asking for vLLM's prompt_logprobs: LogprobsJson::prompt_logprobs; else absent.
+  std::optional<nlohmann::json> prompt_logprobs;
 };
 // The whole answer: choice i has "index" i.
 nlohmann::json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choices, const Usage& usage);

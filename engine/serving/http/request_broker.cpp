@@ -129,4 +129,8 @@ void RequestBroker::on_request(const RequestUpdate& u) {
   }
 }
 
+void RequestBroker::on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) {
+  if (const std::shared_ptr<RequestChannel> channel = find(id)) channel->push_prompt_logprobs(logprobs);
+}
+
 }  // namespace sy::http

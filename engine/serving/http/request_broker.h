@@ -40,6 +40,7 @@ class RequestBroker final : public RequestObserver {
   std::size_t open_requests() const;
 
   void on_request(const RequestUpdate& update) override;  // loop thread
+  void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) override;  // loop thread
   // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
   bool prefix_caching() const;
   // The longest prompt the admission queue takes (--max-waiting-tokens): a longer one could

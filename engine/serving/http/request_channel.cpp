@@ -35,6 +35,12 @@ void RequestChannel::set_cached_tokens(std::int32_t tokens) {
   cached_tokens_ = tokens;  // news with the first token, which follows at once
 }
 
+void RequestChannel::push_prompt_logprobs(const PromptLogprobs& logprobs) {
+  std::lock_guard lock(mutex_);
+  // News with the first token, which the same execution sends right after.
+  prompt_logprobs_.insert(prompt_logprobs_.end(), logprobs.tokens.begin(), logprobs.tokens.end());
+}
+
 void RequestChannel::finish(FinishReason reason) {
   {
     std::lock_guard lock(mutex_);
@@ -61,6 +67,7 @@ RequestChannel::News RequestChannel::take(std::chrono::milliseconds timeout) {
   n.accepted = accepted_;
   n.tokens.swap(tokens_);
   n.logprobs.swap(logprobs_);
+  n.prompt_logprobs.swap(prompt_logprobs_);
   n.finished = finished_;
   n.error = error_;
   n.cached_tokens = cached_tokens_;

@@ -30,6 +30,8 @@ class RequestChannel {
   void push_token(std::int32_t token, const kernels::TokenLogprobs* logprobs = nullptr);
   // Prompt tokens whose KV a prefix cache supplied (before the first token).
   void set_cached_tokens(std::int32_t tokens);
+  // A run of the prompt's log-probabilities, when the request asked (before its first token).
+  void push_prompt_logprobs(const PromptLogprobs& logprobs);
   void finish(FinishReason reason);
   void fail(ApiError error);  // refused (queue full, paused, shutting down, never fits)
 
@@ -39,6 +41,9 @@ class RequestChannel {
     std::vector<std::int32_t> tokens;  // new since the last take
     // One per token when the request asked for log-probabilities (the backend has logits), else empty.
     std::vector<kernels::TokenLogprobs> logprobs;
+    // The prompt's log-probabilities new since the last take, of consecutive positions from
+    // the first not taken yet (position 1 first), when the request asked for them.
+    std::vector<kernels::TokenLogprobs> prompt_logprobs;
     FinishReason finished = FinishReason::None;
     std::optional<ApiError> error;
     std::int32_t cached_tokens = 0;
@@ -60,6 +65,7 @@ class RequestChannel {
   bool news_ = false;
   std::vector<std::int32_t> tokens_;
   std::vector<kernels::TokenLogprobs> logprobs_;
+  std::vector<kernels::TokenLogprobs> prompt_logprobs_;
   FinishReason finished_ = FinishReason::None;
   std::optional<ApiError> error_;
   std::int32_t cached_tokens_ = 0;

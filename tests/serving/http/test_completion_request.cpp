@@ -76,7 +76,8 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1,100]})", "prompt", "not a token id"},
       {R"({"prompt":[[1],[2]]})", "prompt", "one prompt per request"},
       {R"({"prompt":[1],"max_tokens":"x"})", "max_tokens", "must be an integer, got a string"},
-      {R"({"prompt":[1],"max_tokens":0})", "max_tokens", "[1, "},
+      {R"({"prompt":[1],"max_tokens":0})", "max_tokens", "0 only with \"echo\": true"},
+      {R"({"prompt":[1],"max_tokens":-1,"echo":true})", "max_tokens", "[0, "},
       {R"({"prompt":[1],"max_tokens":64})", "max_tokens", "maximum context length is 64"},
       {R"({"prompt":[1],"temperature":3})", "temperature", "[0, 2]"},
       {R"({"prompt":[1],"temperature":"hot"})", "temperature", "a number"},
@@ -93,7 +94,10 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"logprobs":21})", "logprobs", "[0, 20]"},
       {R"({"prompt":[1],"logprobs":-1})", "logprobs", "[0, 20]"},
       {R"({"prompt":[1],"logprobs":true})", "logprobs", "an integer"},
-      {R"({"prompt":[1],"echo":true})", "echo", "not supported"},
+      {R"({"prompt":[1],"echo":"yes"})", "echo", "must be a boolean"},
+      {R"({"prompt":[1],"prompt_logprobs":21})", "prompt_logprobs", "[0, 20]"},
+      {R"({"prompt":[1],"prompt_logprobs":-1})", "prompt_logprobs", "[0, 20]"},
+      {R"({"prompt":[1],"prompt_logprobs":1,"stream":true})", "prompt_logprobs", "`stream=True`"},
       {R"({"prompt":[1],"seed":18446744073709551615})", "seed", "[-9223372036854775808, 9223372036854775807]"},
       {R"({"prompt":[1],"response_format":{"type":"json_object"}})", "response_format", "no structured output"},
       {R"({"prompt":[1],"response_format":"json"})", "response_format", "not supported"},
@@ -149,6 +153,49 @@ TEST(CompletionRequest, ErrorsNameTheField) {
             "top_logprobs");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::ChatCompletions).param,
             "top_logprobs");
+}
+
+// echo and prompt_logprobs: what the engine is asked to score, and the sim backend (no logits)
+// refusing what it cannot compute, naming the field.
+TEST(CompletionRequest, EchoAndPromptLogprobs) {
+  CompletionRequest r = parsed(R"({"prompt":[1,2],"echo":true,"logprobs":3,"max_tokens":0})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.max_tokens, 0);
+  EXPECT_EQ(r.prompt_logprobs, -1);
+  EXPECT_EQ(r.engine_prompt_logprobs(), 3) << "echo with logprobs scores the prompt";
+  EXPECT_EQ(parsed(R"({"prompt":[1,2],"echo":true})").engine_prompt_logprobs(), -1) << "text alone needs no scores";
+  EXPECT_EQ(parsed(R"({"prompt":[1,2],"logprobs":3})").engine_prompt_logprobs(), -1);
+  r = parsed(R"({"prompt":[1,2],"echo":true,"logprobs":1,"prompt_logprobs":4})");
+  EXPECT_EQ(r.prompt_logprobs, 4);
+  EXPECT_EQ(r.engine_prompt_logprobs(), 4) << "the larger of the two";
+  EXPECT_EQ(parsed(R"({"prompt":[1,2],"prompt_logprobs":0,"stream":true})").prompt_logprobs, 0) << "vLLM allows 0";
+
+  // Chat has neither (vLLM's chat echo repeats the last message: not done here).
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"echo":true})", Endpoint::ChatCompletions).param,
+            "echo");
+  EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":"x"}],"prompt_logprobs":0})", Endpoint::ChatCompletions)
+                .param,
+            "prompt_logprobs");
+
+  ModelLimits sim = kLimits;
+  sim.logits = false;
+  const auto sim_error = [&](const std::string& body) {
+    ParsedRequest p = parse_completion_request(body, Endpoint::Completions, sim);
+    EXPECT_TRUE(std::holds_alternative<ApiError>(p)) << body;
+    return std::holds_alternative<ApiError>(p) ? std::get<ApiError>(p) : ApiError{};
+  };
+  ApiError e = sim_error(R"({"prompt":[1,2],"prompt_logprobs":1})");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "prompt_logprobs");
+  EXPECT_NE(e.message.find("sim"), std::string::npos) << e.message;
+  e = sim_error(R"({"prompt":[1,2],"echo":true,"logprobs":0})");
+  EXPECT_EQ(e.param, "echo");
+  EXPECT_NE(e.message.find("no logits"), std::string::npos) << e.message;
+  // What the sim can do stays allowed: echoed text, and logprobs without echo (null there).
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(
+      parse_completion_request(R"({"prompt":[1,2],"echo":true,"max_tokens":0})", Endpoint::Completions, sim)));
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(
+      parse_completion_request(R"({"prompt":[1,2],"logprobs":2})", Endpoint::Completions, sim)));
 }
 
 }  // namespace
