@@ -16,9 +16,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 
+#include "engine/cpu/cpu_deployment.h"
 #include "engine/cuda/cuda_deployment.h"
 #include "engine/cuda/cuda_executor.h"
 #include "engine/cuda/decode_graphs.h"
@@ -284,6 +286,62 @@ TEST_P(CudaBackend, PenaltiesLogitBiasAndDrawsMatchTheCpuReference) {
     }
   }
   EXPECT_GE(same * 10, requests.size() * 9) << same << " of " << requests.size() << " requests match the reference";
+}
+
+// Prompt log-probabilities (echo, prompt_logprobs: lm-evaluation-harness) through the cuda
+// executor's lm_head over every prompt row, against the cpu backend's, which match
+// transformers' (tests/cpu/test_prompt_logprobs.cpp). f32 only: both compute in float32, so
+// each prompt token's log-probability agrees within float32 sums in another order; the ranks
+// and alternatives may swap at near-ties, so their log-probabilities are compared, not ids.
+TEST_P(CudaBackend, PromptLogprobsMatchTheCpuBackend) {
+  if (GetParam().dtype != kernels::DType::F32) GTEST_SKIP() << "f32 models only (bf16 rounds GEMM inputs)";
+  struct Scores final : RequestObserver {
+    void on_request(const RequestUpdate&) override {}
+    void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& p) override {
+      std::vector<kernels::TokenLogprobs>& all = by_id[id];
+      EXPECT_EQ(p.first_position, static_cast<std::int32_t>(all.size()) + 1) << "request " << id;
+      all.insert(all.end(), p.tokens.begin(), p.tokens.end());
+    }
+    std::map<std::int64_t, std::vector<kernels::TokenLogprobs>> by_id;
+  };
+  std::vector<RequestSpec> requests = requests_;
+  for (RequestSpec& r : requests) {
+    SamplingSpec s;  // greedy
+    s.prompt_logprobs = r.id % 2 == 0 ? 3 : -1;
+    r.sampling = s;
+  }
+  const Topology topology = Topology::disaggregated(weights_->config(), 2, 2);
+  Scores cpu_scores, gpu_scores;
+  CpuDeployment cpu(weights_, topology, options(policy_of(PolicyKind::Async)));
+  cpu.observers().add(nullptr, &cpu_scores);
+  cpu.submit(requests);
+  cpu.run();
+  cpu.observers().remove(nullptr, &cpu_scores);
+  auto gpu = CudaDeployment::create(weights_, topology, options(policy_of(PolicyKind::Async)), cuda());
+  ASSERT_TRUE(gpu.ok()) << gpu.status().message();
+  (*gpu)->observers().add(nullptr, &gpu_scores);
+  (*gpu)->submit(requests);
+  (*gpu)->run();
+  (*gpu)->observers().remove(nullptr, &gpu_scores);
+  for (const RequestSpec& r : requests) {
+    const std::string at = "request " + std::to_string(r.id);
+    if (r.sampling->prompt_logprobs < 0) {
+      EXPECT_FALSE(gpu_scores.by_id.contains(r.id)) << at << " did not ask";
+      continue;
+    }
+    ASSERT_TRUE(cpu_scores.by_id.contains(r.id) || r.prompt.size() == 1) << at;
+    const auto& want = cpu_scores.by_id[r.id];
+    const auto& got = gpu_scores.by_id[r.id];
+    ASSERT_EQ(got.size(), r.prompt.size() - 1) << at;
+    ASSERT_EQ(want.size(), got.size()) << at;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token, r.prompt[i + 1]) << at << ", position " << i + 1;
+      EXPECT_NEAR(got[i].logprob, want[i].logprob, 1e-4) << at << ", position " << i + 1;
+      ASSERT_EQ(got[i].top.size(), want[i].top.size()) << at;
+      for (std::size_t j = 0; j < got[i].top.size(); ++j)
+        EXPECT_NEAR(got[i].top[j].second, want[i].top[j].second, 1e-4) << at << ", alternative " << j;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaBackend,

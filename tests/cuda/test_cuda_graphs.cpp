@@ -114,7 +114,9 @@ class Driver {
       r.weights = bits(routed.expert_weights);
       out.blocks.push_back(std::move(r));
     }
-    await(loop_, [&](Completion done) { executor_->sample(batch, seqs, out.next, out.logprobs, done); });
+    std::vector<PromptLogprobs> prompt_logprobs;  // no sequence asks for them here
+    await(loop_,
+          [&](Completion done) { executor_->sample(batch, seqs, out.next, out.logprobs, prompt_logprobs, done); });
     return out;
   }
 
