@@ -1,7 +1,8 @@
 // Fuzzes the body parser of POST /v1/completions and /v1/chat/completions. Whatever the bytes:
 // the answer is a 400 or 404 with a message (and a named field where one is at fault), or a
 // request whose every value lies in the range the engine takes (ids in the vocabulary, the
-// prompt and max_tokens within the context, temperature, top_p, min_p and the penalties in range, n = 1).
+// prompt and max_tokens within the context, temperature, top_p, min_p and the penalties in range, at most
+// kMaxPromptChoices choices).
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -26,17 +27,24 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
   }
   const CompletionRequest& r = std::get<CompletionRequest>(parsed);
   const bool chat = r.endpoint == sy::http::Endpoint::ChatCompletions;
-  if (chat ? !r.messages.is_array() || r.messages.empty() : r.prompt_ids.empty() && !r.prompt_text)
+  if (chat ? !r.messages.is_array() || r.messages.empty() : r.prompts.empty())
     fuzz_fail(kTarget, "accepted without a prompt");
-  for (std::int32_t id : r.prompt_ids)
-    if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a token id outside the vocabulary");
-  for (std::int32_t id : r.stop_token_ids)
-    if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a stop token outside the vocabulary");
-  if (!r.prompt_ids.empty()) {
-    if (!r.max_tokens || *r.max_tokens < 1) fuzz_fail(kTarget, "an id prompt without max_tokens");
-    if (static_cast<std::int64_t>(r.prompt_ids.size()) + *r.max_tokens > limits.context)
+  if (static_cast<std::int64_t>(r.prompts.size()) * r.n > sy::http::kMaxPromptChoices)
+    fuzz_fail(kTarget, "accepted more choices than prompts × n allows");
+  for (std::size_t i = 0; i < r.prompts.size(); ++i) {
+    const sy::http::PromptInput& p = r.prompts[i];
+    if (p.text ? p.text->empty() || !p.ids.empty() : p.ids.empty()) fuzz_fail(kTarget, "accepted an empty prompt");
+    for (std::int32_t id : p.ids)
+      if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a token id outside the vocabulary");
+    if (p.text) continue;
+    const auto budget = sy::http::completion_budget(r, i, static_cast<std::int32_t>(p.ids.size()), limits);
+    const std::int32_t* max_tokens = std::get_if<std::int32_t>(&budget);
+    if (!max_tokens || *max_tokens < (r.echo ? 0 : 1)) fuzz_fail(kTarget, "an id prompt without room for max_tokens");
+    else if (static_cast<std::int64_t>(p.ids.size()) + *max_tokens > limits.context)
       fuzz_fail(kTarget, "accepted more tokens than the context holds");
   }
+  for (std::int32_t id : r.stop_token_ids)
+    if (id < 0 || id >= limits.vocab_size) fuzz_fail(kTarget, "accepted a stop token outside the vocabulary");
   if (!(r.temperature >= 0 && r.temperature <= 2)) fuzz_fail(kTarget, "temperature out of [0, 2]");
   if (!(r.top_p > 0 && r.top_p <= 1)) fuzz_fail(kTarget, "top_p out of (0, 1]");
   if (!(r.min_p >= 0 && r.min_p <= 1)) fuzz_fail(kTarget, "min_p out of [0, 1]");

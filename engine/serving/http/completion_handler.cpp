@@ -35,10 +35,18 @@ httplib::ContentProviderWithoutLength guarded_provider(Fn fn) {
 
 }  // namespace
 
+// One prompt of an answer, ready for the engine: its choices continue it.
+struct PendingPrompt {
+  std::vector<std::int32_t> ids;
+  std::int32_t max_tokens = 0;  // the request's, or the default for this prompt's length
+  std::string echo_text;        // with echo: the text its choices begin with
+};
+
 // One choice of an answer: its request's channel and what its text and tokens are so far.
 struct PendingChoice {
-  PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r)
-      : text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
+  PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r, std::size_t prompt_index)
+      : prompt(prompt_index), text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
+  std::size_t prompt;  // the index of the prompt it continues
   std::shared_ptr<RequestChannel> channel;
   AnswerText text;
   // Per choice: completions' text_offset counts this choice's own text from 0.
@@ -54,33 +62,34 @@ struct PendingChoice {
   bool done() const { return reason != FinishReason::None; }
 };
 
-// What a streamed or whole answer keeps between the provider's calls: its n choices, read
-// through one signal that every choice's channel notifies.
+// What a streamed or whole answer keeps between the provider's calls: its prompts and their
+// choices (n each, prompt by prompt: choice p × n + i is prompt p's i-th, its index in the
+// answer, as vLLM numbers them), read through one signal that every choice's channel notifies.
 struct PendingAnswer {
   explicit PendingAnswer(const CompletionRequest& r)
       : want_logprobs(r.logprobs >= 0), echo(r.echo), echo_only(r.echo && r.max_tokens == 0),
-        prompt_logprobs(r.prompt_logprobs) {}
+        prompt_logprobs(r.prompt_logprobs), n(r.n) {}
   bool want_logprobs;
-  // echo: every choice's text begins with echo_text and its logprobs with the prompt's tokens
-  // (`prompt`). echo_only (max_tokens 0): the engine draws one token to end the request, and
-  // the answer drops it: the prompt alone, as vLLM answers.
+  // echo: every choice's text begins with its prompt's echo_text and its logprobs with that
+  // prompt's tokens. echo_only (max_tokens 0): the engine draws one token to end the request,
+  // and the answer drops it: the prompt alone, as vLLM answers.
   bool echo;
   bool echo_only;
-  std::string echo_text;
-  std::vector<std::int32_t> prompt;
   std::int32_t prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per token, -1: not asked
+  std::int32_t n;                // choices per prompt
+  std::vector<PendingPrompt> prompts;
   // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
   // it has not gone out yet: the whole answer, or a stream's first chunk); null when not asked.
   nlohmann::json logprobs_json(PendingChoice& c, std::span<const kernels::TokenLogprobs> tokens) const {
     if (!want_logprobs) return nullptr;
-    if (echo && !c.echoed) return c.logprobs_json.make_echo(prompt.front(), c.prompt_logprobs, tokens);
+    if (echo && !c.echoed) return c.logprobs_json.make_echo(prompts[c.prompt].ids.front(), c.prompt_logprobs, tokens);
     return c.logprobs_json.make(tokens);
   }
   // The text to send before the choice's next piece: the prompt's, once, with echo.
   std::string echo_prefix(PendingChoice& c) const {
     if (!echo || c.echoed) return {};
     c.echoed = true;
-    return echo_text;
+    return prompts[c.prompt].echo_text;
   }
   std::shared_ptr<ChannelSignal> signal = std::make_shared<ChannelSignal>();
   std::uint64_t seen = 0;  // the signal's generation when the channels were last read
@@ -116,12 +125,16 @@ struct PendingAnswer {
       if (!each(c, news)) break;
     }
   }
-  // Usage once every choice has ended: the prompt counted once (and, with prefix caching, what
-  // the first choice found cached), every choice's tokens.
+  // Usage once every choice has ended: each prompt counted once (and, with prefix caching, what
+  // its first choice found cached), every choice's tokens, as vLLM sums them.
   void settle_usage() {
+    usage.prompt_tokens = 0;
     usage.completion_tokens = 0;
+    std::int32_t cached = 0;
+    for (const PendingPrompt& p : prompts) usage.prompt_tokens += static_cast<std::int32_t>(p.ids.size());
     for (const PendingChoice& c : choices) usage.completion_tokens += static_cast<std::int32_t>(c.ids.size());
-    if (prefix_caching) usage.cached_tokens = choices[0].cached_tokens;
+    for (std::size_t p = 0; p < prompts.size(); ++p) cached += choices[p * static_cast<std::size_t>(n)].cached_tokens;
+    if (prefix_caching) usage.cached_tokens = cached;
   }
 };
 
@@ -134,30 +147,72 @@ CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, 
                                      std::uint64_t seed_base, std::string id_prefix)
     : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base), id_prefix_(std::move(id_prefix)) {}
 
-std::variant<std::vector<std::int32_t>, ApiError> CompletionHandler::prompt_ids(CompletionRequest& r) const {
-  TextSupport::Ids ids = r.endpoint == Endpoint::ChatCompletions ? text_.encode_chat(r.messages)
-                         : r.prompt_text                          ? text_.encode_prompt(*r.prompt_text)
-                                                                  : TextSupport::Ids(std::move(r.prompt_ids));
-  if (const auto* e = std::get_if<ApiError>(&ids)) return *e;
-  auto& prompt = std::get<std::vector<std::int32_t>>(ids);
-  const char* param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
-  if (prompt.empty()) return ApiError::bad_field(param, std::string("'") + param + "' encodes to no tokens");
-  // Ids the tokenizer made (a request's own were checked as it was parsed): a tokenizer.json
-  // with tokens beyond config.json's vocab_size would index past the embedding table.
-  if (r.endpoint == Endpoint::ChatCompletions || r.prompt_text)
-    for (const std::int32_t id : prompt)
-      if (id < 0 || id >= limits_.vocab_size)
-        return ApiError::bad_field(param, std::string("'") + param + "' encodes to token " + std::to_string(id) + " ('" +
-                                              text_.tokenizer()->id_to_token(id).value_or("?") +
-                                              "'), which the model does not have (its vocab_size is " +
-                                              std::to_string(limits_.vocab_size) +
-                                              "): the tokenizer and config.json disagree");
-  if (auto e = check_lengths(r, static_cast<std::int32_t>(prompt.size()), limits_)) return *e;
-  if (static_cast<std::int64_t>(prompt.size()) > broker_.max_prompt_tokens())
-    return ApiError::bad_field(param, std::string("'") + param + "' has " + std::to_string(prompt.size()) +
-                                          " tokens, more than the server admits in one prompt (--max-waiting-tokens " +
-                                          std::to_string(broker_.max_prompt_tokens()) + ")");
-  return std::move(prompt);
+std::optional<ApiError> CompletionHandler::encode_prompts(const CompletionRequest& r, PendingAnswer& a) const {
+  const bool chat = r.endpoint == Endpoint::ChatCompletions;
+  const std::size_t count = chat ? 1 : r.prompts.size();
+  std::int64_t admitted_tokens = 0;  // what the answer's choices put in the admission queue together
+  for (std::size_t index = 0; index < count; ++index) {
+    const std::string param = r.prompt_param(index);
+    const PromptInput* in = chat ? nullptr : &r.prompts[index];
+    TextSupport::Ids ids = chat       ? text_.encode_chat(r.messages)
+                           : in->text ? text_.encode_prompt(*in->text)
+                                      : TextSupport::Ids(in->ids);
+    if (ApiError* e = std::get_if<ApiError>(&ids)) {
+      // The tokenizer's errors say "prompt": in a list, say which.
+      if (r.prompt_list) {
+        e->param = param;
+        e->message = param + ": " + e->message;
+      }
+      return *e;
+    }
+    std::vector<std::int32_t>& prompt = std::get<std::vector<std::int32_t>>(ids);
+    if (prompt.empty()) return ApiError::bad_field(param, "'" + param + "' encodes to no tokens");
+    // Ids the tokenizer made (a request's own were checked as it was parsed): a tokenizer.json
+    // with tokens beyond config.json's vocab_size would index past the embedding table.
+    if (chat || in->text)
+      for (const std::int32_t id : prompt)
+        if (id < 0 || id >= limits_.vocab_size)
+          return ApiError::bad_field(param, "'" + param + "' encodes to token " + std::to_string(id) + " ('" +
+                                                text_.tokenizer()->id_to_token(id).value_or("?") +
+                                                "'), which the model does not have (its vocab_size is " +
+                                                std::to_string(limits_.vocab_size) +
+                                                "): the tokenizer and config.json disagree");
+    auto budget = completion_budget(r, index, static_cast<std::int32_t>(prompt.size()), limits_);
+    if (ApiError* e = std::get_if<ApiError>(&budget)) return *e;
+    if (static_cast<std::int64_t>(prompt.size()) > broker_.max_prompt_tokens())
+      return ApiError::bad_field(param, "'" + param + "' has " + std::to_string(prompt.size()) +
+                                            " tokens, more than the server admits in one prompt (--max-waiting-tokens " +
+                                            std::to_string(broker_.max_prompt_tokens()) + ")");
+    admitted_tokens += static_cast<std::int64_t>(prompt.size()) * r.n;
+    PendingPrompt p;
+    p.max_tokens = std::get<std::int32_t>(budget);
+    if (r.echo && in) {  // completions only
+      // A text prompt echoes as the client wrote it (vLLM's); token ids as their text, special
+      // tokens skipped as in every answer's text (none without a tokenizer).
+      if (in->text) {
+        p.echo_text = *in->text;
+      } else if (text_.tokenizer()) {
+        p.echo_text = text_.tokenizer()->decode(prompt, /*skip_special_tokens=*/true);
+      }
+    }
+    p.ids = std::move(prompt);
+    a.prompts.push_back(std::move(p));
+  }
+  // The choices enter the admission queue together: more than it holds at once would be a 429
+  // on every try, so it is a request error (as one prompt beyond --max-waiting-tokens is).
+  const std::int64_t choices = static_cast<std::int64_t>(count) * r.n;
+  const std::string what = r.prompt_list ? "prompt" : "n";
+  if (choices > broker_.max_waiting_requests())
+    return ApiError::bad_field(what, "the request asks for " + std::to_string(choices) +
+                                         " choices (prompts × n), more than the server admits at once "
+                                         "(--max-waiting-requests " +
+                                         std::to_string(broker_.max_waiting_requests()) + ")");
+  if (choices > 1 && admitted_tokens > broker_.max_prompt_tokens())
+    return ApiError::bad_field(what, "the request's choices hold " + std::to_string(admitted_tokens) +
+                                         " prompt tokens together (each prompt once per choice), more than the "
+                                         "server admits at once (--max-waiting-tokens " +
+                                         std::to_string(broker_.max_prompt_tokens()) + ")");
+  return std::nullopt;
 }
 
 void CompletionHandler::handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
@@ -167,39 +222,34 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   if (!r.stop.empty() && !text_.tokenizer())
     return set_error(res, ApiError::bad_field("stop", "stop strings need the model's tokenizer (this model has no "
                                                       "tokenizer.json): use stop_token_ids"));
-  auto ids = prompt_ids(r);
-  if (const ApiError* e = std::get_if<ApiError>(&ids)) return set_error(res, *e);
-  std::vector<std::int32_t>& prompt = std::get<std::vector<std::int32_t>>(ids);
-  const auto prompt_tokens = static_cast<std::int32_t>(prompt.size());
+  auto a = std::make_shared<PendingAnswer>(r);
+  if (auto e = encode_prompts(r, *a)) return set_error(res, *e);
 
   const std::uint64_t answer = answers_.fetch_add(1);
   // Without a seed each request draws its own; with one, the same request gives the same answer.
-  // Choice i samples with seed + i: choice 0 is what the request with n = 1 answers.
-  const std::uint64_t seed = r.seed ? *r.seed : seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
-  auto a = std::make_shared<PendingAnswer>(r);
-  if (r.echo) {
-    // A text prompt echoes as the client wrote it (vLLM's); token ids as their text, special
-    // tokens skipped as in every answer's text (none without a tokenizer).
-    a->prompt = prompt;
-    if (r.prompt_text) {
-      a->echo_text = *r.prompt_text;
-    } else if (text_.tokenizer()) {
-      a->echo_text = text_.tokenizer()->decode(prompt, /*skip_special_tokens=*/true);
+  // Choice i of every prompt samples with seed + i (vLLM's: each prompt is a request of n
+  // choices): it is what that prompt alone with n = 1 and seed + i answers. A drawn seed gives
+  // every choice of every prompt its own: drawn + p × n + i.
+  const std::uint64_t drawn = seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
+  for (std::size_t p = 0; p < a->prompts.size(); ++p) {
+    const PendingPrompt& prompt = a->prompts[p];
+    for (std::int32_t i = 0; i < r.n; ++i) {
+      const std::uint64_t seed = r.seed ? *r.seed + static_cast<std::uint64_t>(i)
+                                        : drawn + p * static_cast<std::uint64_t>(r.n) + static_cast<std::uint64_t>(i);
+      RequestSpec spec;
+      spec.prompt = prompt.ids;
+      // max_tokens 0 (echo): one token ends the request, and the answer drops it (vLLM's way).
+      spec.max_new_tokens = std::max(prompt.max_tokens, 1);
+      spec.sampling = SamplingSpec{r.temperature,       r.top_p,           r.top_k,
+                                   seed,                r.logprobs,        r.min_p,
+                                   r.presence_penalty,  r.frequency_penalty, r.repetition_penalty,
+                                   r.engine_prompt_logprobs()};
+      spec.logit_bias = r.logit_bias;
+      spec.stop_token_ids = r.stop_token_ids;
+      if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
+      a->choices.emplace_back(text_.tokenizer(), r, p);
+      a->choices.back().channel = broker_.submit(std::move(spec), a->signal);
     }
-  }
-  for (std::int32_t i = 0; i < r.n; ++i) {
-    RequestSpec spec;
-    spec.prompt = prompt;
-    // max_tokens 0 (echo): one token ends the request, and the answer drops it (vLLM's way).
-    spec.max_new_tokens = std::max(*r.max_tokens, 1);
-    spec.sampling = SamplingSpec{r.temperature,       r.top_p,           r.top_k, seed + static_cast<std::uint64_t>(i),
-                                 r.logprobs,          r.min_p,           r.presence_penalty,
-                                 r.frequency_penalty, r.repetition_penalty, r.engine_prompt_logprobs()};
-    spec.logit_bias = r.logit_bias;
-    spec.stop_token_ids = r.stop_token_ids;
-    if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
-    a->choices.emplace_back(text_.tokenizer(), r);
-    a->choices.back().channel = broker_.submit(std::move(spec), a->signal);
   }
   for (PendingChoice& c : a->choices) {
     const RequestChannel::News verdict = c.channel->wait_accepted();
@@ -211,7 +261,6 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   }
   a->header = {id_prefix_ + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
-  a->usage.prompt_tokens = prompt_tokens;  // once: every choice continues the same prompt
   a->include_usage = r.include_usage;
   a->prefix_caching = broker_.prefix_caching();
   if (r.stream) {

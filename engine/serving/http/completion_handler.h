@@ -1,6 +1,6 @@
 // Answers one POST /v1/completions or /v1/chat/completions on an HTTP worker thread: parses
-// and checks the body, submits its n choices through the broker (a request each), and answers
-// as one JSON body or as server-sent events. A client that goes away (noticed at the next write: a token, or a
+// and checks the body, submits the n choices of each of its prompts through the broker (a
+// request each), and answers as one JSON body or as server-sent events. A client that goes away (noticed at the next write: a token, or a
 // keep-alive every 250 ms) has its request cancelled and its KV pages freed.
 #pragma once
 
@@ -35,14 +35,15 @@ class CompletionHandler {
   std::int64_t answering() const { return answering_.load(); }
 
  private:
-  // The answer's n choices, accepted: one JSON body once every choice has ended, or their chunks
-  // as they come (each with its index).
+  // The answer's choices (n per prompt), accepted: one JSON body once every choice has ended, or
+  // their chunks as they come (each with its index).
   void answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a);
   void answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a);
   // Cancels the requests of the answer's choices that have not ended (the client left, a choice failed).
   void cancel_open(PendingAnswer& a);
-  // The prompt's token ids: as given, or the text or chat messages encoded.
-  std::variant<std::vector<std::int32_t>, ApiError> prompt_ids(CompletionRequest& r) const;
+  // The answer's prompts, each as token ids (as given, or the text or chat messages encoded)
+  // with its completion budget and echo text; an error names the prompt at fault.
+  std::optional<ApiError> encode_prompts(const CompletionRequest& r, PendingAnswer& a) const;
 
   RequestBroker& broker_;
   const ModelLimits limits_;

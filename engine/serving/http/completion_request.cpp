@@ -131,31 +131,46 @@ bool parse_logit_bias(Checker& c, const ModelLimits& limits, CompletionRequest& 
   return true;
 }
 
+// OpenAI's four forms: a string, a list of token ids, and the batch forms, a list of strings or
+// a list of lists of ids (all of one kind, as OpenAI's schema and vLLM's take them).
 bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
   const json* p = c.get("prompt");
   if (!p) return c.fail("prompt", "'prompt' is required: a string or a list of token ids");
   if (p->is_string()) {
-    out.prompt_text = p->get<std::string>();
-    if (out.prompt_text->empty()) return c.fail("prompt", "'prompt' is empty");
+    if (p->get_ref<const std::string&>().empty()) return c.fail("prompt", "'prompt' is empty");
+    out.prompts.push_back({{}, p->get<std::string>()});
     return true;
   }
-  if (!p->is_array()) return c.wrong_type("prompt", *p, "a string or a list of token ids");
+  if (!p->is_array())
+    return c.wrong_type("prompt", *p, "a string, a list of token ids, a list of strings or a list of lists of token ids");
   if (p->empty()) return c.fail("prompt", "'prompt' is empty");
-  // A batch of prompts ([string] or [[ids]]) asks for several choices: one at a time here.
-  if (p->size() == 1 && (p->front().is_string() || p->front().is_array())) {
-    const json& one = p->front();
-    if (one.is_string()) {
-      out.prompt_text = one.get<std::string>();
-      if (out.prompt_text->empty()) return c.fail("prompt", "'prompt' is empty");
-      return true;
-    }
-    if (one.empty()) return c.fail("prompt", "'prompt' is empty");
-    return c.token_ids("prompt[0]", one, limits.vocab_size, out.prompt_ids);
+  const bool strings = p->front().is_string();
+  if (!strings && !p->front().is_array()) {
+    out.prompts.emplace_back();
+    return c.token_ids("prompt", *p, limits.vocab_size, out.prompts.back().ids);
   }
-  if (p->front().is_string() || p->front().is_array())
-    return c.fail("prompt", "'prompt' holds " + std::to_string(p->size()) +
-                                " prompts: send one prompt per request (batches of prompts are not supported)");
-  return c.token_ids("prompt", *p, limits.vocab_size, out.prompt_ids);
+  // A list of prompts. Bounded before anything is kept; with n it is checked again.
+  if (p->size() > static_cast<std::size_t>(kMaxPromptChoices))
+    return c.fail("prompt", "'prompt' holds " + std::to_string(p->size()) + " prompts: at most " +
+                                std::to_string(kMaxPromptChoices) + " in one request (prompts × n)");
+  out.prompt_list = true;
+  out.prompts.reserve(p->size());
+  for (std::size_t i = 0; i < p->size(); ++i) {
+    const json& one = (*p)[i];
+    const std::string at = "prompt[" + std::to_string(i) + "]";
+    if (strings ? !one.is_string() : !one.is_array())
+      return c.fail(at, "'" + at + "' must be " + (strings ? "a string" : "a list of token ids") + " as 'prompt[0]' is, got " +
+                            type_name(one) + ": a list of prompts holds strings or lists of token ids, not both");
+    // (A JSON string is not a container: its own emptiness is the text's.)
+    if (strings ? one.get_ref<const std::string&>().empty() : one.empty()) return c.fail(at, "'" + at + "' is empty");
+    out.prompts.emplace_back();
+    if (strings) {
+      out.prompts.back().text = one.get<std::string>();
+    } else if (!c.token_ids(at, one, limits.vocab_size, out.prompts.back().ids)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool parse_messages(Checker& c, const ModelLimits&, CompletionRequest& out) {
@@ -246,6 +261,11 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   std::optional<std::int64_t> n, max_tokens, max_completion, top_k, seed;
   c.integer("n", n, 1, kMaxChoices);
   if (n) out.n = static_cast<std::int32_t>(*n);
+  // Every choice of every prompt is an engine request: the answer's size is bounded.
+  if (const auto choices = static_cast<std::int64_t>(out.prompts.size()) * out.n; choices > kMaxPromptChoices)
+    c.fail("prompt", "'prompt' holds " + std::to_string(out.prompts.size()) + " prompts and n is " +
+                         std::to_string(out.n) + ": " + std::to_string(choices) + " choices, more than the " +
+                         std::to_string(kMaxPromptChoices) + " one request may ask for (prompts × n)");
   // 0 only with echo (the prompt alone, as OpenAI's legacy API); checked below.
   c.integer("max_tokens", max_tokens, chat ? 1 : 0, std::numeric_limits<std::int32_t>::max());
   if (chat) {
@@ -332,34 +352,35 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
             "'response_format' other than {\"type\": \"text\"} is not supported (no structured output)");
   if (c.error) return *c.error;
 
-  if (!out.prompt_ids.empty()) {
-    if (auto e = check_lengths(out, static_cast<std::int32_t>(out.prompt_ids.size()), limits)) return *e;
+  // Each id prompt on its own: a prompt too long for the context is named by its index.
+  for (std::size_t i = 0; i < out.prompts.size(); ++i) {
+    if (out.prompts[i].text) continue;
+    auto budget = completion_budget(out, i, static_cast<std::int32_t>(out.prompts[i].ids.size()), limits);
+    if (const ApiError* e = std::get_if<ApiError>(&budget)) return *e;
   }
   return out;
 }
 
-std::optional<ApiError> check_lengths(CompletionRequest& r, std::int32_t prompt_tokens, const ModelLimits& limits) {
-  const char* prompt_param = r.endpoint == Endpoint::ChatCompletions ? "messages" : "prompt";
+std::variant<std::int32_t, ApiError> completion_budget(const CompletionRequest& r, std::size_t index,
+                                                       std::int32_t prompt_tokens, const ModelLimits& limits) {
+  const std::string param = r.prompt_param(index);
+  // "the prompt" or "prompt[3]" in a sentence.
+  const std::string named = r.prompt_list ? param : "the " + param;
   if (prompt_tokens >= limits.context)
-    return ApiError::bad_field(prompt_param, "This model's maximum context length is " + std::to_string(limits.context) +
-                                                 " tokens, and the " + prompt_param + " has " +
-                                                 std::to_string(prompt_tokens) +
-                                                 " tokens, leaving no room for the completion. Please shorten the " +
-                                                 prompt_param + ".");
+    return ApiError::bad_field(param, "This model's maximum context length is " + std::to_string(limits.context) +
+                                          " tokens, and " + named + " has " + std::to_string(prompt_tokens) +
+                                          " tokens, leaving no room for the completion. Please shorten " + named + ".");
   const std::int32_t room = limits.context - prompt_tokens;
-  if (!r.max_tokens) {
-    r.max_tokens = r.endpoint == Endpoint::Completions ? std::min(16, room) : room;
-    return std::nullopt;
-  }
+  if (!r.max_tokens) return r.endpoint == Endpoint::Completions ? std::min(16, room) : room;
   if (*r.max_tokens > room)
     return ApiError::bad_field("max_tokens", "This model's maximum context length is " + std::to_string(limits.context) +
                                                  " tokens. However, you requested " +
                                                  std::to_string(static_cast<std::int64_t>(prompt_tokens) + *r.max_tokens) +
-                                                 " tokens (" + std::to_string(prompt_tokens) + " in the " + prompt_param +
-                                                 ", " + std::to_string(*r.max_tokens) +
-                                                 " in the completion). Please reduce the length of the " +
-                                                 prompt_param + " or 'max_tokens'.");
-  return std::nullopt;
+                                                 " tokens (" + std::to_string(prompt_tokens) + " in " + named + ", " +
+                                                 std::to_string(*r.max_tokens) +
+                                                 " in the completion). Please reduce the length of " + named +
+                                                 " or 'max_tokens'.");
+  return *r.max_tokens;
 }
 
 }  // namespace sy::http

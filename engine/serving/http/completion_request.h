@@ -33,16 +33,29 @@ struct ModelLimits {
 
 // The most choices (`n`) one request may ask for: each runs as a request of its own.
 inline constexpr std::int32_t kMaxChoices = 16;
+// The most choices one completions request may ask for over all its prompts (prompts × n):
+// every one is an engine request, submitted together, and the answer holds them all.
+inline constexpr std::int32_t kMaxPromptChoices = 256;
+
+// One prompt of a completions request: token ids (checked against the vocabulary), or text
+// (encoded by the handler, which needs the tokenizer).
+struct PromptInput {
+  std::vector<std::int32_t> ids;
+  std::optional<std::string> text;
+};
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::int32_t n = 1;  // choices, each sampled on its own (seed + i)
-  // Completions: a prompt of token ids, or a text prompt (needs the tokenizer).
-  std::vector<std::int32_t> prompt_ids;
-  std::optional<std::string> prompt_text;
+  std::int32_t n = 1;  // choices per prompt, each sampled on its own (seed + i)
+  // Completions: the prompts, in order (one, or a list: OpenAI's batch form); each gets n choices.
+  std::vector<PromptInput> prompts;
+  // The prompt came as a list ([string] or [[ids]]): errors name prompt[i], not prompt.
+  bool prompt_list = false;
   // Chat: [{"role", "content"}] with content flattened to a string, ready for the template.
   nlohmann::json messages;
-  std::optional<std::int32_t> max_tokens;  // unset: 16 (completions, as OpenAI) or the rest of the context (chat)
+  // As given; unset: per prompt, 16 (completions, as OpenAI) or the rest of the context (chat):
+  // completion_budget().
+  std::optional<std::int32_t> max_tokens;
   float temperature = 1.0f;  // OpenAI's default
   float top_p = 1.0f;
   float min_p = 0.0f;              // vLLM's extension; 0: off
@@ -71,19 +84,26 @@ struct CompletionRequest {
   std::int32_t engine_prompt_logprobs() const {
     return std::max(prompt_logprobs, echo ? logprobs : -1);
   }
+  // How errors name prompt i: "prompt[i]" for a list of prompts, "prompt" for the one prompt
+  // given bare, "messages" for chat.
+  std::string prompt_param(std::size_t i) const {
+    if (endpoint == Endpoint::ChatCompletions) return "messages";
+    return prompt_list ? "prompt[" + std::to_string(i) + "]" : "prompt";
+  }
 };
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;
 
-// Parses and checks the body; token ids are checked against the vocabulary, the lengths of an
+// Parses and checks the body; token ids are checked against the vocabulary, the length of each
 // id prompt against the context. Text prompts and chat messages are length-checked once encoded
-// (check_lengths).
+// (completion_budget).
 ParsedRequest parse_completion_request(std::string_view body, Endpoint endpoint, const ModelLimits& limits);
 
-// The prompt fits the context with room for at least one token, and max_tokens (when given)
-// fits what is left; sets max_tokens to its default when unset. The message says the lengths,
-// as vLLM's does.
-std::optional<ApiError> check_lengths(CompletionRequest& request, std::int32_t prompt_tokens,
-                                      const ModelLimits& limits);
+// The tokens the choices of prompt `index` (of `prompt_tokens` tokens) may generate: max_tokens
+// when given, else its default. An error when the prompt leaves no room in the context or
+// max_tokens does not fit what is left; the message says the lengths, as vLLM's does, and names
+// the prompt (request.prompt_param).
+std::variant<std::int32_t, ApiError> completion_budget(const CompletionRequest& request, std::size_t index,
+                                                       std::int32_t prompt_tokens, const ModelLimits& limits);
 
 }  // namespace sy::http

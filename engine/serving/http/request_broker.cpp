@@ -8,6 +8,10 @@ std::int64_t RequestBroker::max_prompt_tokens() const {
   return deployment_.coordinator().options().max_waiting_tokens;
 }
 
+std::int64_t RequestBroker::max_waiting_requests() const {
+  return deployment_.coordinator().options().max_waiting_requests;
+}
+
 RequestBroker::RequestBroker(Deployment& deployment) : deployment_(deployment) {
   deployment_.observers().add(nullptr, this);
 }

@@ -46,6 +46,9 @@ class RequestBroker final : public RequestObserver {
   // The longest prompt the admission queue takes (--max-waiting-tokens): a longer one could
   // never be admitted, so it is a request error, not a full queue to retry.
   std::int64_t max_prompt_tokens() const;
+  // The most requests the admission queue holds at once (--max-waiting-requests): an answer with
+  // more choices than that could never have them all admitted.
+  std::int64_t max_waiting_requests() const;
 
  private:
   std::shared_ptr<RequestChannel> find(std::int64_t id);

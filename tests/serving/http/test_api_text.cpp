@@ -1,10 +1,12 @@
 // The HTTP API with text: a model made with its family's tokenizer and chat template answers
 // string prompts and chat messages with the tokens of the reference path and their text,
-// streams the same text it answers whole, and ends at a stop string (freeing the request).
+// streams the same text it answers whole, and ends at a stop string (freeing the request); a list
+// of text prompts answers each as alone.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -174,6 +176,60 @@ TEST_F(ApiTextTest, ATokenBeyondTheModelsVocabularyIsRefusedByName) {
       << res->body;
   EXPECT_EQ(post(c, "/v1/completions", {{"prompt", "hello"}, {"max_tokens", 2}})["usage"]["completion_tokens"], 2);
   fs::remove_all(dir);
+}
+
+// A list of text prompts: each choice echoes its own prompt as written and ends at the stop
+// string as that prompt alone does; streamed, the text per index is the whole answer's.
+TEST_F(ApiTextTest, AListOfTextPromptsAnswersEachAsAlone) {
+  LiveServer s(weights_, {}, {}, text_);
+  auto c = s.client();
+  const std::vector<std::string> prompts = {"Hello, wörld! 😀", "Once upon a time", "x"};
+  json body = {{"max_tokens", 20}, {"temperature", 0}, {"ignore_eos", true}, {"echo", true}};
+  // A stop string from the middle of the second prompt's greedy answer.
+  json one = body;
+  one["prompt"] = prompts[1];
+  one["echo"] = false;
+  const std::string full = post(c, "/v1/completions", one)["choices"][0]["text"];
+  ASSERT_GT(full.size(), 8u) << full;
+  std::size_t from = full.size() / 2;
+  while (from < full.size() && (static_cast<unsigned char>(full[from]) & 0xC0) == 0x80) ++from;
+  std::size_t to = from + 2;
+  while (to < full.size() && (static_cast<unsigned char>(full[to]) & 0xC0) == 0x80) ++to;
+  body["stop"] = full.substr(from, to - from);
+
+  body["prompt"] = prompts;
+  const json batch = post(c, "/v1/completions", body);
+  ASSERT_EQ(batch["choices"].size(), prompts.size());
+  std::int64_t prompt_tokens = 0;
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    one = body;
+    one["prompt"] = prompts[p];
+    const json single = post(c, "/v1/completions", one);
+    const json& choice = batch["choices"][p];
+    EXPECT_EQ(choice["index"], p);
+    EXPECT_EQ(choice["text"], single["choices"][0]["text"]) << "prompt " << p;
+    EXPECT_EQ(choice["text"].get<std::string>().rfind(prompts[p], 0), 0u) << "echoes its own prompt: " << choice["text"];
+    EXPECT_EQ(choice["finish_reason"], single["choices"][0]["finish_reason"]) << "prompt " << p;
+    prompt_tokens += single["usage"]["prompt_tokens"].get<std::int64_t>();
+  }
+  EXPECT_EQ(batch["choices"][1]["finish_reason"], "stop");
+  EXPECT_EQ(batch["usage"]["prompt_tokens"], prompt_tokens);
+
+  body["stream"] = true;
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200);
+  std::map<int, std::string> texts;
+  for (std::size_t at = 0; at < res->body.size();) {
+    const std::size_t end = res->body.find("\n\n", at);
+    const std::string event = res->body.substr(at, end - at);
+    at = end + 2;
+    if (event.rfind("data: {", 0) != 0) continue;
+    const json chunk = json::parse(event.substr(6));
+    for (const json& choice : chunk["choices"]) texts[choice["index"].get<int>()] += choice["text"].get<std::string>();
+  }
+  ASSERT_EQ(texts.size(), prompts.size());
+  for (const auto& [index, text] : texts) EXPECT_EQ(text, batch["choices"][static_cast<std::size_t>(index)]["text"]);
+  EXPECT_TRUE(s.kv_freed());
 }
 
 }  // namespace

@@ -24,13 +24,18 @@ CompletionRequest parsed(const std::string& body, Endpoint e = Endpoint::Complet
 
 TEST(CompletionRequest, DefaultsAndValues) {
   CompletionRequest r = parsed(R"({"model":"m","prompt":[1,2,3]})");
-  EXPECT_EQ(r.prompt_ids, (std::vector<std::int32_t>{1, 2, 3}));
-  EXPECT_EQ(r.max_tokens, 16);  // OpenAI's completions default
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_FALSE(r.prompt_list);
+  EXPECT_FALSE(r.max_tokens);
+  EXPECT_EQ(std::get<std::int32_t>(completion_budget(r, 0, 3, kLimits)), 16);  // OpenAI's completions default
+  EXPECT_EQ(std::get<std::int32_t>(completion_budget(r, 0, 60, kLimits)), 4) << "what the context leaves";
   EXPECT_FLOAT_EQ(r.temperature, 1.0f);
   EXPECT_FALSE(r.seed);
   r = parsed(R"({"prompt":[[4,5]],"max_tokens":7,"temperature":0,"top_p":0.5,"seed":-3,"stop":"x",
                  "stop_token_ids":[9],"stream":true,"stream_options":{"include_usage":true},"user":"u","n":1})");
-  EXPECT_EQ(r.prompt_ids, (std::vector<std::int32_t>{4, 5}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<std::int32_t>{4, 5}));
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.top_p, 0.5f);
   EXPECT_EQ(r.seed, static_cast<std::uint64_t>(-3));
@@ -53,7 +58,8 @@ TEST(CompletionRequest, DefaultsAndValues) {
   EXPECT_EQ(r.presence_penalty, 0.0f);
   EXPECT_EQ(r.frequency_penalty, 0.0f);
   r = parsed(R"({"prompt":"hello"})");
-  EXPECT_EQ(r.prompt_text, "hello");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hello");
   EXPECT_FALSE(r.max_tokens);  // decided once the text is encoded
   r = parsed(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})",
              Endpoint::ChatCompletions);
@@ -74,7 +80,6 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":5})", "prompt", "got an integer"},
       {R"({"prompt":[1,"a"]})", "prompt", "prompt[1]"},
       {R"({"prompt":[1,100]})", "prompt", "not a token id"},
-      {R"({"prompt":[[1],[2]]})", "prompt", "one prompt per request"},
       {R"({"prompt":[1],"max_tokens":"x"})", "max_tokens", "must be an integer, got a string"},
       {R"({"prompt":[1],"max_tokens":0})", "max_tokens", "0 only with \"echo\": true"},
       {R"({"prompt":[1],"max_tokens":-1,"echo":true})", "max_tokens", "[0, "},
@@ -125,7 +130,7 @@ TEST(CompletionRequest, ErrorsNameTheField) {
   // Their neutral values are accepted: plain text, no tool to call.
   for (const char* neutral : {R"({"prompt":[1],"response_format":{"type":"text"}})", R"({"prompt":[1],"tool_choice":"none"})",
                               R"({"prompt":[1],"tool_choice":"auto","response_format":null})"})
-    EXPECT_EQ(parsed(neutral, Endpoint::Completions).prompt_ids, std::vector<std::int32_t>{1}) << neutral;
+    EXPECT_EQ(parsed(neutral, Endpoint::Completions).prompts.at(0).ids, std::vector<std::int32_t>{1}) << neutral;
   const auto logprobs_of = [](const std::string& body, Endpoint endpoint) { return parsed(body, endpoint).logprobs; };
   EXPECT_EQ(logprobs_of(R"({"prompt":[1]})", Endpoint::Completions), -1);
   EXPECT_EQ(logprobs_of(R"({"prompt":[1],"logprobs":0})", Endpoint::Completions), 0);
@@ -196,6 +201,71 @@ TEST(CompletionRequest, EchoAndPromptLogprobs) {
       parse_completion_request(R"({"prompt":[1,2],"echo":true,"max_tokens":0})", Endpoint::Completions, sim)));
   EXPECT_TRUE(std::holds_alternative<CompletionRequest>(
       parse_completion_request(R"({"prompt":[1,2],"logprobs":2})", Endpoint::Completions, sim)));
+}
+
+// OpenAI's batch forms: a list of strings or of lists of ids is several prompts, each with n
+// choices; not both kinds in one list; each prompt checked on its own, its errors naming it.
+TEST(CompletionRequest, ListsOfPrompts) {
+  CompletionRequest r = parsed(R"({"prompt":[[1,2],[3],[4,5,6]],"n":2})");
+  ASSERT_EQ(r.prompts.size(), 3u);
+  EXPECT_TRUE(r.prompt_list);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<std::int32_t>{1, 2}));
+  EXPECT_EQ(r.prompts[1].ids, (std::vector<std::int32_t>{3}));
+  EXPECT_EQ(r.prompts[2].ids, (std::vector<std::int32_t>{4, 5, 6}));
+  EXPECT_EQ(r.n, 2);
+  EXPECT_EQ(r.prompt_param(2), "prompt[2]");
+  r = parsed(R"({"prompt":["a","bc"]})");
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(r.prompts[0].text, "a");
+  EXPECT_EQ(r.prompts[1].text, "bc");
+  EXPECT_TRUE(r.prompts[1].ids.empty());
+  // A list of one is a list: its errors say prompt[0].
+  r = parsed(R"({"prompt":[[7]]})");
+  EXPECT_TRUE(r.prompt_list);
+  EXPECT_EQ(r.prompt_param(0), "prompt[0]");
+  EXPECT_EQ(parsed(R"({"prompt":[1,2]})").prompt_param(0), "prompt");
+  EXPECT_EQ(parsed(R"({"messages":[{"role":"user","content":"x"}]})", Endpoint::ChatCompletions).prompt_param(0),
+            "messages");
+  // Each id prompt gets its own default budget: 16, or what the context leaves it.
+  std::string long_ids = "[";
+  for (int i = 0; i < 60; ++i) long_ids += (i ? ",1" : "1");
+  long_ids += "]";
+  r = parsed(R"({"prompt":[[1],)" + long_ids + "]}");
+  EXPECT_EQ(std::get<std::int32_t>(completion_budget(r, 0, 1, kLimits)), 16);
+  EXPECT_EQ(std::get<std::int32_t>(completion_budget(r, 1, 60, kLimits)), 4);
+  // The bound: 256 choices (prompts × n).
+  std::string many = R"({"prompt":[)";
+  for (int i = 0; i < 128; ++i) many += (i ? ",[1]" : "[1]");
+  EXPECT_EQ(parsed(many + R"(],"n":2})").prompts.size(), 128u);
+
+  const struct {
+    std::string body;
+    const char* param;
+    const char* says;
+  } cases[] = {
+      {R"({"prompt":[]})", "prompt", "'prompt' is empty"},
+      {R"({"prompt":[[]]})", "prompt[0]", "'prompt[0]' is empty"},
+      {R"({"prompt":["a",""]})", "prompt[1]", "'prompt[1]' is empty"},
+      {R"({"prompt":[[1],[2],[]]})", "prompt[2]", "'prompt[2]' is empty"},
+      {R"({"prompt":["a",[1]]})", "prompt[1]", "must be a string as 'prompt[0]' is, got an array"},
+      {R"({"prompt":[[1],"a"]})", "prompt[1]", "must be a list of token ids as 'prompt[0]' is, got a string"},
+      {R"({"prompt":[[1],2]})", "prompt[1]", "not both"},
+      {R"({"prompt":[1,[2]]})", "prompt", "'prompt[1]' must be a token id"},
+      {R"({"prompt":[[1],[2,"x"]]})", "prompt[1]", "'prompt[1][1]' must be a token id"},
+      {R"({"prompt":[[1],[2,100]]})", "prompt[1]", "'prompt[1][1]' = 100 is not a token id"},
+      {R"({"prompt":[[1],[2],[3],)" + long_ids.substr(0, long_ids.size() - 1) + ",1,1,1,1]]}", "prompt[3]",
+       "prompt[3] has 64 tokens"},
+      {R"({"prompt":[[1],)" + long_ids + R"(],"max_tokens":5})", "max_tokens", "(60 in prompt[1], 5 in the completion)"},
+      {R"({"prompt":[{"a":1}]})", "prompt", "'prompt[0]' must be a token id"},
+      {many + R"(],"n":3})", "prompt", "128 prompts and n is 3: 384 choices, more than the 256"},
+      {many + ",[1]," + many.substr(11) + "]}", "prompt", "'prompt' holds 257 prompts: at most 256"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = error_of(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body;
+    EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
+  }
 }
 
 }  // namespace
