@@ -190,6 +190,16 @@ def main():
             check(False, "n=17 is refused")
         except openai.BadRequestError as e:
             check(e.body.get("param") == "n", "n=17: 400 naming n")
+        # A list of prompts (lm-eval's batch form): choice p * n + i is prompt p alone with seed + i,
+        # usage counts each prompt once.
+        other = [9, 8, 7]
+        batch = client.completions.create(model=name, prompt=[prompt, other], max_tokens=8, temperature=1.0, seed=7, n=2)
+        alone = client.completions.create(model=name, prompt=other, max_tokens=8, temperature=1.0, seed=8)
+        check([c.index for c in batch.choices] == [0, 1, 2, 3]
+              and batch.choices[0].model_extra["token_ids"] == a.choices[0].model_extra["token_ids"]
+              and batch.choices[3].model_extra["token_ids"] == alone.choices[0].model_extra["token_ids"]
+              and batch.usage.prompt_tokens == len(prompt) + len(other),
+              "a list of prompts: choice p * n + i is prompt p alone with seed + i")
 
         try:
             t = client.completions.create(model=name, prompt="Once upon a time", max_tokens=16, temperature=0,
