@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/runtime/prompt_scoring.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -240,30 +241,12 @@ void CpuExecutor::drop_expert(std::int32_t block, std::int32_t expert) {
 
 std::int64_t CpuExecutor::score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows,
                                       const SequenceContext& s, std::vector<PromptLogprobs>& out) {
-  const std::int32_t position = batch.at(first).position;
-  const std::int64_t n = prompt_scoring_rows(position, rows, s.prompt.size());
-  if (n == 0) return 0;
   const std::int32_t vocab = ops_.config().vocab_size;
-  PromptLogprobs& p = out.emplace_back();
-  p.request = s.request;
-  p.first_position = position + 1;
-  p.tokens.resize(static_cast<std::size_t>(n));
-  // A slice of rows at a time: a long prompt's logits all at once would take rows × vocab floats.
-  constexpr std::int64_t kRowsPerPass = 32;
-  std::vector<std::int32_t> slice;
-  for (std::int64_t lo = 0; lo < n; lo += kRowsPerPass) {
-    const std::int64_t hi = std::min(n, lo + kRowsPerPass);
-    slice.clear();
-    for (std::int64_t r = lo; r < hi; ++r) slice.push_back(static_cast<std::int32_t>(first + r));
+  return score_prompt_rows(batch, first, rows, s, vocab, out, [&](const std::vector<std::int32_t>& slice) {
     logits_.resize(slice.size() * static_cast<std::size_t>(vocab));
     ops_.logits(HostActivationOps::data(batch.hidden), slice, logits_.data(), ws_);
-    for (std::int64_t r = lo; r < hi; ++r) {
-      const std::int32_t token = s.prompt[static_cast<std::size_t>(position + r + 1)];
-      kernels::token_logprobs(logits_.data() + static_cast<std::size_t>(r - lo) * static_cast<std::size_t>(vocab), vocab,
-                              token, s.sampling.prompt_logprobs, p.tokens[static_cast<std::size_t>(r)]);
-    }
-  }
-  return n;
+    return static_cast<const float*>(logits_.data());
+  });
 }
 
 std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,

@@ -15,6 +15,7 @@
 #include "kernels/cuda/kernel_preload.h"
 #include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/penalty_entries.h"
+#include "engine/runtime/prompt_scoring.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy {
@@ -709,44 +710,33 @@ void CudaExecutor::run_experts(std::int32_t block, const std::vector<TokenBatch*
 
 void CudaExecutor::score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows,
                                 const SequenceContext& s, std::vector<PromptLogprobs>& out) {
-  const std::int32_t position = batch.at(first).position;
-  const std::int64_t n = prompt_scoring_rows(position, rows, s.prompt.size());
-  if (n == 0) return;
   const ModelConfig& c = model_->config();
   const std::int64_t H = c.hidden_size;
   const std::int32_t V = c.vocab_size;
-  PromptLogprobs& p = out.emplace_back();
-  p.request = s.request;
-  p.first_position = position + 1;
-  p.tokens.resize(static_cast<std::size_t>(n));
-  // A slice of rows at a time, as the cpu backend: a long prompt's logits would not fit at once.
-  constexpr std::int64_t kRowsPerPass = 32;
-  std::vector<std::int32_t> slice;
-  std::vector<float> host(static_cast<std::size_t>(kRowsPerPass * V));
-  for (std::int64_t lo = 0; lo < n; lo += kRowsPerPass) {
-    const std::int64_t m = std::min(n, lo + kRowsPerPass) - lo;
-    slice.clear();
-    for (std::int64_t r = 0; r < m; ++r) slice.push_back(static_cast<std::int32_t>(first + lo + r));
+  std::vector<float> host(static_cast<std::size_t>(kPromptRowsPerPass * V));
+  score_prompt_rows(batch, first, rows, s, V, out, [&](const std::vector<std::int32_t>& slice) {
+    const auto m = static_cast<std::int64_t>(slice.size());
     std::int32_t* d_rows = prompt_rows_.get<std::int32_t>(m);
     must(cudaMemcpyAsync(d_rows, slice.data(), slice.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_),
          "cudaMemcpyAsync (prompt rows)");
-    // ModelOps::logits, as for the sampled rows: final norm of the gathered rows, then lm_head.
-    float* x = prompt_normed_.get<float>(m * H);
-    must(kernels::gather_rows_cuda(CudaActivationOps::data(batch.hidden), d_rows, m, H, x, stream_));
-    must(rmsnorm(x, model_->final_norm(), m, H, x));
     float* logits = prompt_logits_.get<float>(m * V);
-    must(linear(x, m, model_->lm_head(), nullptr, logits, prompt_low_.get<float>(m * H)));
+    lm_head_rows(batch.hidden, d_rows, m, prompt_normed_.get<float>(m * H), logits, prompt_low_.get<float>(m * H));
     must(cudaMemcpyAsync(host.data(), logits, static_cast<std::size_t>(m * V) * sizeof(float), cudaMemcpyDeviceToHost,
                          stream_),
          "cudaMemcpyAsync (prompt logits)");
     // `slice` and `host` are read and written again next pass: wait for this one.
     must(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (prompt logits)");
-    for (std::int64_t r = 0; r < m; ++r) {
-      const std::int32_t token = s.prompt[static_cast<std::size_t>(position + lo + r + 1)];
-      kernels::token_logprobs(host.data() + static_cast<std::size_t>(r * V), V, token, s.sampling.prompt_logprobs,
-                              p.tokens[static_cast<std::size_t>(lo + r)]);
-    }
-  }
+    return static_cast<const float*>(host.data());
+  });
+}
+
+void CudaExecutor::lm_head_rows(const Activations& hidden, const std::int32_t* d_rows, std::int64_t m, float* normed,
+                                float* logits, float* low) {
+  // ModelOps::logits: final norm of the gathered rows, then lm_head.
+  const std::int64_t H = model_->config().hidden_size;
+  must(kernels::gather_rows_cuda(CudaActivationOps::data(hidden), d_rows, m, H, normed, stream_));
+  must(rmsnorm(normed, model_->final_norm(), m, H, normed));
+  must(linear(normed, m, model_->lm_head(), nullptr, logits, low));
 }
 
 void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext> sequences,
@@ -784,12 +774,8 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   must(cudaMemcpyAsync(d_params, params.data(), params.size() * sizeof(kernels::DeviceSamplingParams),
                        cudaMemcpyHostToDevice, stream_),
        "cudaMemcpyAsync (sampling settings)");
-  // ModelOps::logits: final norm of the gathered rows, then lm_head.
-  float* x = normed_.get<float>(m * H);
-  must(kernels::gather_rows_cuda(CudaActivationOps::data(batch.hidden), d_rows, m, H, x, stream_));
-  must(rmsnorm(x, model_->final_norm(), m, H, x));
   float* logits = logits_.get<float>(m * V);
-  must(linear(x, m, model_->lm_head(), nullptr, logits, x_low_.get<float>(m * H)));
+  lm_head_rows(batch.hidden, d_rows, m, normed_.get<float>(m * H), logits, x_low_.get<float>(m * H));
   // The log-probabilities are of the raw logits (vLLM's default): copied before the penalties.
   if (any_logprobs) {
     host_logits_.resize(static_cast<std::size_t>(m * V));

@@ -166,6 +166,10 @@ class CudaExecutor final : public Executor {
   // host, the log-probabilities by the cpu kernel. Not yet run on a GPU.
   void score_prompt(const TokenBatch& batch, std::int64_t first, std::int64_t rows, const SequenceContext& s,
                     std::vector<PromptLogprobs>& out);
+  // ModelOps::logits on the GPU: the final norm of the `m` rows of `hidden` at d_rows (into
+  // `normed`), then lm_head into `logits` (`low`: the rows in the weights' type), queued on the stream.
+  void lm_head_rows(const Activations& hidden, const std::int32_t* d_rows, std::int64_t m, float* normed,
+                    float* logits, float* low);
   void run_merge(std::vector<TokenPool::Completed>& merges);
 
   // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type in x_low first.
