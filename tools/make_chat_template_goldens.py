@@ -16,6 +16,12 @@ add_generation_prompt and the caller's keyword arguments (bos_token, eos_token, 
 ...); messages carrying reasoning get the "thinking"/"reasoning_content" aliases of
 _alias_reasoning_fields. The contexts written here are exactly what jinja2 received.
 
+It also writes tool_requests.json: OpenAI chat requests with tools and tool-calling turns as a
+client sends them (arguments as JSON text, fields in any order), the context vLLM builds from
+each for the template (vllm_context below: its request model's dump of the tools, its message
+parsing and _postprocess_messages, which turns arguments' JSON text into objects), and what the
+qwen templates render from it; the HTTP server's tests feed the requests through its own parsing.
+
 Run it through tools/make_chat_template_goldens.sh (pinned jinja2 in a virtual environment).
 Deterministic: rerunning rewrites identical files. With --verify-with-transformers (in an
 environment that also has transformers) every conversation is rendered again through
@@ -24,6 +30,7 @@ transformers' own render_jinja_template, and any difference from the goldens is 
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import sys
@@ -269,6 +276,98 @@ def qwen3_cases():
         ("error_content_missing", [{"role": "user"}], True, None, {}),
     ]
     return [(name, chat_context(msgs, agp, tools=tools, **tok, **extra)) for name, msgs, agp, tools, extra in cases]
+
+
+# ---- chat requests with tools, as vLLM hands them to the template ----
+
+def vllm_tool(tool):
+    """ChatCompletionToolsParam(...).model_dump(): declared fields first (None when absent), then extras."""
+    fn = tool["function"]
+    function = {"name": fn["name"], "description": fn.get("description"), "parameters": fn.get("parameters")}
+    function.update({k: v for k, v in fn.items() if k not in function})
+    out = {"type": tool.get("type", "function"), "function": function}
+    out.update({k: v for k, v in tool.items() if k not in out})
+    return out
+
+
+def vllm_messages(messages):
+    """vLLM's parse_chat_messages for string-content templates, then _postprocess_messages."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if content is None:
+            text = ""
+        elif isinstance(content, str):
+            text = content
+        else:
+            text = "\n".join(part["text"] for part in content)
+        msg = {"role": m["role"], "content": text}
+        if m["role"] == "assistant" and m.get("tool_calls") is not None:
+            msg["tool_calls"] = copy.deepcopy(list(m["tool_calls"]))
+        elif m["role"] == "tool" and "tool_call_id" in m:
+            msg["tool_call_id"] = m["tool_call_id"]
+        if isinstance(m.get("name"), str):
+            msg["name"] = m["name"]
+        out.append(msg)
+    for msg in out:
+        if msg["role"] == "assistant" and isinstance(msg.get("tool_calls"), list):
+            for item in msg["tool_calls"]:
+                if args := item["function"].get("arguments"):
+                    if not isinstance(args, (dict, list)):
+                        item["function"]["arguments"] = json.loads(args)
+                else:
+                    item["function"]["arguments"] = {}
+    return out
+
+
+def vllm_context(request):
+    tools = request.get("tools")  # also with tool_choice "none" (vLLM's default)
+    return chat_context(vllm_messages(request["messages"]), True,
+                        tools=None if tools is None else [vllm_tool(t) for t in tools],
+                        bos_token=None, eos_token="<|im_end|>")
+
+
+CLIENT_TOOLS = [
+    {"function": {"parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                                 "required": ["city"]},
+                  "name": "get_weather", "description": "Weather in a city, e.g. Zürich", "strict": True},
+     "type": "function"},
+    {"type": "function", "function": {"name": "now"}},
+]
+
+CLIENT_CALL_TURN = [
+    {"role": "system", "content": "You can call tools."},
+    {"role": "user", "content": "Weather in Zürich for 2 days, and the time?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "chatcmpl-tool-1", "type": "function",
+         "function": {"name": "get_weather", "arguments": "{\"days\": 2, \"city\": \"Zürich\"}"}},
+        {"id": "chatcmpl-tool-2", "type": "function", "function": {"name": "now", "arguments": ""}}]},
+    {"role": "tool", "tool_call_id": "chatcmpl-tool-1", "content": "{\"temperature\": 21.5}"},
+    {"role": "tool", "tool_call_id": "chatcmpl-tool-2", "content": [{"type": "text", "text": "12:00"}]},
+]
+
+
+def tool_request_cases():
+    """(name, template, request): requests as an OpenAI client sends them."""
+    cases = []
+    for template in ("qwen3_moe", "qwen2_moe"):
+        cases += [
+            (f"{template}_tools_as_clients_send_them", template,
+             {"messages": [U1], "tools": CLIENT_TOOLS}),
+            (f"{template}_tools_with_system", template,
+             {"messages": [SYSTEM, U1], "tools": CLIENT_TOOLS, "tool_choice": "none"}),
+            (f"{template}_tool_calls_and_answers", template,
+             {"messages": CLIENT_CALL_TURN, "tools": CLIENT_TOOLS}),
+            (f"{template}_content_with_a_call_then_user", template,
+             {"messages": [U1, {"role": "assistant", "content": "Let me check.", "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "now", "arguments": "{}"}}]},
+                           {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+                           {"role": "assistant", "content": "It is noon."},
+                           {"role": "user", "content": "Thanks!"}],
+              "tools": CLIENT_TOOLS}),
+            (f"{template}_tool_turns_without_tools", template, {"messages": CLIENT_CALL_TURN}),
+        ]
+    return cases
 
 
 # ---- feature snippets: (name, template, context) ----
@@ -572,6 +671,13 @@ def main():
             "cases": rendered[name],
         }
         write(OUT / f"{name}.json", doc)
+    cases = []
+    for name, template, request in tool_request_cases():
+        path = TEMPLATES / f"{template}.jinja"
+        case = render_case(env, name, path.read_text(encoding="utf-8"), vllm_context(request))
+        cases.append({"name": name, "template": str(path.relative_to(REPO_ROOT)), "request": request, **case})
+    write(OUT / "tool_requests.json", {"generator": "tools/make_chat_template_goldens.py", "jinja2": jinja2.__version__,
+                                       "cases": cases})
     doc = {
         "generator": "tools/make_chat_template_goldens.py",
         "jinja2": jinja2.__version__,

@@ -30,6 +30,8 @@ struct ServeArgs {
   http::TlsSettings tls;
   int workers = 256;
   bool ignore_eos = false;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;  // "hermes" or empty
   double pace = 1.0;
   double shutdown_timeout_s = 0;
 };
@@ -50,6 +52,9 @@ void run(ServeArgs a) {
     if (!env.ok() || env->rank == 0) check(http::check_tls(a.tls, &warning));
     if (!warning.empty()) std::fprintf(stderr, "switchyard serve: warning: %s\n", warning.c_str());
   }
+  // vLLM's rule: the model may only choose its tools when the server knows how to read its calls.
+  if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
+    throw CommandError{"--enable-auto-tool-choice requires --tool-call-parser (hermes)"};
   if (a.serve.layout.empty()) a.serve.layout = "colocated:1";
   a.live.prometheus = true;  // for GET /metrics on the API's own port
   LiveService service({a.model, a.serve, a.backend, a.live, a.console, /*skew=*/"", /*seed=*/0, a.pace,
@@ -78,6 +83,7 @@ void run(ServeArgs a) {
   o.model = {a.served_name.empty() ? service.backend().model_name() : a.served_name, c.max_position_embeddings,
              c.vocab_size, std::nullopt};
   o.model.logits = !service.backend().sim();  // the sim computes none: prompt log-probabilities are refused there
+  o.model.auto_tool_choice = a.enable_auto_tool_choice;
   o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
   if (service.telemetry()) o.run_id = service.telemetry()->run_id();
   // eos (the tokenizer's, else config.json's) is a stop token of each request, which
@@ -90,7 +96,8 @@ void run(ServeArgs a) {
                  std::to_string(o.model.context) + " tokens)" + (a.api_key.empty() ? "" : ", API key required") +
                      (a.tls.enabled() ? std::string(", HTTPS only, client certificates: ") + a.tls.client_certificates()
                                       : std::string()),
-                 "prompts: " + text.describe()});
+                 "prompts: " + text.describe() +
+                     (a.enable_auto_tool_choice ? "; tool calls parsed (" + a.tool_call_parser + ")" : "")});
   // With a shutdown timeout the first signal only closes the door (new requests and /health
   // answer 503) and the open answers run to their end, as vLLM's --shutdown-timeout. Once the
   // end is decided no request is taken and every open one is answered 503, so the HTTP
@@ -154,6 +161,12 @@ void register_serve(CLI::App& app) {
                   "Connections served at once (a streaming answer holds one for its whole generation)")
       ->check(CLI::Range(4, 4096))->capture_default_str();
   sub->add_flag("--ignore-eos", args->ignore_eos, "Do not stop requests at the model's eos_token_id");
+  sub->add_flag("--enable-auto-tool-choice", args->enable_auto_tool_choice,
+                "Chat requests with tools may let the model call them (tool_choice \"auto\"); its calls are parsed "
+                "into tool_calls by --tool-call-parser");
+  sub->add_option("--tool-call-parser", args->tool_call_parser,
+                  "How the model writes tool calls: hermes (<tool_call>{json}</tool_call>, Qwen and Hermes models)")
+      ->check(CLI::IsMember({"hermes"}));
   sub->add_option("--pace", args->pace, "Sim backend: cluster seconds per wall second")
       ->check(positive_number())->capture_default_str();
   args->live.add_to(*sub, /*default_on=*/true);

@@ -2,7 +2,8 @@
 // the answer is a 400 or 404 with a message (and a named field where one is at fault), or a
 // request whose every value lies in the range the engine takes (ids in the vocabulary, the
 // prompt and max_tokens within the context, temperature, top_p, min_p and the penalties in range, at most
-// kMaxPromptChoices choices).
+// kMaxPromptChoices choices; chat's tools each a function with a name, and answers parsed for
+// tool calls only where the server allows the model to choose).
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -59,6 +60,14 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
     if (i > 0 && r.logit_bias[i - 1].token >= b.token) fuzz_fail(kTarget, "logit bias not sorted by distinct token");
   }
   if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
+  if (r.parse_tool_calls && (!chat || !limits.auto_tool_choice))
+    fuzz_fail(kTarget, "tool calls parsed without --enable-auto-tool-choice");
+  if (!r.tools.is_null()) {
+    if (!chat || !r.tools.is_array()) fuzz_fail(kTarget, "tools accepted outside chat or not as a list");
+    for (const auto& t : r.tools)
+      if (!t.is_object() || !t.contains("function") || !t["function"].contains("name") || !t["function"]["name"].is_string())
+        fuzz_fail(kTarget, "a tool accepted without a function name");
+  }
 }
 
 }  // namespace
@@ -68,5 +77,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   check(sy::http::parse_completion_request(body, sy::http::Endpoint::Completions, limits), limits);
   check(sy::http::parse_completion_request(body, sy::http::Endpoint::ChatCompletions, limits), limits);
+  sy::http::ModelLimits tools = limits;  // serve --enable-auto-tool-choice
+  tools.auto_tool_choice = true;
+  check(sy::http::parse_completion_request(body, sy::http::Endpoint::ChatCompletions, tools), tools);
   return 0;
 }

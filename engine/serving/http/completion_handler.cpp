@@ -45,10 +45,14 @@ struct PendingPrompt {
 // One choice of an answer: its request's channel and what its text and tokens are so far.
 struct PendingChoice {
   PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r, std::size_t prompt_index)
-      : prompt(prompt_index), text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {}
+      : prompt(prompt_index), text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {
+    if (r.parse_tool_calls) tool_stream.emplace();
+  }
   std::size_t prompt;  // the index of the prompt it continues
   std::shared_ptr<RequestChannel> channel;
   AnswerText text;
+  // Chat with tool calls parsed (tool_choice "auto"): streams send content through it.
+  std::optional<HermesToolStream> tool_stream;
   // Per choice: completions' text_offset counts this choice's own text from 0.
   LogprobsJson logprobs_json;
   std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
@@ -68,7 +72,7 @@ struct PendingChoice {
 struct PendingAnswer {
   explicit PendingAnswer(const CompletionRequest& r)
       : want_logprobs(r.logprobs >= 0), echo(r.echo), echo_only(r.echo && r.max_tokens == 0),
-        prompt_logprobs(r.prompt_logprobs), n(r.n) {}
+        prompt_logprobs(r.prompt_logprobs), n(r.n), parse_tool_calls(r.parse_tool_calls) {}
   bool want_logprobs;
   // echo: every choice's text begins with its prompt's echo_text and its logprobs with that
   // prompt's tokens. echo_only (max_tokens 0): the engine draws one token to end the request,
@@ -77,6 +81,7 @@ struct PendingAnswer {
   bool echo_only;
   std::int32_t prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per token, -1: not asked
   std::int32_t n;                // choices per prompt
+  bool parse_tool_calls;         // chat answers are parsed for tool calls (hermes)
   std::vector<PendingPrompt> prompts;
   // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
   // it has not gone out yet: the whole answer, or a stream's first chunk); null when not asked.
@@ -154,7 +159,7 @@ std::optional<ApiError> CompletionHandler::encode_prompts(const CompletionReques
   for (std::size_t index = 0; index < count; ++index) {
     const std::string param = r.prompt_param(index);
     const PromptInput* in = chat ? nullptr : &r.prompts[index];
-    TextSupport::Ids ids = chat       ? text_.encode_chat(r.messages)
+    TextSupport::Ids ids = chat       ? text_.encode_chat(r.messages, r.tools)
                            : in->text ? text_.encode_prompt(*in->text)
                                       : TextSupport::Ids(in->ids);
     if (ApiError* e = std::get_if<ApiError>(&ids)) {
@@ -310,8 +315,16 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
           a->settle_usage();
           std::vector<ChoiceJson> choices;
           for (PendingChoice& c : a->choices) {
-            ChoiceJson choice{"", c.ids, c.reason, a->logprobs_json(c, c.logprobs), std::nullopt};
+            ChoiceJson choice{"", c.ids, c.reason, a->logprobs_json(c, c.logprobs), std::nullopt, {}, false};
             choice.text = a->echo_prefix(c) + c.whole;
+            if (a->parse_tool_calls) {
+              ToolCallParse parse = parse_hermes_tool_calls(choice.text);
+              if (!parse.calls.empty()) {
+                choice.tool_calls = std::move(parse.calls);
+                choice.content_null = !parse.content;
+                choice.text = parse.content.value_or("");
+              }
+            }
             if (a->prompt_logprobs >= 0)
               choice.prompt_logprobs = c.logprobs_json.prompt_logprobs(c.prompt_logprobs, a->prompt_logprobs);
             choices.push_back(std::move(choice));
@@ -371,6 +384,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             const std::int32_t t = news.tokens[i];
             c.ids.push_back(t);
             std::string piece = c.text.push(t);
+            if (c.tool_stream) piece = c.tool_stream->push(piece);
             if (c.text.stopped() || (finished && i + 1 == news.tokens.size())) {
               last_logprobs = logprobs_of(i);  // before echo_prefix: it marks the prompt as sent
               last_text = a->echo_prefix(c) + piece;
@@ -386,7 +400,17 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             return false;
           }
           if (c.text.stopped() || finished) {
-            if (!c.text.stopped()) last_text += c.text.finish();
+            if (!c.text.stopped()) {
+              const std::string tail = c.text.finish();
+              last_text += c.tool_stream ? c.tool_stream->push(tail) : tail;
+            }
+            // The calls come out once the choice has ended (HermesToolStream says why).
+            std::vector<ToolCall> calls;
+            if (c.tool_stream) {
+              HermesToolStream::End end = c.tool_stream->finish();
+              last_text += end.content;
+              calls = std::move(end.calls);
+            }
             // Echo with no token of the answer's (max_tokens 0): the prompt is the one chunk.
             if (a->echo && !c.echoed) {
               last_logprobs = logprobs_of(news.tokens.size());
@@ -402,7 +426,20 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
               a->settle_usage();
               usage = a->usage;
             }
-            out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, c.reason, usage, std::move(last_logprobs)));
+            if (calls.empty()) {
+              out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, c.reason, usage, std::move(last_logprobs)));
+              return true;
+            }
+            // The last token's chunk, each call's two (name, then arguments, as vLLM streams them),
+            // then the finish reason.
+            if (!last_text.empty() || !last_ids.empty() || !last_logprobs.is_null())
+              out += sse_event(chunk_json(a->header, index(c), last_text, last_ids, std::nullopt, std::nullopt,
+                                          std::move(last_logprobs)));
+            for (std::size_t k = 0; k < calls.size(); ++k) {
+              out += sse_event(tool_call_chunk_json(a->header, index(c), k, calls[k], /*arguments=*/false));
+              out += sse_event(tool_call_chunk_json(a->header, index(c), k, calls[k], /*arguments=*/true));
+            }
+            out += sse_event(chunk_json(a->header, index(c), "", {}, c.reason, usage, nullptr, /*tool_calls_finish=*/true));
           }
           return true;
         });

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "base/json_depth.h"
 #include "base/json_parse.h"
 #include "kernels/cpu/logprobs.h"
 
@@ -12,8 +13,14 @@ namespace sy::http {
 namespace {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
-std::string type_name(const json& v) {
+// The deepest tools and tool calls may nest: they are copied and rendered recursively (and
+// Python's json, vLLM's, gives up near 1000 levels).
+constexpr std::size_t kMaxToolNesting = 256;
+
+template <class Json>
+std::string type_name(const Json& v) {
   if (v.is_number_integer()) return "an integer";
   if (v.is_number()) return "a number";
   return std::string("a") + (v.is_object() || v.is_array() ? "n " : " ") + v.type_name();
@@ -34,7 +41,8 @@ class Checker {
     if (!error) error = ApiError::bad_field(param, message);
     return false;
   }
-  bool wrong_type(const std::string& param, const json& v, const std::string& want) {
+  template <class Json>
+  bool wrong_type(const std::string& param, const Json& v, const std::string& want) {
     return fail(param, "'" + param + "' must be " + want + ", got " + type_name(v));
   }
 
@@ -173,20 +181,59 @@ bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out)
   return true;
 }
 
-bool parse_messages(Checker& c, const ModelLimits&, CompletionRequest& out) {
-  const json* m = c.get("messages");
-  if (!m) return c.fail("messages", "'messages' is required: a list of {\"role\", \"content\"}");
+// An assistant message's tool_calls as vLLM hands them to the template: each as given, with
+// function.arguments (OpenAI's JSON text) parsed into its value, and missing or empty arguments
+// as {} (vLLM's _postprocess_messages: tool-use templates expect objects, as transformers'
+// documentation says).
+bool parse_message_tool_calls(Checker& c, const std::string& at, const ojson& calls, ojson& out) {
+  const std::string param = at + ".tool_calls";
+  if (!calls.is_array()) return c.wrong_type(param, calls, "a list of {\"id\", \"type\", \"function\"}");
+  if (json_deeper_than(calls, kMaxToolNesting))
+    return c.fail(param, "'" + param + "' nests deeper than " + std::to_string(kMaxToolNesting) + " levels");
+  out = ojson::array();
+  for (std::size_t j = 0; j < calls.size(); ++j) {
+    const std::string cat = param + "[" + std::to_string(j) + "]";
+    ojson call = calls[j];
+    if (!call.is_object()) return c.wrong_type(cat, call, "an object {\"id\", \"type\", \"function\"}");
+    const auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object())
+      return c.fail(cat + ".function", "'" + cat + ".function' must be an object {\"name\", \"arguments\"}");
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string())
+      return c.fail(cat + ".function.name", "'" + cat + ".function.name' must be a string");
+    auto args = fn->find("arguments");
+    if (args == fn->end() || args->is_null() || (args->is_string() && args->get_ref<const std::string&>().empty())) {
+      (*fn)["arguments"] = ojson::object();
+    } else if (args->is_string()) {
+      ojson parsed = ojson::parse(args->get_ref<const std::string&>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded())
+        return c.fail(cat + ".function.arguments",
+                      "'" + cat + ".function.arguments' must be JSON text (the arguments object), got " + args->dump());
+      if (json_deeper_than(parsed, kMaxToolNesting))
+        return c.fail(cat + ".function.arguments", "'" + cat + ".function.arguments' nests deeper than " +
+                                                       std::to_string(kMaxToolNesting) + " levels");
+      *args = std::move(parsed);
+    } else if (!args->is_object() && !args->is_array()) {
+      return c.wrong_type(cat + ".function.arguments", *args, "a string of JSON");
+    }
+    out.push_back(std::move(call));
+  }
+  return true;
+}
+
+bool parse_messages(Checker& c, const ojson* m, CompletionRequest& out) {
+  if (!m || m->is_null()) return c.fail("messages", "'messages' is required: a list of {\"role\", \"content\"}");
   if (!m->is_array()) return c.wrong_type("messages", *m, "a list of {\"role\", \"content\"}");
   if (m->empty()) return c.fail("messages", "'messages' is empty");
-  out.messages = json::array();
+  out.messages = ojson::array();
   for (std::size_t i = 0; i < m->size(); ++i) {
     const std::string at = "messages[" + std::to_string(i) + "]";
-    const json& msg = (*m)[i];
+    const ojson& msg = (*m)[i];
     if (!msg.is_object()) return c.wrong_type(at, msg, "an object {\"role\", \"content\"}");
     const auto role = msg.find("role");
     if (role == msg.end() || !role->is_string())
       return c.fail(at + ".role", "'" + at + ".role' must be a string (system, user, assistant, tool)");
-    json flat = {{"role", *role}};
+    ojson flat = {{"role", *role}};
     const auto content = msg.find("content");
     if (content == msg.end() || content->is_null()) {
       flat["content"] = "";
@@ -196,7 +243,7 @@ bool parse_messages(Checker& c, const ModelLimits&, CompletionRequest& out) {
       // Text parts joined by newlines, as vLLM flattens them for string-content templates.
       std::string text;
       for (std::size_t j = 0; j < content->size(); ++j) {
-        const json& part = (*content)[j];
+        const ojson& part = (*content)[j];
         const std::string pat = at + ".content[" + std::to_string(j) + "]";
         const auto type = part.is_object() ? part.find("type") : part.end();
         if (!part.is_object() || type == part.end() || *type != "text")
@@ -210,8 +257,111 @@ bool parse_messages(Checker& c, const ModelLimits&, CompletionRequest& out) {
     } else {
       return c.wrong_type(at + ".content", *content, "a string or a list of text parts");
     }
+    // The tool-calling turns, as vLLM keeps them: an assistant's calls, a tool answer's call id.
+    if (*role == "assistant") {
+      if (const auto calls = msg.find("tool_calls"); calls != msg.end() && !calls->is_null())
+        if (!parse_message_tool_calls(c, at, *calls, flat["tool_calls"])) return false;
+    } else if (*role == "tool") {
+      if (const auto id = msg.find("tool_call_id"); id != msg.end() && !id->is_null()) {
+        if (!id->is_string()) return c.wrong_type(at + ".tool_call_id", *id, "a string");
+        flat["tool_call_id"] = *id;
+      }
+    }
     if (const auto name = msg.find("name"); name != msg.end() && name->is_string()) flat["name"] = *name;
     out.messages.push_back(std::move(flat));
+  }
+  return true;
+}
+
+// OpenAI's tools, [{"type": "function", "function": {"name", "description", "parameters"}}], as
+// vLLM hands them to the template (its request model's dump): "type" then "function", whose
+// "name", "description" and "parameters" come first (null when not given), then any other field
+// of either as given.
+bool parse_tools(Checker& c, const ojson* tools, CompletionRequest& out) {
+  if (!tools || tools->is_null()) return true;
+  const char* shape = "a list of {\"type\": \"function\", \"function\": {\"name\", \"description\", \"parameters\"}}";
+  if (!tools->is_array()) return c.wrong_type("tools", *tools, shape);
+  if (json_deeper_than(*tools, kMaxToolNesting))
+    return c.fail("tools", "'tools' nests deeper than " + std::to_string(kMaxToolNesting) + " levels");
+  out.tools = ojson::array();
+  for (std::size_t i = 0; i < tools->size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const ojson& tool = (*tools)[i];
+    if (!tool.is_object()) return c.wrong_type(at, tool, "an object {\"type\": \"function\", \"function\"}");
+    const auto type = tool.find("type");
+    if (type != tool.end() && *type != "function")
+      return c.fail(at + ".type", "'" + at + ".type' must be \"function\" (the only kind of tool), got " + type->dump());
+    const auto fn = tool.find("function");
+    if (fn == tool.end() || !fn->is_object())
+      return c.fail(at + ".function", "'" + at + ".function' must be an object {\"name\", \"description\", \"parameters\"}");
+    const std::string fat = at + ".function";
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string() || name->get_ref<const std::string&>().empty())
+      return c.fail(fat + ".name", "'" + fat + ".name' must be a non-empty string");
+    const auto description = fn->find("description");
+    if (description != fn->end() && !description->is_null() && !description->is_string())
+      return c.wrong_type(fat + ".description", *description, "a string");
+    const auto parameters = fn->find("parameters");
+    if (parameters != fn->end() && !parameters->is_null() && !parameters->is_object())
+      return c.wrong_type(fat + ".parameters", *parameters, "an object (a JSON Schema)");
+    ojson function = {{"name", *name},
+                      {"description", description == fn->end() ? ojson() : *description},
+                      {"parameters", parameters == fn->end() ? ojson() : *parameters}};
+    for (const auto& [key, value] : fn->items())
+      if (key != "name" && key != "description" && key != "parameters") function[key] = value;
+    ojson dumped = {{"type", "function"}, {"function", std::move(function)}};
+    for (const auto& [key, value] : tool.items())
+      if (key != "type" && key != "function") dumped[key] = value;
+    out.tools.push_back(std::move(dumped));
+  }
+  return true;
+}
+
+// vLLM's tool_choice: "none", "auto" (the default when tools are given), "required" or a named
+// function. "required" and a named function make vLLM constrain the output with guided decoding,
+// which this server does not have: refused rather than answered without the promised call.
+bool parse_tool_choice(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  const json* choice = c.get("tool_choice");
+  const json* given_tools = c.get("tools");
+  std::string mode = !out.tools.is_null() && !out.tools.empty() ? "auto" : "none";
+  if (choice) {
+    if (choice->is_string()) {
+      mode = choice->get<std::string>();
+      if (mode != "none" && mode != "auto" && mode != "required")
+        return c.fail("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                                     "{\"type\": \"function\", \"function\": {\"name\"}}, got " + choice->dump());
+    } else if (!choice->is_object()) {
+      return c.wrong_type("tool_choice", *choice, "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\"}}");
+    } else {
+      mode = "named";
+    }
+    // vLLM's rule and message: a choice other than "none" needs the tools to choose from.
+    if (mode != "none" && !given_tools) return c.fail("tool_choice", "When using `tool_choice`, `tools` must be set.");
+    // vLLM (and OpenAI) answer "required" with no tools as "none".
+    if (mode == "required" && out.tools.empty()) mode = "none";
+  }
+  if (mode == "named") {
+    const auto fn = choice->find("function");
+    const json* name = nullptr;
+    if (fn != choice->end() && fn->is_object())
+      if (const auto it = fn->find("name"); it != fn->end()) name = &*it;
+    if (!name || !name->is_string())
+      return c.fail("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    bool known = false;
+    for (const ojson& t : out.tools) known = known || t["function"]["name"] == name->get<std::string>();
+    if (!known) return c.fail("tool_choice", "Tool '" + name->get<std::string>() + "' has not been passed in `tools`.");
+    return c.fail("tool_choice", "'tool_choice' naming a function needs structured output (guided decoding), which "
+                                 "this server does not support: use \"auto\" (with serve --enable-auto-tool-choice) "
+                                 "or \"none\"");
+  }
+  if (mode == "required")
+    return c.fail("tool_choice", "'tool_choice' \"required\" needs structured output (guided decoding), which this "
+                                 "server does not support: use \"auto\" (with serve --enable-auto-tool-choice) or \"none\"");
+  if (mode == "auto") {
+    // vLLM's rule and message (its flags are serve's too).
+    if (!limits.auto_tool_choice)
+      return c.fail("tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+    out.parse_tool_calls = true;
   }
   return true;
 }
@@ -256,7 +406,18 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
                                      limits.name + "')",
                                  "model_not_found");
   }
-  if (chat ? !parse_messages(c, limits, out) : !parse_prompt(c, limits, out)) return *c.error;
+  // Chat: the messages and tools reach the template, whose tojson prints objects' keys in the
+  // order the client wrote them (as Python's dicts keep it): read again, keeping that order.
+  ojson ordered;
+  if (chat) {
+    ordered = ojson::parse(body_text, nullptr, /*allow_exceptions=*/false);
+    if (ordered.is_discarded() || !ordered.is_object()) ordered = ojson::object();  // (parsed above already)
+  }
+  const auto ordered_field = [&](const char* key) -> const ojson* {
+    const auto it = ordered.find(key);
+    return it == ordered.end() ? nullptr : &*it;
+  };
+  if (chat ? !parse_messages(c, ordered_field("messages"), out) : !parse_prompt(c, limits, out)) return *c.error;
 
   std::optional<std::int64_t> n, max_tokens, max_completion, top_k, seed;
   c.integer("n", n, 1, kMaxChoices);
@@ -339,12 +500,19 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
   c.neutral("suffix", [](const json& v) { return v.is_string() && v.get<std::string>().empty(); },
             "'suffix' is not supported");
   parse_logit_bias(c, limits, out);
-  c.neutral("tools", is_empty, "tool calling is not supported");
-  // Without tools there is nothing to choose: "none" and "auto" mean the same, anything else
-  // asks for a call this server cannot make.
-  c.neutral("tool_choice",
-            [](const json& v) { return v.is_string() && (v.get<std::string>() == "none" || v.get<std::string>() == "auto"); },
-            "'tool_choice' needs tools: tool calling is not supported");
+  if (chat) {
+    if (parse_tools(c, ordered_field("tools"), out)) parse_tool_choice(c, limits, out);
+    c.boolean("parallel_tool_calls", out.parallel_tool_calls);
+  } else {
+    // Completions have no tools (vLLM's ignore them; OpenAI's legacy API has none): only the
+    // neutral values, so that nobody expects a call.
+    c.neutral("tools", is_empty, "'tools' is for chat completions (/v1/chat/completions)");
+    // Without tools there is nothing to choose: "none" and "auto" mean the same, anything else
+    // asks for a call these answers cannot make.
+    c.neutral("tool_choice",
+              [](const json& v) { return v.is_string() && (v.get<std::string>() == "none" || v.get<std::string>() == "auto"); },
+              "'tool_choice' is for chat completions (/v1/chat/completions)");
+  }
   // Plain text is all this server writes: a client that asks for JSON must hear so rather than
   // receive text it would fail to parse.
   c.neutral("response_format",

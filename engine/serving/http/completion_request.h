@@ -29,6 +29,9 @@ struct ModelLimits {
   // The backend computes logits (cpu, cuda); the sim does not, and requests that need the
   // prompt's log-probabilities (echo with logprobs, prompt_logprobs) are refused there.
   bool logits = true;
+  // serve --enable-auto-tool-choice with a --tool-call-parser (hermes): chat requests with tools
+  // may leave the choice to the model (tool_choice "auto"), and their answers are parsed for calls.
+  bool auto_tool_choice = false;
 };
 
 // The most choices (`n`) one request may ask for: each runs as a request of its own.
@@ -51,8 +54,17 @@ struct CompletionRequest {
   std::vector<PromptInput> prompts;
   // The prompt came as a list ([string] or [[ids]]): errors name prompt[i], not prompt.
   bool prompt_list = false;
-  // Chat: [{"role", "content"}] with content flattened to a string, ready for the template.
-  nlohmann::json messages;
+  // Chat: [{"role", "content", …}] with content flattened to a string and tool calls' arguments
+  // as objects, ready for the template (ordered: tojson prints keys as the client wrote them).
+  nlohmann::ordered_json messages;
+  // Chat: the tools as vLLM hands them to the template (null: none given).
+  nlohmann::ordered_json tools;
+  // Chat: parse the answers for tool calls (tools given, tool_choice "auto", the server's
+  // --enable-auto-tool-choice); "none" renders the tools and leaves the text alone, as vLLM.
+  bool parse_tool_calls = false;
+  // OpenAI's parallel_tool_calls: taken, not enforced (every call the model writes is returned,
+  // as vLLM's hermes parser does).
+  bool parallel_tool_calls = true;
   // As given; unset: per prompt, 16 (completions, as OpenAI) or the rest of the context (chat):
   // completion_budget().
   std::optional<std::int32_t> max_tokens;

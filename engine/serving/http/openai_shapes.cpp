@@ -35,9 +35,19 @@ json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choic
   out["choices"] = json::array();
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const ChoiceJson& c = choices[i];
-    json choice = {{"index", i}, {"logprobs", c.logprobs}, {"finish_reason", openai_finish_reason(c.reason)}};
+    json choice = {{"index", i},
+                   {"logprobs", c.logprobs},
+                   {"finish_reason", c.tool_calls.empty() ? openai_finish_reason(c.reason) : "tool_calls"}};
     if (h.endpoint == Endpoint::ChatCompletions) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = {{"role", "assistant"}, {"content", c.content_null ? json(nullptr) : json(c.text)}};
+      if (!c.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall& call : c.tool_calls)
+          calls.push_back({{"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        choice["message"]["tool_calls"] = std::move(calls);
+      }
     } else {
       choice["text"] = c.text;
     }
@@ -50,9 +60,12 @@ json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choic
 }
 
 json chunk_json(const AnswerHeader& h, std::int32_t index, const std::string& text, const std::vector<std::int32_t>& ids,
-                std::optional<FinishReason> finish, const std::optional<Usage>& usage, json logprobs) {
+                std::optional<FinishReason> finish, const std::optional<Usage>& usage, json logprobs,
+                bool tool_calls_finish) {
   json out = header_json(h, true);
-  json choice = {{"index", index}, {"logprobs", std::move(logprobs)}, {"finish_reason", reason_json(finish)}};
+  json choice = {{"index", index},
+                 {"logprobs", std::move(logprobs)},
+                 {"finish_reason", finish && tool_calls_finish ? json("tool_calls") : reason_json(finish)}};
   if (h.endpoint == Endpoint::ChatCompletions) {
     choice["delta"] = finish && text.empty() ? json::object() : json{{"content", text}};
   } else {
@@ -61,6 +74,19 @@ json chunk_json(const AnswerHeader& h, std::int32_t index, const std::string& te
   choice["token_ids"] = ids;
   out["choices"] = json::array({std::move(choice)});
   if (usage) out["usage"] = usage_json(*usage);
+  return out;
+}
+
+json tool_call_chunk_json(const AnswerHeader& h, std::int32_t index, std::size_t position, const ToolCall& call,
+                          bool arguments) {
+  json out = header_json(h, true);
+  json delta = arguments ? json{{"index", position}, {"function", {{"arguments", call.arguments}}}}
+                         : json{{"index", position}, {"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}}}};
+  out["choices"] = json::array({{{"index", index},
+                                 {"delta", {{"tool_calls", json::array({std::move(delta)})}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr},
+                                 {"token_ids", json::array()}}});
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/serving/http/completion_request.h"
+#include "engine/serving/http/hermes_tool_parser.h"
 #include "engine/serving/request_observer.h"
 
 namespace sy::http {
@@ -44,6 +45,10 @@ struct ChoiceJson {
   nlohmann::json logprobs = nullptr;
   // Completions asking for vLLM's prompt_logprobs: LogprobsJson::prompt_logprobs; else absent.
   std::optional<nlohmann::json> prompt_logprobs;
+  // Chat answers parsed for tool calls: with calls, the message carries them (content null when
+  // `content_null`) and finish_reason is "tool_calls", as vLLM answers.
+  std::vector<ToolCall> tool_calls;
+  bool content_null = false;
 };
 // The whole answer: choice i has "index" i.
 nlohmann::json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choices, const Usage& usage);
@@ -51,7 +56,12 @@ nlohmann::json completion_json(const AnswerHeader& h, const std::vector<ChoiceJs
 // usage on the answer's last. Chat's first chunk of each choice carries the role (role_chunk).
 nlohmann::json chunk_json(const AnswerHeader& h, std::int32_t index, const std::string& text,
                           const std::vector<std::int32_t>& ids, std::optional<FinishReason> finish,
-                          const std::optional<Usage>& usage, nlohmann::json logprobs = nullptr);
+                          const std::optional<Usage>& usage, nlohmann::json logprobs = nullptr,
+                          bool tool_calls_finish = false);
+// A chat stream chunk of one tool call (`position`: its index among the choice's calls), as vLLM
+// streams them: first {index, id, type, function: {name}}, then {index, function: {arguments}}.
+nlohmann::json tool_call_chunk_json(const AnswerHeader& h, std::int32_t index, std::size_t position, const ToolCall& call,
+                                    bool arguments);
 nlohmann::json role_chunk_json(const AnswerHeader& h, std::int32_t index);
 // OpenAI's separate usage chunk (stream_options.include_usage): no choices.
 nlohmann::json usage_chunk_json(const AnswerHeader& h, const Usage& usage);

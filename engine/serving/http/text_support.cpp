@@ -37,13 +37,21 @@ TextSupport::Ids TextSupport::encode_prompt(const std::string& text) const {
   return std::move(*ids);
 }
 
-TextSupport::Ids TextSupport::encode_chat(const nlohmann::json& messages) const {
+nlohmann::ordered_json TextSupport::chat_context(const nlohmann::ordered_json& messages,
+                                                const nlohmann::ordered_json& tools, const std::string& bos_token,
+                                                const std::string& eos_token) {
+  nlohmann::ordered_json context = {{"messages", messages}};
+  if (!tools.is_null()) context["tools"] = tools;
+  context["add_generation_prompt"] = true;
+  context["bos_token"] = bos_token;
+  context["eos_token"] = eos_token;
+  return context;
+}
+
+TextSupport::Ids TextSupport::encode_chat(const nlohmann::ordered_json& messages,
+                                          const nlohmann::ordered_json& tools) const {
   if (!chat_template_) return ApiError::bad_field("messages", "chat is not available: " + no_chat_reason_);
-  const nlohmann::json context = {{"messages", messages},
-                                  {"add_generation_prompt", true},
-                                  {"bos_token", tokenizer_->bos_token()},
-                                  {"eos_token", tokenizer_->eos_token()}};
-  auto prompt = chat_template_->render(context);
+  auto prompt = chat_template_->render(chat_context(messages, tools, tokenizer_->bos_token(), tokenizer_->eos_token()));
   // The template's own checks (roles that must alternate, …) speak through raise_exception.
   if (!prompt.ok()) return ApiError::bad_field("messages", "the chat template refused the messages: " + prompt.status().message());
   auto ids = tokenizer_->try_encode(*prompt, /*add_special_tokens=*/false);

@@ -37,9 +37,13 @@ class TextSupport {
   using Ids = std::variant<std::vector<std::int32_t>, ApiError>;
   // A completion's text prompt, with the tokenizer's special tokens (bos) as HF adds them.
   Ids encode_prompt(const std::string& text) const;
-  // Chat messages through the template (add_generation_prompt, bos/eos tokens), then encoded
-  // without adding special tokens again (the template wrote them).
-  Ids encode_chat(const nlohmann::json& messages) const;
+  // Chat messages (and tools, null for none) through the template (add_generation_prompt,
+  // bos/eos tokens), then encoded without adding special tokens again (the template wrote them).
+  Ids encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools = nullptr) const;
+  // The variables the template gets for them, as vLLM passes them to transformers'
+  // apply_chat_template (tools only when given: absent, the template sees None).
+  static nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                             const std::string& bos_token, const std::string& eos_token);
 
  private:
   std::optional<text::Tokenizer> tokenizer_;

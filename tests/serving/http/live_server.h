@@ -60,8 +60,10 @@ class LiveServer {
     commands_ = std::make_unique<ControlCommands>(*deployment_, *bridge_, *hub_, ControlCommands::Hooks{});
     deployment_->observers().add(nullptr, &finishes_);
     o.port = 0;
+    const bool auto_tool_choice = o.model.auto_tool_choice;  // the one model setting a test chooses
     o.model = {"tiny", weights->config().max_position_embeddings, weights->config().vocab_size,
                weights->config().eos_token_id};
+    o.model.auto_tool_choice = auto_tool_choice;
     o.registry = &registry_;
     o.text = text;
     if (text && text->eos_token_id()) o.model.eos_token_id = text->eos_token_id();

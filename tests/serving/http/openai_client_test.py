@@ -1,6 +1,7 @@
 """`switchyard serve` through the `openai` Python package: plain and streaming completions (and
 chat once the server reads text), greedy answers identical to `switchyard generate`, the
-errors a client sees, and SIGTERM ending the server with its summary.
+errors a client sees, SIGTERM ending the server with its summary, and tool calls (whole, and
+streamed as the client's own stream helper assembles them).
 
 Usage: openai_client_test.py SWITCHYARD_BIN WORK_DIR. Exits 77 (skipped) when openai is missing.
 """
@@ -39,9 +40,9 @@ def generate(model, prompt, n):
     return json.loads(out)
 
 
-def start_server(model):
+def start_server(model, *extra):
     proc = subprocess.Popen([BIN, "--threads", "1", "serve", "--model", model, "--port", "0", "--no-telemetry",
-                             "--no-console"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--no-console", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
     for line in proc.stdout:
         m = re.search(r"API at (http://\S+/v1)", line)
@@ -114,6 +115,66 @@ def check_logprobs(client, name, prompt):
         check(False, "logprobs=21 is refused")
     except openai.BadRequestError as e:
         check(e.body.get("param") == "logprobs", "logprobs=21: 400 naming logprobs")
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                   "required": ["city"]}}}
+
+
+def check_tool_calls():
+    """serve --enable-auto-tool-choice --tool-call-parser hermes on a tiny qwen3_moe model. A random
+    model writes no call on its own: its tokenizer's added token </think> is made to decode to a
+    call, and logit_bias makes the model write it twice."""
+    model = os.path.join(WORK, "qwen3")
+    switchyard("make-model", "--arch", "qwen3_moe", "--preset", "tiny", "--seed", "1", "--dtype", "f32", "--out", model)
+    path = os.path.join(model, "tokenizer.json")
+    with open(path, encoding="utf-8") as f:
+        tok = json.load(f)
+    forced = next(t for t in tok["added_tokens"] if t["content"] == "</think>")
+    forced["content"] = ("Checking. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                         "{\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    proc, base_url = start_server(model, "--enable-auto-tool-choice", "--tool-call-parser", "hermes")
+    try:
+        client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+        request = dict(model="qwen3", messages=[{"role": "user", "content": "Weather in Zürich?"}], tools=[WEATHER_TOOL],
+                       max_tokens=2, temperature=0, logit_bias={str(forced["id"]): 100})
+        r = client.chat.completions.create(**request)
+        m = r.choices[0].message
+        calls = [(c.type, c.function.name, c.function.arguments) for c in m.tool_calls or []]
+        check(r.choices[0].finish_reason == "tool_calls" and m.content == "Checking. "
+              and calls == [("function", "get_weather", '{"city": "Zürich", "days": 2}')] * 2,
+              f"a whole answer's tool calls ({m.content!r}, {calls})")
+        check(all(re.fullmatch(r"chatcmpl-tool-[0-9a-f]{32}", c.id) for c in m.tool_calls)
+              and m.tool_calls[0].id != m.tool_calls[1].id, "tool call ids")
+        # The client's own assembly of a stream (ChatCompletionStreamState, behind
+        # client.chat.completions.stream) gives the same message.
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+        state = ChatCompletionStreamState()
+        for chunk in client.chat.completions.create(**request, stream=True):
+            state.handle_chunk(chunk)
+        final = state.get_final_completion().choices[0]
+        streamed_calls = [(c.type, c.function.name, c.function.arguments) for c in final.message.tool_calls or []]
+        check(final.finish_reason == "tool_calls" and final.message.content == m.content and streamed_calls == calls
+              and all(re.fullmatch(r"chatcmpl-tool-[0-9a-f]{32}", c.id) for c in final.message.tool_calls),
+              f"the streamed tool calls as the client assembles them ({final.message.content!r}, {streamed_calls})")
+        # Sent back as the next turn's history, with the tool's answer.
+        history = request["messages"] + [m.model_dump(exclude_none=True),
+                                         {"role": "tool", "tool_call_id": m.tool_calls[0].id, "content": "sunny"}]
+        nxt = client.chat.completions.create(**dict(request, messages=history, tool_choice="none", logit_bias=None))
+        check(nxt.choices[0].message.tool_calls is None and nxt.usage.prompt_tokens > r.usage.prompt_tokens,
+              "the calls and the tool's answer go back as history")
+        try:
+            client.chat.completions.create(**dict(request, tool_choice="required"))
+            check(False, "tool_choice required: 400")
+        except openai.BadRequestError as e:
+            check("structured output" in str(e), "tool_choice required: 400 that says why")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
 
 
 def main():
@@ -233,6 +294,7 @@ def main():
         out, _ = proc.communicate(timeout=30)
     check(proc.returncode == 0, f"SIGTERM ends the server cleanly (exit {proc.returncode})")
     check("interrupted:" in out and "TTFT" in out, "with the summary")
+    check_tool_calls()
     if FAILURES:
         print(f"{len(FAILURES)} checks failed")
         sys.exit(1)

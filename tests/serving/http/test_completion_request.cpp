@@ -106,7 +106,8 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"seed":18446744073709551615})", "seed", "[-9223372036854775808, 9223372036854775807]"},
       {R"({"prompt":[1],"response_format":{"type":"json_object"}})", "response_format", "no structured output"},
       {R"({"prompt":[1],"response_format":"json"})", "response_format", "not supported"},
-      {R"({"prompt":[1],"tool_choice":"required"})", "tool_choice", "needs tools"},
+      {R"({"prompt":[1],"tool_choice":"required"})", "tool_choice", "for chat completions"},
+      {R"({"prompt":[1],"tools":[{"type":"function","function":{"name":"f"}}]})", "tools", "for chat completions"},
       {R"({"prompt":[1],"frequency_penalty":2.5})", "frequency_penalty", "[-2, 2]"},
       {R"({"prompt":[1],"presence_penalty":-3})", "presence_penalty", "[-2, 2]"},
       {R"({"prompt":[1],"presence_penalty":"x"})", "presence_penalty", "a number"},
@@ -266,6 +267,122 @@ TEST(CompletionRequest, ListsOfPrompts) {
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
   }
+}
+
+// Chat's tool calling, as vLLM takes it: tools as its request model dumps them, tool_choice's
+// default and rules, the tool-calling turns of a conversation (arguments parsed for the template).
+ParsedRequest parse_chat(const std::string& fields, bool auto_tool_choice) {
+  ModelLimits limits = kLimits;
+  limits.auto_tool_choice = auto_tool_choice;
+  return parse_completion_request(R"({"messages":[{"role":"user","content":"x"}])" + fields + "}",
+                                  Endpoint::ChatCompletions, limits);
+}
+
+const std::string kTools = R"(,"tools":[{"function":{"parameters":{"type":"object","properties":{"b":{},"a":{}}},"name":"f","strict":true},"type":"function"},
+                                        {"type":"function","function":{"name":"g","description":"G."}}])";
+
+TEST(CompletionRequest, ToolsAsVllmPassesThemToTheTemplate) {
+  const ParsedRequest p = parse_chat(kTools, true);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(p)) << std::get<ApiError>(p).message;
+  const CompletionRequest& r = std::get<CompletionRequest>(p);
+  // Declared fields first (null when absent), then the others as given; a schema's own key order kept.
+  EXPECT_EQ(r.tools.dump(),
+            R"([{"type":"function","function":{"name":"f","description":null,"parameters":{"type":"object","properties":{"b":{},"a":{}}},"strict":true}},)"
+            R"({"type":"function","function":{"name":"g","description":"G.","parameters":null}}])");
+  EXPECT_TRUE(r.parse_tool_calls) << "tools given: tool_choice defaults to auto";
+  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"none")", true)).parse_tool_calls);
+  EXPECT_TRUE(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"auto","parallel_tool_calls":false)", true))
+                  .parse_tool_calls);
+  // "none" renders the tools without the server flag (vLLM's), and no tools means nothing to parse.
+  const ParsedRequest none = parse_chat(kTools + R"(,"tool_choice":"none")", false);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(none));
+  EXPECT_EQ(std::get<CompletionRequest>(none).tools.size(), 2u);
+  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat("", true)).parse_tool_calls);
+  EXPECT_TRUE(std::get<CompletionRequest>(parse_chat("", true)).tools.is_null());
+  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(R"(,"tools":[])", true)).parse_tool_calls);
+  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(R"(,"tools":[],"tool_choice":"required")", false)).parse_tool_calls)
+      << "required with no tools is none (vLLM, OpenAI)";
+}
+
+TEST(CompletionRequest, ToolErrorsNameTheField) {
+  struct Case {
+    std::string fields;
+    bool flag;
+    std::string param, says;
+  };
+  const std::vector<Case> cases = {
+      {kTools, false, "tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser"},
+      {kTools + R"(,"tool_choice":"auto")", false, "tool_choice", "--enable-auto-tool-choice"},
+      {kTools + R"(,"tool_choice":"required")", true, "tool_choice", "structured output"},
+      {kTools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}})", true, "tool_choice", "structured output"},
+      {kTools + R"(,"tool_choice":{"type":"function","function":{"name":"h"}})", true, "tool_choice",
+       "Tool 'h' has not been passed in `tools`."},
+      {kTools + R"(,"tool_choice":{"type":"function"})", true, "tool_choice", "{\"name\": ...}"},
+      {kTools + R"(,"tool_choice":"maybe")", true, "tool_choice", "must be \"none\", \"auto\""},
+      {kTools + R"(,"tool_choice":3)", true, "tool_choice", "got an integer"},
+      {R"(,"tool_choice":"auto")", true, "tool_choice", "When using `tool_choice`, `tools` must be set."},
+      {R"(,"tools":{"type":"function"})", true, "tools", "must be a list"},
+      {R"(,"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"g"}},{"type":"function","function":{"description":"x"}}])",
+       true, "tools[2].function.name", "'tools[2].function.name' must be a non-empty string"},
+      {R"(,"tools":[{"type":"function","function":{"name":""}}])", true, "tools[0].function.name", "non-empty"},
+      {R"(,"tools":[{"type":"retrieval","function":{"name":"f"}}])", true, "tools[0].type", "\"function\""},
+      {R"(,"tools":[{"type":"function"}])", true, "tools[0].function", "must be an object"},
+      {R"(,"tools":["f"])", true, "tools[0]", "got a string"},
+      {R"(,"tools":[{"function":{"name":"f","description":1}}])", true, "tools[0].function.description", "a string"},
+      {R"(,"tools":[{"function":{"name":"f","parameters":[]}}])", true, "tools[0].function.parameters", "JSON Schema"},
+      {kTools + R"(,"parallel_tool_calls":"yes")", true, "parallel_tool_calls", "a boolean"},
+      // Bounded before anything copies or renders them recursively.
+      {R"(,"tools":[{"function":{"name":"f","parameters":{"a":)" + std::string(100000, '[') + std::string(100000, ']') + "}}}]",
+       true, "tools", "nests deeper than 256 levels"},
+  };
+  for (const Case& c : cases) {
+    const ParsedRequest p = parse_chat(c.fields, c.flag);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << c.fields;
+    const ApiError& e = std::get<ApiError>(p);
+    EXPECT_EQ(e.status, 400) << c.fields;
+    EXPECT_EQ(e.param, c.param) << c.fields << " -> " << e.message;
+    EXPECT_NE(e.message.find(c.says), std::string::npos) << c.fields << " -> " << e.message;
+  }
+}
+
+TEST(CompletionRequest, ToolCallingTurnsOfAConversation) {
+  const std::string body = R"({"messages":[
+      {"role":"user","content":"Weather?"},
+      {"role":"assistant","content":null,"tool_calls":[
+          {"id":"call_1","type":"function","function":{"name":"w","arguments":"{\"city\": \"Paris\", \"a\": [1, 2]}"}},
+          {"id":"call_2","type":"function","function":{"name":"v","arguments":""}},
+          {"id":"call_3","type":"function","function":{"name":"u","arguments":{"k":1}}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"sunny"}]})";
+  const ParsedRequest p = parse_completion_request(body, Endpoint::ChatCompletions, kLimits);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(p)) << std::get<ApiError>(p).message;
+  // vLLM's: content null reads "", arguments' JSON text becomes its value (key order kept),
+  // empty arguments {}, the tool answer keeps its tool_call_id.
+  EXPECT_EQ(std::get<CompletionRequest>(p).messages.dump(),
+            R"([{"role":"user","content":"Weather?"},)"
+            R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"w","arguments":{"city":"Paris","a":[1,2]}}},)"
+            R"({"id":"call_2","type":"function","function":{"name":"v","arguments":{}}},)"
+            R"({"id":"call_3","type":"function","function":{"name":"u","arguments":{"k":1}}}]},)"
+            R"({"role":"tool","content":"sunny","tool_call_id":"call_1"}])");
+  const auto error = [](const std::string& messages) {
+    const ParsedRequest q =
+        parse_completion_request(R"({"messages":[{"role":"user","content":"x"},)" + messages + "]}", Endpoint::ChatCompletions, kLimits);
+    return std::holds_alternative<ApiError>(q) ? std::get<ApiError>(q) : ApiError{};
+  };
+  ApiError e = error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":"{\"city\": "}}]})");
+  EXPECT_EQ(e.param, "messages[1].tool_calls[0].function.arguments");
+  EXPECT_NE(e.message.find("must be JSON text"), std::string::npos) << e.message;
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]})").param,
+            "messages[1].tool_calls[0].function.name");
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"type":"function"}]})").param, "messages[1].tool_calls[0].function");
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":{}})").param, "messages[1].tool_calls");
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":5}}]})").param,
+            "messages[1].tool_calls[0].function.arguments");
+  EXPECT_EQ(error(R"({"role":"tool","tool_call_id":5,"content":"x"})").param, "messages[1].tool_call_id");
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":")" + deep + R"("}}]})").param,
+            "messages[1].tool_calls[0].function.arguments");
+  EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":)" + deep + "}}]}").param,
+            "messages[1].tool_calls");
 }
 
 }  // namespace

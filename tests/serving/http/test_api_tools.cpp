@@ -1,0 +1,284 @@
+// Tool calling over HTTP (serve --enable-auto-tool-choice --tool-call-parser hermes) on a tiny
+// qwen3_moe model, and chat requests with tools rendered as vLLM renders them (goldens of
+// jinja2 over vLLM's context, tools/make_chat_template_goldens.py). A random model writes no tool call on its own, so its tokenizer gets added
+// tokens that decode to a call (or a broken one) and logit_bias makes the model write them:
+// the engine's real generation, detokenisation, parsing and answer shapes, whole and streamed.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/model/random_model.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/model_tokenizer.h"
+#include "tests/serving/http/live_server.h"
+
+namespace sy::http {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+// Added tokens (ids past the small Qwen tokenizer's 512) and what they decode to.
+constexpr int kCallToken = 512;      // content, then a whole call
+constexpr int kBrokenToken = 513;    // a call whose JSON is cut short
+constexpr int kOpenCallToken = 514;  // a call without its closing tag
+const std::string kCallText =
+    "Let me see. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>";
+const std::string kBrokenText = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \n</tool_call>";
+const std::string kOpenCallText = "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1.5}}";
+
+const json kTools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}])");
+
+class ApiToolsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("sy_test_http_tools_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    ModelConfig c = preset_config(Arch::Qwen3Moe, ModelPreset::Tiny, kernels::DType::F32);
+    c.vocab_size = 520;  // room for the added tokens
+    auto files = text::model_tokenizer_files(c);
+    ASSERT_TRUE(files.ok()) << files.status().message();
+    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
+    json tok = json::parse(std::ifstream(dir_ / "tokenizer.json"));
+    for (const auto& [id, content] : {std::pair{kCallToken, kCallText}, {kBrokenToken, kBrokenText}, {kOpenCallToken, kOpenCallText}})
+      tok["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                                     {"rstrip", false}, {"normalized", false}, {"special", false}});
+    std::ofstream(dir_ / "tokenizer.json") << tok.dump();
+    weights_ = *ModelWeights::load(dir_);
+    auto t = TextSupport::load(dir_);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    text_ = new TextSupport(std::move(t).value());
+    ASSERT_TRUE(text_->chat()) << text_->no_chat_reason();
+  }
+  static void TearDownTestSuite() {
+    delete text_;
+    fs::remove_all(dir_);
+  }
+  static ApiServerOptions options(bool auto_tool_choice) {
+    ApiServerOptions o;
+    o.model.auto_tool_choice = auto_tool_choice;
+    return o;
+  }
+  // A chat request that makes the model write `token` `max_tokens` times.
+  static json forced(int token, int max_tokens, int n = 1) {
+    return {{"messages", {{{"role", "user"}, {"content", "Weather in Zürich?"}}}},
+            {"tools", kTools},
+            {"max_tokens", max_tokens},
+            {"temperature", 0},
+            {"n", n},
+            {"logit_bias", {{std::to_string(token), 100}}}};
+  }
+  static httplib::Result post(httplib::Client& c, const json& body) {
+    return c.Post("/v1/chat/completions", body.dump(), "application/json");
+  }
+  static json whole(httplib::Client& c, const json& body) {
+    auto res = post(c, body);
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body) : json();
+  }
+  // A streamed answer assembled as the openai client does: per choice index, the content and the
+  // tool calls (by their index: id, type and name from the first delta, arguments appended).
+  struct Assembled {
+    std::string content;
+    json tool_calls = json::array();
+    std::string finish_reason;
+    std::vector<std::int32_t> token_ids;
+  };
+  static std::map<int, Assembled> streamed(httplib::Client& c, json body) {
+    body["stream"] = true;
+    auto res = post(c, body);
+    EXPECT_TRUE(res && res->status == 200);
+    std::map<int, Assembled> out;
+    if (!res) return out;
+    for (std::size_t at = 0; at < res->body.size();) {
+      const std::size_t end = res->body.find("\n\n", at);
+      const std::string event = res->body.substr(at, end - at);
+      at = end + 2;
+      if (event.rfind("data: {", 0) != 0) continue;
+      const json chunk = json::parse(event.substr(6));
+      for (const json& choice : chunk["choices"]) {
+        Assembled& a = out[choice["index"].get<int>()];
+        const json& delta = choice["delta"];
+        if (delta.contains("content") && delta["content"].is_string()) a.content += delta["content"].get<std::string>();
+        for (const json& t : delta.value("tool_calls", json::array())) {
+          const std::size_t k = t["index"];
+          if (k == a.tool_calls.size()) a.tool_calls.push_back({{"function", {{"arguments", ""}}}});
+          EXPECT_LT(k, a.tool_calls.size()) << "calls come in order";
+          json& call = a.tool_calls[k];
+          if (t.contains("id")) call["id"] = t["id"];
+          if (t.contains("type")) call["type"] = t["type"];
+          if (t["function"].contains("name")) call["function"]["name"] = t["function"]["name"];
+          if (t["function"].contains("arguments"))
+            call["function"]["arguments"] = call["function"]["arguments"].get<std::string>() +
+                                            t["function"]["arguments"].get<std::string>();
+        }
+        for (const auto& id : choice.value("token_ids", json::array())) a.token_ids.push_back(id.get<std::int32_t>());
+        if (!choice["finish_reason"].is_null()) a.finish_reason = choice["finish_reason"];
+      }
+    }
+    return out;
+  }
+  // A call without its random id.
+  static json without_id(json call) {
+    EXPECT_TRUE(std::regex_match(call["id"].get<std::string>(), std::regex("chatcmpl-tool-[0-9a-f]{32}"))) << call;
+    call.erase("id");
+    return call;
+  }
+
+  static inline fs::path dir_;
+  static inline std::shared_ptr<const ModelWeights> weights_;
+  static inline TextSupport* text_ = nullptr;
+};
+
+const json kWeatherCall = {{"type", "function"},
+                           {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Zürich\", \"days\": 2}"}}}};
+
+TEST_F(ApiToolsTest, CallsAreParsedWholeAndStreamedAlike) {
+  LiveServer s(weights_, {}, options(true), text_);
+  auto c = s.client();
+  const json body = forced(kCallToken, 2);
+  const json r = whole(c, body);
+  const json& choice = r["choices"][0];
+  EXPECT_EQ(choice["token_ids"], json({kCallToken, kCallToken}));
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");  // vLLM's: calls were made (here max_tokens ended it)
+  EXPECT_EQ(choice["message"]["role"], "assistant");
+  EXPECT_EQ(choice["message"]["content"], "Let me see. ");  // before the first call; between the calls dropped
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 2u) << r.dump();
+  EXPECT_EQ(without_id(choice["message"]["tool_calls"][0]), kWeatherCall);
+  EXPECT_EQ(without_id(choice["message"]["tool_calls"][1]), kWeatherCall);
+  EXPECT_NE(choice["message"]["tool_calls"][0]["id"], choice["message"]["tool_calls"][1]["id"]);
+
+  const auto stream = streamed(c, body);
+  ASSERT_EQ(stream.size(), 1u);
+  const Assembled& a = stream.at(0);
+  EXPECT_EQ(a.content, "Let me see. ");
+  EXPECT_EQ(a.finish_reason, "tool_calls");
+  EXPECT_EQ(a.token_ids, (std::vector<std::int32_t>{kCallToken, kCallToken}));
+  ASSERT_EQ(a.tool_calls.size(), 2u);
+  EXPECT_EQ(without_id(a.tool_calls[0]), kWeatherCall);
+  EXPECT_EQ(without_id(a.tool_calls[1]), kWeatherCall);
+  EXPECT_TRUE(s.kv_freed());
+}
+
+TEST_F(ApiToolsTest, EachChoiceIsParsedOnItsOwnAndAnUnterminatedCallCounts) {
+  LiveServer s(weights_, {}, options(true), text_);
+  auto c = s.client();
+  // One token: the call's closing tag never comes (max_tokens), and the call still counts, as vLLM's regex reads it.
+  const json body = forced(kOpenCallToken, 1, 2);
+  const json r = whole(c, body);
+  ASSERT_EQ(r["choices"].size(), 2u);
+  const json add = {{"type", "function"}, {"function", {{"name", "add"}, {"arguments", "{\"a\": 1.5}"}}}};
+  for (const json& choice : r["choices"]) {
+    EXPECT_EQ(choice["finish_reason"], "tool_calls");
+    EXPECT_TRUE(choice["message"]["content"].is_null()) << "nothing before the call: null, as vLLM";
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+    EXPECT_EQ(without_id(choice["message"]["tool_calls"][0]), add);
+  }
+  const auto stream = streamed(c, body);
+  ASSERT_EQ(stream.size(), 2u);
+  for (const auto& [index, a] : stream) {
+    EXPECT_EQ(a.content, "") << index;
+    EXPECT_EQ(a.finish_reason, "tool_calls");
+    ASSERT_EQ(a.tool_calls.size(), 1u);
+    EXPECT_EQ(without_id(a.tool_calls[0]), add);
+  }
+}
+
+TEST_F(ApiToolsTest, BrokenCallsAndToolChoiceNoneLeaveTheText) {
+  LiveServer s(weights_, {}, options(true), text_);
+  auto c = s.client();
+  // A call whose JSON does not parse: everything is content, as vLLM answers.
+  json body = forced(kBrokenToken, 2);
+  json r = whole(c, body);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], kBrokenText + kBrokenText);
+  EXPECT_FALSE(r["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  auto stream = streamed(c, body);
+  EXPECT_EQ(stream.at(0).content, kBrokenText + kBrokenText);
+  EXPECT_TRUE(stream.at(0).tool_calls.empty());
+  EXPECT_EQ(stream.at(0).finish_reason, "length");
+  // tool_choice "none": the tools are rendered, the text is not parsed.
+  body = forced(kCallToken, 1);
+  body["tool_choice"] = "none";
+  r = whole(c, body);
+  EXPECT_EQ(r["choices"][0]["message"]["content"], kCallText);
+  EXPECT_FALSE(r["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  stream = streamed(c, body);
+  EXPECT_EQ(stream.at(0).content, kCallText);
+  EXPECT_TRUE(stream.at(0).tool_calls.empty());
+}
+
+TEST_F(ApiToolsTest, ToolsReachTheTemplateAndAutoNeedsTheServerFlag) {
+  LiveServer s(weights_, {}, options(false), text_);
+  auto c = s.client();
+  json body = forced(kCallToken, 1);
+  // Without --enable-auto-tool-choice, tools default to tool_choice "auto": vLLM's 400.
+  auto res = post(c, body);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json e = json::parse(res->body)["error"];
+  EXPECT_EQ(e["param"], "tool_choice");
+  EXPECT_EQ(e["message"], "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+  // "none" renders them: the prompt is the template's with the tools as vLLM passes them (the
+  // add tool's absent description as null), written here by hand.
+  body["tool_choice"] = "none";
+  const json r = whole(c, body);
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "description": null, "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}])");
+  auto tmpl = text::ChatTemplate::load(dir_);
+  ASSERT_TRUE(tmpl.ok());
+  const auto rendered = tmpl->render(ojson{{"messages", {{{"role", "user"}, {"content", "Weather in Zürich?"}}}},
+                                           {"tools", tools},
+                                           {"add_generation_prompt", true},
+                                           {"bos_token", ""},
+                                           {"eos_token", "<|im_end|>"}});
+  ASSERT_TRUE(rendered.ok()) << rendered.status().message();
+  EXPECT_NE(rendered->find("{\"type\": \"function\", \"function\": {\"name\": \"add\", \"description\": null, "), std::string::npos)
+      << *rendered;
+  EXPECT_EQ(r["usage"]["prompt_tokens"], text_->tokenizer()->encode(*rendered, false).size());
+  // Without tools the prompt is shorter: they were rendered.
+  body.erase("tools");
+  body.erase("tool_choice");
+  EXPECT_LT(whole(c, body)["usage"]["prompt_tokens"].get<int>(), r["usage"]["prompt_tokens"].get<int>());
+}
+
+// Requests as clients send them (arguments as JSON text, fields in any order, content null,
+// text parts) through the server's parsing and the template: the text jinja2 renders from the
+// context vLLM builds for them.
+TEST(ToolRequestTemplates, RenderAsVllmsContextThroughJinja2) {
+  const auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const fs::path root = SY_SOURCE_DIR;
+  const ojson g = ojson::parse(read(root / "tests/golden/data/chat_templates/tool_requests.json"));
+  ASSERT_GE(g["cases"].size(), 10u);
+  ModelLimits limits{"m", 4096, 1000, std::nullopt};
+  limits.auto_tool_choice = true;
+  for (const ojson& c : g["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto t = text::ChatTemplate::parse(read(root / c["template"].get<std::string>()), c["template"].get<std::string>());
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    const ParsedRequest p = parse_completion_request(c["request"].dump(), Endpoint::ChatCompletions, limits);
+    ASSERT_TRUE(std::holds_alternative<CompletionRequest>(p)) << std::get<ApiError>(p).message;
+    const CompletionRequest& r = std::get<CompletionRequest>(p);
+    auto out = t->render(TextSupport::chat_context(r.messages, r.tools, "", "<|im_end|>"));
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ(*out, c["output"].get<std::string>());
+  }
+}
+
+}  // namespace
+}  // namespace sy::http
