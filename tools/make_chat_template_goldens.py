@@ -311,6 +311,9 @@ def vllm_messages(messages):
         out.append(msg)
     for msg in out:
         if msg["role"] == "assistant" and isinstance(msg.get("tool_calls"), list):
+            if not msg["tool_calls"]:
+                del msg["tool_calls"]  # an empty list is dropped
+                continue
             for item in msg["tool_calls"]:
                 if args := item["function"].get("arguments"):
                     if not isinstance(args, (dict, list)):

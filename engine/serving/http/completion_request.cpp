@@ -181,7 +181,7 @@ bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out)
   return true;
 }
 
-// An assistant message's tool_calls as vLLM hands them to the template: each as given, with
+// An assistant message's tool_calls as vLLM hands them to the template (its chat_utils): each as given, with
 // function.arguments (OpenAI's JSON text) parsed into its value, and missing or empty arguments
 // as {} (vLLM's _postprocess_messages: tool-use templates expect objects, as transformers'
 // documentation says).
@@ -259,8 +259,11 @@ bool parse_messages(Checker& c, const ojson* m, CompletionRequest& out) {
     }
     // The tool-calling turns, as vLLM keeps them: an assistant's calls, a tool answer's call id.
     if (*role == "assistant") {
-      if (const auto calls = msg.find("tool_calls"); calls != msg.end() && !calls->is_null())
+      if (const auto calls = msg.find("tool_calls"); calls != msg.end() && !calls->is_null()) {
         if (!parse_message_tool_calls(c, at, *calls, flat["tool_calls"])) return false;
+        // vLLM drops an empty list, so that templates take their plain assistant path.
+        if (flat["tool_calls"].empty()) flat.erase("tool_calls");
+      }
     } else if (*role == "tool") {
       if (const auto id = msg.find("tool_call_id"); id != msg.end() && !id->is_null()) {
         if (!id->is_string()) return c.wrong_type(at + ".tool_call_id", *id, "a string");

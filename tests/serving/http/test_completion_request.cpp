@@ -378,6 +378,13 @@ TEST(CompletionRequest, ToolCallingTurnsOfAConversation) {
   EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":5}}]})").param,
             "messages[1].tool_calls[0].function.arguments");
   EXPECT_EQ(error(R"({"role":"tool","tool_call_id":5,"content":"x"})").param, "messages[1].tool_call_id");
+  // An empty list of calls is dropped (vLLM's), and only an assistant's calls are kept.
+  const ParsedRequest empty = parse_completion_request(
+      R"({"messages":[{"role":"user","content":"x","tool_calls":[{"function":{"name":"w"}}]},{"role":"assistant","content":"y","tool_calls":[]}]})",
+      Endpoint::ChatCompletions, kLimits);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(empty));
+  EXPECT_EQ(std::get<CompletionRequest>(empty).messages.dump(),
+            R"([{"role":"user","content":"x"},{"role":"assistant","content":"y"}])");
   const std::string deep = std::string(300, '[') + std::string(300, ']');
   EXPECT_EQ(error(R"({"role":"assistant","tool_calls":[{"function":{"name":"w","arguments":")" + deep + R"("}}]})").param,
             "messages[1].tool_calls[0].function.arguments");
