@@ -12,6 +12,7 @@
 
 #include "engine/serving/http/completion_handler.h"
 #include "engine/serving/http/openai_shapes.h"
+#include "engine/serving/http/tokenize_handler.h"
 #include "telemetry/endpoint.h"
 #include "telemetry/telemetry_hub.h"
 
@@ -22,6 +23,7 @@ struct ApiServer::Impl {
   std::thread thread;
   TextSupport no_text;  // when the options bring none
   std::unique_ptr<CompletionHandler> completions;
+  std::unique_ptr<TokenizeHandler> tokenize;
 };
 
 namespace {
@@ -101,8 +103,10 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
   });
   const std::string key = o.api_key;
   s.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    // As vLLM's --api-key: the API needs the key; health and metrics stay open to probes.
-    if (key.empty() || req.path.rfind("/v1/", 0) != 0 || bearer_matches(req, key))
+    // As vLLM's --api-key: the API needs the key; health and metrics stay open to probes. The
+    // tokenizer endpoints are the API's too (vLLM leaves them open; they read the chat template).
+    const bool api = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" || req.path == "/detokenize";
+    if (key.empty() || !api || bearer_matches(req, key))
       return httplib::Server::HandlerResponse::Unhandled;
     set_error(res, ApiError::unauthorized());
     return httplib::Server::HandlerResponse::Handled;
@@ -113,6 +117,19 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::start(const ApiServerOptions& o,
          }));
   s.Post("/v1/chat/completions", guarded([completions](const httplib::Request& req, httplib::Response& res) {
            completions->handle(req, res, Endpoint::ChatCompletions);
+         }));
+  impl.tokenize = std::make_unique<TokenizeHandler>(o.model, o.text ? *o.text : impl.no_text);
+  const TokenizeHandler* tokenize = impl.tokenize.get();
+  const auto answer = [](httplib::Response& res, TokenizeHandler::Answer a) {
+    if (const ApiError* e = std::get_if<ApiError>(&a)) return set_error(res, *e);
+    res.set_content(std::get<nlohmann::ordered_json>(a).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+                    "application/json");
+  };
+  s.Post("/tokenize", guarded([tokenize, answer](const httplib::Request& req, httplib::Response& res) {
+           answer(res, tokenize->tokenize(req.body));
+         }));
+  s.Post("/detokenize", guarded([tokenize, answer](const httplib::Request& req, httplib::Response& res) {
+           answer(res, tokenize->detokenize(req.body));
          }));
   const std::int64_t created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -39,22 +39,24 @@ TextSupport::Ids TextSupport::encode_prompt(const std::string& text) const {
 
 nlohmann::ordered_json TextSupport::chat_context(const nlohmann::ordered_json& messages,
                                                 const nlohmann::ordered_json& tools, const std::string& bos_token,
-                                                const std::string& eos_token) {
+                                                const std::string& eos_token, bool add_generation_prompt) {
   nlohmann::ordered_json context = {{"messages", messages}};
   if (!tools.is_null()) context["tools"] = tools;
-  context["add_generation_prompt"] = true;
+  context["add_generation_prompt"] = add_generation_prompt;
   context["bos_token"] = bos_token;
   context["eos_token"] = eos_token;
   return context;
 }
 
 TextSupport::Ids TextSupport::encode_chat(const nlohmann::ordered_json& messages,
-                                          const nlohmann::ordered_json& tools) const {
+                                          const nlohmann::ordered_json& tools, bool add_generation_prompt,
+                                          bool add_special_tokens) const {
   if (!chat_template_) return ApiError::bad_field("messages", "chat is not available: " + no_chat_reason_);
-  auto prompt = chat_template_->render(chat_context(messages, tools, tokenizer_->bos_token(), tokenizer_->eos_token()));
+  auto prompt = chat_template_->render(
+      chat_context(messages, tools, tokenizer_->bos_token(), tokenizer_->eos_token(), add_generation_prompt));
   // The template's own checks (roles that must alternate, …) speak through raise_exception.
   if (!prompt.ok()) return ApiError::bad_field("messages", "the chat template refused the messages: " + prompt.status().message());
-  auto ids = tokenizer_->try_encode(*prompt, /*add_special_tokens=*/false);
+  auto ids = tokenizer_->try_encode(*prompt, add_special_tokens);
   if (!ids.ok())
     return ApiError::bad_field("messages", "the tokenizer cannot encode the rendered prompt: " + ids.status().message());
   return std::move(*ids);

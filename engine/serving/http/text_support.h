@@ -38,12 +38,15 @@ class TextSupport {
   // A completion's text prompt, with the tokenizer's special tokens (bos) as HF adds them.
   Ids encode_prompt(const std::string& text) const;
   // Chat messages (and tools, null for none) through the template (add_generation_prompt,
-  // bos/eos tokens), then encoded without adding special tokens again (the template wrote them).
-  Ids encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools = nullptr) const;
+  // bos/eos tokens), then encoded without adding special tokens again (the template wrote them);
+  // POST /tokenize may ask otherwise for both, as vLLM's does.
+  Ids encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools = nullptr,
+                  bool add_generation_prompt = true, bool add_special_tokens = false) const;
   // The variables the template gets for them, as vLLM passes them to transformers'
   // apply_chat_template (tools only when given: absent, the template sees None).
   static nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                             const std::string& bos_token, const std::string& eos_token);
+                                             const std::string& bos_token, const std::string& eos_token,
+                                             bool add_generation_prompt = true);
 
  private:
   std::optional<text::Tokenizer> tokenizer_;
