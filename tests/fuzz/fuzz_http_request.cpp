@@ -3,13 +3,15 @@
 // request whose every value lies in the range the engine takes (ids in the vocabulary, the
 // prompt and max_tokens within the context, temperature, top_p, min_p and the penalties in range, at most
 // kMaxPromptChoices choices; chat's tools each a function with a name, and answers parsed for
-// tool calls only where the server allows the model to choose).
+// tool calls only where the server allows the model to choose). POST /tokenize and /detokenize
+// read the same bytes (without a tokenizer: every answer a 400 or 404 with a message).
 #include <cmath>
 #include <string>
 #include <string_view>
 
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/openai_shapes.h"
+#include "engine/serving/http/tokenize_handler.h"
 #include "tests/fuzz/fuzz_target.h"
 
 namespace {
@@ -80,5 +82,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   sy::http::ModelLimits tools = limits;  // serve --enable-auto-tool-choice
   tools.auto_tool_choice = true;
   check(sy::http::parse_completion_request(body, sy::http::Endpoint::ChatCompletions, tools), tools);
+  static const sy::http::TextSupport no_text;
+  const sy::http::TokenizeHandler tokenize(limits, no_text);
+  for (const auto& answer : {tokenize.tokenize(body), tokenize.detokenize(body)}) {
+    const auto* e = std::get_if<sy::http::ApiError>(&answer);
+    if (!e) fuzz_fail(kTarget, "/tokenize or /detokenize answered without a tokenizer");
+    else if ((e->status != 400 && e->status != 404) || e->message.empty())
+      fuzz_fail(kTarget, "a /tokenize or /detokenize error that is not a 400 or 404 with a message");
+  }
   return 0;
 }
