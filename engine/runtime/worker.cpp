@@ -891,10 +891,17 @@ void Worker::dispatch_sampler() {
     for (const PromptLogprobs& p : job_.prompt_logprobs) hooks_.on_prompt_logprobs(p);
   job_.prompt_logprobs.clear();
   std::size_t i = 0;
-  job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
+  job_.batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    const std::int64_t request = job_.batch.at(first).request;
+    // A chunk of a prompt that is not its last draws no token: the executor's draw from its
+    // last row is no output (it would enter the penalties' list and the stream).
+    if (kv_ != nullptr && kv_->mid_prompt(request, job_.batch.at(first + rows - 1).position)) {
+      hooks_.on_sampled(request, kNoToken, nullptr);
+      ++i;
+      return;
+    }
     const kernels::TokenLogprobs* lp =
         i < job_.next_logprobs.size() && job_.next_logprobs[i].token >= 0 ? &job_.next_logprobs[i] : nullptr;
-    const std::int64_t request = job_.batch.at(first).request;
     if (kv_ != nullptr) kv_->sampled(request, job_.next_tokens[i]);  // before the hook: it may release
     hooks_.on_sampled(request, job_.next_tokens[i], lp);
     ++i;
