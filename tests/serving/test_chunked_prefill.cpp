@@ -101,6 +101,15 @@ class PassLog final : public RequestObserver {
   std::int64_t next_admission_ = 0;
 };
 
+// The tokens sampler executions report: a non-final chunk of a prompt samples none.
+struct SamplerTokens final : RuntimeObserver {
+  void on_execution(std::int32_t, LayerKind kind, std::int32_t, std::int32_t, std::int32_t, std::int64_t tokens,
+                    std::int64_t, std::int64_t) override {
+    if (kind == LayerKind::Sampler) sampled += tokens;
+  }
+  std::int64_t sampled = 0;
+};
+
 class ChunkedPrefill : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -185,11 +194,15 @@ TEST_F(ChunkedPrefill, EveryPassKeepsTheBudgetAndTheTokensStayTheReferences) {
       SCOPED_TRACE(what);
       CpuDeployment d(weights_, topology, options(p.policy, budget));
       PassLog log(reqs, budget);
-      d.observers().add(nullptr, &log);
+      SamplerTokens sampler;
+      d.observers().add(&sampler, &log);
       d.submit(reqs);
       d.run();
-      d.observers().remove(nullptr, &log);
+      d.observers().remove(&sampler, &log);
       expect_outputs(d, expected, what);
+      std::int64_t produced = 0;
+      for (const auto& e : expected) produced += static_cast<std::int64_t>(e.size());
+      EXPECT_EQ(sampler.sampled, produced) << "sampler executions counted chunks as tokens";
       EXPECT_EQ(d.coordinator().kv_pages_used(), 0);
       EXPECT_TRUE(d.cluster().quiescent());
       if (budget == 0) {
