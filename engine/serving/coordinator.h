@@ -118,6 +118,9 @@ class Coordinator {
   // lowered limit finish, no new one is admitted until the rank is below it.
   void set_max_batch_per_rank(std::int32_t n) { options_.max_batch_per_rank = n; }
   std::int32_t max_batch_per_rank() const { return options_.max_batch_per_rank; }
+  // Chunked prefill's budget (CoordinatorOptions::max_num_batched_tokens) from the next pass on;
+  // a prompt between two chunks goes on from where it is, cut to the new budget (0: whole).
+  void set_max_num_batched_tokens(std::int32_t n) { options_.max_num_batched_tokens = n; }
 
   const RuntimePolicy& policy() const { return policy_; }
   // The policy that will hold once the pending switch (if any) is applied.
