@@ -124,6 +124,7 @@ void register_serve(CLI::App& app) {
                   "Model directory (cpu), or on --backend sim also a config.json or a name from assets/models")
       ->required();
   sub->add_option("--served-model-name", args->served_name, "The model name clients use (default: the directory's name)");
+  args->serve.max_num_batched_tokens = ServeOptions::kServeMaxNumBatchedTokens;  // vLLM's serving default
   args->serve.add_to(*sub, /*layout_required=*/false);
   args->backend.add_to(*sub);
   sub->add_option("--host", args->host, "Address the HTTP API listens on (beyond loopback needs --api-key or --insecure)")

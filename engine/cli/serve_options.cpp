@@ -45,6 +45,10 @@ void ServeOptions::add_to(CLI::App& app, bool layout_required) {
   app.add_flag("--prefix-caching", prefix_caching,
                "Share the KV pages of prompts' common leading tokens between requests on an attention rank "
                "(automatic prefix caching)");
+  app.add_option("--max-num-batched-tokens", max_num_batched_tokens,
+                 "Chunked prefill: rows one pass of an attention rank feeds its first block, decodes first, then "
+                 "prompts cut to what is left (vLLM's max_num_batched_tokens); 0: off, whole prompts (0..16777216)")
+      ->check(CLI::Range(0, 1 << 24))->capture_default_str();
 }
 
 namespace {
@@ -127,6 +131,7 @@ DeploymentOptions ServeOptions::deployment_options(const Layout& loaded, const s
   options.coordinator.max_waiting_requests = max_waiting_requests;
   options.coordinator.max_waiting_tokens = max_waiting_tokens;
   options.coordinator.prefix_caching = prefix_caching;
+  options.coordinator.max_num_batched_tokens = max_num_batched_tokens;
   if (!skew.empty()) {
     options.skew_lambda = take(parse_skew(skew));
     options.skew_seed = seed;

@@ -28,9 +28,15 @@ struct ServeOptions {
   std::int64_t max_waiting_requests = CoordinatorOptions{}.max_waiting_requests;
   std::int64_t max_waiting_tokens = CoordinatorOptions{}.max_waiting_tokens;
   bool prefix_caching = false;
+  // --max-num-batched-tokens (CoordinatorOptions::max_num_batched_tokens): 0, off, unless a
+  // command sets its own default before add_to (serve: kServeMaxNumBatchedTokens).
+  std::int32_t max_num_batched_tokens = 0;
+  // vLLM's API server default (EngineArgs, OPENAI_API_SERVER usage context, GPUs other than
+  // the ≥ 70 GiB ones, which get 8192).
+  static constexpr std::int32_t kServeMaxNumBatchedTokens = 2048;
 
-  // Adds --layout, --policy, --scheduler, --microbatches, --expert-chunks, --lookahead, --decay and the
-  // admission queue's bounds to a command.
+  // Adds --layout, --policy, --scheduler, --microbatches, --expert-chunks, --lookahead, --decay, the
+  // admission queue's bounds, --prefix-caching and --max-num-batched-tokens to a command.
   void add_to(CLI::App& app, bool layout_required);
   // The layout file (refused with the loader's message), with the policy flags applied.
   Layout load(const ModelConfig& config) const;

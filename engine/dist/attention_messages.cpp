@@ -107,6 +107,7 @@ std::string encode(const SequenceOpen& m) {
     w.put<std::int32_t>(b.token);
     w.put<float>(b.bias);
   }
+  w.put<std::int32_t>(m.prompt_length);
   return std::move(w.bytes());
 }
 
@@ -178,6 +179,8 @@ Status decode(ByteReader& r, SequenceOpen& m) {
     if (m.logit_bias[i].token <= m.logit_bias[i - 1].token)
       return Status::Error("logit bias tokens out of order or repeated at token " +
                            std::to_string(m.logit_bias[i].token));
+  SY_RETURN_IF_ERROR(r.get(m.prompt_length));
+  if (m.prompt_length < 0) return Status::Error("prompt length " + std::to_string(m.prompt_length));
   return Status::Ok();
 }
 

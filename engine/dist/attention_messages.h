@@ -25,6 +25,9 @@ struct SequenceOpen {
   // Under a repetition penalty or with prompt log-probabilities only (SequenceContext::prompt).
   std::vector<std::int32_t> prompt;
   std::vector<kernels::TokenBias> logit_bias;
+  // Always (since version 8): the device tells a chunk of the prompt that is not its last, which
+  // samples nothing, from the final one (KvBlockManager::mid_prompt).
+  std::int32_t prompt_length = 0;
   bool operator==(const SequenceOpen&) const = default;
 };
 
@@ -36,7 +39,7 @@ struct SequenceClose {
 
 struct Sampled {
   std::int64_t request = 0;
-  std::int32_t token = 0;
+  std::int32_t token = 0;  // Worker::kNoToken (−1): the pass held a non-final chunk of the prompt
   std::optional<kernels::TokenLogprobs> logprobs;  // only when the request asked
   bool operator==(const Sampled& o) const;
 };

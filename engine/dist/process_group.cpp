@@ -191,7 +191,8 @@ void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const 
                                             std::vector<std::int32_t>(context.block_table, context.block_table + context.pages),
                                             context.sampling,
                                             std::vector<std::int32_t>(context.prompt.begin(), context.prompt.end()),
-                                            std::vector<kernels::TokenBias>(context.logit_bias.begin(), context.logit_bias.end())}));
+                                            std::vector<kernels::TokenBias>(context.logit_bias.begin(), context.logit_bias.end()),
+                                            context.prompt_length}));
 }
 
 void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
@@ -218,7 +219,7 @@ void ProcessGroup::serve_attention() {
           return complain(me, "sequence open",
                           Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
       if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
-      kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt, m.logit_bias);
+      kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt, m.logit_bias, m.prompt_length);
     });
   });
   links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {

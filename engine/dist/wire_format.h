@@ -20,7 +20,7 @@ namespace sy::dist {
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian, as the host");
 
 // Bumped whenever a message's layout changes; ranks of different versions refuse each other.
-inline constexpr std::uint32_t kWireVersion = 7;
+inline constexpr std::uint32_t kWireVersion = 8;
 
 enum class MessageType : std::uint8_t {
   Hello = 1,     // bootstrap: a rank introduces itself to rank 0

@@ -38,7 +38,7 @@ bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> 
 bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
                            std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
+  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, 0, {logit_bias.begin(), logit_bias.end()}};
   // A request that asks for its prompt's log-probabilities computes every position (vLLM v1
   // skips reading the cache for it too); what it writes is still cached for later requests.
   const std::vector<std::int32_t> hits =
@@ -53,6 +53,7 @@ bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const S
     return false;
   }
   if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
+  s.prompt_length = static_cast<std::int32_t>(prompt.size());
   sequences_.emplace(request, std::move(s));
   return true;
 }
@@ -70,9 +71,10 @@ void KvBlockManager::cache_written(std::int64_t request, std::span<const std::in
 }
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
-                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
+                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
+                           std::int32_t prompt_length) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, {logit_bias.begin(), logit_bias.end()}};
+  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, prompt_length, {logit_bias.begin(), logit_bias.end()}};
   s.kv.adopt(std::move(pages));
   if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
   sequences_.emplace(request, std::move(s));
@@ -92,11 +94,17 @@ void KvBlockManager::sampled(std::int64_t request, std::int32_t token) {
   it->second.outputs.push_back(token);
 }
 
+bool KvBlockManager::mid_prompt(std::int64_t request, std::int32_t position) const {
+  const auto it = sequences_.find(request);
+  return it != sequences_.end() && position + 1 < it->second.prompt_length;
+}
+
 SequenceContext KvBlockManager::context(std::int64_t request) const {
   const auto it = sequences_.find(request);
   assert(it != sequences_.end() && "execution of a request that is not admitted");
   const Sequence& s = it->second;
-  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt, s.logit_bias};
+  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt, s.logit_bias,
+                         s.prompt_length};
 }
 
 }  // namespace sy

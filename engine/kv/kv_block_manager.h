@@ -42,7 +42,7 @@ class KvBlockManager {
   // pages (cached_pages) unless it asks for prompt log-probabilities (it computes every
   // position; pass it an empty prompt in the look-ups above); false, with nothing taken, when
   // too few are free. The prompt is kept for a repetition penalty and for prompt
-  // log-probabilities (SequenceContext::prompt).
+  // log-probabilities (SequenceContext::prompt); its length always (SequenceContext::prompt_length).
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
              std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
@@ -58,12 +58,17 @@ class KvBlockManager {
   // handed out (engine/dist sends it ahead of the request's first rows), so that the workers
   // here read it as they read a local one. Mirrored pages are never this allocator's.
   void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
-             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
+             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {},
+             std::int32_t prompt_length = 0);
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request sampled `token` (its worker reports each): kept for its penalties when its
   // sampling has any (SequenceContext::outputs), else ignored.
   void sampled(std::int64_t request, std::int32_t token);
+  // Whether a pass whose last row of `request` is at `position` held a chunk of its prompt
+  // that is not the last (chunked prefill): its sampler draws no token for it. False for a
+  // request not held here or of unknown prompt length.
+  bool mid_prompt(std::int64_t request, std::int32_t position) const;
   // Whether a request sampled so keeps its prompt for its sample executions.
   static bool keeps_prompt(const SamplingSpec& sampling) {
     return sampling.repetition_penalty != 1.0f || sampling.prompt_logprobs >= 0;
@@ -86,6 +91,7 @@ class KvBlockManager {
     std::int32_t cached_positions = 0;
     std::vector<std::int32_t> outputs;  // sampled tokens, when sampling.penalized()
     std::vector<std::int32_t> prompt;   // under a repetition penalty
+    std::int32_t prompt_length = 0;
     std::vector<kernels::TokenBias> logit_bias;
   };
   KvBlockAllocator allocator_;

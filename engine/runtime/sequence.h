@@ -47,6 +47,10 @@ struct SequenceContext {
   std::span<const std::int32_t> outputs;
   std::span<const std::int32_t> prompt;
   std::span<const kernels::TokenBias> logit_bias;  // OpenAI's, added before the penalties
+  // The prompt's length, always (the prompt itself is kept only as said above): a pass whose
+  // last row of the request lies before position prompt_length − 1 holds a chunk of the prompt
+  // that is not its last (chunked prefill) and samples nothing for it. 0: not known.
+  std::int32_t prompt_length = 0;
 };
 
 }  // namespace sy

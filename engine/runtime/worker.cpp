@@ -605,9 +605,16 @@ void Worker::finish(ExecutionTiming timing) {
   if (observer_ && job_.tokens > 0) {
     // A sampler execution computes logits for each sequence's last row alone and samples one
     // token there: its size is the tokens it sampled. A prompt's other rows only pass through,
-    // and counted they made a prefill's sampler span claim its prompt as output tokens.
-    const std::int64_t tokens =
-        job_.kind == LayerKind::Sampler ? static_cast<std::int64_t>(job_.next_tokens.size()) : job_.tokens;
+    // and counted they made a prefill's sampler span claim its prompt as output tokens; a
+    // non-final chunk of a prompt (chunked prefill) samples nothing.
+    std::int64_t tokens = job_.tokens;
+    if (job_.kind == LayerKind::Sampler) {
+      tokens = static_cast<std::int64_t>(job_.next_tokens.size());
+      if (kv_ != nullptr)
+        job_.batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+          if (kv_->mid_prompt(job_.batch.at(first).request, job_.batch.at(first + rows - 1).position)) --tokens;
+        });
+    }
     observer_->on_execution(device_, job_.kind, job_.block, job_.index, group, tokens, timing.start_ns, timing.end_ns);
   }
   switch (job_.kind) {
@@ -891,10 +898,17 @@ void Worker::dispatch_sampler() {
     for (const PromptLogprobs& p : job_.prompt_logprobs) hooks_.on_prompt_logprobs(p);
   job_.prompt_logprobs.clear();
   std::size_t i = 0;
-  job_.batch.for_each_request([&](std::int64_t first, std::int64_t) {
+  job_.batch.for_each_request([&](std::int64_t first, std::int64_t rows) {
+    const std::int64_t request = job_.batch.at(first).request;
+    // A chunk of a prompt that is not its last draws no token: the executor's draw from its
+    // last row is no output (it would enter the penalties' list and the stream).
+    if (kv_ != nullptr && kv_->mid_prompt(request, job_.batch.at(first + rows - 1).position)) {
+      hooks_.on_sampled(request, kNoToken, nullptr);
+      ++i;
+      return;
+    }
     const kernels::TokenLogprobs* lp =
         i < job_.next_logprobs.size() && job_.next_logprobs[i].token >= 0 ? &job_.next_logprobs[i] : nullptr;
-    const std::int64_t request = job_.batch.at(first).request;
     if (kv_ != nullptr) kv_->sampled(request, job_.next_tokens[i]);  // before the hook: it may release
     hooks_.on_sampled(request, job_.next_tokens[i], lp);
     ++i;

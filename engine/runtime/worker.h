@@ -33,8 +33,12 @@ namespace sy {
 class Worker {
  public:
   // Calls into the coordinator when the sampler of this device's attention rank has run.
+  static constexpr std::int32_t kNoToken = -1;
   struct Hooks {
-    // logprobs: null unless the request asked for them (SamplingSpec::logprobs).
+    // logprobs: null unless the request asked for them (SamplingSpec::logprobs). token is
+    // kNoToken when the execution held a chunk of the request's prompt that is not its last
+    // (chunked prefill, KvBlockManager::mid_prompt): nothing was drawn or recorded for it, and
+    // the coordinator feeds it its next chunk.
     std::function<void(std::int64_t request, std::int32_t token, const kernels::TokenLogprobs* logprobs)> on_sampled;
     // The log-probabilities of prompt tokens that a sample execution scored for a request that
     // asked (SamplingSpec::prompt_logprobs), one call per request and execution, before that

@@ -119,7 +119,7 @@ const std::vector<std::string>& ControlCommands::names() {
   static const std::vector<std::string> kNames = {
       "get_state",        "set_policy",    "set_microbatches", "move_expert", "replicate_expert", "set_placement",
       "pause",            "resume",        "record_start",     "record_stop", "record_dump", "set_workload",
-      "plan",             "apply_plan",    "rebalance",        "set_rebalance"};
+      "plan",             "apply_plan",    "rebalance",        "set_rebalance",    "set_max_num_batched_tokens"};
   return kNames;
 }
 
@@ -161,6 +161,7 @@ void ControlCommands::handle(const json& c, Reply reply) {
   if (cmd == "apply_plan") return apply_plan(c, reply);
   if (cmd == "rebalance") return rebalance(c, reply);
   if (cmd == "set_rebalance") return set_rebalance(c, reply);
+  if (cmd == "set_max_num_batched_tokens") return set_max_num_batched_tokens(c, reply);
   std::string known;
   for (const auto& n : names()) known += (known.empty() ? "" : ", ") + n;
   reply({{"ok", false}, {"error", "unknown command '" + cmd + "' (known: " + known + ")"}});
@@ -343,6 +344,17 @@ void ControlCommands::set_admission(const json& c, const Reply& reply, bool paus
   const bool was = co.admission_paused();
   co.set_admission_paused(paused);
   succeed(c, reply, {{"admission_paused", was}}, {{"admission_paused", paused}});
+}
+
+void ControlCommands::set_max_num_batched_tokens(const json& c, const Reply& reply) {
+  if (Status s = only_keys(c, {"n"}); !s.ok()) return fail(c, reply, s.message());
+  auto n = int_field(c, "n", 0, 1 << 24);
+  if (!n.ok()) return fail(c, reply, n.status().message());
+  // The budget only shapes passes still to come: it needs no safe point.
+  Coordinator& co = d_.coordinator();
+  const std::int32_t was = co.options().max_num_batched_tokens;
+  co.set_max_num_batched_tokens(*n);
+  succeed(c, reply, {{"max_num_batched_tokens", was}}, {{"max_num_batched_tokens", *n}});
 }
 
 void ControlCommands::record_start(const json& c, const Reply& reply) {

@@ -57,6 +57,7 @@ class ControlCommands {
   void move_expert(const nlohmann::json& c, const Reply& reply, bool replicate);
   void set_placement(const nlohmann::json& c, const Reply& reply);
   void set_admission(const nlohmann::json& c, const Reply& reply, bool paused);
+  void set_max_num_batched_tokens(const nlohmann::json& c, const Reply& reply);
   void record_start(const nlohmann::json& c, const Reply& reply);
   void record_stop(const nlohmann::json& c, const Reply& reply);
   void record_start_ring(const nlohmann::json& c, const Reply& reply);

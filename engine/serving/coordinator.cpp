@@ -397,6 +397,8 @@ bool Coordinator::admit_one(std::int32_t slot) {
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
   r.cached_positions = cluster_->kv(best).cached_positions(idx);
+  r.prefilled = r.cached_positions;
+  r.admitted_seq = admissions_++;
   if (options_.prefix_caching) {
     prefix_queries_ += static_cast<std::int64_t>(prompt.size());
     prefix_hits_ += r.cached_positions;
@@ -425,8 +427,8 @@ void Coordinator::admit_async() {
   }
 }
 
-void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
-  const RequestRecord& r = record(idx);
+std::int32_t Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx, std::int32_t prompt_rows) {
+  RequestRecord& r = record(idx);
   const auto prompt = static_cast<std::int32_t>(r.spec.prompt.size());
   out.columns = kAttentionColumns | kColumnToken;  // block 0's rows: the token to embed
   auto row = [&](std::int32_t token, std::int32_t position) {
@@ -434,11 +436,53 @@ void Coordinator::append_next_rows(TokenBatch& out, std::int64_t idx) const {
   };
   if (r.output.empty() && options_.skip_prefill && prompt > 0) {
     row(r.spec.prompt.back(), prompt - 1);
-  } else if (r.output.empty()) {
-    // Positions a prefix cache supplied are not computed again.
-    for (std::int32_t i = r.cached_positions; i < prompt; ++i) row(r.spec.prompt[static_cast<std::size_t>(i)], i);
-  } else {
-    row(r.output.back(), prompt + static_cast<std::int32_t>(r.output.size()) - 1);
+    return 1;
+  }
+  if (r.output.empty()) {
+    // Positions a prefix cache supplied, or an earlier chunk fed, are not computed again.
+    const std::int32_t end = prompt_rows < 0 ? prompt : std::min(prompt, r.prefilled + prompt_rows);
+    const std::int32_t from = r.prefilled;
+    for (std::int32_t i = from; i < end; ++i) row(r.spec.prompt[static_cast<std::size_t>(i)], i);
+    r.prefilled = std::max(r.prefilled, end);
+    return std::max(0, end - from);
+  }
+  row(r.output.back(), prompt + static_cast<std::int32_t>(r.output.size()) - 1);
+  return 1;
+}
+
+bool Coordinator::prefilling(const RequestRecord& r) const {
+  return r.output.empty() && !options_.skip_prefill && r.prefilled < static_cast<std::int32_t>(r.spec.prompt.size());
+}
+
+void Coordinator::fill_pass(TokenBatch& out, const std::vector<std::int64_t>& requests,
+                            std::vector<std::int64_t>& left_out) {
+  const std::int64_t budget = options_.max_num_batched_tokens;
+  if (budget <= 0) {
+    for (std::int64_t idx : requests) append_next_rows(out, idx);
+    return;
+  }
+  // vLLM v1's order: the running decodes first (one row each), then the prompts.
+  std::int64_t used = 0;
+  std::vector<std::int64_t> prompts;
+  for (std::int64_t idx : requests) {
+    if (prefilling(record(idx))) {
+      prompts.push_back(idx);
+    } else {
+      used += append_next_rows(out, idx);
+    }
+  }
+  std::stable_sort(prompts.begin(), prompts.end(),
+                   [&](std::int64_t a, std::int64_t b) { return record(a).admitted_seq < record(b).admitted_seq; });
+  bool chunked = false;
+  for (std::int64_t idx : prompts) {
+    const std::int64_t left = budget - used;
+    if (left <= 0 && chunked) {
+      left_out.push_back(idx);
+      continue;
+    }
+    // Decodes that fill the budget still leave the oldest prompt one row: it never starves.
+    used += append_next_rows(out, idx, static_cast<std::int32_t>(std::max<std::int64_t>(left, 1)));
+    chunked = true;
   }
 }
 
@@ -446,16 +490,31 @@ void Coordinator::inject_soon(std::int64_t idx) {
   // Every request sampled or admitted at one instant enters block 0 in one batch per rank.
   const std::int32_t rank = record(idx).rank;
   if (pending_injection_.empty()) pending_injection_.resize(static_cast<std::size_t>(cluster_->topology().num_ranks()));
-  append_next_rows(pending_injection_[static_cast<std::size_t>(rank)], idx);
+  pending_injection_[static_cast<std::size_t>(rank)].push_back(idx);
   if (injection_posted_) return;
   injection_posted_ = true;
   loop_.post_now([this] {
     injection_posted_ = false;
     for (std::int32_t r = 0; r < static_cast<std::int32_t>(pending_injection_.size()); ++r) {
-      TokenBatch& rows = pending_injection_[static_cast<std::size_t>(r)];
+      std::vector<std::int64_t> requests;
+      requests.swap(pending_injection_[static_cast<std::size_t>(r)]);
+      // A request that failed meanwhile (fail() may have dropped its record) feeds nothing.
+      std::erase_if(requests, [&](std::int64_t i) {
+        return i < first_request_ || record(i).state != RequestState::Running;
+      });
+      if (requests.empty()) continue;
+      TokenBatch rows;
+      std::vector<std::int64_t> left_out;
+      fill_pass(rows, requests, left_out);
+      // What the budget left out enters with the rank's next pass, which this one's sampling
+      // starts (release_wave): it holds a row of a prompt at least.
+      for (std::int64_t later : left_out) {
+        held_[static_cast<std::size_t>(r)].push_back(later);
+        ++held_count_[static_cast<std::size_t>(r)];
+      }
       if (rows.empty()) continue;
+      if (observer_) observer_->on_pass(r, rows.row);
       cluster_->inject(r, -1, std::move(rows));
-      rows = TokenBatch{};
     }
   });
 }
@@ -488,10 +547,18 @@ void Coordinator::start_slot(std::int32_t s) {
   slot.ranks_done = 0;
   group_slot_[slot.group] = s;
   const std::int32_t ranks = cluster_->topology().num_ranks();
+  std::vector<std::vector<std::int64_t>> members(static_cast<std::size_t>(ranks));
+  for (std::int64_t idx : slot.members) members[static_cast<std::size_t>(record(idx).rank)].push_back(idx);
   std::vector<TokenBatch> per_rank(static_cast<std::size_t>(ranks));
-  for (std::int64_t idx : slot.members) append_next_rows(per_rank[static_cast<std::size_t>(record(idx).rank)], idx);
+  // A prompt the budget leaves out stays a member: the micro-batch's next iteration feeds it.
+  std::vector<std::int64_t> left_out;
+  for (std::int32_t rank = 0; rank < ranks; ++rank)
+    fill_pass(per_rank[static_cast<std::size_t>(rank)], members[static_cast<std::size_t>(rank)], left_out);
   // Every rank takes part in every micro-batch, even with no tokens: the barrier counts it.
-  for (std::int32_t rank = 0; rank < ranks; ++rank) cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
+  for (std::int32_t rank = 0; rank < ranks; ++rank) {
+    if (observer_ && !per_rank[rank].empty()) observer_->on_pass(rank, per_rank[rank].row);
+    cluster_->inject(rank, slot.group, std::move(per_rank[rank]));
+  }
 }
 
 void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels::TokenLogprobs* logprobs) {
@@ -500,6 +567,9 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
   FinishReason reason = FinishReason::None;
   if (r.cancel) {
     reason = FinishReason::Cancelled;  // nobody wants the token any more
+  } else if (token == Worker::kNoToken) {
+    // A chunk of the prompt that is not its last is written: the next chunk follows like a
+    // next token would (its KV is complete only after the last chunk, so nothing is cached yet).
   } else {
     // The prompt's KV is written in every layer once its first token is out: later prompts may share it.
     if (r.output.empty() && options_.prefix_caching) cluster_->kv(r.rank).cache_written(idx, r.spec.prompt);

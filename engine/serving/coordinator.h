@@ -1,6 +1,7 @@
 // The coordinator: admission with continuous batching, DP-rank assignment by most free KV
 // pages, capacity limits (queue or reject, never crash), iteration control for grouped
-// policies, and policy switches applied at a safe point with no token lost or duplicated.
+// policies, chunked prefill under a per-pass token budget, and policy switches applied at a
+// safe point with no token lost or duplicated.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,13 @@ struct CoordinatorOptions {
   // pages another prompt wrote on the same attention rank shares them and computes only the
   // rest; admission prefers the rank holding the longest such prefix.
   bool prefix_caching = false;
+  // Chunked prefill (vLLM's max_num_batched_tokens): the rows one pass of an attention rank
+  // feeds block 0 (a micro-batch's iteration under sync, pingpong and findep; an injection under
+  // async). Decode rows go first, then the prompts still being fed, oldest admission first, the
+  // last cut to what is left; the rest of a prompt follows in the rank's next pass. Whatever the
+  // decodes leave, the oldest prompt still advances by one row, so no prompt starves. 0: off,
+  // every prompt in one pass.
+  std::int32_t max_num_batched_tokens = 0;
 };
 
 enum class RequestState : std::uint8_t { Pending, Waiting, Running, Finished, Rejected };
@@ -59,6 +67,9 @@ struct RequestRecord {
   FinishReason finish_reason = FinishReason::None;
   std::int64_t last_token_ns = -1;  // the adaptive policy measures inter-token gaps
   std::int32_t cached_positions = 0;  // prompt positions whose KV a prefix cache supplied
+  // Prompt positions fed to block 0 so far (written, or in flight): the next chunk starts here.
+  std::int32_t prefilled = 0;
+  std::int64_t admitted_seq = 0;  // admission order: chunked prefill serves prompts first come, first served
 };
 
 class Coordinator {
@@ -107,6 +118,9 @@ class Coordinator {
   // lowered limit finish, no new one is admitted until the rank is below it.
   void set_max_batch_per_rank(std::int32_t n) { options_.max_batch_per_rank = n; }
   std::int32_t max_batch_per_rank() const { return options_.max_batch_per_rank; }
+  // Chunked prefill's budget (CoordinatorOptions::max_num_batched_tokens) from the next pass on;
+  // a prompt between two chunks goes on from where it is, cut to the new budget (0: whole).
+  void set_max_num_batched_tokens(std::int32_t n) { options_.max_num_batched_tokens = n; }
 
   const RuntimePolicy& policy() const { return policy_; }
   // The policy that will hold once the pending switch (if any) is applied.
@@ -182,9 +196,16 @@ class Coordinator {
   void admit_async();
   void start_slot(std::int32_t slot);
   void start_idle_slots();
-  // Appends the rows request `idx` feeds block 0 next: its prompt (or, decode-only, its last
-  // prompt token), else its last output token.
-  void append_next_rows(TokenBatch& out, std::int64_t idx) const;
+  // Appends the rows request `idx` feeds block 0 next: the rest of its prompt, at most
+  // `prompt_rows` of it when ≥ 0 (or, decode-only, its last prompt token), else its last output
+  // token. Returns how many.
+  std::int32_t append_next_rows(TokenBatch& out, std::int64_t idx, std::int32_t prompt_rows = -1);
+  // Whether the request's next rows are a chunk of its prompt.
+  bool prefilling(const RequestRecord& r) const;
+  // One rank's pass from `requests` (all of that rank, none with rows in flight) under
+  // max_num_batched_tokens: the decode rows, then the prompts oldest admission first, the last
+  // cut to the budget; those left out go to `left_out`. Off, everything in the order given.
+  void fill_pass(TokenBatch& out, const std::vector<std::int64_t>& requests, std::vector<std::int64_t>& left_out);
   // Async: queues the request's next rows for its rank; one injection per rank and instant.
   void inject_soon(std::int64_t idx);
   void finish(std::int64_t idx, FinishReason reason);
@@ -245,7 +266,9 @@ class Coordinator {
   std::int64_t waiting_tokens_ = 0;  // prompt tokens of the waiting requests
   std::int64_t rejected_queue_full_ = 0;
   std::vector<std::int32_t> running_per_rank_;
-  std::vector<TokenBatch> pending_injection_;  // per rank, until the posted injection runs
+  // Async: per rank, the requests whose next rows enter block 0 with the posted injection.
+  std::vector<std::vector<std::int64_t>> pending_injection_;
+  std::int64_t admissions_ = 0;  // RequestRecord::admitted_seq
   bool injection_posted_ = false;
   std::vector<std::int64_t> parked_;  // async, while switching: sampled and held at the safe point
   std::vector<Slot> slots_;
@@ -261,7 +284,9 @@ class Coordinator {
   std::int64_t open_ = 0;  // arrived, neither finished nor rejected
   std::int64_t switches_ = 0;
   std::int64_t placement_changes_ = 0;
-  std::vector<std::vector<std::int64_t>> held_;  // async: per rank, admitted and waiting for its wave
+  // Async: per rank, admitted and waiting for its wave, or a prompt the last pass's budget
+  // left out (chunked prefill): both enter block 0 with the rank's next pass.
+  std::vector<std::vector<std::int64_t>> held_;
   std::vector<std::int64_t> held_count_;          // held_[rank].size(), kept while held_ is swapped out
   // Adaptive policy.
   // Thresholds set: the band chooser; otherwise the online tuner (adaptive_tuner.h).

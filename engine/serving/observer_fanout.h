@@ -66,6 +66,9 @@ class ObserverFanout final : public RuntimeObserver, public RequestObserver {
   void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) override {
     for (auto* o : requests_) o->on_prompt_logprobs(id, logprobs);
   }
+  void on_pass(std::int32_t rank, std::span<const TokenRow> rows) override {
+    for (auto* o : requests_) o->on_pass(rank, rows);
+  }
 
  private:
   // Out of line, so that the sole observer's path above needs no frame of its own.

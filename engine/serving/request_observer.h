@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "engine/runtime/prompt_logprobs.h"
+#include "engine/runtime/token_batch.h"
 #include "kernels/cpu/logprobs.h"
 
 namespace sy {
@@ -44,6 +46,9 @@ class RequestObserver {
   // them (SamplingSpec::prompt_logprobs), before the Token update of the same execution; valid
   // during the call. logprobs.request is the engine's index of the request, not `id`.
   virtual void on_prompt_logprobs(std::int64_t /*id*/, const PromptLogprobs& /*logprobs*/) {}
+  // A pass of attention rank `rank` enters block 0: its rows, decodes and prompt chunks
+  // (CoordinatorOptions::max_num_batched_tokens bounds them), valid during the call.
+  virtual void on_pass(std::int32_t /*rank*/, std::span<const TokenRow> /*rows*/) {}
 };
 
 }  // namespace sy

@@ -247,6 +247,24 @@ TEST_F(Cli, BenchReportsWhatThePrefixCacheServed) {
   EXPECT_NE(bad.output.find("--shared-prefix"), std::string::npos) << bad.output;
 }
 
+// Chunked prefill on the simulated cluster: under sync a decode no longer waits for a whole
+// 4000-token prompt, so the slowest inter-token gaps shrink (README, "Chunked prefill"); a
+// negative budget is refused naming the flag.
+TEST_F(Cli, BenchChunkedPrefillShortensTheSlowestGapsUnderSync) {
+  const std::string base = "bench --backend sim --model mixtral-8x7b --layout disaggregated:4+4 --workload short"
+                           " --rate 8 --duration 2 --shared-prefix 4000 --policy sync --json";
+  CliRun whole = switchyard(base);
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  CliRun chunked = switchyard(base + " --max-num-batched-tokens 512");
+  ASSERT_EQ(chunked.exit_code, 0) << chunked.output;
+  const auto a = nlohmann::json::parse(whole.output), b = nlohmann::json::parse(chunked.output);
+  EXPECT_EQ(a.at("itl_ms").at("count"), b.at("itl_ms").at("count")) << "the same tokens came out";
+  EXPECT_LT(b.at("itl_ms").at("p99").get<double>() * 2, a.at("itl_ms").at("p99").get<double>());
+  CliRun bad = switchyard(base + " --max-num-batched-tokens -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("--max-num-batched-tokens"), std::string::npos) << bad.output;
+}
+
 // A replay that meets tokens its trace lacks routes them otherwise: the run says how many.
 TEST_F(Cli, BenchSaysHowManyRoutedTokensTheTraceLacked) {
   // mixtral-8x7b's shape; one record, token 0 of request 0 in block 0: every other routing misses.

@@ -212,9 +212,10 @@ struct Ended {
 };
 
 // The sample execution scores the rows it is given: a prompt whose rows come in chunks (a
-// chunked prefill) gets, chunk by chunk, the numbers it gets whole. The coordinator sends a
-// prompt whole today; the executor's contract (Executor::sample) is per chunk, tested here on
-// the final hidden rows directly (random ones: lm_head is all a sample execution applies).
+// chunked prefill) gets, chunk by chunk, the numbers it gets whole. The coordinator cuts prompts
+// under --max-num-batched-tokens (tests/serving/test_chunked_prefill.cpp); the executor's
+// contract (Executor::sample) is per chunk, tested here on the final hidden rows directly
+// (random ones: lm_head is all a sample execution applies).
 TEST(PromptLogprobsChunks, AChunkedPromptScoresAsAWholeOne) {
   auto w = ModelWeights::load(kData / "mixtral-f32");
   ASSERT_TRUE(w.ok()) << w.status().message();

@@ -247,6 +247,34 @@ TEST_F(MultiProcess, PrefixCachingWithRemoteAttentionMatchesOneProcess) {
   }
 }
 
+// Chunked prefill with the attention devices in other processes: they tell a prompt's non-final
+// chunks from SequenceOpen's prompt length and send token -1 back for them (docs/wire-format.md),
+// and rank 0 feeds the next chunk. The 41-to-46-token prompts in chunks of at most 16 rows (7:
+// below the decodes' share at times) give the tokens of whole prompts in one process, with and
+// without prefix caching.
+TEST_F(MultiProcess, ChunkedPrefillWithRemoteAttentionMatchesOneProcess) {
+  const std::string layout = (root_ / "remote-attention-batch2.toml").string();
+  const auto run = [&](const std::string& launcher, const std::string& extra, const fs::path& out) {
+    fs::remove(out);
+    const ShellRun r = shell(launcher + bin_ + " generate --model " + (root_ / "model").string() + " --layout " + layout +
+                             " --prompts " + (root_ / "shared-prefix.jsonl").string() + " --ignore-eos --out " +
+                             out.string() + " " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read_file(out);
+  };
+  for (const char* policy : {"async", "pingpong", "sync"}) {
+    SCOPED_TRACE(policy);
+    const std::string plain = run("", std::string("--policy ") + policy, root_ / "plain.jsonl");
+    ASSERT_FALSE(plain.empty());
+    for (const char* chunking : {"--max-num-batched-tokens 16", "--max-num-batched-tokens 7 --prefix-caching"}) {
+      SCOPED_TRACE(chunking);
+      const std::string extra = std::string("--policy ") + policy + " " + chunking;
+      EXPECT_EQ(run("", extra, root_ / "one.jsonl"), plain);
+      EXPECT_EQ(run(mpirun(3, free_port()), extra, root_ / "many.jsonl"), plain);
+    }
+  }
+}
+
 // AMoE's deployment over two nodes: an attention device and its share of the experts on each
 // rank (the colocated layout, split evenly).
 TEST_F(MultiProcess, ColocatedLayoutSplitsOverTwoRanks) {

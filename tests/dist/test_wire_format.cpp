@@ -491,7 +491,7 @@ Status decode_body(const std::string& bytes, M& out) {
 
 TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3, 0.05f, -0.5f, 1.25f, 1.1f}, {9, 8, 9},
-                          {{4, -100.0f}, {11, 2.5f}}};
+                          {{4, -100.0f}, {11, 2.5f}}, 3};
   SequenceOpen open_back;
   const std::string open_bytes = encode(open);
   EXPECT_EQ(static_cast<MessageType>(open_bytes[0]), MessageType::SequenceOpen);
@@ -503,7 +503,8 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   EXPECT_EQ(close_back, (SequenceClose{2, 9}));
 
   kernels::TokenLogprobs lp{17, -0.25f, {{17, -0.25f}, {3, -1.5f}}};
-  for (const Sampled& m : {Sampled{42, 17, std::nullopt}, Sampled{42, 17, lp}}) {
+  // Token −1: a chunk of the prompt that is not its last passed the sampler (chunked prefill).
+  for (const Sampled& m : {Sampled{42, 17, std::nullopt}, Sampled{42, 17, lp}, Sampled{42, -1, std::nullopt}}) {
     Sampled back;
     ASSERT_TRUE(decode_body(encode(m), back).ok());
     EXPECT_EQ(back, m);
@@ -515,7 +516,7 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   // A request scoring its prompt: the setting travels with its sampling, its prompt with it.
   SamplingSpec scoring;
   scoring.prompt_logprobs = 5;
-  const SequenceOpen scored{0, 7, {1}, scoring, {3, 4, 5}, {}};
+  const SequenceOpen scored{0, 7, {1}, scoring, {3, 4, 5}, {}, 3};
   SequenceOpen scored_back;
   ASSERT_TRUE(decode_body(encode(scored), scored_back).ok());
   EXPECT_EQ(scored_back, scored);
@@ -544,32 +545,33 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   EXPECT_FALSE(decode_body(truncated, prompt_back).ok());
   SamplingSpec too_many;
   too_many.prompt_logprobs = 21;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {1}, too_many, {}, {}}), open_back).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {1}, too_many, {}, {}, 0}), open_back).ok());
 }
 
 TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   SequenceOpen open;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}, {}}), open).ok());  // a negative page
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}, {}, 0}), open).ok());  // a negative page
   SamplingSpec nan_temperature;
   nan_temperature.temperature = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}, {}, 0}), open).ok());
   SamplingSpec many;
   many.logprobs = kernels::kMaxTopLogprobs + 1;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}, {}, 0}), open).ok());
   SamplingSpec beyond;
   beyond.frequency_penalty = 2.5f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
   beyond = {};
   beyond.min_p = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
   beyond = {};
   beyond.repetition_penalty = 0.0f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}}), open).ok());
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}}), open).ok());  // a negative prompt token
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}}), open).ok());  // beyond ±100
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}}), open).ok());
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{5, 3.0f}, {5, 4.0f}}}), open).ok());  // twice
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{6, 3.0f}, {5, 4.0f}}}), open).ok());  // unsorted
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}, 0}), open).ok());  // a negative prompt token
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}, 0}), open).ok());  // beyond ±100
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{5, 3.0f}, {5, 4.0f}}, 0}), open).ok());  // twice
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{6, 3.0f}, {5, 4.0f}}, 0}), open).ok());  // unsorted
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {}, -1}), open).ok());  // a negative prompt length
 
   kernels::TokenLogprobs lp{1, -0.5f, {}};
   lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});
@@ -579,7 +581,7 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   EXPECT_NE(too_many.message().find("at most 20"), std::string::npos) << too_many.message();
 
   // Every proper prefix of a message is truncated.
-  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}});
+  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}, 0});
   for (std::size_t n = 1; n < bytes.size(); ++n) {
     SequenceOpen cut;
     EXPECT_FALSE(decode_body(bytes.substr(0, n), cut).ok()) << n;

@@ -468,6 +468,8 @@ TEST_F(ControlCommandsTest, BadArgumentsAreRefusedAndChangeNothing) {
       {{{"cmd", "record_dump"}}, "no flight recorder is running"},
       {{{"cmd", "set_workload"}, {"rate", 10}}, "not generated live"},
       {{{"cmd", "pause"}, {"now", true}}, "unknown field 'now'"},
+      {{{"cmd", "set_max_num_batched_tokens"}, {"n", -1}}, "'n' must be in [0, 16777216]"},
+      {{{"cmd", "set_max_num_batched_tokens"}}, "missing field 'n'"},
       {{{"cmd", "reboot"}}, "unknown command 'reboot'"},
       {{{"cmd", 5}}, "string field \"cmd\""},
   };
@@ -556,6 +558,38 @@ TEST_F(ControlCommandsTest, PauseHoldsNewRequestsUntilResume) {
   EXPECT_TRUE(checked);
   EXPECT_EQ(replies_["pause"]["new"]["admission_paused"], true);
   EXPECT_EQ(replies_["resume"]["old"]["admission_paused"], true);
+}
+
+// Chunked prefill's budget set live: the passes after it keep it (decodes beyond it bring one
+// prompt row at most), the ones before did not, and every request gets all its tokens.
+TEST_F(ControlCommandsTest, SetMaxNumBatchedTokensBoundsThePassesFromThenOn) {
+  struct Passes final : RequestObserver {
+    explicit Passes(const Coordinator& co) : co_(co) {}
+    void on_request(const RequestUpdate&) override {}
+    void on_pass(std::int32_t, std::span<const TokenRow> rows) override {
+      const auto n = static_cast<std::int64_t>(rows.size());
+      if (co_.options().max_num_batched_tokens == 0) {
+        most_before = std::max(most_before, n);
+        return;
+      }
+      std::int64_t decodes = 0;
+      for (const TokenRow& r : rows)
+        if (r.position >= static_cast<std::int32_t>(co_.requests()[static_cast<std::size_t>(r.request - co_.first_request())].spec.prompt.size()))
+          ++decodes;
+      EXPECT_LE(n, std::max<std::int64_t>(8, decodes + 1));
+      ++after;
+    }
+    const Coordinator& co_;
+    std::int64_t most_before = 0, after = 0;
+  } passes(deployment_->coordinator());
+  deployment_->observers().add(nullptr, &passes);
+  at(50'000'000, "chunk", {{"cmd", "set_max_num_batched_tokens"}, {"n", 8}});
+  run_and_check_every_token();
+  deployment_->observers().remove(nullptr, &passes);
+  EXPECT_EQ(replies_["chunk"]["old"]["max_num_batched_tokens"], 0) << replies_["chunk"].dump();
+  EXPECT_EQ(replies_["chunk"]["new"]["max_num_batched_tokens"], 8);
+  EXPECT_GT(passes.most_before, 8) << "the passes before the command were not cut";
+  EXPECT_GT(passes.after, 0);
 }
 
 TEST_F(ControlCommandsTest, ChangesAreEchoedOnTheControlTopic) {
