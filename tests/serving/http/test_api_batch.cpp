@@ -156,7 +156,12 @@ TEST_F(ApiBatchTest, StreamedIsTheWholeAnswer) {
   for (const auto& [index, choice] : streamed) {
     const json& w = whole["choices"][static_cast<std::size_t>(index)];
     EXPECT_EQ(choice["token_ids"], w["token_ids"]) << "choice " << index;
-    EXPECT_EQ(choice["token_logprobs"], w["logprobs"]["token_logprobs"]) << "choice " << index;
+    // The two answers ran in different batches on the wall clock, and the cpu kernels' sums over
+    // a batch may round differently in the last digits: the same numbers, not the same bits.
+    const json& lp = w["logprobs"]["token_logprobs"];
+    ASSERT_EQ(choice["token_logprobs"].size(), lp.size()) << "choice " << index;
+    for (std::size_t k = 0; k < lp.size(); ++k)
+      EXPECT_NEAR(choice["token_logprobs"][k].get<double>(), lp[k].get<double>(), 1e-4) << "choice " << index << " token " << k;
     EXPECT_EQ(choice["finish_reason"], w["finish_reason"]);
     EXPECT_EQ(choice["finishes"], 1);
   }
