@@ -226,6 +226,21 @@ TEST_P(CudaBackend, LivePolicySwitchesMidRunKeepTheTokens) {
   EXPECT_GE(d.coordinator().policy_switches(), 1) << "no switch happened while requests were served";
 }
 
+// Chunked prefill (--max-num-batched-tokens): prompts reach the executor a few rows at a time,
+// each chunk's attention reading the earlier chunks' KV from the paged cache, and the tokens must
+// be the reference's as when each prompt comes whole.
+TEST_P(CudaBackend, ChunkedPrefillGivesTheReferenceTokens) {
+  const Topology topology = Topology::disaggregated(weights_->config(), 2, 2);
+  for (const auto& [name, policy] : {std::pair<std::string, RuntimePolicy>{"async", policy_of(PolicyKind::Async)},
+                                     {"sync", policy_of(PolicyKind::Sync)}}) {
+    DeploymentOptions o = options(policy);
+    o.coordinator.max_num_batched_tokens = 5;
+    auto d = CudaDeployment::create(weights_, topology, o, cuda());
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    expect_reference_outputs(**d, name + " with max_num_batched_tokens 5");
+  }
+}
+
 // Penalties, logit bias, min-p and drawn tokens through the executor's sampler (penalize_cuda
 // and the sampler's parameters), which the greedy tests above never reach: each request is
 // compared with the reference under the same seed and settings, with the GPU's roundings.
