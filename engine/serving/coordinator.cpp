@@ -594,7 +594,13 @@ void Coordinator::on_sampled(std::int64_t idx, std::int32_t token, const kernels
     // this prompt and this answer): the prompt and every output fed back (all but the last).
     if (options_.prefix_caching) {
       std::vector<std::int32_t> written = r.spec.prompt;
-      if (!r.output.empty()) written.insert(written.end(), r.output.begin(), r.output.end() - 1);
+      if (!r.output.empty()) {
+        written.insert(written.end(), r.output.begin(), r.output.end() - 1);
+      } else if (!options_.skip_prefill) {
+        // Cancelled between two chunks of its prompt: only what was fed is written (nothing is in
+        // flight here), and pages past it hold no KV that a later prompt may take.
+        written.resize(std::min(written.size(), static_cast<std::size_t>(r.prefilled)));
+      }
       cluster_->kv(rank).cache_written(idx, written);
     }
     finish(idx, reason);

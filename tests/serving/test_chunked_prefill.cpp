@@ -350,6 +350,45 @@ TEST_F(ChunkedPrefill, CancelMidPrefillFreesItsPages) {
   }
 }
 
+// With prefix caching, a prompt cancelled between two chunks caches only the pages it wrote: the
+// same prompt arriving later takes no more than was fed and gets the reference's tokens (before
+// the fix its whole prompt was cached, unwritten pages and all, and the retry answered garbage).
+TEST_F(ChunkedPrefill, CancelMidPrefillCachesOnlyWhatWasWritten) {
+  std::vector<RequestSpec> reqs = requests(2, 5);
+  std::mt19937_64 rng(99);
+  std::vector<std::int32_t> prompt(60);
+  for (auto& t : prompt) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(weights_->config().vocab_size));
+  reqs[0].prompt = prompt;
+  reqs[0].arrival_ns = 0;
+  reqs[1].prompt = prompt;  // the retry, long after
+  reqs[1].arrival_ns = 50'000'000;
+  const auto expected = reference(reqs);
+  for (const NamedPolicy& p : policies()) {
+    DeploymentOptions o = options(p.policy, 4);
+    o.coordinator.prefix_caching = true;
+    CpuDeployment d(weights_, Topology::colocated(weights_->config(), 1), o);
+    d.submit(reqs);
+    Coordinator& co = d.coordinator();
+    bool cancelled = false;
+    std::function<void()> probe = [&] {
+      const RequestRecord& r = co.requests()[0];
+      if (!cancelled && r.state == RequestState::Running && r.prefilled > 8) {
+        EXPECT_TRUE(co.cancel(0));
+        cancelled = true;
+      }
+      if (!co.done()) d.loop().post(d.loop().now() + 1'000, probe);
+    };
+    d.loop().post(0, probe);
+    d.run();
+    ASSERT_TRUE(cancelled) << p.name;
+    EXPECT_EQ(co.requests()[0].finish_reason, FinishReason::Cancelled) << p.name;
+    EXPECT_LT(co.requests()[0].prefilled, 60) << p.name;
+    EXPECT_LE(co.requests()[1].cached_positions, co.requests()[0].prefilled) << p.name << ": cached more than was written";
+    EXPECT_EQ(co.requests()[1].output, expected[1]) << p.name;
+    EXPECT_EQ(co.kv_pages_used(), 0) << p.name;
+  }
+}
+
 // Policy switches applied while prompts are between chunks (async -> pingpong -> sync -> async):
 // no token lost or duplicated, each the reference's.
 TEST_F(ChunkedPrefill, PolicySwitchesMidPrefillLoseNothing) {
