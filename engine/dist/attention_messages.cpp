@@ -192,6 +192,8 @@ Status decode(ByteReader& r, SequenceClose& m) {
 Status decode(ByteReader& r, Sampled& m) {
   SY_RETURN_IF_ERROR(r.get(m.request));
   SY_RETURN_IF_ERROR(r.get(m.token));
+  // −1 is Worker::kNoToken; the vocabulary's bound is the receiver's to check (it knows the model).
+  if (m.token < -1) return Status::Error("sampled token " + std::to_string(m.token));
   std::uint8_t has = 0;
   SY_RETURN_IF_ERROR(r.get(has));
   m.logprobs.reset();
@@ -199,6 +201,7 @@ Status decode(ByteReader& r, Sampled& m) {
   if (!has) return Status::Ok();
   kernels::TokenLogprobs lp;
   SY_RETURN_IF_ERROR(r.get(lp.token));
+  if (lp.token < 0) return Status::Error("log-probability of token " + std::to_string(lp.token));
   SY_RETURN_IF_ERROR(r.get(lp.logprob));
   SY_RETURN_IF_ERROR(get_top(r, lp));
   m.logprobs = std::move(lp);

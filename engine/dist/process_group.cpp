@@ -41,8 +41,11 @@ ProcessGroup::ProcessGroup(ProcessLinks& links, EventLoop& loop, Cluster& cluste
     links_.on(MessageType::Sampled, [this, me](ByteReader& r) {
       Sampled m;
       if (const Status s = decode(r, m); !s.ok()) return complain(me, "sampled", s);
-      loop_.post_external([this, m = std::move(m)] {
+      loop_.post_external([this, me, m = std::move(m)] {
         ++received_;
+        // The coordinator indexes its records by the request: one no remote rank holds, or a
+        // token beyond the model, is a peer's bug that must not reach it.
+        if (const Status s = check_sampled(cluster_, m); !s.ok()) return complain(me, "sampled", s);
         cluster_.hooks().on_sampled(m.request, m.token, m.logprobs ? &*m.logprobs : nullptr);
       });
     });
@@ -179,6 +182,16 @@ void ProcessGroup::apply_remote(std::uint64_t epoch, const RuntimePolicy& policy
 
 ProcessGroup::RankState ProcessGroup::own_state() const {
   return {cluster_.quiescent(), transport_.sent_remote() + sent_, transport_.received_remote() + received_};
+}
+
+Status check_sampled(const Cluster& cluster, const Sampled& m) {
+  const std::int32_t vocab = cluster.topology().vocab_size;
+  if (vocab > 0 && m.token >= vocab)
+    return Status::Error("token " + std::to_string(m.token) + " of request " + std::to_string(m.request) +
+                         " is beyond the vocabulary (" + std::to_string(vocab) + ")");
+  for (std::int32_t rank = 0; rank < cluster.topology().num_ranks(); ++rank)
+    if (cluster.remote_rank(rank) && cluster.kv(rank).holds(m.request)) return Status::Ok();
+  return Status::Error("request " + std::to_string(m.request) + " is open on no attention rank of another process");
 }
 
 void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {

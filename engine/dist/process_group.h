@@ -15,12 +15,18 @@
 #include <optional>
 #include <vector>
 
+#include "engine/dist/attention_messages.h"
 #include "engine/dist/process_links.h"
 #include "engine/dist/zmq_transport.h"
 #include "engine/runtime/cluster.h"
 #include "engine/runtime/cluster_peers.h"
 
 namespace sy::dist {
+
+// Whether rank 0 may hand a Sampled from another process to its coordinator, which indexes its
+// records by the request: it must name a request an attention rank of another process holds,
+// and a token of the model (or Worker::kNoToken).
+Status check_sampled(const Cluster& cluster, const Sampled& m);
 
 class ProcessGroup final : public ClusterPeers {
  public:

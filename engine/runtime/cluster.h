@@ -49,6 +49,7 @@ class Cluster {
   EventLoop& loop() { return loop_; }
   // The KV block manager of an attention rank (the coordinator reads its free pages).
   KvBlockManager& kv(std::int32_t rank) { return *kv_[static_cast<std::size_t>(rank)]; }
+  const KvBlockManager& kv(std::int32_t rank) const { return *kv_[static_cast<std::size_t>(rank)]; }
   // Admits a request to an attention rank's KV block manager (false, nothing taken, when its
   // pages are not free) and releases it; when the rank's device runs in another process, that
   // process's mirror of the manager follows through the peers.

@@ -14,6 +14,7 @@
 #include "engine/cpu/cpu_deployment.h"
 #include "engine/cpu/host_activation_ops.h"
 #include "engine/dist/event_relay.h"
+#include "engine/dist/process_group.h"
 #include "engine/dist/shipment_codec.h"
 #include "engine/dist/zmq_transport.h"
 #include "engine/model/random_model.h"
@@ -212,6 +213,41 @@ TEST(HostilePeer, AWorkerTakesOnlyItsOwnLayersAndRequestsFromAPeer) {
   out.hidden = ops.allocate(1, c.hidden_size);
   outputs.batches.push_back(std::move(out));
   EXPECT_NE(refusal(attention.check_remote(outputs)).find("no request in the token pool awaits"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A Sampled from another process reaches the coordinator, which indexes its records by the
+// request, only when an attention rank of that process holds the request and the token is the
+// model's. Before, an unknown request indexed past rank 0's records.
+TEST(HostilePeer, RankZeroTakesSampledTokensOnlyOfRequestsARemoteRankHolds) {
+  const fs::path dir = fs::temp_directory_path() / ("sy_test_hostile_sampled_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ASSERT_TRUE(write_random_model(preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32), 1, dir).ok());
+  auto weights = *ModelWeights::load(dir);
+  const ModelConfig& c = weights->config();
+  Topology topology = Topology::disaggregated(c, 2, 2);  // devices 0 and 1 attention, 2 and 3 experts
+  topology.vocab_size = c.vocab_size;
+  topology.device_process = {0, 1, 0, 0};  // rank 1's device runs in process 1
+  DeploymentOptions o;
+  o.kv_pages_per_rank = 16;
+  o.page_size = 16;
+  CpuDeployment d(weights, topology, o);
+  Cluster& cluster = d.cluster();
+  ASSERT_TRUE(cluster.remote_rank(1));
+  ASSERT_FALSE(cluster.remote_rank(0));
+  ASSERT_TRUE(cluster.kv(1).admit(7, 4, SamplingSpec{}));  // rank 0's manager allocates for rank 1
+  ASSERT_TRUE(cluster.kv(0).admit(8, 4, SamplingSpec{}));
+  const auto refusal = [](const Status& s) { return s.ok() ? std::string("accepted") : s.message(); };
+  EXPECT_EQ(refusal(check_sampled(cluster, Sampled{7, 3, std::nullopt})), "accepted");
+  EXPECT_EQ(refusal(check_sampled(cluster, Sampled{7, -1, std::nullopt})), "accepted");  // a prompt chunk
+  EXPECT_EQ(refusal(check_sampled(cluster, Sampled{7, c.vocab_size - 1, std::nullopt})), "accepted");
+  EXPECT_NE(refusal(check_sampled(cluster, Sampled{7, c.vocab_size, std::nullopt})).find("beyond the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(refusal(check_sampled(cluster, Sampled{123456789, 3, std::nullopt})).find("request 123456789 is open on no"),
+            std::string::npos);
+  // Rank 0's own requests are sampled here, never by a peer.
+  EXPECT_NE(refusal(check_sampled(cluster, Sampled{8, 3, std::nullopt})).find("request 8 is open on no"),
+            std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -579,6 +579,8 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   const Status too_many = decode_body(encode(Sampled{1, 1, lp}), sampled);
   ASSERT_FALSE(too_many.ok());
   EXPECT_NE(too_many.message().find("at most 20"), std::string::npos) << too_many.message();
+  EXPECT_FALSE(decode_body(encode(Sampled{1, -2, std::nullopt}), sampled).ok());  // below kNoToken
+  EXPECT_FALSE(decode_body(encode(Sampled{1, 1, kernels::TokenLogprobs{-1, -0.5f, {}}}), sampled).ok());
 
   // Every proper prefix of a message is truncated.
   const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}, 0});
