@@ -433,8 +433,11 @@ void ControlPanel::syncFromMeta() {
   if (meta->workload)
     text += tr("<br>workload %1 req/s, skew %2").arg(meta->workload->rate).arg(q(meta->workload->skew));
   state_label_->setText(text);
-  admission_label_->setText(meta->admission_paused ? tr("<span style='color:#d08020'>admission paused</span>")
-                                                   : tr("admission open"));
+  QString admission = meta->admission_paused ? tr("<span style='color:#d08020'>admission paused</span>")
+                                             : tr("admission open");
+  if (meta->max_batch_per_rank > 0) admission += tr(", at most %1 requests per rank").arg(meta->max_batch_per_rank);
+  if (meta->max_num_batched_tokens > 0) admission += tr(", prompts in chunks of %1 rows").arg(meta->max_num_batched_tokens);
+  admission_label_->setText(admission);
   recording_label_->setText(meta->recording_path ? tr("recording to %1").arg(q(*meta->recording_path)) : tr("not recording"));
   record_start_->setEnabled(!meta->recording_path);
   record_stop_->setEnabled(meta->recording_path.has_value());

@@ -116,6 +116,10 @@ StatusOr<RunMeta> parse_run_meta(const std::string& json_object) {
       read(*it, "adaptive", m.policy.adaptive);
     }
     read(j, "admission_paused", m.admission_paused);
+    if (auto it = j.find("batching"); it != j.end() && it->is_object()) {
+      read(*it, "max_batch_per_rank", m.max_batch_per_rank);
+      read(*it, "max_num_batched_tokens", m.max_num_batched_tokens);
+    }
     if (auto it = j.find("recording"); it != j.end() && it->is_object()) {
       std::string path;
       read(*it, "path", path);

@@ -79,6 +79,9 @@ struct RunMeta {
   Placement placement;
   PolicyInfo policy;
   bool admission_paused = false;
+  // What shapes each attention rank's batches (meta's "batching"; 0 when an older engine sent none).
+  std::int32_t max_batch_per_rank = 0;
+  std::int32_t max_num_batched_tokens = 0;  // chunked prefill's budget; 0: prompts fed whole
   std::optional<std::string> recording_path;
   std::int64_t recording_since_ns = 0;
   std::optional<WorkloadInfo> workload;

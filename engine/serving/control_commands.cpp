@@ -355,6 +355,7 @@ void ControlCommands::set_max_num_batched_tokens(const json& c, const Reply& rep
   const std::int32_t was = co.options().max_num_batched_tokens;
   co.set_max_num_batched_tokens(*n);
   succeed(c, reply, {{"max_num_batched_tokens", was}}, {{"max_num_batched_tokens", *n}});
+  bridge_.publish_meta();  // meta's batching shows the new budget
 }
 
 void ControlCommands::record_start(const json& c, const Reply& reply) {

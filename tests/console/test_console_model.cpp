@@ -17,7 +17,8 @@ constexpr const char* kMeta = R"({"schema_version":1,"run_id":123,"clock":"virtu
   "devices":[{"index":0,"name":"a0","rank":0,"node":0},{"index":1,"name":"e0","rank":-1,"node":0}],
   "placement":[[[1],[1],[1],[1]],[[1],[1],[1],[1]]],
   "policy":{"name":"async","scheduler":"defrag","lookahead":3,"decay":0.5,"microbatches":2},
-  "admission_paused":false,"recording":{"path":"/tmp/run.db","since_ns":10},
+  "admission_paused":false,"batching":{"max_batch_per_rank":64,"max_num_batched_tokens":2048},
+  "recording":{"path":"/tmp/run.db","since_ns":10},
   "workload":{"rate":60.0,"skew":"exp:0.5","length_class":"short"},
   "rebalance":{"mode":"periodic","interval_s":5.0,"threshold":1.2,"algorithm":"eplb","min_gain":0.02},"row_bytes":8192})";
 
@@ -43,6 +44,8 @@ TEST(ConsoleModel, IngestsEveryTopic) {
   ASSERT_TRUE(m.meta()->rebalance.has_value());
   EXPECT_EQ(m.meta()->rebalance->algorithm, "eplb");
   EXPECT_EQ(m.meta()->rebalance->interval_s, 5.0);
+  EXPECT_EQ(m.meta()->max_batch_per_rank, 64);
+  EXPECT_EQ(m.meta()->max_num_batched_tokens, 2048);
 
   Batch spans;
   spans.topic = Topic::Spans;

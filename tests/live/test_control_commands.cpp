@@ -588,6 +588,10 @@ TEST_F(ControlCommandsTest, SetMaxNumBatchedTokensBoundsThePassesFromThenOn) {
   deployment_->observers().remove(nullptr, &passes);
   EXPECT_EQ(replies_["chunk"]["old"]["max_num_batched_tokens"], 0) << replies_["chunk"].dump();
   EXPECT_EQ(replies_["chunk"]["new"]["max_num_batched_tokens"], 8);
+  // get_state's meta says the budget in force (the console shows it beside admission).
+  const json batching = now({{"cmd", "get_state"}})["state"]["batching"];
+  EXPECT_EQ(batching["max_num_batched_tokens"], 8) << batching.dump();
+  EXPECT_EQ(batching["max_batch_per_rank"], deployment_->coordinator().max_batch_per_rank());
   EXPECT_GT(passes.most_before, 8) << "the passes before the command were not cut";
   EXPECT_GT(passes.after, 0);
 }
