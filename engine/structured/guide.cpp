@@ -7,8 +7,8 @@
 
 namespace sy::structured {
 
-Guide::Guide(const GuideSpec& spec, std::int32_t vocab_size)
-    : spec_(spec), words_((static_cast<std::size_t>(std::max(vocab_size, 0)) + 31) / 32), matcher_(spec.grammar) {
+Guide::Guide(const GuideSpec& spec)
+    : spec_(spec), words_((static_cast<std::size_t>(spec.vocabulary->size()) + 31) / 32), matcher_(spec.grammar) {
   update_mask();
 }
 
@@ -20,7 +20,6 @@ void Guide::update_mask() {
     return;
   }
   compute_token_mask(matcher_, *spec_.vocabulary, words_, mask_);
-  mask_.resize(words_);  // the model's vocabulary: a larger tokenizer's extra ids are never drawn
 }
 
 void Guide::advance(std::int32_t token) {

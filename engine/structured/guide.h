@@ -23,8 +23,8 @@ struct GuideSpec {
 
 class Guide {
  public:
-  // `vocab_size`: the model's (≥ the tokenizer's); ids beyond the tokenizer's are never allowed.
-  Guide(const GuideSpec& spec, std::int32_t vocab_size);
+  // The mask covers the vocabulary's ids; a model's ids beyond them are never allowed.
+  explicit Guide(const GuideSpec& spec);
 
   // The tokens allowed next, a bit per id (token_mask.h).
   std::span<const std::uint32_t> mask() const { return mask_; }
