@@ -125,6 +125,14 @@ bool Matcher::can_end(Stack s, const Grammar& g) {
   return false;
 }
 
+std::int64_t Matcher::string_room() const {
+  if (stacks_.size() != 1 || stacks_[0].empty()) return -2;
+  const Frame& f = stacks_[0].back();
+  if (f.kind != kString || f.phase != kStrChars || f.pending != 0) return -2;
+  const Node& n = grammar_->nodes[static_cast<std::size_t>(f.node)];
+  return n.max_length < 0 ? -1 : std::max<std::int64_t>(n.max_length - f.a, 0);
+}
+
 bool Matcher::accepting() const {
   for (const Stack& s : stacks_)
     if (can_end(s, *grammar_)) return true;

@@ -26,6 +26,10 @@ class Matcher {
   // No byte can follow: the output is complete.
   bool complete() const;
   bool dead() const { return stacks_.empty(); }
+  // The token mask's fast path: when the output is inside a JSON string value at a character
+  // boundary (one reading, no escape or UTF-8 character begun), how many more characters the
+  // string may take (-1: any number); -2 otherwise.
+  std::int64_t string_room() const;
 
   struct Frame {
     std::uint8_t kind = 0;   // FrameKind in matcher.cpp

@@ -2,6 +2,7 @@
 #include "engine/structured/token_mask.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace sy::structured {
 namespace {
@@ -30,13 +31,26 @@ void compute_token_mask(const Matcher& matcher, const TokenVocabulary& vocab, st
   const std::vector<std::uint32_t>& lcp = vocab.shared_prefix();
   // states[d]: the matcher after the first d bytes of the current token; valid up to `valid`.
   std::vector<Matcher> states(1, matcher);
+  // Inside a string value, a token of plain characters is allowed exactly when the string has
+  // room for them: decided without the matcher (most of a large vocabulary, in that state).
+  const std::int64_t room = matcher.string_room();
+  const std::vector<std::int32_t>& plain = vocab.plain_chars();
   std::size_t valid = 0;
   // After a refusal at byte k of a token, every following token sharing its first k + 1 bytes
   // is refused too: `dead` is k + 1 while that holds, 0 otherwise.
   std::size_t dead = 0;
+  // The prefix shared with the last token walked (the least common prefix since it).
+  std::uint32_t run = 0;
   for (std::size_t i = 0; i < sorted.size(); ++i) {
+    run = i == 0 ? 0 : std::min(run, lcp[i]);
+    const std::int32_t chars = plain[static_cast<std::size_t>(sorted[i])];
+    if (room >= -1 && chars >= 0) {
+      if (room == -1 || chars <= room) set(mask, sorted[i]);
+      continue;
+    }
     const std::string& t = vocab.bytes(sorted[i]);
-    const std::size_t shared = lcp[i];
+    const std::size_t shared = run;
+    run = std::numeric_limits<std::uint32_t>::max();
     if (dead > 0 && shared >= dead) continue;
     dead = 0;
     valid = std::min(valid, shared);

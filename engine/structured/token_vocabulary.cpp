@@ -5,6 +5,51 @@
 
 namespace sy::structured {
 
+namespace {
+
+// Plain JSON string content: whole UTF-8 characters (the matcher's rules: no overlong forms,
+// surrogates or code points past U+10FFFF), none of them '"', '\\' or below 0x20.
+std::int32_t plain_string_chars(const std::string& t) {
+  std::int32_t chars = 0;
+  std::size_t i = 0;
+  while (i < t.size()) {
+    const auto b = static_cast<std::uint8_t>(t[i]);
+    std::size_t more = 0;
+    std::uint8_t lo = 0x80, hi = 0xBF;
+    if (b < 0x80) {
+      if (b < 0x20 || b == '"' || b == '\\') return -1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      more = 1;
+    } else if (b == 0xE0) {
+      more = 2, lo = 0xA0;
+    } else if (b == 0xED) {
+      more = 2, hi = 0x9F;
+    } else if (b >= 0xE1 && b <= 0xEF) {
+      more = 2;
+    } else if (b == 0xF0) {
+      more = 3, lo = 0x90;
+    } else if (b == 0xF4) {
+      more = 3, hi = 0x8F;
+    } else if (b >= 0xF1 && b <= 0xF3) {
+      more = 3;
+    } else {
+      return -1;
+    }
+    ++i;
+    for (std::size_t k = 0; k < more; ++k, ++i) {
+      if (i >= t.size()) return -1;  // a character the next token would finish: not plain
+      const auto c = static_cast<std::uint8_t>(t[i]);
+      if (c < lo || c > hi) return -1;
+      lo = 0x80;
+      hi = 0xBF;
+    }
+    ++chars;
+  }
+  return chars;
+}
+
+}  // namespace
+
 TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes, std::vector<std::int32_t> end_tokens)
     : bytes_(std::move(bytes)), end_(std::move(end_tokens)) {
   for (std::size_t id = 0; id < bytes_.size(); ++id)
@@ -22,6 +67,8 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> bytes, std::vector<std
     while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
     lcp_[i] = k;
   }
+  plain_.resize(bytes_.size());
+  for (std::size_t id = 0; id < bytes_.size(); ++id) plain_[id] = bytes_[id].empty() ? -1 : plain_string_chars(bytes_[id]);
 }
 
 bool TokenVocabulary::is_end(std::int32_t id) const { return std::find(end_.begin(), end_.end(), id) != end_.end(); }

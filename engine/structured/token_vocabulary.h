@@ -24,12 +24,17 @@ class TokenVocabulary {
   // the one before it (0 for the first).
   const std::vector<std::int32_t>& sorted() const { return sorted_; }
   const std::vector<std::uint32_t>& shared_prefix() const { return lcp_; }
+  // For each id: how many characters its bytes are when they are plain JSON string content
+  // (whole valid UTF-8 characters, no '"', '\\' or control byte), else -1. Inside a string such
+  // a token's fate depends only on the room left (Matcher::string_room).
+  const std::vector<std::int32_t>& plain_chars() const { return plain_; }
 
  private:
   std::vector<std::string> bytes_;
   std::vector<std::int32_t> end_;
   std::vector<std::int32_t> sorted_;
   std::vector<std::uint32_t> lcp_;
+  std::vector<std::int32_t> plain_;
 };
 
 }  // namespace sy::structured
