@@ -128,8 +128,11 @@ bool Matcher::can_end(Stack s, const Grammar& g) {
 std::int64_t Matcher::string_room() const {
   if (stacks_.size() != 1 || stacks_[0].empty()) return -2;
   const Frame& f = stacks_[0].back();
-  if (f.kind != kString || f.phase != kStrChars || f.pending != 0) return -2;
   const Node& n = grammar_->nodes[static_cast<std::size_t>(f.node)];
+  // An object key that no named property begins like any more, where other properties are
+  // allowed (json_object's keys): plain characters are all it refuses nothing of.
+  if (f.kind == kObject && f.phase == kObjKey && f.pending == 0 && f.b < 0 && n.additional >= 0) return -1;
+  if (f.kind != kString || f.phase != kStrChars || f.pending != 0) return -2;
   return n.max_length < 0 ? -1 : std::max<std::int64_t>(n.max_length - f.a, 0);
 }
 

@@ -28,7 +28,8 @@ class Matcher {
   bool dead() const { return stacks_.empty(); }
   // The token mask's fast path: when the output is inside a JSON string value at a character
   // boundary (one reading, no escape or UTF-8 character begun), how many more characters the
-  // string may take (-1: any number); -2 otherwise.
+  // string may take (-1: any number; also inside an object key no named property matches, where
+  // other properties are allowed); -2 otherwise.
   std::int64_t string_room() const;
 
   struct Frame {
