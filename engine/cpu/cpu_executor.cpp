@@ -270,6 +270,14 @@ std::int64_t CpuExecutor::run_sample(TokenBatch& batch, std::span<const Sequence
     const std::int32_t position = batch.at(last_rows[i]).position;
     kernels::Sampler sampler({s.temperature, s.top_p, s.top_k, s.min_p}, kernels::position_seed(s.seed, position));
     const float* logits = logits_.data() + i * static_cast<std::size_t>(c.vocab_size);
+    if (!sequences[i].allowed.empty()) {
+      // Guided decoding, vLLM's order: the grammar's mask on the logits first, so the
+      // log-probabilities are of the masked logits (disallowed tokens -inf), then the bias
+      // and penalties on top.
+      masked_.assign(logits, logits + c.vocab_size);
+      kernels::apply_token_mask(masked_.data(), c.vocab_size, sequences[i].allowed);
+      logits = masked_.data();
+    }
     if (s.penalized() || !sequences[i].logit_bias.empty()) {
       // The bias and penalties change what is drawn, not the log-probabilities (of the raw
       // logits, as vLLM's).

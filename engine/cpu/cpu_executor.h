@@ -101,6 +101,7 @@ class CpuExecutor final : public Executor {
   std::vector<float> scales_;         // an expert's rows' router weights, as the expert reads them
   std::vector<float> logits_;
   std::vector<float> penalized_;  // one row of logits_ under its request's penalties
+  std::vector<float> masked_;     // one row of logits_ under its request's guided-decoding mask
   // Before the stream: storage handed out here may be in use on its thread until it stops.
   HostActivationOps activations_;
   // The experts this device holds: read on its thread, changed on the loop's (load, drop) and

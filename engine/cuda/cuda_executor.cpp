@@ -754,6 +754,9 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   // Each row's draw from (seed, position) alone, as the cpu backend and the reference path.
   std::vector<kernels::DeviceSamplingParams> params(last_rows.size());
   std::vector<kernels::PenaltyEntry> penalties;  // one per (row, distinct token sampled so far)
+  // Guided decoding: one -inf entry per (row, token its mask leaves out), applied by
+  // penalize_cuda on its own before the log-probabilities are copied (vLLM's order, as the cpu's).
+  std::vector<kernels::PenaltyEntry> masked;
   bool any_logprobs = false;
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     const SamplingSpec& s = sequences[i].sampling;
@@ -761,6 +764,8 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
     params[i] = {s.temperature, s.top_p, s.top_k,
                  kernels::sampling_uniform(kernels::position_seed(s.seed, position)), s.min_p};
     any_logprobs = any_logprobs || s.logprobs >= 0;
+    if (!sequences[i].allowed.empty())
+      kernels::append_mask_entries(masked, static_cast<std::int32_t>(i), V, sequences[i].allowed);
     if (s.penalized() || !sequences[i].logit_bias.empty())
       kernels::append_penalty_entries(penalties, static_cast<std::int32_t>(i), V,
                                       kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()),
@@ -776,7 +781,15 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
        "cudaMemcpyAsync (sampling settings)");
   float* logits = logits_.get<float>(m * V);
   lm_head_rows(batch.hidden, d_rows, m, normed_.get<float>(m * H), logits, x_low_.get<float>(m * H));
-  // The log-probabilities are of the raw logits (vLLM's default): copied before the penalties.
+  if (!masked.empty()) {
+    auto* d_masked = mask_entries_.get<kernels::PenaltyEntry>(static_cast<std::int64_t>(masked.size()));
+    must(cudaMemcpyAsync(d_masked, masked.data(), masked.size() * sizeof(kernels::PenaltyEntry), cudaMemcpyHostToDevice,
+                         stream_),
+         "cudaMemcpyAsync (guided-decoding mask)");
+    must(kernels::penalize_cuda(logits, V, d_masked, static_cast<std::int64_t>(masked.size()), stream_));
+  }
+  // The log-probabilities are of the raw logits (vLLM's default; masked under guided decoding):
+  // copied before the penalties.
   if (any_logprobs) {
     host_logits_.resize(static_cast<std::size_t>(m * V));
     must(cudaMemcpyAsync(host_logits_.data(), logits, host_logits_.size() * sizeof(float), cudaMemcpyDeviceToHost,

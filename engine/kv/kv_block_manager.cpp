@@ -36,9 +36,10 @@ bool KvBlockManager::fits(std::int64_t positions, std::span<const std::int32_t> 
 }
 
 bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
+                           std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
+                           const std::shared_ptr<const structured::GuideSpec>& guide) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, 0, {logit_bias.begin(), logit_bias.end()}};
+  Sequence s{SequenceKv{}, sampling, false, 0, {}, {}, 0, {logit_bias.begin(), logit_bias.end()}, nullptr};
   // A request that asks for its prompt's log-probabilities computes every position (vLLM v1
   // skips reading the cache for it too); what it writes is still cached for later requests.
   const std::vector<std::int32_t> hits =
@@ -54,6 +55,7 @@ bool KvBlockManager::admit(std::int64_t request, std::int64_t positions, const S
   }
   if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
   s.prompt_length = static_cast<std::int32_t>(prompt.size());
+  if (guide) s.guide = std::make_unique<structured::Guide>(*guide);
   sequences_.emplace(request, std::move(s));
   return true;
 }
@@ -74,7 +76,7 @@ void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages
                            std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
                            std::int32_t prompt_length) {
   assert(!holds(request));
-  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, prompt_length, {logit_bias.begin(), logit_bias.end()}};
+  Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, prompt_length, {logit_bias.begin(), logit_bias.end()}, nullptr};
   s.kv.adopt(std::move(pages));
   if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
   sequences_.emplace(request, std::move(s));
@@ -90,8 +92,9 @@ void KvBlockManager::release(std::int64_t request) {
 void KvBlockManager::sampled(std::int64_t request, std::int32_t token) {
   const auto it = sequences_.find(request);
   // A request cancelled while its sample ran is released already.
-  if (it == sequences_.end() || !it->second.sampling.penalized()) return;
-  it->second.outputs.push_back(token);
+  if (it == sequences_.end()) return;
+  if (it->second.sampling.penalized()) it->second.outputs.push_back(token);
+  if (it->second.guide) it->second.guide->advance(token);
 }
 
 bool KvBlockManager::mid_prompt(std::int64_t request, std::int32_t position) const {
@@ -103,8 +106,10 @@ SequenceContext KvBlockManager::context(std::int64_t request) const {
   const auto it = sequences_.find(request);
   assert(it != sequences_.end() && "execution of a request that is not admitted");
   const Sequence& s = it->second;
-  return SequenceContext{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt, s.logit_bias,
-                         s.prompt_length};
+  SequenceContext c{request, s.kv.block_table(), s.kv.pages(), s.sampling, s.outputs, s.prompt, s.logit_bias, {},
+                    s.prompt_length};
+  if (s.guide) c.allowed = s.guide->mask();
+  return c;
 }
 
 }  // namespace sy

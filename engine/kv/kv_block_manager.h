@@ -15,6 +15,7 @@
 #include "engine/kv/prefix_cache.h"
 #include "engine/kv/sequence_kv.h"
 #include "engine/runtime/sequence.h"
+#include "engine/structured/guide.h"
 
 namespace sy {
 
@@ -43,8 +44,11 @@ class KvBlockManager {
   // position; pass it an empty prompt in the look-ups above); false, with nothing taken, when
   // too few are free. The prompt is kept for a repetition penalty and for prompt
   // log-probabilities (SequenceContext::prompt); its length always (SequenceContext::prompt_length).
+  // `guide`: guided decoding's grammar and vocabulary (null: none); the sequence keeps its own
+  // matcher, advanced by sampled(), and its mask is SequenceContext::allowed.
   bool admit(std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {});
+             std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {},
+             const std::shared_ptr<const structured::GuideSpec>& guide = nullptr);
   // Positions of an admitted request whose KV came from the cache (a multiple of the page size).
   std::int32_t cached_positions(std::int64_t request) const;
   // The request's KV for these leading tokens (its prompt, then the outputs fed back) is written
@@ -63,7 +67,7 @@ class KvBlockManager {
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request sampled `token` (its worker reports each): kept for its penalties when its
-  // sampling has any (SequenceContext::outputs), else ignored.
+  // sampling has any (SequenceContext::outputs), and fed to its guide when guided.
   void sampled(std::int64_t request, std::int32_t token);
   // Whether a pass whose last row of `request` is at `position` held a chunk of its prompt
   // that is not the last (chunked prefill): its sampler draws no token for it. False for a
@@ -93,6 +97,7 @@ class KvBlockManager {
     std::vector<std::int32_t> prompt;   // under a repetition penalty
     std::int32_t prompt_length = 0;
     std::vector<kernels::TokenBias> logit_bias;
+    std::unique_ptr<structured::Guide> guide;  // guided decoding, when asked for
   };
   KvBlockAllocator allocator_;
   std::unique_ptr<PrefixCache> prefix_;  // after allocator_: it registers with it

@@ -55,15 +55,23 @@ Cluster::~Cluster() {
 }
 
 bool Cluster::admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
-                    std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias) {
+                    std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
+                    const std::shared_ptr<const structured::GuideSpec>& guide) {
   KvBlockManager& manager = kv(rank);
-  if (!manager.admit(request, positions, sampling, prompt, logit_bias)) return false;
+  assert(!(guide && remote_rank(rank)) && "guided decoding on an attention rank in another process");
+  if (!manager.admit(request, positions, sampling, prompt, logit_bias, guide)) return false;
   if (remote_rank(rank)) {
     assert(peers_ && "an attention rank in another process without peers");
     peers_->open_sequence(topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]), rank,
                           manager.context(request));
   }
   return true;
+}
+
+bool Cluster::any_remote_rank() const {
+  for (std::size_t rank = 0; rank < kv_.size(); ++rank)
+    if (remote_rank(static_cast<std::int32_t>(rank))) return true;
+  return false;
 }
 
 void Cluster::release(std::int32_t rank, std::int64_t request) {

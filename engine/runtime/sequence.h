@@ -47,6 +47,12 @@ struct SequenceContext {
   std::span<const std::int32_t> outputs;
   std::span<const std::int32_t> prompt;
   std::span<const kernels::TokenBias> logit_bias;  // OpenAI's, added before the penalties
+  // Guided decoding (structured output): the tokens the next draw may take, a bit per id (bit
+  // id % 32 of word id / 32; an id past the words is not allowed); empty: no constraint. The
+  // sampler sets every other token's logit to -inf first, before the log-probabilities, the
+  // logit bias and the penalties, as vLLM applies its grammar bitmask to the logits before its
+  // sampler. Updated as each sampled token is appended (KvBlockManager::sampled).
+  std::span<const std::uint32_t> allowed{};
   // The prompt's length, always (the prompt itself is kept only as said above): a pass whose
   // last row of the request lies before position prompt_length − 1 holds a chunk of the prompt
   // that is not its last (chunked prefill) and samples nothing for it. 0: not known.

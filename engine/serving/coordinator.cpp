@@ -393,7 +393,7 @@ bool Coordinator::admit_one(std::int32_t slot) {
                                      options_.penalties.presence,
                                      options_.penalties.frequency,
                                      options_.penalties.repetition};
-  const bool ok = cluster_->admit(best, idx, positions, sampling, prompt, r.spec.logit_bias);
+  const bool ok = cluster_->admit(best, idx, positions, sampling, prompt, r.spec.logit_bias, r.spec.guide);
   assert(ok && "rank had the pages a moment ago");
   (void)ok;
   r.cached_positions = cluster_->kv(best).cached_positions(idx);

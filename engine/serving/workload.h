@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <istream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "base/status.h"
 #include "engine/runtime/sequence.h"
+#include "engine/structured/guide.h"
 
 namespace sy {
 
@@ -62,6 +64,8 @@ struct RequestSpec {
   // The request also finishes after emitting any of these (besides the coordinator's eos).
   std::vector<std::int32_t> stop_token_ids;
   bool ignore_eos = false;  // do not finish at the coordinator's eos_token_id
+  // Guided decoding (structured output): the grammar the answer follows; null: none.
+  std::shared_ptr<const structured::GuideSpec> guide{};
 };
 
 // Poisson arrivals (exponential inter-arrival times of mean 1/rate) over [0, duration), each

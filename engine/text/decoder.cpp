@@ -240,4 +240,57 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
   return out;
 }
 
+std::string Decoder::token_bytes(const std::string& token) const {
+  if (!present_) return token;
+  std::string t = token;
+  bool fused = false;
+  for (const Step& s : steps_) {
+    switch (s.kind) {
+      case Kind::ByteLevel: {
+        std::string bytes;
+        std::size_t i = 0;
+        bool all = true;
+        while (i < t.size() && all) {
+          const int b = char_to_byte(next_code_point(t, i));
+          if (b < 0) all = false;
+          else bytes += static_cast<char>(b);
+        }
+        if (all) t = std::move(bytes);
+        break;
+      }
+      case Kind::ByteFallback:
+        if (const int b = byte_token_value(t); b >= 0) t = std::string(1, static_cast<char>(b));
+        break;
+      case Kind::Fuse:
+        fused = true;
+        break;
+      case Kind::Replace: {
+        std::vector<Span> m;
+        if (s.regex) static_cast<void>(s.regex->find_all(t, m));
+        else find_literal(t, s.pattern, m);
+        t = replace_all(t, m, s.content);
+        break;
+      }
+      case Kind::Strip:
+        if (!fused) t = strip(t, s.content, s.start, s.stop);
+        break;
+      case Kind::Metaspace: {
+        std::string out;
+        std::size_t pos = 0;
+        while (pos < t.size()) {
+          if (t.compare(pos, s.content.size(), s.content) == 0) {
+            out += ' ';
+            pos += s.content.size();
+          } else {
+            out += t[pos++];
+          }
+        }
+        t = std::move(out);
+        break;
+      }
+    }
+  }
+  return t;
+}
+
 }  // namespace sy::text

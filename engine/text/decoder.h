@@ -17,6 +17,11 @@ class Decoder {
  public:
   static StatusOr<Decoder> parse(const nlohmann::json& node, const std::string& origin);
   std::string decode(std::vector<std::string> tokens) const;
+  // The bytes one token adds to the text in the middle of a sequence (guided decoding's
+  // vocabulary): its own steps applied to it alone, raw bytes kept (a <0xXX> token is its byte,
+  // a byte-level character its byte, invalid UTF-8 included), and a Strip after a Fuse (which
+  // trims the start of the whole text only) skipped.
+  std::string token_bytes(const std::string& token) const;
   // True when a ByteFallback step turns a run of <0xXX> tokens into text as a whole: a later
   // byte token can still change what the run decodes to.
   bool groups_byte_tokens() const { return groups_bytes_; }

@@ -241,6 +241,13 @@ std::optional<std::string> Tokenizer::id_to_token(std::int32_t id) const {
 
 std::int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
 
+std::string Tokenizer::token_bytes(std::int32_t id) const {
+  const Impl& m = *impl_;
+  if (const AddedToken* a = m.added.find(id)) return a->special ? std::string() : m.decoder.token_bytes(a->token);
+  if (const std::string* t = m.model.id_to_token(id)) return m.decoder.token_bytes(*t);
+  return {};
+}
+
 bool Tokenizer::is_special(std::int32_t id) const {
   const AddedToken* a = impl_->added.find(id);
   return a && a->special;

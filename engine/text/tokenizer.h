@@ -38,6 +38,9 @@ class Tokenizer {  // movable (pimpl), immutable after load, safe to use from se
   std::optional<std::string> id_to_token(std::int32_t id) const;
   std::int32_t vocab_size() const;            // largest id + 1, added tokens included
   bool is_special(std::int32_t id) const;
+  // The bytes token `id` adds to generated text mid-sequence (Decoder::token_bytes), for guided
+  // decoding; empty for special tokens and ids that are no token.
+  std::string token_bytes(std::int32_t id) const;
   std::optional<std::int32_t> bos_token_id() const;  // tokenizer_config.json bos_token, if any
   std::optional<std::int32_t> eos_token_id() const;  // tokenizer_config.json eos_token, if any
   std::string bos_token() const;               // "" when none

@@ -60,6 +60,14 @@ std::vector<PenaltyTerm> penalty_terms(std::span<const std::int32_t> prompt, std
   return terms;
 }
 
+void apply_token_mask(float* logits, std::int32_t vocab, std::span<const std::uint32_t> allowed) {
+  for (std::int32_t t = 0; t < vocab; ++t) {
+    const auto word = static_cast<std::size_t>(t) / 32;
+    if (word >= allowed.size() || !(allowed[word] >> (static_cast<std::uint32_t>(t) % 32) & 1u))
+      logits[t] = -std::numeric_limits<float>::infinity();
+  }
+}
+
 void apply_logit_bias(float* logits, std::int32_t vocab, std::span<const TokenBias> biases) {
   for (const TokenBias& b : biases)
     if (b.token >= 0 && b.token < vocab) logits[b.token] += b.bias;

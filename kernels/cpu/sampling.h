@@ -38,6 +38,11 @@ struct TokenBias {
 // logits[t] += bias for each entry (a token outside [0, vocab) skipped, as apply_penalties does).
 void apply_logit_bias(float* logits, std::int32_t vocab, std::span<const TokenBias> biases);
 
+// Guided decoding: logits[t] = -inf for every t in [0, vocab) whose bit in `allowed` (bit t % 32
+// of word t / 32) is clear, ids past the words included. vLLM masks before its sampler: the
+// log-probabilities, logit bias and penalties all see the masked logits.
+void apply_token_mask(float* logits, std::int32_t vocab, std::span<const std::uint32_t> allowed);
+
 // One distinct token that a request's penalties touch: sampled `count` times so far (0: it is
 // only in the prompt, which only the repetition penalty looks at).
 struct PenaltyTerm {

@@ -922,6 +922,46 @@ TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
   EXPECT_EQ(d.host(), expected);
 }
 
+// Guided decoding's mask as penalize_cuda entries (append_mask_entries): the same -inf logits as
+// the cpu's apply_token_mask, and the sampler draws only allowed tokens at temperature 1 and
+// with top-p, including a row where one token is left (a complete grammar: eos alone).
+TEST(CudaKernels, GuidedMaskMatchesCpuAndDrawsOnlyAllowed) {
+  SKIP_WITHOUT_GPU();
+  const std::int32_t vocab = 1000;
+  const int rows = 4;
+  Rng rng(31);
+  const std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(rows) * vocab, -8.0f, 8.0f);
+  std::vector<float> expected = logits;
+  std::vector<kernels::PenaltyEntry> entries;
+  std::vector<std::vector<std::uint32_t>> masks(rows, std::vector<std::uint32_t>((vocab + 31) / 32, 0u));
+  for (int r = 0; r < rows; ++r) {
+    for (std::int32_t t = 0; t < vocab; ++t) {
+      const bool allowed = r == 3 ? t == 777 : (rng.engine()() % (r + 2)) == 0;
+      if (allowed) masks[r][static_cast<std::size_t>(t) / 32] |= 1u << (t % 32);
+    }
+    kernels::apply_token_mask(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, masks[r]);
+    kernels::append_mask_entries(entries, r, vocab, masks[r]);
+  }
+  DeviceBuffer<float> d(logits);
+  DeviceBuffer<kernels::PenaltyEntry> de(entries);
+  ASSERT_OK(kernels::penalize_cuda(d.get(), vocab, de.get(), static_cast<std::int64_t>(entries.size()), nullptr));
+  EXPECT_EQ(d.host(), expected);
+  for (int k = 0; k < 50; ++k) {
+    std::vector<kernels::DeviceSamplingParams> params;
+    for (int r = 0; r < rows; ++r)
+      params.push_back({1.0f, r == 1 ? 0.9f : 1.0f, 0, (static_cast<double>(k) + 0.5) / 50.0, 0.0f});
+    DeviceBuffer<kernels::DeviceSamplingParams> dp(params);
+    DeviceBuffer<std::int32_t> dout(std::vector<std::int32_t>(rows, -1));
+    ASSERT_OK(kernels::sample_cuda(d.get(), rows, vocab, dp.get(), dout.get(), nullptr));
+    const std::vector<std::int32_t> out = dout.host();
+    for (int r = 0; r < rows; ++r) {
+      ASSERT_GE(out[r], 0);
+      EXPECT_TRUE(masks[r][static_cast<std::size_t>(out[r]) / 32] >> (out[r] % 32) & 1u) << "row " << r << " drew " << out[r];
+    }
+    EXPECT_EQ(out[3], 777);
+  }
+}
+
 TEST(CudaKernels, SamplingBeyondCandidatesKeepsTheDistribution) {
   SKIP_WITHOUT_GPU();
   // Flat logits keep thousands of tokens: past the GPU's 1024 sorted candidates the draw walks

@@ -9,6 +9,7 @@
 #include "engine/serving/http/answer_text.h"
 #include "engine/serving/http/logprobs_json.h"
 #include "engine/serving/http/openai_shapes.h"
+#include "engine/structured/model_vocabulary.h"
 
 namespace sy::http {
 namespace {
@@ -150,7 +151,21 @@ void set_error(httplib::Response& res, const ApiError& error) {
 
 CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text,
                                      std::uint64_t seed_base, std::string id_prefix)
-    : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base), id_prefix_(std::move(id_prefix)) {}
+    : broker_(broker), limits_(std::move(limits)), text_(text), seed_base_(seed_base), id_prefix_(std::move(id_prefix)) {
+  // The end tokens of a guided answer: the tokenizer's eos and the one requests stop at.
+  std::vector<std::int32_t> end;
+  if (text_.eos_token_id()) end.push_back(*text_.eos_token_id());
+  if (limits_.eos_token_id && (end.empty() || end[0] != *limits_.eos_token_id)) end.push_back(*limits_.eos_token_id);
+  if (!limits_.no_guided_reason.empty()) {
+    no_guide_vocabulary_ = limits_.no_guided_reason;
+  } else if (!text_.tokenizer()) {
+    no_guide_vocabulary_ = "it needs the model's tokenizer (the model directory has no tokenizer.json)";
+  } else if (end.empty()) {
+    no_guide_vocabulary_ = "it needs an eos token to end the answer, and neither the tokenizer nor config.json names one";
+  } else {
+    guide_vocabulary_ = structured::vocabulary_from_tokenizer(*text_.tokenizer(), std::move(end));
+  }
+}
 
 std::optional<ApiError> CompletionHandler::encode_prompts(const CompletionRequest& r, PendingAnswer& a) const {
   const bool chat = r.endpoint == Endpoint::ChatCompletions;
@@ -227,6 +242,15 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   if (!r.stop.empty() && !text_.tokenizer())
     return set_error(res, ApiError::bad_field("stop", "stop strings need the model's tokenizer (this model has no "
                                                       "tokenizer.json): use stop_token_ids"));
+  std::shared_ptr<const structured::GuideSpec> guide;
+  if (r.grammar) {
+    if (!guide_vocabulary_)
+      return set_error(res, ApiError::bad_field(r.guided_param, "'" + r.guided_param +
+                                                                    "' asks for guided decoding (structured output), "
+                                                                    "which this server does not do: " +
+                                                                    no_guide_vocabulary_));
+    guide = std::make_shared<const structured::GuideSpec>(structured::GuideSpec{r.grammar, guide_vocabulary_});
+  }
   auto a = std::make_shared<PendingAnswer>(r);
   if (auto e = encode_prompts(r, *a)) return set_error(res, *e);
 
@@ -250,6 +274,7 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
                                    r.presence_penalty,  r.frequency_penalty, r.repetition_penalty,
                                    r.engine_prompt_logprobs()};
       spec.logit_bias = r.logit_bias;
+      spec.guide = guide;
       spec.stop_token_ids = r.stop_token_ids;
       if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
       a->choices.emplace_back(text_.tokenizer(), r, p);

@@ -13,6 +13,7 @@
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/request_broker.h"
 #include "engine/serving/http/text_support.h"
+#include "engine/structured/token_vocabulary.h"
 
 namespace httplib {
 struct Request;
@@ -50,6 +51,10 @@ class CompletionHandler {
   const TextSupport& text_;
   const std::uint64_t seed_base_;
   const std::string id_prefix_;
+  // Guided decoding's vocabulary, read from the tokenizer once (null: no tokenizer or no eos
+  // token, and guided requests are refused), or why there is none.
+  std::shared_ptr<const structured::TokenVocabulary> guide_vocabulary_;
+  std::string no_guide_vocabulary_;
   std::atomic<std::uint64_t> answers_{0};
   std::atomic<std::int64_t> answering_{0};
 };

@@ -7,6 +7,7 @@
 
 #include "base/json_depth.h"
 #include "base/json_parse.h"
+#include "engine/structured/schema_compiler.h"
 #include "kernels/cpu/logprobs.h"
 
 namespace sy::http {
@@ -136,6 +137,111 @@ bool parse_logit_bias(Checker& c, const ModelLimits& limits, CompletionRequest& 
   for (std::size_t i = 1; i < out.logit_bias.size(); ++i)
     if (out.logit_bias[i].token == out.logit_bias[i - 1].token)
       return c.fail("logit_bias", "'logit_bias' names token " + std::to_string(out.logit_bias[i].token) + " twice");
+  return true;
+}
+
+// The deepest a guided-decoding schema may nest (the compiler recurses over it).
+constexpr std::size_t kMaxSchemaNesting = 64;
+
+// A JSON schema given in `param` (an object or a boolean; structured_outputs.json may also be
+// its JSON text, as vLLM takes it), compiled; errors name the field and the keyword.
+bool guided_schema(Checker& c, const std::string& param, const json& given, CompletionRequest& out) {
+  json schema = given;
+  if (given.is_string()) {
+    schema = json::parse(given.get_ref<const std::string&>(), nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return c.fail(param, "'" + param + "' must be a JSON schema (an object, or its JSON text)");
+  }
+  if (!schema.is_object() && !schema.is_boolean()) return c.wrong_type(param, schema, "a JSON schema (an object)");
+  if (json_deeper_than(schema, kMaxSchemaNesting))
+    return c.fail(param, "'" + param + "' nests deeper than " + std::to_string(kMaxSchemaNesting) + " levels");
+  auto grammar = structured::compile_schema(schema);
+  if (!grammar.ok()) return c.fail(param, "'" + param + "': " + grammar.status().message());
+  out.grammar = *grammar;
+  return true;
+}
+
+// OpenAI's response_format ({"type": "text" | "json_object" | "json_schema", "json_schema":
+// {"name", "schema", "strict"}}) and vLLM's structured_outputs ({"json": schema, "choice":
+// [strings], "json_object": true}); either, not both.
+bool parse_guided(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  if (const json* rf = c.get("response_format")) {
+    const std::string kinds = "\"text\", \"json_object\" or \"json_schema\"";
+    if (!rf->is_object()) return c.wrong_type("response_format", *rf, "an object {\"type\": " + kinds + "}");
+    const auto type = rf->find("type");
+    if (type == rf->end() || !type->is_string())
+      return c.fail("response_format.type", "'response_format.type' must be " + kinds);
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") {
+      out.grammar = structured::Grammar::any_object();
+      out.guided_param = "response_format";
+    } else if (t == "json_schema") {
+      const auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object())
+        return c.fail("response_format.json_schema",
+                      "'response_format.json_schema' must be an object {\"name\", \"schema\", \"strict\"}");
+      if (const auto name = js->find("name"); name != js->end() && !name->is_null() && !name->is_string())
+        return c.wrong_type("response_format.json_schema.name", *name, "a string");
+      if (const auto strict = js->find("strict"); strict != js->end() && !strict->is_null() && !strict->is_boolean())
+        return c.wrong_type("response_format.json_schema.strict", *strict, "a boolean");
+      const auto schema = js->find("schema");
+      if (schema == js->end() || schema->is_null())
+        return c.fail("response_format.json_schema.schema", "'response_format.json_schema.schema' is required: the JSON schema the answer follows");
+      out.guided_param = "response_format";
+      if (!guided_schema(c, "response_format.json_schema.schema", *schema, out)) return false;
+    } else if (t != "text") {
+      return c.fail("response_format.type", "'response_format.type' must be " + kinds + ", got \"" + t + "\"");
+    }
+  }
+  if (const json* so = c.get("structured_outputs")) {
+    if (!so->is_object())
+      return c.wrong_type("structured_outputs", *so, "an object {\"json\": schema} or {\"choice\": [strings]}");
+    if (out.grammar)
+      return c.fail("structured_outputs", "'structured_outputs' and a 'response_format' of type json_object or "
+                                          "json_schema both constrain the answer: give one");
+    std::vector<std::string> given;
+    for (const auto& [key, value] : so->items()) {
+      if (value.is_null()) continue;
+      const std::string param = "structured_outputs." + key;
+      if (key == "json" || key == "choice" || (key == "json_object" && value.is_boolean() && value.get<bool>())) {
+        given.push_back(key);
+      } else if (key == "json_object" && value.is_boolean()) {
+        continue;  // false: no constraint of its own
+      } else if (key == "json_object") {
+        return c.wrong_type(param, value, "a boolean");
+      } else if (key == "regex" || key == "grammar" || key == "structural_tag" || key == "whitespace_pattern") {
+        return c.fail(param, "'" + param + "' is not supported (guided decoding here supports structured_outputs.json, "
+                                           ".choice and .json_object)");
+      } else if (!(value.is_boolean() && !value.get<bool>())) {
+        return c.fail(param, "'" + param + "' is not supported (guided decoding here supports structured_outputs.json, "
+                                           ".choice and .json_object)");
+      }
+    }
+    if (given.size() != 1)
+      return c.fail("structured_outputs", "'structured_outputs' must give exactly one of json, choice and json_object, got " +
+                                              (given.empty() ? std::string("none") : std::to_string(given.size())));
+    out.guided_param = "structured_outputs";
+    const std::string& key = given[0];
+    const json& value = (*so)[key];
+    if (key == "json") {
+      if (!guided_schema(c, "structured_outputs.json", value, out)) return false;
+    } else if (key == "json_object") {
+      out.grammar = structured::Grammar::any_object();
+    } else {
+      if (!value.is_array() || value.empty())
+        return c.fail("structured_outputs.choice", "'structured_outputs.choice' must be a non-empty list of strings");
+      std::vector<std::string> choices;
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_string() || value[i].get_ref<const std::string&>().empty())
+          return c.fail("structured_outputs.choice", "'structured_outputs.choice[" + std::to_string(i) +
+                                                         "]' must be a non-empty string, got " + value[i].dump());
+        choices.push_back(value[i].get<std::string>());
+      }
+      out.grammar = structured::Grammar::choice(choices);
+    }
+  }
+  if (out.grammar && !limits.no_guided_reason.empty())
+    return c.fail(out.guided_param, "'" + out.guided_param + "' asks for guided decoding (structured output), which this "
+                                    "server does not do: " + limits.no_guided_reason);
   return true;
 }
 
@@ -353,13 +459,13 @@ bool parse_tool_choice(Checker& c, const ModelLimits& limits, CompletionRequest&
     bool known = false;
     for (const ojson& t : out.tools) known = known || t["function"]["name"] == name->get<std::string>();
     if (!known) return c.fail("tool_choice", "Tool '" + name->get<std::string>() + "' has not been passed in `tools`.");
-    return c.fail("tool_choice", "'tool_choice' naming a function needs structured output (guided decoding), which "
-                                 "this server does not support: use \"auto\" (with serve --enable-auto-tool-choice) "
+    return c.fail("tool_choice", "'tool_choice' naming a function needs structured output (guided decoding) of the "
+                                 "tool call, which this server does not do for tools: use \"auto\" (with serve --enable-auto-tool-choice) "
                                  "or \"none\"");
   }
   if (mode == "required")
-    return c.fail("tool_choice", "'tool_choice' \"required\" needs structured output (guided decoding), which this "
-                                 "server does not support: use \"auto\" (with serve --enable-auto-tool-choice) or \"none\"");
+    return c.fail("tool_choice", "'tool_choice' \"required\" needs structured output (guided decoding) of the tool "
+                                 "calls, which this server does not do for tools: use \"auto\" (with serve --enable-auto-tool-choice) or \"none\"");
   if (mode == "auto") {
     // vLLM's rule and message (its flags are serve's too).
     if (!limits.auto_tool_choice)
@@ -516,11 +622,7 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
               [](const json& v) { return v.is_string() && (v.get<std::string>() == "none" || v.get<std::string>() == "auto"); },
               "'tool_choice' is for chat completions (/v1/chat/completions)");
   }
-  // Plain text is all this server writes: a client that asks for JSON must hear so rather than
-  // receive text it would fail to parse.
-  c.neutral("response_format",
-            [](const json& v) { return v.is_object() && v.contains("type") && v["type"] == "text"; },
-            "'response_format' other than {\"type\": \"text\"} is not supported (no structured output)");
+  parse_guided(c, limits, out);
   if (c.error) return *c.error;
 
   // Each id prompt on its own: a prompt too long for the context is named by its index.

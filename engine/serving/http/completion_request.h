@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/serving/http/api_error.h"
+#include "engine/structured/grammar.h"
 #include "kernels/cpu/sampling.h"
 
 namespace sy::http {
@@ -32,6 +34,10 @@ struct ModelLimits {
   // serve --enable-auto-tool-choice with a --tool-call-parser (hermes): chat requests with tools
   // may leave the choice to the model (tool_choice "auto"), and their answers are parsed for calls.
   bool auto_tool_choice = false;
+  // Why this server refuses guided decoding (response_format json_object/json_schema,
+  // structured_outputs): the sim backend computes no logits to mask; attention ranks in other
+  // processes do not receive the constraint. Empty: served (with the model's tokenizer).
+  std::string no_guided_reason{};
 };
 
 // The most choices (`n`) one request may ask for: each runs as a request of its own.
@@ -91,6 +97,10 @@ struct CompletionRequest {
   // vLLM's extension (completions): -1: none; k ≥ 0: the choice's "prompt_logprobs", every prompt
   // token's log-probability with its rank and k alternatives.
   std::int32_t prompt_logprobs = -1;
+  // Guided decoding (structured output): the grammar every choice's text follows (null: free
+  // text), and the field that asked for it ("response_format" or "structured_outputs").
+  std::shared_ptr<const structured::Grammar> grammar{};
+  std::string guided_param{};
   // The alternatives the engine computes for each prompt token (SamplingSpec::prompt_logprobs):
   // prompt_logprobs' and, with echo, logprobs' (the larger); -1: the prompt is not scored.
   std::int32_t engine_prompt_logprobs() const {

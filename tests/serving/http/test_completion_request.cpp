@@ -104,8 +104,28 @@ TEST(CompletionRequest, ErrorsNameTheField) {
       {R"({"prompt":[1],"prompt_logprobs":-1})", "prompt_logprobs", "[0, 20]"},
       {R"({"prompt":[1],"prompt_logprobs":1,"stream":true})", "prompt_logprobs", "`stream=True`"},
       {R"({"prompt":[1],"seed":18446744073709551615})", "seed", "[-9223372036854775808, 9223372036854775807]"},
-      {R"({"prompt":[1],"response_format":{"type":"json_object"}})", "response_format", "no structured output"},
-      {R"({"prompt":[1],"response_format":"json"})", "response_format", "not supported"},
+      {R"({"prompt":[1],"response_format":"json"})", "response_format", "must be an object"},
+      {R"({"prompt":[1],"response_format":{"type":"xml"}})", "response_format.type", "\"xml\""},
+      {R"({"prompt":[1],"response_format":{"type":"json_schema"}})", "response_format.json_schema", "an object"},
+      {R"({"prompt":[1],"response_format":{"type":"json_schema","json_schema":{"name":"n"}}})",
+       "response_format.json_schema.schema", "is required"},
+      {R"({"prompt":[1],"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":{"type":"string","pattern":"a"}}}})",
+       "response_format.json_schema.schema", "'pattern' is not supported"},
+      {R"({"prompt":[1],"response_format":{"type":"json_schema","json_schema":{"schema":{"properties":{"a":{"format":"date"}}}}}})",
+       "response_format.json_schema.schema", "at /properties/a: the keyword 'format'"},
+      {R"({"prompt":[1],"response_format":{"type":"json_schema","json_schema":{"name":3,"schema":{}}}})",
+       "response_format.json_schema.name", "a string"},
+      {R"({"prompt":[1],"structured_outputs":{"regex":"a+"}})", "structured_outputs.regex", "not supported"},
+      {R"({"prompt":[1],"structured_outputs":{"grammar":"root ::= x"}})", "structured_outputs.grammar", "not supported"},
+      {R"({"prompt":[1],"structured_outputs":{"structural_tag":"{}"}})", "structured_outputs.structural_tag", "not supported"},
+      {R"({"prompt":[1],"structured_outputs":{"choice":["a"],"json":{}}})", "structured_outputs", "exactly one"},
+      {R"({"prompt":[1],"structured_outputs":{}})", "structured_outputs", "exactly one"},
+      {R"({"prompt":[1],"structured_outputs":{"choice":[]}})", "structured_outputs.choice", "non-empty list"},
+      {R"({"prompt":[1],"structured_outputs":{"choice":["a",""]}})", "structured_outputs.choice", "choice[1]"},
+      {R"({"prompt":[1],"structured_outputs":{"json":"{not json"}})", "structured_outputs.json", "JSON schema"},
+      {R"({"prompt":[1],"structured_outputs":{"json":{"type":"array","items":[{}]}}})", "structured_outputs.json", "tuple"},
+      {R"({"prompt":[1],"structured_outputs":{"choice":["a"]},"response_format":{"type":"json_object"}})",
+       "structured_outputs", "give one"},
       {R"({"prompt":[1],"tool_choice":"required"})", "tool_choice", "for chat completions"},
       {R"({"prompt":[1],"tools":[{"type":"function","function":{"name":"f"}}]})", "tools", "for chat completions"},
       {R"({"prompt":[1],"frequency_penalty":2.5})", "frequency_penalty", "[-2, 2]"},
@@ -128,6 +148,20 @@ TEST(CompletionRequest, ErrorsNameTheField) {
     EXPECT_NE(e.message.find(c.says), std::string::npos) << c.body << " -> " << e.message;
   }
   EXPECT_EQ(error_of(R"({"model":"other","prompt":[1]})").status, 404);
+  // Guided decoding parses into a grammar; a server that cannot do it (the sim, remote ranks)
+  // refuses it with its reason.
+  EXPECT_TRUE(parsed(R"({"prompt":[1],"response_format":{"type":"json_object"}})").grammar);
+  EXPECT_EQ(parsed(R"({"prompt":[1],"response_format":{"type":"json_object"}})").guided_param, "response_format");
+  EXPECT_TRUE(parsed(R"({"prompt":[1],"structured_outputs":{"choice":["a","b"],"regex":null}})").grammar);
+  EXPECT_TRUE(parsed(R"({"prompt":[1],"structured_outputs":{"json":"{\"type\":\"integer\"}"}})").grammar);
+  EXPECT_FALSE(parsed(R"({"prompt":[1],"response_format":{"type":"text"}})").grammar);
+  ModelLimits sim = kLimits;
+  sim.no_guided_reason = "the sim backend computes no logits to constrain";
+  const ParsedRequest refused =
+      parse_completion_request(R"({"prompt":[1],"structured_outputs":{"json_object":true}})", Endpoint::Completions, sim);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(refused));
+  EXPECT_EQ(std::get<ApiError>(refused).param, "structured_outputs");
+  EXPECT_NE(std::get<ApiError>(refused).message.find("sim backend"), std::string::npos);
   // Their neutral values are accepted: plain text, no tool to call.
   for (const char* neutral : {R"({"prompt":[1],"response_format":{"type":"text"}})", R"({"prompt":[1],"tool_choice":"none"})",
                               R"({"prompt":[1],"tool_choice":"auto","response_format":null})"})
