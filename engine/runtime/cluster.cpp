@@ -24,10 +24,7 @@ Cluster::Cluster(Topology topology, EventLoop& loop, const ExecutorFactory& make
     workers_.push_back(std::make_unique<Worker>(d, topology_, loop_, *executors_[d], *transport_, recycler_, observer,
                                                 hooks, rank >= 0 ? kv_[static_cast<std::size_t>(rank)].get() : nullptr));
     Worker* w = workers_.back().get();
-    transport_->set_receiver(d, {[w](const ShipmentHeader& h) { w->announce(h); },
-                                 [w](Shipment&& s) { w->receive(std::move(s)); },
-                                 [w](const ShipmentHeader& h) { return w->check_remote(h); },
-                                 [w](const Shipment& s) { return w->check_remote(s); }});
+    transport_->set_receiver(d, Transport::Receiver::of(w));
   }
   // Every device starts with the weights of the experts the topology places on it, loaded from
   // the host's copy; devices of other processes are accounted here and load in their process.

@@ -7,14 +7,17 @@ namespace sy {
 LoopTransport::LoopTransport(EventLoop& loop, std::int32_t num_devices, std::int64_t bytes_per_row,
                              LinkModel link, RuntimeObserver* observer)
     : loop_(loop),
+      virtual_loop_(dynamic_cast<VirtualEventLoop*>(&loop)),
       bytes_per_row_(bytes_per_row),
       link_(link),
       observer_(observer),
       jitter_(link.jitter_seed),
       receivers_(static_cast<std::size_t>(num_devices)),
+      receptors_(static_cast<std::size_t>(num_devices)),
       in_flight_(static_cast<std::size_t>(num_devices), 0),
       egress_free_(static_cast<std::size_t>(num_devices), 0),
       ingress_free_(static_cast<std::size_t>(num_devices), 0) {
+  for (std::size_t d = 0; d < receptors_.size(); ++d) receptors_[d] = through_functions(d);
   index_nodes();
 }
 
@@ -28,6 +31,26 @@ void LoopTransport::index_nodes() {
     for (std::int64_t rows = 0; rows < kWireRows; ++rows)
       wire_ns_[remote][static_cast<std::size_t>(rows)] = wire_of(bw, rows * bytes_per_row_);
   }
+}
+
+void LoopTransport::set_receiver(std::int32_t device, Receiver receiver) {
+  const auto d = static_cast<std::size_t>(device);
+  receivers_[d] = std::move(receiver);
+  const Receiver& r = receivers_[d];
+  if (r.header_fn && r.payload_fn) {
+    receptors_[d] = {r.target, r.header_fn, r.payload_fn};
+  } else {
+    receptors_[d] = through_functions(d);
+  }
+}
+
+LoopTransport::Receptor LoopTransport::through_functions(std::size_t device) {
+  // The target is the stored receiver (receivers_ never grows after construction).
+  return {&receivers_[device],
+          [](void* o, const ShipmentHeader& h) {
+            if (const Receiver& r = *static_cast<const Receiver*>(o); r.on_header) r.on_header(h);
+          },
+          [](void* o, Shipment&& s) { static_cast<const Receiver*>(o)->on_payload(std::move(s)); }};
 }
 
 TransportFactory LoopTransport::factory(std::int64_t bytes_per_row, LinkModel link) {
@@ -58,8 +81,8 @@ void LoopTransport::send(Shipment&& shipment) {
   }
   // Phase 1: the receiver knows at once what is on its way.
   ++in_flight_[dst];
-  if (const Receiver& r = receivers_[dst]; r.on_header)
-    r.on_header(ShipmentHeader{src, dst, shipment.kind, shipment.block, shipment.group, tokens, bytes});
+  const Receptor& rc = receptors_[static_cast<std::size_t>(dst)];
+  rc.header(rc.target, ShipmentHeader{src, dst, shipment.kind, shipment.block, shipment.group, tokens, bytes});
   std::uint32_t slot;
   if (free_.empty()) {
     slot = slots_++;
@@ -70,7 +93,11 @@ void LoopTransport::send(Shipment&& shipment) {
   }
   parked(slot) = std::move(shipment);
   // On the receiver's lane: a virtual loop may hold it while the receiver executes.
-  loop_.post_call_to(dst, arrival, &LoopTransport::deliver, this, slot);
+  if (virtual_loop_) {
+    virtual_loop_->post_call_to(dst, arrival, &LoopTransport::deliver, this, slot);
+  } else {
+    loop_.post_call_to(dst, arrival, &LoopTransport::deliver, this, slot);
+  }
 }
 
 void LoopTransport::deliver(void* transport, std::uint64_t slot) {
@@ -82,7 +109,8 @@ void LoopTransport::deliver(void* transport, std::uint64_t slot) {
   // The receiver takes what it keeps (a worker: the rows and the list of batches); batches it
   // left are let go here, as a moved-out shipment's were. The slot is free only after: a send
   // from within the receiver must not park into it.
-  self.receivers_[dst].on_payload(std::move(s));
+  const Receptor& rc = self.receptors_[static_cast<std::size_t>(dst)];
+  rc.payload(rc.target, std::move(s));
   self.parked(at).batches.clear();
   self.free_.push_back(at);
 }

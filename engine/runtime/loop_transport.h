@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/runtime/transport.h"
+#include "engine/runtime/virtual_event_loop.h"
 
 namespace sy {
 
@@ -37,7 +38,7 @@ class LoopTransport final : public Transport {
   // A factory for deployments whose devices all live on one loop.
   static TransportFactory factory(std::int64_t bytes_per_row, LinkModel link);
 
-  void set_receiver(std::int32_t device, Receiver receiver) override { receivers_[device] = std::move(receiver); }
+  void set_receiver(std::int32_t device, Receiver receiver) override;
   void set_link(const LinkModel& link) {
     link_ = link;
     index_nodes();
@@ -53,11 +54,23 @@ class LoopTransport final : public Transport {
   void index_nodes();
 
   EventLoop& loop_;
+  // The same loop where it is a virtual one (the simulator, virtual cpu clocks): its lanes' post
+  // is then a direct call, inlined, instead of a virtual one per shipment.
+  VirtualEventLoop* virtual_loop_;
   std::int64_t bytes_per_row_;
   LinkModel link_;
   RuntimeObserver* observer_;
   std::mt19937_64 jitter_;
   std::vector<Receiver> receivers_;
+  // [device]: its receiver's two phases as plain calls (Receiver::header_fn and payload_fn, or
+  // calls into its functions where it has none): one indirect call per phase.
+  struct Receptor {
+    void* target = nullptr;
+    void (*header)(void*, const ShipmentHeader&) = nullptr;
+    void (*payload)(void*, Shipment&&) = nullptr;
+  };
+  std::vector<Receptor> receptors_;
+  Receptor through_functions(std::size_t device);
   // [device]: the node it sits on (all 0 on one node): two divisions per shipment otherwise.
   std::vector<std::int32_t> node_;
   // The wire time of a shipment of r < kWireRows rows, within a node [0] and between nodes [1],

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/runtime/loop_transport.h"
@@ -57,6 +58,56 @@ TEST(LoopTransport, WireTimeFollowsTheLinkModelAcrossShipmentSizes) {
       }
     }
   }
+}
+
+// A receiver made by Receiver::of is called directly (its function pointers), one made of
+// functions through them: both see every header at its send and every payload at its arrival,
+// the held ones once the lane catches up.
+struct Recorder {
+  std::vector<std::string>* log;
+  EventLoop* loop;
+  void announce(const ShipmentHeader& h) { log->push_back("h" + std::to_string(h.dst) + "@" + std::to_string(loop->now())); }
+  void receive(Shipment&& s) {
+    log->push_back("p" + std::to_string(s.dst) + ":" + std::to_string(s.tokens()) + "@" + std::to_string(loop->now()));
+  }
+  Status check_remote(const ShipmentHeader&) const { return Status::Ok(); }
+  Status check_remote(const Shipment&) const { return Status::Ok(); }
+};
+
+TEST(LoopTransport, DirectAndFunctionReceiversSeeTheSamePhases) {
+  LinkModel link;
+  link.latency_ns = 100;
+  link.bytes_per_ns = 1;
+  link.shared_ports = true;
+  std::vector<std::string> logs[2];
+  for (int direct = 0; direct < 2; ++direct) {
+    VirtualEventLoop loop;
+    LoopTransport transport(loop, 3, 10, link, nullptr);
+    std::vector<Recorder> recorders(3, Recorder{&logs[direct], &loop});
+    for (std::int32_t d = 0; d < 3; ++d) {
+      Recorder* r = &recorders[static_cast<std::size_t>(d)];
+      if (direct) {
+        transport.set_receiver(d, Transport::Receiver::of(r));
+      } else {
+        transport.set_receiver(d, {[r](const ShipmentHeader& h) { r->announce(h); }, [r](Shipment&& s) { r->receive(std::move(s)); }});
+      }
+    }
+    // Device 2 executes while the first two arrive: its lane holds them until it catches up.
+    loop.lane(2)->held = true;
+    transport.send(shipment_of(0, 2, 3));
+    transport.send(shipment_of(1, 2, 1));
+    transport.send(shipment_of(0, 1, 2));
+    EXPECT_EQ(transport.in_flight_to(2), 2);
+    loop.run_until(1'000);
+    loop.catch_up_lane(2);
+    loop.lane(2)->held = false;
+    loop.release_lane(2);
+    loop.run();
+    EXPECT_EQ(transport.in_flight_to(2), 0);
+    EXPECT_EQ(transport.in_flight_to(1), 0);
+  }
+  EXPECT_EQ(logs[0], logs[1]);
+  EXPECT_EQ(logs[1].size(), 6u);
 }
 
 }  // namespace
