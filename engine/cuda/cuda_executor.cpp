@@ -754,9 +754,12 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
   // Each row's draw from (seed, position) alone, as the cpu backend and the reference path.
   std::vector<kernels::DeviceSamplingParams> params(last_rows.size());
   std::vector<kernels::PenaltyEntry> penalties;  // one per (row, distinct token sampled so far)
-  // Guided decoding: one -inf entry per (row, token its mask leaves out), applied by
-  // penalize_cuda on its own before the log-probabilities are copied (vLLM's order, as the cpu's).
-  std::vector<kernels::PenaltyEntry> masked;
+  // Guided decoding: each guided row's mask, padded with clear bits to the model's vocabulary
+  // (ids past the tokenizer's are never allowed), applied by mask_logits_cuda before the
+  // log-probabilities are copied (vLLM's order, as the cpu's).
+  const std::int32_t mask_words = kernels::token_mask_words(V);
+  std::vector<std::int32_t> mask_rows;
+  std::vector<std::uint32_t> masks;
   bool any_logprobs = false;
   for (std::size_t i = 0; i < last_rows.size(); ++i) {
     const SamplingSpec& s = sequences[i].sampling;
@@ -764,8 +767,12 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
     params[i] = {s.temperature, s.top_p, s.top_k,
                  kernels::sampling_uniform(kernels::position_seed(s.seed, position)), s.min_p};
     any_logprobs = any_logprobs || s.logprobs >= 0;
-    if (!sequences[i].allowed.empty())
-      kernels::append_mask_entries(masked, static_cast<std::int32_t>(i), V, sequences[i].allowed);
+    if (const std::span<const std::uint32_t> allowed = sequences[i].allowed; !allowed.empty()) {
+      mask_rows.push_back(static_cast<std::int32_t>(i));
+      const std::size_t at = masks.size();
+      masks.resize(at + static_cast<std::size_t>(mask_words), 0u);
+      std::copy_n(allowed.begin(), std::min(allowed.size(), static_cast<std::size_t>(mask_words)), masks.begin() + at);
+    }
     if (s.penalized() || !sequences[i].logit_bias.empty())
       kernels::append_penalty_entries(penalties, static_cast<std::int32_t>(i), V,
                                       kernels::penalty_terms(sequences[i].prompt, sequences[i].outputs, s.penalties()),
@@ -781,12 +788,17 @@ void CudaExecutor::run_sample(TokenBatch& batch, std::span<const SequenceContext
        "cudaMemcpyAsync (sampling settings)");
   float* logits = logits_.get<float>(m * V);
   lm_head_rows(batch.hidden, d_rows, m, normed_.get<float>(m * H), logits, x_low_.get<float>(m * H));
-  if (!masked.empty()) {
-    auto* d_masked = mask_entries_.get<kernels::PenaltyEntry>(static_cast<std::int64_t>(masked.size()));
-    must(cudaMemcpyAsync(d_masked, masked.data(), masked.size() * sizeof(kernels::PenaltyEntry), cudaMemcpyHostToDevice,
+  if (!mask_rows.empty()) {
+    const auto guided = static_cast<std::int64_t>(mask_rows.size());
+    auto* d_mask_rows = mask_rows_.get<std::int32_t>(guided);
+    auto* d_masks = masks_.get<std::uint32_t>(static_cast<std::int64_t>(masks.size()));
+    // From pageable memory: staged before cudaMemcpyAsync returns, so the vectors may go.
+    must(cudaMemcpyAsync(d_mask_rows, mask_rows.data(), mask_rows.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
                          stream_),
-         "cudaMemcpyAsync (guided-decoding mask)");
-    must(kernels::penalize_cuda(logits, V, d_masked, static_cast<std::int64_t>(masked.size()), stream_));
+         "cudaMemcpyAsync (guided rows)");
+    must(cudaMemcpyAsync(d_masks, masks.data(), masks.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream_),
+         "cudaMemcpyAsync (guided-decoding masks)");
+    must(kernels::mask_logits_cuda(logits, V, d_mask_rows, d_masks, guided, stream_));
   }
   // The log-probabilities are of the raw logits (vLLM's default; masked under guided decoding):
   // copied before the penalties.

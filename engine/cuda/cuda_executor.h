@@ -195,7 +195,7 @@ class CudaExecutor final : public Executor {
   float* kv_v_ = nullptr;
   std::int64_t kv_layer_floats_ = 0;
   DeviceScratch meta_, normed_, x_low_, q_, k_, v_, attn_, out_, logits_, ids_, weights_, gate_, scale_, rows_,
-      params_, tokens_, ffn_g_, ffn_u_, penalties_, partials_, mask_entries_;
+      params_, tokens_, ffn_g_, ffn_u_, penalties_, partials_, mask_rows_, masks_;
   // score_prompt's own, so that the sampling's buffers stay put while its kernels are queued.
   DeviceScratch prompt_rows_, prompt_normed_, prompt_low_, prompt_logits_;
   // SY_CUDA_ATTENTION=split: attention by paged_attention_split_cuda (keys split over blocks at

@@ -267,4 +267,13 @@ struct PenaltyEntry {
 Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entries, std::int64_t n,
                      cudaStream_t stream);
 
+// Guided decoding: apply_token_mask (kernels/cpu/sampling.h) on n rows of `vocab` logits, in
+// place: logits row rows[g] takes mask g, token_mask_words(vocab) words of masks[g · words ...]
+// (bit t % 32 of word t / 32 set: allowed; clear: -inf). A bitmask per row (vocab / 8 bytes)
+// rather than an entry per disallowed token: a grammar often allows a few tokens of 150 000.
+// `rows` and `masks` are device arrays.
+constexpr std::int32_t token_mask_words(std::int32_t vocab) { return (vocab + 31) / 32; }
+Status mask_logits_cuda(float* logits, std::int32_t vocab, const std::int32_t* rows, const std::uint32_t* masks,
+                        std::int64_t n, cudaStream_t stream);
+
 }  // namespace sy::kernels

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <limits>
 
 namespace sy::kernels {
 
@@ -29,15 +28,6 @@ void append_penalty_entries(std::vector<PenaltyEntry>& out, std::int32_t row, st
   for (std::size_t i = first; i < out.size(); ++i)
     if (out[i].token >= 0 && out[i].token < vocab) out[kept++] = out[i];
   out.resize(kept);
-}
-
-void append_mask_entries(std::vector<PenaltyEntry>& out, std::int32_t row, std::int32_t vocab,
-                         std::span<const std::uint32_t> allowed) {
-  for (std::int32_t t = 0; t < vocab; ++t) {
-    const auto word = static_cast<std::size_t>(t) / 32;
-    if (word < allowed.size() && (allowed[word] >> (static_cast<std::uint32_t>(t) % 32) & 1u)) continue;
-    out.push_back({row, t, 0.0f, 0.0f, 0.0f, 1.0f, -std::numeric_limits<float>::infinity()});
-  }
 }
 
 }  // namespace sy::kernels

@@ -16,11 +16,4 @@ namespace sy::kernels {
 void append_penalty_entries(std::vector<PenaltyEntry>& out, std::int32_t row, std::int32_t vocab,
                             std::span<const PenaltyTerm> terms, std::span<const TokenBias> biases, const Penalties& p);
 
-// Guided decoding's mask as entries: one per token in [0, vocab) whose bit in `allowed` is clear
-// (apply_token_mask's rule), with bias -inf, count 0 and repetition 1, so that penalize_cuda
-// sets its logit to -inf and nothing else. Kept apart from append_penalty_entries' (a separate
-// penalize_cuda call): no two entries of one call touch one logit.
-void append_mask_entries(std::vector<PenaltyEntry>& out, std::int32_t row, std::int32_t vocab,
-                         std::span<const std::uint32_t> allowed);
-
 }  // namespace sy::kernels

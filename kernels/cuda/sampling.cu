@@ -4,6 +4,7 @@
 // shared memory (bitonic), and one thread walks them exactly as Sampler::sample does. Min-p
 // keeps the tokens of key at least a bound (weights grow with the logit), found first.
 // penalize_cuda: apply_penalties' sparse updates, one thread per (row, token).
+// mask_logits_cuda: guided decoding's bitmask, one thread per (guided row, token).
 #include <climits>
 #include <cmath>
 
@@ -381,9 +382,34 @@ Status penalize_cuda(float* logits, std::int32_t vocab, const PenaltyEntry* entr
   return detail::check_launch("penalize_cuda");
 }
 
+namespace {
+
+__global__ void mask_logits_kernel(float* __restrict__ logits, int vocab, const std::int32_t* __restrict__ rows,
+                                   const std::uint32_t* __restrict__ masks, int words, long long n) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const long long g = i / vocab;
+  const int t = static_cast<int>(i - g * vocab);
+  if (!(masks[g * words + t / 32] >> (t % 32) & 1u)) logits[static_cast<long long>(rows[g]) * vocab + t] = -INFINITY;
+}
+
+}  // namespace
+
+Status mask_logits_cuda(float* logits, std::int32_t vocab, const std::int32_t* rows, const std::uint32_t* masks,
+                        std::int64_t n, cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(n >= 0 && vocab >= 1, "mask_logits_cuda: bad shape"));
+  if (n == 0) return Status::Ok();
+  constexpr int kMaskThreads = 256;
+  const long long total = n * vocab;
+  const auto blocks = static_cast<unsigned>((total + kMaskThreads - 1) / kMaskThreads);
+  mask_logits_kernel<<<blocks, kMaskThreads, 0, stream>>>(logits, vocab, rows, masks, token_mask_words(vocab), total);
+  return detail::check_launch("mask_logits_cuda");
+}
+
 // Every kernel of this file, for preload_kernels (kernel_preload.h).
 void detail::add_sampling_kernels(std::vector<KernelEntry>& out) {
-  out.insert(out.end(), {SY_KERNEL_ENTRY(sample_kernel), SY_KERNEL_ENTRY(penalize_kernel)});
+  out.insert(out.end(),
+             {SY_KERNEL_ENTRY(sample_kernel), SY_KERNEL_ENTRY(penalize_kernel), SY_KERNEL_ENTRY(mask_logits_kernel)});
 }
 
 }  // namespace sy::kernels

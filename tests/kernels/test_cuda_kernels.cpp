@@ -922,29 +922,35 @@ TEST(CudaKernels, PenaltiesMatchCpuBitForBit) {
   EXPECT_EQ(d.host(), expected);
 }
 
-// Guided decoding's mask as penalize_cuda entries (append_mask_entries): the same -inf logits as
-// the cpu's apply_token_mask, and the sampler draws only allowed tokens at temperature 1 and
-// with top-p, including a row where one token is left (a complete grammar: eos alone).
+// Guided decoding's bitmask (mask_logits_cuda): the same -inf logits as the cpu's
+// apply_token_mask on the guided rows, the other rows untouched, and the sampler draws only
+// allowed tokens at temperature 1 and with top-p, including a row where one token is left (a
+// complete grammar: eos alone). The vocabulary is not a multiple of 32.
 TEST(CudaKernels, GuidedMaskMatchesCpuAndDrawsOnlyAllowed) {
   SKIP_WITHOUT_GPU();
   const std::int32_t vocab = 1000;
-  const int rows = 4;
+  const std::int32_t words = kernels::token_mask_words(vocab);
+  const int rows = 5;
+  const std::vector<std::int32_t> guided_rows = {0, 1, 3, 4};  // row 2 is not guided
   Rng rng(31);
   const std::vector<float> logits = rng.uniform_vector(static_cast<std::size_t>(rows) * vocab, -8.0f, 8.0f);
   std::vector<float> expected = logits;
-  std::vector<kernels::PenaltyEntry> entries;
-  std::vector<std::vector<std::uint32_t>> masks(rows, std::vector<std::uint32_t>((vocab + 31) / 32, 0u));
-  for (int r = 0; r < rows; ++r) {
+  std::vector<std::vector<std::uint32_t>> masks(rows, std::vector<std::uint32_t>(static_cast<std::size_t>(words), 0u));
+  std::vector<std::uint32_t> packed;
+  for (const std::int32_t r : guided_rows) {
     for (std::int32_t t = 0; t < vocab; ++t) {
       const bool allowed = r == 3 ? t == 777 : (rng.engine()() % (r + 2)) == 0;
       if (allowed) masks[r][static_cast<std::size_t>(t) / 32] |= 1u << (t % 32);
     }
     kernels::apply_token_mask(expected.data() + static_cast<std::size_t>(r) * vocab, vocab, masks[r]);
-    kernels::append_mask_entries(entries, r, vocab, masks[r]);
+    packed.insert(packed.end(), masks[r].begin(), masks[r].end());
   }
+  std::fill(masks[2].begin(), masks[2].end(), ~0u);  // for the draws below: any token
   DeviceBuffer<float> d(logits);
-  DeviceBuffer<kernels::PenaltyEntry> de(entries);
-  ASSERT_OK(kernels::penalize_cuda(d.get(), vocab, de.get(), static_cast<std::int64_t>(entries.size()), nullptr));
+  DeviceBuffer<std::int32_t> drows(guided_rows);
+  DeviceBuffer<std::uint32_t> dmasks(packed);
+  ASSERT_OK(kernels::mask_logits_cuda(d.get(), vocab, drows.get(), dmasks.get(),
+                                      static_cast<std::int64_t>(guided_rows.size()), nullptr));
   EXPECT_EQ(d.host(), expected);
   for (int k = 0; k < 50; ++k) {
     std::vector<kernels::DeviceSamplingParams> params;
