@@ -12,6 +12,7 @@
 #include "engine/model/random_model.h"
 #include "engine/text/model_tokenizer.h"
 #include "tests/serving/http/live_server.h"
+#include "tests/serving/http/tiny_text_model.h"
 
 namespace sy::http {
 namespace {
@@ -19,24 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class ApiGuidedTest : public ::testing::Test {
+class ApiGuidedTest : public TinyTextModelSuite<ApiGuidedTest> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("sy_test_http_guided_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32);
-    auto files = text::model_tokenizer_files(c);
-    ASSERT_TRUE(files.ok()) << files.status().message();
-    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
-    weights_ = *ModelWeights::load(dir_);
-    auto t = TextSupport::load(dir_);
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    text_ = new TextSupport(std::move(t).value());
-  }
-  static void TearDownTestSuite() {
-    delete text_;
-    fs::remove_all(dir_);
-  }
+  static void SetUpTestSuite() { ASSERT_NO_FATAL_FAILURE(set_up_model(Arch::Mixtral, "guided")); }
   static json post(httplib::Client& c, const std::string& path, const json& body, int status = 200) {
     auto res = c.Post(path, body.dump(), "application/json");
     EXPECT_TRUE(res);
@@ -52,9 +38,6 @@ class ApiGuidedTest : public ::testing::Test {
     return out;
   }
 
-  static inline fs::path dir_;
-  static inline std::shared_ptr<const ModelWeights> weights_;
-  static inline TextSupport* text_ = nullptr;
 };
 
 const char* kSchema = R"({"type":"object","properties":{

@@ -16,6 +16,7 @@
 #include "engine/text/model_tokenizer.h"
 #include "engine/text/tokenizer.h"
 #include "tests/serving/http/live_server.h"
+#include "tests/serving/http/tiny_text_model.h"
 
 namespace sy::http {
 namespace {
@@ -23,24 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class ApiTextTest : public ::testing::Test {
+class ApiTextTest : public TinyTextModelSuite<ApiTextTest> {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("sy_test_http_text_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ModelConfig c = preset_config(Arch::Mixtral, ModelPreset::Tiny, kernels::DType::F32);
-    auto files = text::model_tokenizer_files(c);
-    ASSERT_TRUE(files.ok()) << files.status().message();
-    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
-    weights_ = *ModelWeights::load(dir_);
-    auto t = TextSupport::load(dir_);
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    text_ = new TextSupport(std::move(t).value());
+    ASSERT_NO_FATAL_FAILURE(set_up_model(Arch::Mixtral, "text"));
     ASSERT_TRUE(text_->tokenizer());
-  }
-  static void TearDownTestSuite() {
-    delete text_;
-    fs::remove_all(dir_);
   }
 
   static std::vector<std::int32_t> reference(const std::vector<std::int32_t>& prompt, std::int32_t n) {
@@ -80,9 +68,6 @@ class ApiTextTest : public ::testing::Test {
     return {text, reason};
   }
 
-  static inline fs::path dir_;
-  static inline std::shared_ptr<const ModelWeights> weights_;
-  static inline TextSupport* text_ = nullptr;
 };
 
 TEST_F(ApiTextTest, TextPromptsAnswerTheReferenceTokensAndTheirText) {

@@ -16,6 +16,7 @@
 #include "engine/text/chat_template.h"
 #include "engine/text/model_tokenizer.h"
 #include "tests/serving/http/live_server.h"
+#include "tests/serving/http/tiny_text_model.h"
 
 namespace sy::http {
 namespace {
@@ -37,30 +38,21 @@ const json kTools = json::parse(R"([{"type": "function", "function": {"name": "g
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}])");
 
-class ApiToolsTest : public ::testing::Test {
+class ApiToolsTest : public TinyTextModelSuite<ApiToolsTest> {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("sy_test_http_tools_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ModelConfig c = preset_config(Arch::Qwen3Moe, ModelPreset::Tiny, kernels::DType::F32);
-    c.vocab_size = 520;  // room for the added tokens
-    auto files = text::model_tokenizer_files(c);
-    ASSERT_TRUE(files.ok()) << files.status().message();
-    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
-    json tok = json::parse(std::ifstream(dir_ / "tokenizer.json"));
-    for (const auto& [id, content] : {std::pair{kCallToken, kCallText}, {kBrokenToken, kBrokenText}, {kOpenCallToken, kOpenCallText}})
-      tok["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
-                                     {"rstrip", false}, {"normalized", false}, {"special", false}});
-    std::ofstream(dir_ / "tokenizer.json") << tok.dump();
-    weights_ = *ModelWeights::load(dir_);
-    auto t = TextSupport::load(dir_);
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    text_ = new TextSupport(std::move(t).value());
+    // Room for the added tokens, each a whole answer the tests make the model write.
+    const auto room = [](ModelConfig& c) { c.vocab_size = 520; };
+    const auto add_tokens = [](const fs::path& dir) {
+      json tok = json::parse(std::ifstream(dir / "tokenizer.json"));
+      for (const auto& [id, content] :
+           {std::pair{kCallToken, kCallText}, {kBrokenToken, kBrokenText}, {kOpenCallToken, kOpenCallText}})
+        tok["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                                       {"rstrip", false}, {"normalized", false}, {"special", false}});
+      std::ofstream(dir / "tokenizer.json") << tok.dump();
+    };
+    ASSERT_NO_FATAL_FAILURE(set_up_model(Arch::Qwen3Moe, "tools", room, add_tokens));
     ASSERT_TRUE(text_->chat()) << text_->no_chat_reason();
-  }
-  static void TearDownTestSuite() {
-    delete text_;
-    fs::remove_all(dir_);
   }
   static ApiServerOptions options(bool auto_tool_choice) {
     ApiServerOptions o;
@@ -133,9 +125,6 @@ class ApiToolsTest : public ::testing::Test {
     return call;
   }
 
-  static inline fs::path dir_;
-  static inline std::shared_ptr<const ModelWeights> weights_;
-  static inline TextSupport* text_ = nullptr;
 };
 
 const json kWeatherCall = {{"type", "function"},

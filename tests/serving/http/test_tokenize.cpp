@@ -15,6 +15,7 @@
 #include "engine/text/chat_template.h"
 #include "engine/text/model_tokenizer.h"
 #include "tests/serving/http/live_server.h"
+#include "tests/serving/http/tiny_text_model.h"
 
 namespace sy::http {
 namespace {
@@ -119,24 +120,11 @@ TEST(Tokenize, ErrorsNameTheField) {
   EXPECT_EQ(other.code, "model_not_found");
 }
 
-class TokenizeApiTest : public ::testing::Test {
+class TokenizeApiTest : public TinyTextModelSuite<TokenizeApiTest> {
  protected:
   static void SetUpTestSuite() {
-    dir_ = fs::temp_directory_path() / ("sy_test_http_tokenize_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    ModelConfig c = preset_config(Arch::Qwen3Moe, ModelPreset::Tiny, kernels::DType::F32);
-    auto files = text::model_tokenizer_files(c);
-    ASSERT_TRUE(files.ok()) << files.status().message();
-    ASSERT_TRUE(write_random_model(c, 1, dir_, 2ull << 30, *files).ok());
-    weights_ = *ModelWeights::load(dir_);
-    auto t = TextSupport::load(dir_);
-    ASSERT_TRUE(t.ok()) << t.status().message();
-    text_ = new TextSupport(std::move(t).value());
+    ASSERT_NO_FATAL_FAILURE(set_up_model(Arch::Qwen3Moe, "tokenize"));
     ASSERT_TRUE(text_->chat()) << text_->no_chat_reason();
-  }
-  static void TearDownTestSuite() {
-    delete text_;
-    fs::remove_all(dir_);
   }
   static json post(httplib::Client& c, const std::string& path, const json& body, int status = 200) {
     auto res = c.Post(path, body.dump(), "application/json");
@@ -146,9 +134,6 @@ class TokenizeApiTest : public ::testing::Test {
     return json::parse(res->body);
   }
 
-  static inline fs::path dir_;
-  static inline std::shared_ptr<const ModelWeights> weights_;
-  static inline TextSupport* text_ = nullptr;
 };
 
 // Chat messages tokenize to the prompt a chat completion runs on (its usage counts the same
