@@ -20,13 +20,6 @@ using ojson = nlohmann::ordered_json;
 // Python's json, vLLM's, gives up near 1000 levels).
 constexpr std::size_t kMaxToolNesting = 256;
 
-template <class Json>
-std::string type_name(const Json& v) {
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  return std::string("a") + (v.is_object() || v.is_array() ? "n " : " ") + v.type_name();
-}
-
 // Collects the first problem; each check returns false once one is found.
 class Checker {
  public:
@@ -44,7 +37,7 @@ class Checker {
   }
   template <class Json>
   bool wrong_type(const std::string& param, const Json& v, const std::string& want) {
-    return fail(param, "'" + param + "' must be " + want + ", got " + type_name(v));
+    return fail(param, "'" + param + "' must be " + want + ", got " + json_kind(v));
   }
 
   bool boolean(const char* key, bool& out) {
@@ -93,7 +86,7 @@ class Checker {
       const json& t = v[i];
       if (!t.is_number_integer())
         return fail(param, "'" + param + "[" + std::to_string(i) + "]' must be a token id (an integer), got " +
-                               type_name(t));
+                               json_kind(t));
       const std::int64_t id = t.is_number_unsigned() && t.get<std::uint64_t>() > std::uint64_t(INT64_MAX)
                                   ? INT64_MAX
                                   : t.get<std::int64_t>();
@@ -274,7 +267,7 @@ bool parse_prompt(Checker& c, const ModelLimits& limits, CompletionRequest& out)
     const std::string at = "prompt[" + std::to_string(i) + "]";
     if (strings ? !one.is_string() : !one.is_array())
       return c.fail(at, "'" + at + "' must be " + (strings ? "a string" : "a list of token ids") + " as 'prompt[0]' is, got " +
-                            type_name(one) + ": a list of prompts holds strings or lists of token ids, not both");
+                            json_kind(one) + ": a list of prompts holds strings or lists of token ids, not both");
     // (A JSON string is not a container: its own emptiness is the text's.)
     if (strings ? one.get_ref<const std::string&>().empty() : one.empty()) return c.fail(at, "'" + at + "' is empty");
     out.prompts.emplace_back();
@@ -498,23 +491,27 @@ bool parse_stop(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
 
 }  // namespace
 
+std::optional<ApiError> check_model_field(const json* model, const ModelLimits& limits) {
+  if (!model || model->is_null()) return std::nullopt;
+  if (!model->is_string()) return ApiError::bad_field("model", "'model' must be a string, got " + json_kind(*model));
+  if (model->get<std::string>() != limits.name)
+    return ApiError::not_found("The model '" + model->get<std::string>() + "' does not exist (this server serves '" +
+                                   limits.name + "')",
+                               "model_not_found");
+  return std::nullopt;
+}
+
 ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endpoint, const ModelLimits& limits) {
   auto parsed = parse_json(body_text);
   if (!parsed.ok()) return ApiError::bad_field("", "the request body is not valid JSON: " + parsed.status().message());
   const json& body = *parsed;
-  if (!body.is_object()) return ApiError::bad_field("", "the request body must be a JSON object, got " + type_name(body));
+  if (!body.is_object()) return ApiError::bad_field("", "the request body must be a JSON object, got " + json_kind(body));
   CompletionRequest out;
   out.endpoint = endpoint;
   Checker c(body);
   const bool chat = endpoint == Endpoint::ChatCompletions;
 
-  if (const json* model = c.get("model")) {
-    if (!model->is_string()) return ApiError::bad_field("model", "'model' must be a string, got " + type_name(*model));
-    if (model->get<std::string>() != limits.name)
-      return ApiError::not_found("The model '" + model->get<std::string>() + "' does not exist (this server serves '" +
-                                     limits.name + "')",
-                                 "model_not_found");
-  }
+  if (auto e = check_model_field(c.get("model"), limits)) return *e;
   // Chat: the messages and tools reach the template, whose tojson prints objects' keys in the
   // order the client wrote them (as Python's dicts keep it): read again, keeping that order.
   ojson ordered;

@@ -116,6 +116,18 @@ struct CompletionRequest {
 
 using ParsedRequest = std::variant<CompletionRequest, ApiError>;
 
+// What a request's field holds, for errors: "an integer", "a number", "a string", "an object"...
+template <class Json>
+std::string json_kind(const Json& v) {
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  return std::string("a") + (v.is_object() || v.is_array() ? "n " : " ") + v.type_name();
+}
+
+// A request's "model" (null or absent: the served model, as vLLM takes it): a 400 when it is not
+// a string, a 404 (model_not_found) when it names another model; every endpoint checks it so.
+std::optional<ApiError> check_model_field(const nlohmann::json* model, const ModelLimits& limits);
+
 // Parses and checks the body; token ids are checked against the vocabulary, the length of each
 // id prompt against the context. Text prompts and chat messages are length-checked once encoded
 // (completion_budget).

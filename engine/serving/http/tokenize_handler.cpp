@@ -12,26 +12,14 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-std::string kind_of(const json& v) {
-  if (v.is_number_integer()) return "an integer";
-  if (v.is_number()) return "a number";
-  return std::string("a") + (v.is_object() || v.is_array() ? "n " : " ") + v.type_name();
-}
-
 // The body as a JSON object, with the request's model checked as the completions check it.
 std::variant<json, ApiError> read_body(std::string_view text, const ModelLimits& limits) {
   auto parsed = parse_json(text);
   if (!parsed.ok()) return ApiError::bad_field("", "the request body is not valid JSON: " + parsed.status().message());
   if (!parsed->is_object())
-    return ApiError::bad_field("", "the request body must be a JSON object, got " + kind_of(*parsed));
+    return ApiError::bad_field("", "the request body must be a JSON object, got " + json_kind(*parsed));
   const auto model = parsed->find("model");
-  if (model != parsed->end() && !model->is_null()) {
-    if (!model->is_string()) return ApiError::bad_field("model", "'model' must be a string, got " + kind_of(*model));
-    if (model->get<std::string>() != limits.name)
-      return ApiError::not_found("The model '" + model->get<std::string>() + "' does not exist (this server serves '" +
-                                     limits.name + "')",
-                                 "model_not_found");
-  }
+  if (auto e = check_model_field(model != parsed->end() ? &*model : nullptr, limits)) return *e;
   return std::move(*parsed);
 }
 
@@ -40,7 +28,7 @@ std::variant<bool, ApiError> flag(const json& body, const char* key, bool fallba
   const auto it = body.find(key);
   if (it == body.end() || it->is_null()) return fallback;
   if (!it->is_boolean())
-    return ApiError::bad_field(key, std::string("'") + key + "' must be a boolean, got " + kind_of(*it));
+    return ApiError::bad_field(key, std::string("'") + key + "' must be a boolean, got " + json_kind(*it));
   return it->get<bool>();
 }
 
@@ -88,7 +76,7 @@ TokenizeHandler::Answer TokenizeHandler::tokenize(std::string_view text) const {
     ids = text_.encode_chat(r.messages, r.tools, std::get<bool>(generation), std::get<bool>(special));
   } else {
     const json& prompt = body.at("prompt");
-    if (!prompt.is_string()) return ApiError::bad_field("prompt", "'prompt' must be a string, got " + kind_of(prompt));
+    if (!prompt.is_string()) return ApiError::bad_field("prompt", "'prompt' must be a string, got " + json_kind(prompt));
     if (!text_.tokenizer())
       return ApiError::bad_field("prompt", "this model has no tokenizer.json: there is no text to tokenize with");
     auto encoded = text_.tokenizer()->try_encode(prompt.get<std::string>(), std::get<bool>(special));
@@ -113,13 +101,13 @@ TokenizeHandler::Answer TokenizeHandler::detokenize(std::string_view text) const
   const json& body = std::get<json>(read);
   if (!present(body, "tokens")) return ApiError::bad_field("tokens", "'tokens' (a list of token ids) is required");
   const json& list = body.at("tokens");
-  if (!list.is_array()) return ApiError::bad_field("tokens", "'tokens' must be a list of token ids, got " + kind_of(list));
+  if (!list.is_array()) return ApiError::bad_field("tokens", "'tokens' must be a list of token ids, got " + json_kind(list));
   std::vector<std::int32_t> ids;
   ids.reserve(list.size());
   for (std::size_t i = 0; i < list.size(); ++i) {
     const json& v = list[i];
     const std::string at = "tokens[" + std::to_string(i) + "]";
-    if (!v.is_number_integer()) return ApiError::bad_field(at, "'" + at + "' must be a token id, got " + kind_of(v));
+    if (!v.is_number_integer()) return ApiError::bad_field(at, "'" + at + "' must be a token id, got " + json_kind(v));
     const auto id = v.get<std::int64_t>();
     if (id < 0 || id >= limits_.vocab_size)
       return ApiError::bad_field(at, "'" + at + "' is " + std::to_string(id) + ", not a token id of this model (0 to " +
