@@ -5,7 +5,7 @@
 #
 #   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda,
 #                                        #   bench_module_loading, switchyard (the multi-process test's ranks); pack
-#   .gpu/check.sh [tests|tests-split|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
+#   .gpu/check.sh [tests|tests-core|tests-processes|tests-split|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
 # back). Each step has its own timeout (SY_GPU_STEP_S, default 150 s) so a hang in one still
@@ -67,6 +67,17 @@ steps=("$@")
 [[ ${#steps[@]} -gt 0 ]] || steps=(tests bench)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
 status=0
+# What runs in several processes or loads modules eagerly: slower to start, and unchanged by most
+# work on the kernels and the executor (`tests` is `tests-core` then this).
+run_processes() {
+  # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
+  # several GPUs in one process (NCCL; skips with one GPU, saying so); NCCL between ranks
+  # (the GPU's UUID; two GPUs for rows) and cuBLAS loaded from the machine's library.
+  run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
+    --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*:NcclPeerLinks.*:CublasLibrary.*:ModuleLoading*'
+  # What CUDA_MODULE_LOADING=EAGER (a rank under a launcher) costs next to lazy: seconds.
+  run bench_module_loading "$here/bench_module_loading"
+}
 run() {  # name, command...
   local name=$1; shift
   echo "=== $name: $*"
@@ -85,7 +96,7 @@ run() {  # name, command...
 }
 for step in "${steps[@]}"; do
   case $step in
-    tests)
+    tests | tests-core)
       # The kernels loaded before NCCL links carry rows, first in a process of their own (it
       # prints how many were still unloaded under lazy loading before preload_kernels).
       run test_kernel_preload "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='KernelPreload.*'
@@ -97,16 +108,11 @@ for step in "${steps[@]}"; do
       run test_cuda_graphs "$here/test_cuda_backend" --gtest_brief=1 --gtest_filter='DecodeGraph*:Models/CudaGraphs.*'
       run test_cuda_backend_graphs "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_graphs:CudaBackendRope.*'
-      # Three ranks of the switchyard beside it (RANK/WORLD_SIZE: no mpirun there) on GPU 0;
-      # several GPUs in one process (NCCL; skips with one GPU, saying so); NCCL between ranks
-      # (the GPU's UUID; two GPUs for rows) and cuBLAS loaded from the machine's library.
-      run test_cuda_multiprocess "$here/test_cuda_backend" --gtest_brief=1 \
-        --gtest_filter='CudaMultiProcess.*:MultiGpu*:GpuAssignment.*:NcclPeerLinks.*:CublasLibrary.*:ModuleLoading*'
-      # What CUDA_MODULE_LOADING=EAGER (a rank under a launcher) costs next to lazy: seconds.
-      run bench_module_loading "$here/bench_module_loading" ;;
+      [[ $step == tests ]] && run_processes ;;
+    tests-processes) run_processes ;;
     # The whole-model tests again with every attention through the split kernel
-    # (paged_attention_split_cuda), which the executor runs only under SY_CUDA_ATTENTION=split
-    # until these pass on a GPU.
+    # (paged_attention_split_cuda), prompts included (SY_CUDA_ATTENTION=split; by default the
+    # executor runs it for decode only).
     tests-split)
       run test_cuda_backend_split_eager env SY_CUDA_ATTENTION=split "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_eager'
@@ -119,7 +125,7 @@ for step in "${steps[@]}"; do
     ncu)
       # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.
       run ncu_bench_cuda ncu --set basic --launch-count 40 --csv "$here/bench_cuda" ;;
-    *) echo "check.sh: unknown step '$step' (tests, tests-split, bench, bench-cublas, ncu)"; status=1 ;;
+    *) echo "check.sh: unknown step '$step' (tests, tests-core, tests-processes, tests-split, bench, bench-cublas, ncu)"; status=1 ;;
   esac
 done
 exit $status

@@ -51,14 +51,16 @@ std::int64_t decode_partial_floats(const ModelConfig& c) {
   return most;
 }
 
-// SY_CUDA_ATTENTION: "split" or "rows" (the default); anything else is named and ignored.
-bool split_attention_from_environment() {
+// SY_CUDA_ATTENTION: "auto" (the default), "rows" or "split"; anything else is named and ignored.
+CudaExecutor::AttentionKernel attention_kernel_from_environment() {
+  using K = CudaExecutor::AttentionKernel;
   const char* env = std::getenv("SY_CUDA_ATTENTION");
   const std::string_view v = env == nullptr ? "" : env;
-  if (v.empty() || v == "rows") return false;
-  if (v == "split") return true;
-  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is neither 'rows' nor 'split'; using rows\n", env);
-  return false;
+  if (v.empty() || v == "auto") return K::Auto;
+  if (v == "rows") return K::Rows;
+  if (v == "split") return K::Split;
+  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is none of 'auto', 'rows' and 'split'; using auto\n", env);
+  return K::Auto;
 }
 
 }  // namespace
@@ -133,7 +135,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
     : model_(std::move(model)),
       options_(options),
       loop_(loop),
-      split_attention_(split_attention_from_environment()),
+      attention_kernel_(attention_kernel_from_environment()),
       graphs_(options.cuda_graphs, options.device),
       activations_(options.gpu) {
   must(cudaSetDevice(options_.gpu), "cudaSetDevice");
@@ -383,7 +385,8 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   r.x_low = x_low_.get<float>(n * wd.x_low);  // 4 bytes per element: room for any type
   r.ids = ids_.get<std::int32_t>(n * K);
   r.weights = weights_.get<float>(n * K);
-  if (split_attention_) r.partials = partials_.get<float>(kernels::attention_split_floats(n, c.num_heads, c.head_dim));
+  r.split = split_attention(/*decode=*/n == n_seqs);
+  if (r.split) r.partials = partials_.get<float>(kernels::attention_split_floats(n, c.num_heads, c.head_dim));
   if (sparse) {
     routed.ffn_in = activations_.allocate(n, H);
     r.ffn_in = CudaActivationOps::data(routed.ffn_in);
@@ -451,6 +454,7 @@ void CudaExecutor::ensure_decode_buffers() {
   r.ids = i32(ids);
   r.weights = f(weights);
   r.partials = f(partials);
+  r.split = split_attention(/*decode=*/true);
   r.seq = i32(seq);
   r.pos = decode_.pos = i32(pos);
   r.tokens = decode_.tokens = i32(tokens);
@@ -619,7 +623,7 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
                                   options_.kv_pages + 1, options_.page_size, c.num_kv_heads, c.head_dim};
   SY_RETURN_IF_ERROR(kernels::kv_cache_write_cuda(view, r.tables, r.stride, r.seq, r.pos, n, r.k, r.v, stream_));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  if (split_attention_) {
+  if (r.split) {
     SY_RETURN_IF_ERROR(kernels::paged_attention_split_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables, r.stride,
                                                            scale, r.partials, r.attn, stream_));
   } else {

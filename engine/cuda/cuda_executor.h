@@ -94,7 +94,16 @@ class CudaExecutor final : public Executor {
   // Graph captures and replays so far (tests check that graphs are reused).
   CudaGraphStats graph_stats() const { return graphs_.stats(); }
 
+  // Which kernel runs attention (SY_CUDA_ATTENTION). Auto: paged_attention_split_cuda for
+  // decode executions (one row per request), which bench_cuda measured 6.8x faster than the
+  // one-block-per-row-and-head kernel at one row and 1.2x at 32 and 128 on an H100, and
+  // paged_attention_prefill_cuda for prompts, where it was the faster (1.2x at 512 rows).
+  enum class AttentionKernel { Auto, Rows, Split };
+
  private:
+  bool split_attention(bool decode) const {
+    return attention_kernel_ == AttentionKernel::Split || (attention_kernel_ == AttentionKernel::Auto && decode);
+  }
   void submit(std::function<void()> work, Completion done);
   void run_thread();
   // Records the execution's end on the stream and waits for it: kernels are done after this.
@@ -117,7 +126,8 @@ class CudaExecutor final : public Executor {
     float *normed = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr, *out = nullptr,
           *gate = nullptr, *ffn_g = nullptr, *ffn_u = nullptr;
     void* x_low = nullptr;  // n × widest linear input, 4 bytes an element
-    float* partials = nullptr;  // SY_CUDA_ATTENTION=split: the split kernel's partial softmaxes
+    float* partials = nullptr;  // the split kernel's partial softmaxes (null where it does not split)
+    bool split = false;         // attention by paged_attention_split_cuda (see AttentionKernel)
   };
   // The fixed buffers of padded decode executions, for DecodeGraphs::kMaxBucket rows, made
   // before the first capture and never moved (a graph replays the addresses it captured).
@@ -198,9 +208,7 @@ class CudaExecutor final : public Executor {
       params_, tokens_, ffn_g_, ffn_u_, penalties_, partials_, mask_rows_, masks_;
   // score_prompt's own, so that the sampling's buffers stay put while its kernels are queued.
   DeviceScratch prompt_rows_, prompt_normed_, prompt_low_, prompt_logits_;
-  // SY_CUDA_ATTENTION=split: attention by paged_attention_split_cuda (keys split over blocks at
-  // small batches) instead of paged_attention_prefill_cuda, until a GPU run has measured both.
-  bool split_attention_ = false;
+  AttentionKernel attention_kernel_ = AttentionKernel::Auto;
   DecodeBuffers decode_;
   DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;

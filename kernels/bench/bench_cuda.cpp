@@ -346,7 +346,16 @@ int main() {
     must(cudaMemcpyAsync(meta, m.data(), m.size() * 4, cudaMemcpyHostToDevice, s), "meta");
   };
   OpTimes ops(s);
-  auto attention_part = [&](std::int64_t n) {
+  // The split kernel's partial softmaxes, for the most rows that still split (every step below
+  // has 1, 32, 128 or 512 rows).
+  std::int64_t partial_floats = 0;
+  for (const std::int64_t n : {1, 32, 128, 512})
+    partial_floats = std::max(partial_floats, sy::kernels::attention_split_floats(n, static_cast<std::int32_t>(heads),
+                                                                                  static_cast<std::int32_t>(D)));
+  float* partials = device<float>(partial_floats);
+  // Attention as the executor runs it by default (SY_CUDA_ATTENTION=auto): the split kernel for
+  // decode rows, the one-block-per-row-and-head kernel for a prompt's.
+  auto attention_part = [&](std::int64_t n, bool prefill) {
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + n;
     const std::int32_t* tables = meta + 2 * n;
@@ -372,8 +381,13 @@ int main() {
       must(sy::kernels::kv_cache_write_cuda(view, tables, static_cast<std::int32_t>(stride), seq, pos, n, k, v, s));
     });
     ops.op("paged attention", [&] {
-      must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables,
-                                                     static_cast<std::int32_t>(stride), 0.088f, attn, s));
+      if (prefill) {
+        must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables,
+                                                       static_cast<std::int32_t>(stride), 0.088f, attn, s));
+      } else {
+        must(sy::kernels::paged_attention_split_cuda(q, n, heads, seq, pos, view, tables,
+                                                     static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
+      }
     });
     lin("o_proj (cuBLAS)", attn, wo, H, qw, hidden, true);
     ops.op("rmsnorm", [&] { must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s)); });
@@ -401,7 +415,7 @@ int main() {
   };
   auto layer = [&](std::int64_t n, std::int64_t n_seqs, bool prefill) {
     ops.op("metadata upload", [&] { upload_meta(n, n_seqs, prefill); });
-    attention_part(n);
+    attention_part(n, prefill);
     expert_part(n);
   };
   // The attention part of a decode step of n rows as a graph (after the eager runs warmed it up).
@@ -409,7 +423,7 @@ int main() {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     must(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    attention_part(n);
+    attention_part(n, /*prefill=*/false);
     must(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
     must(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
     must(cudaGraphDestroy(graph), "cudaGraphDestroy");
@@ -518,16 +532,13 @@ int main() {
     std::printf("  %-22s %8.3f ms %5.1f%%\n", "host (between ops)", layer_ms - in_ops, 100.0 * (layer_ms - in_ops) / layer_ms);
   }
 
-  // The attention kernels side by side on each step's rows: the layer's (one block per row and
-  // head, one key at a time per warp) and paged_attention_split_cuda (four keys in flight per
-  // warp, each row's keys split over blocks when the rows leave the GPU idle).
+  // The attention kernels side by side on each step's rows: paged_attention_prefill_cuda (one
+  // block per row and head, one key at a time per warp; the layer's for prompts) and
+  // paged_attention_split_cuda (four keys in flight per warp, each row's keys split over blocks
+  // when the rows leave the GPU idle; the layer's for decode), which is what the executor's
+  // SY_CUDA_ATTENTION=auto choice rests on.
   std::printf("\npaged attention per layer: prefill kernel vs split kernel\n");
   std::printf("%-14s | %10s %10s %6s | %7s\n", "step", "prefill", "split", "splits", "speedup");
-  std::int64_t partial_floats = 0;
-  for (const Case& c : cases)
-    partial_floats = std::max(partial_floats, sy::kernels::attention_split_floats(c.n, static_cast<std::int32_t>(heads),
-                                                                                  static_cast<std::int32_t>(D)));
-  float* partials = device<float>(partial_floats);
   for (const Case& c : cases) {
     upload_meta(c.n, c.seqs, c.prefill);
     const std::int32_t* seq = meta;

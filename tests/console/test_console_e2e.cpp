@@ -39,8 +39,11 @@ bool wait_for(F done, int seconds = 30) {
   return done();
 }
 
-// Selects `text` in a combo box the way an operator does: focus it and step with the arrow keys.
+// Selects `text` in a combo box the way an operator does: once it is on screen (the control panel
+// shows its live widgets only after its first look at the run's metadata, which sets them to the
+// engine's values), focus it and step with the arrow keys.
 void choose(QComboBox* combo, const QString& text) {
+  ASSERT_TRUE(wait_for([&] { return combo->isVisible(); })) << combo->objectName().toStdString() << " never showed";
   combo->setFocus();
   const int target = combo->findText(text);
   ASSERT_GE(target, 0) << text.toStdString();
