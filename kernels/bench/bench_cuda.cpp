@@ -232,12 +232,15 @@ int main() {
 
   // Every route from one run: our small-m kernel (two launches), cuBLAS's grouped GEMM (or
   // its one-GemmEx-per-expert fallback) with the small-m route switched off, one launch
-  // sequence per expert, and a dense cuBLAS SwiGLU of all rows through one expert: the same
-  // FLOPs with one expert's weights read.
-  std::printf("grouped expert SwiGLU: small-m kernel vs cuBLAS (gate+up, silu, down, scale)\n");
-  std::printf("%6s %6s %7s %5s | %9s %9s %9s %9s | %8s %8s %6s | %7s %7s\n", "tokens", "rows", "experts", "max m",
-              "small-m", "cuBLAS", "per-exp", "dense", "sm GB/s", "cB GB/s", "of cp", "cB/sm", "dn/sm");
-  sy::kernels::ExpertWorkspace ws_small, ws_grouped, ws_loop, ws_dense;
+  // sequence per expert, a dense cuBLAS SwiGLU of all rows through one expert: the same
+  // FLOPs with one expert's weights read, and our tensor-core kernel (every m, small-m off).
+  std::printf("grouped expert SwiGLU: small-m kernel vs cuBLAS vs our tensor-core kernel (gate+up, silu, down, scale)\n");
+  std::printf("%6s %6s %7s %5s | %9s %9s %9s %9s %9s | %8s %8s %8s %6s | %7s %7s %7s\n", "tokens", "rows", "experts",
+              "max m", "small-m", "cuBLAS", "per-exp", "dense", "tensor", "sm GB/s", "cB GB/s", "tc GB/s", "of cp",
+              "cB/sm", "dn/sm", "cB/tc");
+  sy::kernels::ExpertWorkspace ws_small, ws_grouped, ws_loop, ws_dense, ws_tc;
+  ws_tc.gemm.small_m = false;
+  ws_tc.gemm.tensor_core = true;
   ws_grouped.gemm.small_m = false;
   ws_loop.gemm.small_m = false;
   ws_dense.gemm.small_m = false;
@@ -270,20 +273,26 @@ int main() {
     });
     const sy::kernels::ExpertProblem dense{x, y, scale, ex.gate[0], ex.up[0], ex.down[0], R};
     const double one = time_ms(s, [&] { must(sy::kernels::swiglu_experts_cuda(blas, &dense, 1, H, I, DType::BF16, ws_dense, s)); });
+    const double tc = time_ms(s, [&] {
+      must(sy::kernels::swiglu_experts_cuda(blas, problems.data(), E, H, I, DType::BF16, ws_tc, s));
+    });
+    const bool tc_ran = ws_tc.gemm.last_route == sy::kernels::GroupedRoute::kTensorCore;
     // Bytes the experts must move at least: their weights, x and y, gate and up out and in.
     const double bytes = static_cast<double>(active * expert_bytes) + 4.0 * static_cast<double>(R) * (2.0 * H + 4.0 * I);
-    std::printf("%6lld %6lld %7lld %5lld | %7.3fms %7.3fms %7.3fms %7.3fms | %8.0f %8.0f %5.0f%% | %6.2fx %6.2fx%s\n",
+    std::printf("%6lld %6lld %7lld %5lld | %7.3fms %7.3fms %7.3fms %7.3fms %7.3fms | %8.0f %8.0f %8.0f %5.0f%% | %6.2fx "
+                "%6.2fx %6.2fx%s%s\n",
                 static_cast<long long>(T), static_cast<long long>(R), static_cast<long long>(active),
-                static_cast<long long>(max_m), small, grouped, loop, one, bytes / small / 1e6, bytes / grouped / 1e6,
-                100.0 * bytes / (small * 1e-3) / copy_bw, grouped / small, one / small,
-                small_ran ? "" : "  (small-m declined: cuBLAS ran in its column too)");
+                static_cast<long long>(max_m), small, grouped, loop, one, tc, bytes / small / 1e6, bytes / grouped / 1e6,
+                bytes / tc / 1e6, 100.0 * bytes / (small * 1e-3) / copy_bw, grouped / small, one / small, grouped / tc,
+                small_ran ? "" : "  (small-m declined: cuBLAS ran in its column too)",
+                tc_ran ? "" : "  (the tensor-core kernel declined: cuBLAS ran in its column)");
     cudaFree(x);
     cudaFree(y);
     cudaFree(scale);
   }
   std::printf("  (GB/s: weights of the experts hit plus activations, over the time; of cp: small-m's share of the "
               "copy bandwidth; cB/sm: cuBLAS time over small-m's, dn/sm: dense cuBLAS at equal FLOPs over small-m's: "
-              "issue 13 asks >= 0.85)%s\n\n",
+              "issue 13 asks >= 0.85; cB/tc: cuBLAS time over the tensor-core kernel's)%s\n\n",
               ws_grouped.gemm.fell_back ? "\n  NOTE: cuBLAS refused the grouped call for bf16→f32; its column ran one "
                                           "GemmEx per problem"
                                         : "");
@@ -446,16 +455,20 @@ int main() {
     const char* name;
     std::int64_t n, seqs;
     bool prefill;
+    bool tensor_core = false;  // the routed experts past the small-m bound through our tensor-core kernel
   };
   struct Decode {
     const Case* c;
     double step_ms, head_ms;
   };
-  const Case cases[] = {Case{"prefill 1x512", 512, 1, true}, Case{"decode b=1", 1, 1, false},
-                        Case{"decode b=32", 32, 32, false}, Case{"decode b=128", 128, 128, false}};
+  const Case cases[] = {Case{"prefill 1x512", 512, 1, true}, Case{"prefill 512 tc", 512, 1, true, true},
+                        Case{"decode b=1", 1, 1, false}, Case{"decode b=32", 32, 32, false},
+                        Case{"decode b=128", 128, 128, false}};
   std::vector<Decode> decodes;
   for (const Case& c : cases) {
+    ws.gemm.tensor_core = c.tensor_core;
     const double layer_ms = time_ms(s, [&] { layer(c.n, c.seqs, c.prefill); }, 5);
+    ws.gemm.tensor_core = false;
     const double head_ms = time_ms(s, [&] { head(c.seqs); }, 5);
     const double step_ms = layer_ms * layers + head_ms;
     const double tokens = static_cast<double>(c.prefill ? c.n : c.seqs);
@@ -470,7 +483,7 @@ int main() {
     if (!c.prefill) decodes.push_back({&c, step_ms, head_ms});
   }
   std::printf("  (the KV cache is float32, %lld tokens of context per decode sequence; routing is the model's "
-              "router on random weights)\n\n",
+              "router on random weights; tc: the routed experts through our tensor-core kernel, not yet the default)\n\n",
               static_cast<long long>(ctx));
   std::fflush(stdout);
 
@@ -504,6 +517,7 @@ int main() {
   std::printf("\none layer op by op (eager; ms per layer, share of the layer)\n");
   for (const Case& c : cases) {
     std::vector<std::pair<double, std::vector<std::pair<std::string, double>>>> runs;
+    ws.gemm.tensor_core = c.tensor_core;
     layer(c.n, c.seqs, c.prefill);
     for (int r = 0; r < 5; ++r) {
       cudaEvent_t a, b;
@@ -531,6 +545,7 @@ int main() {
     }
     std::printf("  %-22s %8.3f ms %5.1f%%\n", "host (between ops)", layer_ms - in_ops, 100.0 * (layer_ms - in_ops) / layer_ms);
   }
+  ws.gemm.tensor_core = false;
 
   // The attention kernels side by side on each step's rows: paged_attention_prefill_cuda (one
   // block per row and head, one key at a time per warp; the layer's for prompts) and
@@ -540,6 +555,7 @@ int main() {
   std::printf("\npaged attention per layer: prefill kernel vs split kernel\n");
   std::printf("%-14s | %10s %10s %6s | %7s\n", "step", "prefill", "split", "splits", "speedup");
   for (const Case& c : cases) {
+    if (c.tensor_core) continue;  // the same attention as the case before it
     upload_meta(c.n, c.seqs, c.prefill);
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + c.n;

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
+#include "kernels/cuda/grouped_tensor_core.h"
 #include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
@@ -127,6 +128,12 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
     if (!uploaded.ok()) return uploaded.status();
     SY_RETURN_IF_ERROR(grouped_small_m_cuda(plan, *uploaded, N, K, type, SmallMInput::kLow, stream));
     ws.last_route = GroupedRoute::kSmallM;
+    return Status::Ok();
+  }
+
+  if ((ws.tensor_core || tensor_core_enabled_by_env()) && tensor_core_refusal(problems, count, N, K, type).empty()) {
+    SY_RETURN_IF_ERROR(grouped_tensor_core_cuda(problems, count, N, K, type, ws, stream));
+    ws.last_route = GroupedRoute::kTensorCore;
     return Status::Ok();
   }
 

@@ -35,6 +35,7 @@ std::vector<KernelEntry> registered_kernels() {
   detail::add_expert_ffn_kernels(out);
   detail::add_grouped_gemm_kernels(out);
   detail::add_grouped_small_m_kernels(out);
+  detail::add_grouped_tensor_core_kernels(out);
   detail::add_kv_cache_write_kernels(out);
   detail::add_linear_bf16_kernels(out);
   detail::add_paged_attention_kernels(out);

@@ -45,6 +45,7 @@ void add_combine_kernels(std::vector<KernelEntry>& out);
 void add_embedding_kernels(std::vector<KernelEntry>& out);
 void add_expert_ffn_kernels(std::vector<KernelEntry>& out);
 void add_grouped_gemm_kernels(std::vector<KernelEntry>& out);
+void add_grouped_tensor_core_kernels(std::vector<KernelEntry>& out);
 void add_grouped_small_m_kernels(std::vector<KernelEntry>& out);
 void add_kv_cache_write_kernels(std::vector<KernelEntry>& out);
 void add_linear_bf16_kernels(std::vector<KernelEntry>& out);

@@ -28,6 +28,7 @@
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/grouped_tensor_core.h"
 #include "kernels/cuda/small_m_plan.h"
 #include "tests/kernels/reference.h"
 
@@ -581,9 +582,10 @@ ExpertCase make_expert_case(Rng& rng, DType t, std::int64_t H, std::int64_t I, c
 // swiglu_experts_cuda over `c` (its outputs start as NaN, so unwritten rows show) against the
 // cpu; returns the route its GEMMs took.
 kernels::GroupedRoute swiglu_experts_against_cpu(cublasHandle_t handle, ExpertCase& c, DType t, std::int64_t H,
-                                                 std::int64_t I, bool small_m) {
+                                                 std::int64_t I, bool small_m, bool tensor_core = false) {
   kernels::ExpertWorkspace ws;
   ws.gemm.small_m = small_m;
+  ws.gemm.tensor_core = tensor_core;
   std::vector<std::unique_ptr<DeviceBuffer<float>>> outputs;
   for (std::size_t e = 0; e < c.problems.size(); ++e) {
     outputs.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(c.experts[e].expected.size(), NAN)));
@@ -622,11 +624,13 @@ TEST(CudaKernels, SwigluExpertsMatchCpu) {
 // One grouped_linear_cuda call over problems of `ms` rows against the cpu linear on the same
 // rounded activations; returns the route the call took.
 kernels::GroupedRoute grouped_linear_against_cpu(DType t, std::int64_t N, std::int64_t K,
-                                                 const std::vector<std::int64_t>& ms, bool small_m) {
+                                                 const std::vector<std::int64_t>& ms, bool small_m,
+                                                 bool tensor_core = false) {
   cublasHandle_t handle = nullptr;
   EXPECT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
   kernels::GroupedGemmWorkspace ws;
   ws.small_m = small_m;
+  ws.tensor_core = tensor_core;
   Rng rng(21);
   std::vector<std::vector<float>> expected;
   std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> dw, dx;
@@ -679,6 +683,72 @@ TEST(CudaKernels, SmallMFallsBackToCublasWhereItCannotRun) {
   }
   // More rows than the bound: cuBLAS, whatever the others.
   EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 64, 64, {1, 33}, true), kernels::GroupedRoute::kSmallM);
+}
+
+// Our tensor-core kernel (grouped_tensor_core.cu) against the cpu: tiles of 32 rows, so a
+// problem of 31, 32, 33 and 70 rows ends a tile early, exactly or one row in; 256 features are
+// two CTAs' columns, K = 96 three steps of 32.
+TEST(CudaKernels, TensorCoreGroupedLinearMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::int64_t> ms = {0, 1, 31, 32, 33, 70, 5};
+  for (const DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_label(t));
+    EXPECT_EQ(grouped_linear_against_cpu(t, 256, 96, ms, false, true), kernels::GroupedRoute::kTensorCore);
+    // Past the small-m bound, the small-m kernel declines and the tensor cores take the call.
+    EXPECT_EQ(grouped_linear_against_cpu(t, 128, 2048, {40, 0, 3}, true, true), kernels::GroupedRoute::kTensorCore);
+    // Where the small-m kernel runs, it keeps the call.
+    EXPECT_EQ(grouped_linear_against_cpu(t, 256, 96, {1, 8}, true, true), kernels::GroupedRoute::kSmallM);
+  }
+}
+
+TEST(CudaKernels, TensorCoreLeavesToCublasWhatItCannotRun) {
+  SKIP_WITHOUT_GPU();
+  // f32 weights; N = 100 no multiple of 128 features; K = 72 no multiple of 32.
+  EXPECT_NE(grouped_linear_against_cpu(DType::F32, 256, 96, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
+  EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 100, 96, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
+  EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 256, 72, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
+  // Not asked for: cuBLAS, as before (unless the environment asks for all).
+  if (!kernels::tensor_core_enabled_by_env()) {
+    EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 256, 96, {40, 2}, false, false),
+              kernels::GroupedRoute::kTensorCore);
+  }
+}
+
+// What the tensor-core kernel takes, decided on the host: no GPU needed.
+TEST(TensorCorePlan, NamesWhatItCannotRun) {
+  alignas(16) static const std::uint16_t data[64] = {};
+  const void* ok = data;
+  const void* odd = reinterpret_cast<const char*>(data) + 2;
+  const std::vector<kernels::GroupedLinearProblem> good = {{ok, ok, nullptr, 40}, {odd, odd, nullptr, 0}};
+  EXPECT_EQ(kernels::tensor_core_refusal(good.data(), 2, 256, 96, DType::BF16), "");
+  EXPECT_EQ(kernels::tensor_core_refusal(good.data(), 2, 256, 96, DType::F16), "");
+  EXPECT_NE(kernels::tensor_core_refusal(good.data(), 2, 256, 96, DType::F32).find("neither bf16 nor f16"),
+            std::string::npos);
+  EXPECT_NE(kernels::tensor_core_refusal(good.data(), 2, 100, 96, DType::BF16).find("N is no multiple of 128"),
+            std::string::npos);
+  EXPECT_NE(kernels::tensor_core_refusal(good.data(), 2, 256, 72, DType::BF16).find("K is no multiple of 32"),
+            std::string::npos);
+  const std::vector<kernels::GroupedLinearProblem> unaligned = {{ok, odd, nullptr, 1}};
+  EXPECT_NE(kernels::tensor_core_refusal(unaligned.data(), 1, 256, 96, DType::BF16).find("16-byte aligned"),
+            std::string::npos);
+  // One grid's y holds 65 535 tiles of 32 rows.
+  const std::vector<kernels::GroupedLinearProblem> huge = {{ok, ok, nullptr, 65535 * 32 + 1}};
+  EXPECT_NE(kernels::tensor_core_refusal(huge.data(), 1, 256, 96, DType::BF16).find("row tiles"), std::string::npos);
+}
+
+TEST(CudaKernels, SwigluExpertsMatchCpuThroughTheTensorCores) {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const std::int64_t H = 256, I = 128;  // both GEMMs' N and K fit the kernel's tiles
+  const std::vector<std::int64_t> ms = {3, 0, 40, 1, 64, 33};
+  for (const DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_label(t));
+    Rng rng(23);
+    ExpertCase c = make_expert_case(rng, t, H, I, ms);
+    EXPECT_EQ(swiglu_experts_against_cpu(handle, c, t, H, I, true, true), kernels::GroupedRoute::kTensorCore);
+  }
+  cublasDestroy(handle);
 }
 
 TEST(CudaKernels, SwigluExpertsMatchCpuThroughBothRoutes) {
