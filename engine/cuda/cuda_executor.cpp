@@ -42,12 +42,15 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 
 std::int32_t graph_table_stride(std::int32_t kv_pages) { return std::max(1, std::min(kv_pages, kMaxGraphPages)); }
 
-// Floats of the split attention kernel's partials for any decode bucket (the most rows whose
-// blocks still leave it splitting need the most).
+// Floats of the split (or grouped) attention kernel's partials for any decode bucket (the most
+// rows whose blocks still leave it splitting need the most), whichever of the two runs.
 std::int64_t decode_partial_floats(const ModelConfig& c) {
   std::int64_t most = 0;
-  for (std::int32_t b = 1; b <= DecodeGraphs::kMaxBucket; b *= 2)
+  for (std::int32_t b = 1; b <= DecodeGraphs::kMaxBucket; b *= 2) {
     most = std::max(most, kernels::attention_split_floats(b, c.num_heads, c.head_dim));
+    if (kernels::attention_gqa_supported(c.num_heads, c.num_kv_heads, c.head_dim))
+      most = std::max(most, kernels::attention_gqa_floats(b, c.num_heads, c.num_kv_heads, c.head_dim));
+  }
   return most;
 }
 
@@ -59,7 +62,9 @@ CudaExecutor::AttentionKernel attention_kernel_from_environment() {
   if (v.empty() || v == "auto") return K::Auto;
   if (v == "rows") return K::Rows;
   if (v == "split") return K::Split;
-  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is none of 'auto', 'rows' and 'split'; using auto\n", env);
+  if (v == "gqa") return K::Gqa;
+  std::fprintf(stderr, "cuda backend: SY_CUDA_ATTENTION=%s is none of 'auto', 'rows', 'split' and 'gqa'; using auto\n",
+               env);
   return K::Auto;
 }
 
@@ -129,6 +134,30 @@ std::int64_t CudaExecutor::fixed_bytes(const ModelConfig& c, bool attention_rank
   const std::int64_t ints_per_row = 3 + graph_table_stride(kv_pages);
   return bytes + (floats_per_row + ints_per_row) * 4 * DecodeGraphs::kMaxBucket + 4 * decode_partial_floats(c) +
          24 * static_cast<std::int64_t>(kAlign);  // 20 pieces, each aligned
+}
+
+CudaExecutor::AttentionLaunch CudaExecutor::attention_launch(bool decode) const {
+  const ModelConfig& c = model_->config();
+  switch (attention_kernel_) {
+    case AttentionKernel::Rows: return AttentionLaunch::Rows;
+    case AttentionKernel::Split: return AttentionLaunch::Split;
+    case AttentionKernel::Gqa:
+      if (!decode) return AttentionLaunch::Rows;
+      return kernels::attention_gqa_supported(c.num_heads, c.num_kv_heads, c.head_dim) ? AttentionLaunch::Gqa
+                                                                                        : AttentionLaunch::Split;
+    case AttentionKernel::Auto: break;
+  }
+  return decode ? AttentionLaunch::Split : AttentionLaunch::Rows;
+}
+
+std::int64_t CudaExecutor::attention_partial_floats(AttentionLaunch launch, std::int64_t n) const {
+  const ModelConfig& c = model_->config();
+  switch (launch) {
+    case AttentionLaunch::Split: return kernels::attention_split_floats(n, c.num_heads, c.head_dim);
+    case AttentionLaunch::Gqa: return kernels::attention_gqa_floats(n, c.num_heads, c.num_kv_heads, c.head_dim);
+    case AttentionLaunch::Rows: break;
+  }
+  return 0;
 }
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecutorOptions options, EventLoop& loop)
@@ -385,8 +414,8 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   r.x_low = x_low_.get<float>(n * wd.x_low);  // 4 bytes per element: room for any type
   r.ids = ids_.get<std::int32_t>(n * K);
   r.weights = weights_.get<float>(n * K);
-  r.split = split_attention(/*decode=*/n == n_seqs);
-  if (r.split) r.partials = partials_.get<float>(kernels::attention_split_floats(n, c.num_heads, c.head_dim));
+  r.launch = attention_launch(/*decode=*/n == n_seqs);
+  if (const std::int64_t floats = attention_partial_floats(r.launch, n); floats > 0) r.partials = partials_.get<float>(floats);
   if (sparse) {
     routed.ffn_in = activations_.allocate(n, H);
     r.ffn_in = CudaActivationOps::data(routed.ffn_in);
@@ -454,7 +483,7 @@ void CudaExecutor::ensure_decode_buffers() {
   r.ids = i32(ids);
   r.weights = f(weights);
   r.partials = f(partials);
-  r.split = split_attention(/*decode=*/true);
+  r.launch = attention_launch(/*decode=*/true);
   r.seq = i32(seq);
   r.pos = decode_.pos = i32(pos);
   r.tokens = decode_.tokens = i32(tokens);
@@ -623,7 +652,10 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
                                   options_.kv_pages + 1, options_.page_size, c.num_kv_heads, c.head_dim};
   SY_RETURN_IF_ERROR(kernels::kv_cache_write_cuda(view, r.tables, r.stride, r.seq, r.pos, n, r.k, r.v, stream_));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  if (r.split) {
+  if (r.launch == AttentionLaunch::Gqa) {
+    SY_RETURN_IF_ERROR(kernels::paged_attention_gqa_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables, r.stride,
+                                                         scale, r.partials, r.attn, stream_));
+  } else if (r.launch == AttentionLaunch::Split) {
     SY_RETURN_IF_ERROR(kernels::paged_attention_split_cuda(r.q, n, c.num_heads, r.seq, r.pos, view, r.tables, r.stride,
                                                            scale, r.partials, r.attn, stream_));
   } else {

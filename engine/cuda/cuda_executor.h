@@ -94,16 +94,20 @@ class CudaExecutor final : public Executor {
   // Graph captures and replays so far (tests check that graphs are reused).
   CudaGraphStats graph_stats() const { return graphs_.stats(); }
 
-  // Which kernel runs attention (SY_CUDA_ATTENTION). Auto: paged_attention_split_cuda for
+  // Which kernels run attention (SY_CUDA_ATTENTION). Auto: paged_attention_split_cuda for
   // decode executions (one row per request), which bench_cuda measured 6.8x faster than the
   // one-block-per-row-and-head kernel at one row and 1.2x at 32 and 128 on an H100, and
   // paged_attention_prefill_cuda for prompts, where it was the faster (1.2x at 512 rows).
-  enum class AttentionKernel { Auto, Rows, Split };
+  // Gqa: as Auto, but decode through paged_attention_gqa_cuda where the model's grouping
+  // allows (not yet run on a GPU, so not the default).
+  enum class AttentionKernel { Auto, Rows, Split, Gqa };
+  // The kernel one execution runs.
+  enum class AttentionLaunch { Rows, Split, Gqa };
 
  private:
-  bool split_attention(bool decode) const {
-    return attention_kernel_ == AttentionKernel::Split || (attention_kernel_ == AttentionKernel::Auto && decode);
-  }
+  AttentionLaunch attention_launch(bool decode) const;
+  // Floats of partials an execution of n rows needs under `launch`.
+  std::int64_t attention_partial_floats(AttentionLaunch launch, std::int64_t n) const;
   void submit(std::function<void()> work, Completion done);
   void run_thread();
   // Records the execution's end on the stream and waits for it: kernels are done after this.
@@ -127,7 +131,7 @@ class CudaExecutor final : public Executor {
           *gate = nullptr, *ffn_g = nullptr, *ffn_u = nullptr;
     void* x_low = nullptr;  // n × widest linear input, 4 bytes an element
     float* partials = nullptr;  // the split kernel's partial softmaxes (null where it does not split)
-    bool split = false;         // attention by paged_attention_split_cuda (see AttentionKernel)
+    AttentionLaunch launch = AttentionLaunch::Rows;  // see AttentionKernel
   };
   // The fixed buffers of padded decode executions, for DecodeGraphs::kMaxBucket rows, made
   // before the first capture and never moved (a graph replays the addresses it captured).

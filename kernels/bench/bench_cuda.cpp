@@ -355,12 +355,16 @@ int main() {
     must(cudaMemcpyAsync(meta, m.data(), m.size() * 4, cudaMemcpyHostToDevice, s), "meta");
   };
   OpTimes ops(s);
-  // The split kernel's partial softmaxes, for the most rows that still split (every step below
+  // The split and grouped kernels' partial softmaxes, for the most rows that still split (every step below
   // has 1, 32, 128 or 512 rows).
   std::int64_t partial_floats = 0;
-  for (const std::int64_t n : {1, 32, 128, 512})
+  for (const std::int64_t n : {1, 32, 128, 512}) {
     partial_floats = std::max(partial_floats, sy::kernels::attention_split_floats(n, static_cast<std::int32_t>(heads),
                                                                                   static_cast<std::int32_t>(D)));
+    partial_floats = std::max(partial_floats,
+                              sy::kernels::attention_gqa_floats(n, static_cast<std::int32_t>(heads),
+                                                                static_cast<std::int32_t>(kv_heads), static_cast<std::int32_t>(D)));
+  }
   float* partials = device<float>(partial_floats);
   // Attention as the executor runs it by default (SY_CUDA_ATTENTION=auto): the split kernel for
   // decode rows, the one-block-per-row-and-head kernel for a prompt's.
@@ -551,9 +555,11 @@ int main() {
   // block per row and head, one key at a time per warp; the layer's for prompts) and
   // paged_attention_split_cuda (four keys in flight per warp, each row's keys split over blocks
   // when the rows leave the GPU idle; the layer's for decode), which is what the executor's
-  // SY_CUDA_ATTENTION=auto choice rests on.
-  std::printf("\npaged attention per layer: prefill kernel vs split kernel\n");
-  std::printf("%-14s | %10s %10s %6s | %7s\n", "step", "prefill", "split", "splits", "speedup");
+  // SY_CUDA_ATTENTION=auto choice rests on; and paged_attention_gqa_cuda (a block per KV head:
+  // a tile of keys read once for the 8 query heads that share it; SY_CUDA_ATTENTION=gqa).
+  std::printf("\npaged attention per layer: prefill kernel vs split kernel vs grouped (GQA) kernel\n");
+  std::printf("%-14s | %10s %10s %6s %10s %6s | %7s %7s\n", "step", "prefill", "split", "splits", "gqa", "splits",
+              "pf/sp", "sp/gqa");
   for (const Case& c : cases) {
     if (c.tensor_core) continue;  // the same attention as the case before it
     upload_meta(c.n, c.seqs, c.prefill);
@@ -568,8 +574,14 @@ int main() {
       must(sy::kernels::paged_attention_split_cuda(q, c.n, heads, seq, pos, view, tables,
                                                    static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
     });
-    std::printf("%-14s | %8.3fms %8.3fms %6d | %6.2fx\n", c.name, rows_ms, split_ms,
-                sy::kernels::attention_splits(c.n, static_cast<std::int32_t>(heads)), rows_ms / split_ms);
+    const double gqa_ms = time_ms(s, [&] {
+      must(sy::kernels::paged_attention_gqa_cuda(q, c.n, heads, seq, pos, view, tables,
+                                                 static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
+    });
+    std::printf("%-14s | %8.3fms %8.3fms %6d %8.3fms %6d | %6.2fx %6.2fx\n", c.name, rows_ms, split_ms,
+                sy::kernels::attention_splits(c.n, static_cast<std::int32_t>(heads)), gqa_ms,
+                sy::kernels::attention_splits(c.n, static_cast<std::int32_t>(kv_heads)), rows_ms / split_ms,
+                split_ms / gqa_ms);
   }
   return 0;
 }

@@ -118,6 +118,20 @@ Status paged_attention_split_cuda(const float* q, std::int64_t n_tokens, std::in
 std::int32_t attention_splits(std::int64_t n_tokens, std::int32_t n_heads);
 std::int64_t attention_split_floats(std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim);
 
+// paged_attention_split_cuda's results with one block per KV head (not per query head) and
+// row and split: a tile of keys and values read once serves every query head of the group, so
+// GQA decode reads the cache once instead of once per query head. Splits as the split kernel
+// with n_tokens × n_kv_heads blocks; `partials` holds attention_gqa_floats floats. For query
+// heads per KV head of 2, 4, 8 or 16 and (heads per KV head) × head_dim ≤ 2048
+// (attention_gqa_supported); capturable in a graph.
+Status paged_attention_gqa_cuda(const float* q, std::int64_t n_tokens, std::int32_t n_heads,
+                                const std::int32_t* token_seq, const std::int32_t* positions,
+                                const KvLayerView& cache, const std::int32_t* block_tables, std::int32_t table_stride,
+                                float scale, float* partials, float* out, cudaStream_t stream);
+bool attention_gqa_supported(std::int32_t n_heads, std::int32_t n_kv_heads, std::int32_t head_dim);
+std::int64_t attention_gqa_floats(std::int64_t n_tokens, std::int32_t n_heads, std::int32_t n_kv_heads,
+                                  std::int32_t head_dim);
+
 // float32 → `type` (bf16 or f16 round to nearest even as convert_from_f32; f32 copies).
 Status convert_from_f32_cuda(const float* src, void* dst, DType type, std::int64_t n, cudaStream_t stream);
 

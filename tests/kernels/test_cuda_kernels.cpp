@@ -388,8 +388,9 @@ TEST(CudaKernels, KvCacheWriteMatchesCpu) {
   EXPECT_EQ(dv_pool.host(), f.v_pool);
 }
 
-// Which attention kernel a case runs: paged_attention_prefill_cuda or paged_attention_split_cuda.
-enum class AttentionKernel { Prefill, Split };
+// Which attention kernel a case runs: paged_attention_prefill_cuda, paged_attention_split_cuda
+// or paged_attention_gqa_cuda.
+enum class AttentionKernel { Prefill, Split, Gqa };
 
 // Sequences `parts` (sequence, first position, rows) with their caches filled up to each
 // chunk's end, attended by `kernel` on the GPU and by paged_attention on the cpu.
@@ -421,16 +422,21 @@ void expect_attention_matches_cpu(AttentionKernel kernel, std::int32_t heads, st
   }
   const auto rows = static_cast<std::int64_t>(positions.size());
   DeviceBuffer<float> dk(f.k_pool), dv(f.v_pool), dq(q), dout(std::vector<float>(q.size(), NAN));
-  DeviceBuffer<float> dpartials(std::vector<float>(
-      static_cast<std::size_t>(std::max<std::int64_t>(1, kernels::attention_split_floats(rows, heads, dim))), NAN));
+  const std::int64_t partial_floats = kernel == AttentionKernel::Gqa
+                                          ? kernels::attention_gqa_floats(rows, heads, kv_heads, dim)
+                                          : kernels::attention_split_floats(rows, heads, dim);
+  DeviceBuffer<float> dpartials(std::vector<float>(static_cast<std::size_t>(std::max<std::int64_t>(1, partial_floats)), NAN));
   DeviceBuffer<std::int32_t> dtables(f.tables), dseq(token_seq), dpos(positions);
   const kernels::KvLayerView dview{dk.get(), dv.get(), f.pages, f.page, kv_heads, dim};
   if (kernel == AttentionKernel::Prefill) {
     ASSERT_OK(kernels::paged_attention_prefill_cuda(dq.get(), rows, heads, dseq.get(), dpos.get(), dview,
                                                     dtables.get(), f.table_stride, scale, dout.get(), nullptr));
-  } else {
+  } else if (kernel == AttentionKernel::Split) {
     ASSERT_OK(kernels::paged_attention_split_cuda(dq.get(), rows, heads, dseq.get(), dpos.get(), dview, dtables.get(),
                                                   f.table_stride, scale, dpartials.get(), dout.get(), nullptr));
+  } else {
+    ASSERT_OK(kernels::paged_attention_gqa_cuda(dq.get(), rows, heads, dseq.get(), dpos.get(), dview, dtables.get(),
+                                                f.table_stride, scale, dpartials.get(), dout.get(), nullptr));
   }
   EXPECT_LT(nmse(dout.host(), as_double(expected)), 1e-10);
 }
@@ -465,6 +471,39 @@ TEST(CudaKernels, SplitAttentionMatchesCpu) {
     expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 1}, {1, 5, 1}, {2, 383, 1}});
     // A chunked prefill small enough to split: rows of one sequence with different key counts.
     expect_attention_matches_cpu(AttentionKernel::Split, heads, kv_heads, dim, {{0, 0, 3}, {1, 200, 2}});
+  }
+}
+
+// Which shapes the grouped kernel takes and how many partials it needs: host code, no GPU.
+TEST(AttentionGqa, TakesGroupsOf2To16WithinItsSharedMemory) {
+  EXPECT_TRUE(kernels::attention_gqa_supported(32, 4, 128));   // qwen3_moe: 8 per KV head
+  EXPECT_TRUE(kernels::attention_gqa_supported(32, 8, 128));   // mixtral: 4
+  EXPECT_TRUE(kernels::attention_gqa_supported(16, 2, 256));   // 8 × 256 = 2048
+  EXPECT_TRUE(kernels::attention_gqa_supported(32, 2, 128));   // 16
+  EXPECT_FALSE(kernels::attention_gqa_supported(16, 16, 128));  // MHA: the split kernel's
+  EXPECT_FALSE(kernels::attention_gqa_supported(6, 1, 40));     // 6 per KV head
+  EXPECT_FALSE(kernels::attention_gqa_supported(32, 2, 256));   // 16 × 256 outputs
+  EXPECT_FALSE(kernels::attention_gqa_supported(8, 0, 128));
+  // One row over 4 KV heads: 4 blocks, so 16 splits (the cap); 128 rows × 4 = 512 blocks: none.
+  EXPECT_EQ(kernels::attention_gqa_floats(1, 32, 4, 128), 32 * 16 * 130);
+  EXPECT_EQ(kernels::attention_gqa_floats(128, 32, 4, 128), 0);
+}
+
+// The grouped kernel on the split test's batches, for every shape it takes, and groups of 2
+// (64 pairs of a tile: two warps score, two wait) and 16 (8 keys a tile).
+TEST(CudaKernels, GqaAttentionMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::tuple<std::int32_t, std::int32_t, std::int32_t>> shapes = {{4, 2, 40}, {32, 2, 128}};
+  for (const auto& shape : kAttentionShapes)
+    if (kernels::attention_gqa_supported(std::get<0>(shape), std::get<1>(shape), std::get<2>(shape)))
+      shapes.push_back(shape);
+  ASSERT_EQ(shapes.size(), 5u);
+  for (const auto& [heads, kv_heads, dim] : shapes) {
+    SCOPED_TRACE("heads " + std::to_string(heads) + " kv " + std::to_string(kv_heads) + " dim " + std::to_string(dim));
+    expect_attention_matches_cpu(AttentionKernel::Gqa, heads, kv_heads, dim, {{0, 0, 100}, {1, 200, 37}, {2, 300, 1}});
+    expect_attention_matches_cpu(AttentionKernel::Gqa, heads, kv_heads, dim, {{2, 300, 1}});
+    expect_attention_matches_cpu(AttentionKernel::Gqa, heads, kv_heads, dim, {{0, 0, 1}, {1, 5, 1}, {2, 383, 1}});
+    expect_attention_matches_cpu(AttentionKernel::Gqa, heads, kv_heads, dim, {{0, 0, 3}, {1, 200, 2}});
   }
 }
 
