@@ -85,10 +85,6 @@ void run(ServeArgs a) {
   o.model.logits = !service.backend().sim();  // the sim computes none: prompt log-probabilities are refused there
   if (service.backend().sim())
     o.model.no_guided_reason = "the sim backend computes no logits to constrain (use --backend cpu or cuda)";
-  else if (d.cluster().any_remote_rank())
-    o.model.no_guided_reason =
-        "attention ranks run in other processes here, and the constraint is not carried to them (serve guided "
-        "requests from a single-process deployment)";
   o.model.auto_tool_choice = a.enable_auto_tool_choice;
   o.registry = service.telemetry() ? service.telemetry()->registry() : nullptr;
   if (service.telemetry()) o.run_id = service.telemetry()->run_id();

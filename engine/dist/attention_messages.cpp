@@ -1,5 +1,7 @@
 #include "engine/dist/attention_messages.h"
 
+#include "engine/dist/guide_messages.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -88,6 +90,12 @@ bool PromptScores::operator==(const PromptScores& o) const {
   return true;
 }
 
+bool SequenceOpen::operator==(const SequenceOpen& o) const {
+  const bool same_grammar = grammar == o.grammar || (grammar && o.grammar && *grammar == *o.grammar);
+  return rank == o.rank && request == o.request && pages == o.pages && sampling == o.sampling && prompt == o.prompt &&
+         logit_bias == o.logit_bias && prompt_length == o.prompt_length && same_grammar;
+}
+
 bool Sampled::operator==(const Sampled& o) const {
   if (request != o.request || token != o.token || logprobs.has_value() != o.logprobs.has_value()) return false;
   if (!logprobs) return true;
@@ -108,6 +116,8 @@ std::string encode(const SequenceOpen& m) {
     w.put<float>(b.bias);
   }
   w.put<std::int32_t>(m.prompt_length);
+  w.put<std::uint8_t>(m.grammar ? 1 : 0);
+  if (m.grammar) put_grammar(w, *m.grammar);
   return std::move(w.bytes());
 }
 
@@ -181,6 +191,15 @@ Status decode(ByteReader& r, SequenceOpen& m) {
                            std::to_string(m.logit_bias[i].token));
   SY_RETURN_IF_ERROR(r.get(m.prompt_length));
   if (m.prompt_length < 0) return Status::Error("prompt length " + std::to_string(m.prompt_length));
+  std::uint8_t guided = 0;
+  SY_RETURN_IF_ERROR(r.get(guided));
+  if (guided > 1) return Status::Error("grammar flag " + std::to_string(guided));
+  m.grammar.reset();
+  if (guided == 1) {
+    auto grammar = std::make_shared<structured::Grammar>();
+    if (const Status s = get_grammar(r, *grammar); !s.ok()) return Status::Error("guided request: " + s.message());
+    m.grammar = std::move(grammar);
+  }
   return Status::Ok();
 }
 

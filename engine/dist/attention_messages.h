@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "engine/dist/wire_format.h"
 #include "engine/runtime/prompt_logprobs.h"
 #include "engine/runtime/sequence.h"
+#include "engine/structured/grammar.h"
 #include "kernels/cpu/logprobs.h"
 
 namespace sy::dist {
@@ -28,7 +30,10 @@ struct SequenceOpen {
   // Always (since version 8): the device tells a chunk of the prompt that is not its last, which
   // samples nothing, from the final one (KvBlockManager::mid_prompt).
   std::int32_t prompt_length = 0;
-  bool operator==(const SequenceOpen&) const = default;
+  // Since version 9: a guided request's grammar (null: none), masked against the vocabulary
+  // rank 0 sent the process before (GuideVocabulary, guide_messages.h).
+  std::shared_ptr<const structured::Grammar> grammar;
+  bool operator==(const SequenceOpen& o) const;
 };
 
 struct SequenceClose {

@@ -6,6 +6,7 @@
 
 #include "engine/dist/attention_messages.h"
 #include "engine/dist/control_messages.h"
+#include "engine/dist/guide_messages.h"
 
 namespace sy::dist {
 namespace {
@@ -199,13 +200,24 @@ void ProcessGroup::send_counted(std::int32_t rank, const std::string& m) {
   links_.send(rank, m);
 }
 
-void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) {
+void ProcessGroup::open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context,
+                                 const structured::GuideSpec* guide) {
+  if (guide != nullptr) {
+    // The vocabulary once per process (every request of a model shares one), ahead of the
+    // request that needs it: messages between two processes arrive in order.
+    if (vocabulary_sent_.size() <= static_cast<std::size_t>(process))
+      vocabulary_sent_.resize(static_cast<std::size_t>(process) + 1, nullptr);
+    if (vocabulary_sent_[static_cast<std::size_t>(process)] != guide->vocabulary.get()) {
+      send_counted(process, encode(GuideVocabulary::of(*guide->vocabulary)));
+      vocabulary_sent_[static_cast<std::size_t>(process)] = guide->vocabulary.get();
+    }
+  }
   send_counted(process, encode(SequenceOpen{rank, context.request,
                                             std::vector<std::int32_t>(context.block_table, context.block_table + context.pages),
                                             context.sampling,
                                             std::vector<std::int32_t>(context.prompt.begin(), context.prompt.end()),
                                             std::vector<kernels::TokenBias>(context.logit_bias.begin(), context.logit_bias.end()),
-                                            context.prompt_length}));
+                                            context.prompt_length, guide != nullptr ? guide->grammar : nullptr}));
 }
 
 void ProcessGroup::close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) {
@@ -231,8 +243,25 @@ void ProcessGroup::serve_attention() {
         if (p >= kv.num_pages())
           return complain(me, "sequence open",
                           Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
+      std::shared_ptr<const structured::GuideSpec> guide;
+      if (m.grammar) {
+        if (!vocabulary_)
+          return complain(me, "sequence open",
+                          Status::Error("guided request " + std::to_string(m.request) + " before any vocabulary"));
+        guide = std::make_shared<const structured::GuideSpec>(structured::GuideSpec{m.grammar, vocabulary_});
+      }
       if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
-      kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt, m.logit_bias, m.prompt_length);
+      kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt, m.logit_bias, m.prompt_length, guide);
+    });
+  });
+  links_.on(MessageType::GuideVocabulary, [this, me](ByteReader& r) {
+    GuideVocabulary m;
+    if (const Status s = decode(r, m); !s.ok()) return complain(me, "guided vocabulary", s);
+    // Sorted here, off the loop; the loop takes it before the requests that need it (in order).
+    auto built = m.build();
+    loop_.post_external([this, built = std::move(built)]() mutable {
+      ++received_;
+      vocabulary_ = std::move(built);
     });
   });
   links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {

@@ -38,7 +38,8 @@ class ProcessGroup final : public ClusterPeers {
   // ClusterPeers, rank 0 only.
   void apply(std::function<void()> apply_here, const RuntimePolicy& policy, const Placement* placement,
              std::function<void()> released) override;
-  void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) override;
+  void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context,
+                     const structured::GuideSpec* guide) override;
   void close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) override;
   // Rank 0, on its loop: tells every rank the run is over.
   void shutdown();
@@ -93,6 +94,10 @@ class ProcessGroup final : public ClusterPeers {
   bool previous_clean_ = false;
   std::int32_t acks_ = 0;
   std::int64_t drain_rounds_ = 0;
+  // Rank 0: the guided vocabulary each process was sent last ([process]; null: none yet).
+  std::vector<const structured::TokenVocabulary*> vocabulary_sent_;
+  // Other ranks: the vocabulary rank 0 sent, which guided requests opened here are masked by.
+  std::shared_ptr<const structured::TokenVocabulary> vocabulary_;
   std::uint64_t sent_ = 0;      // send_counted messages, loop thread
   std::uint64_t received_ = 0;  // theirs that arrived, counted on the loop as they are handled
 };

@@ -20,7 +20,7 @@ namespace sy::dist {
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian, as the host");
 
 // Bumped whenever a message's layout changes; ranks of different versions refuse each other.
-inline constexpr std::uint32_t kWireVersion = 8;
+inline constexpr std::uint32_t kWireVersion = 9;
 
 enum class MessageType : std::uint8_t {
   Hello = 1,     // bootstrap: a rank introduces itself to rank 0
@@ -41,6 +41,7 @@ enum class MessageType : std::uint8_t {
   GroupSampled = 30,   // an attention device finished sampling a micro-batch (grouped policies)
   LinkRefused = 31,    // a rank refused a payload whose rows take the device link from the destination
   PromptScores = 32,   // an attention device's prompt log-probabilities of a request, for rank 0
+  GuideVocabulary = 33,  // rank 0: the model's guided-decoding vocabulary, before a process's first guided request
 };
 
 class ByteWriter {

@@ -74,11 +74,12 @@ void KvBlockManager::cache_written(std::int64_t request, std::span<const std::in
 
 void KvBlockManager::adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
                            std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
-                           std::int32_t prompt_length) {
+                           std::int32_t prompt_length, const std::shared_ptr<const structured::GuideSpec>& guide) {
   assert(!holds(request));
   Sequence s{SequenceKv{}, sampling, true, 0, {}, {}, prompt_length, {logit_bias.begin(), logit_bias.end()}, nullptr};
   s.kv.adopt(std::move(pages));
   if (keeps_prompt(sampling)) s.prompt.assign(prompt.begin(), prompt.end());
+  if (guide) s.guide = std::make_unique<structured::Guide>(*guide);
   sequences_.emplace(request, std::move(s));
 }
 

@@ -63,7 +63,7 @@ class KvBlockManager {
   // here read it as they read a local one. Mirrored pages are never this allocator's.
   void adopt(std::int64_t request, std::vector<std::int32_t> pages, const SamplingSpec& sampling,
              std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {},
-             std::int32_t prompt_length = 0);
+             std::int32_t prompt_length = 0, const std::shared_ptr<const structured::GuideSpec>& guide = nullptr);
   void release(std::int64_t request);
   bool holds(std::int64_t request) const { return sequences_.contains(request); }
   // The request sampled `token` (its worker reports each): kept for its penalties when its

@@ -55,20 +55,15 @@ bool Cluster::admit(std::int32_t rank, std::int64_t request, std::int64_t positi
                     std::span<const std::int32_t> prompt, std::span<const kernels::TokenBias> logit_bias,
                     const std::shared_ptr<const structured::GuideSpec>& guide) {
   KvBlockManager& manager = kv(rank);
-  assert(!(guide && remote_rank(rank)) && "guided decoding on an attention rank in another process");
-  if (!manager.admit(request, positions, sampling, prompt, logit_bias, guide)) return false;
-  if (remote_rank(rank)) {
+  // A rank in another process samples there, so its guide lives there; this mirror keeps none.
+  const bool remote = remote_rank(rank);
+  if (!manager.admit(request, positions, sampling, prompt, logit_bias, remote ? nullptr : guide)) return false;
+  if (remote) {
     assert(peers_ && "an attention rank in another process without peers");
     peers_->open_sequence(topology_.process_of(topology_.rank_device[static_cast<std::size_t>(rank)]), rank,
-                          manager.context(request));
+                          manager.context(request), guide.get());
   }
   return true;
-}
-
-bool Cluster::any_remote_rank() const {
-  for (std::size_t rank = 0; rank < kv_.size(); ++rank)
-    if (remote_rank(static_cast<std::int32_t>(rank))) return true;
-  return false;
 }
 
 void Cluster::release(std::int32_t rank, std::int64_t request) {

@@ -60,8 +60,6 @@ class Cluster {
   bool admit(std::int32_t rank, std::int64_t request, std::int64_t positions, const SamplingSpec& sampling,
              std::span<const std::int32_t> prompt = {}, std::span<const kernels::TokenBias> logit_bias = {},
              const std::shared_ptr<const structured::GuideSpec>& guide = nullptr);
-  // Whether any attention rank's device runs in another process than this one.
-  bool any_remote_rank() const;
   void release(std::int32_t rank, std::int64_t request);
   // Whether an attention rank's device runs in another process than this one.
   bool remote_rank(std::int32_t rank) const {

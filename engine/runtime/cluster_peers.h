@@ -8,6 +8,7 @@
 #include "engine/runtime/placement.h"
 #include "engine/runtime/runtime_policy.h"
 #include "engine/runtime/sequence.h"
+#include "engine/structured/guide.h"
 
 namespace sy {
 
@@ -24,8 +25,10 @@ class ClusterPeers {
   // An attention rank whose device runs in process `process` admitted a request (its block
   // table and sampling in `context`) or released it: that process's mirror of the rank's KV
   // block manager follows, ahead of the request's next rows (messages between two processes
-  // arrive in order).
-  virtual void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context) = 0;
+  // arrive in order). `guide`: a guided request's grammar and vocabulary (null: none), which
+  // the process's rank applies to its draws.
+  virtual void open_sequence(std::int32_t process, std::int32_t rank, const SequenceContext& context,
+                             const structured::GuideSpec* guide) = 0;
   virtual void close_sequence(std::int32_t process, std::int32_t rank, std::int64_t request) = 0;
 };
 

@@ -18,6 +18,36 @@ std::int32_t Grammar::add_any_value() {
   return any;
 }
 
+Status Grammar::check() const {
+  if (nodes.empty() || nodes.size() > kMaxNodes)
+    return Status::Error("a grammar of " + std::to_string(nodes.size()) + " nodes (1.." + std::to_string(kMaxNodes) + ")");
+  const auto n = static_cast<std::int32_t>(nodes.size());
+  const auto node_ok = [n](std::int32_t i, bool none_ok) { return (none_ok && i == -1) || (i >= 0 && i < n); };
+  if (!node_ok(root, false)) return Status::Error("grammar root " + std::to_string(root));
+  for (std::int32_t i = 0; i < n; ++i) {
+    const Node& node = nodes[static_cast<std::size_t>(i)];
+    const std::string at = "grammar node " + std::to_string(i);
+    if (static_cast<std::uint8_t>(node.kind) > static_cast<std::uint8_t>(Node::Kind::AnyOf))
+      return Status::Error(at + ": kind " + std::to_string(static_cast<int>(node.kind)));
+    if (node.properties.size() > kMaxProperties) return Status::Error(at + ": more than 64 properties");
+    for (const auto& [name, value] : node.properties) {
+      if (!node_ok(value, false)) return Status::Error(at + ": property value node " + std::to_string(value));
+      for (const char c : name)
+        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
+          return Status::Error(at + ": a property name with a quote, backslash or control byte");
+    }
+    if (node.properties.size() < 64 && (node.required >> node.properties.size()) != 0)
+      return Status::Error(at + ": a required property it does not name");
+    if (!node_ok(node.additional, true) || !node_ok(node.items, true))
+      return Status::Error(at + ": additional or items node out of range");
+    if (node.min_items < 0 || node.max_items < -1 || node.min_length < 0 || node.max_length < -1)
+      return Status::Error(at + ": a negative bound");
+    for (const std::int32_t a : node.alternatives)
+      if (!node_ok(a, false)) return Status::Error(at + ": alternative node " + std::to_string(a));
+  }
+  return Status::Ok();
+}
+
 std::shared_ptr<const Grammar> Grammar::any_object() {
   auto g = std::make_shared<Grammar>();
   const std::int32_t any = g->add_any_value();

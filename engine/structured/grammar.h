@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
+
 namespace sy::structured {
 
 // The most whitespace bytes (space, \n, \t) in a row between two JSON tokens, and before or after
@@ -37,6 +39,7 @@ struct Node {
   std::vector<std::string> texts;
   // AnyOf: the alternatives (anyOf, oneOf taken as anyOf, a list of types).
   std::vector<std::int32_t> alternatives;
+  bool operator==(const Node&) const = default;
 };
 
 inline Node node_of(Node::Kind kind) {
@@ -63,6 +66,15 @@ struct Grammar {
   static std::shared_ptr<const Grammar> choice(const std::vector<std::string>& choices);
   // Adds a node that matches any JSON value (and what it needs) and returns its index.
   std::int32_t add_any_value();
+
+  // What the matcher relies on, for a grammar that did not come from this process's compiler
+  // (another rank's, over the wire): every node index in range, a known kind, at most
+  // kMaxProperties properties whose names are plain JSON string content, required bits among
+  // them, bounds that are counts, and at most kMaxNodes nodes.
+  Status check() const;
+  static constexpr std::size_t kMaxNodes = 1 << 16;
+
+  bool operator==(const Grammar&) const = default;
 };
 
 }  // namespace sy::structured

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/support/free_port.h"
@@ -630,6 +631,51 @@ TEST_F(Bootstrap, ServeWithAttentionOnOtherRanksReturnsTheSameLogprobs) {
   EXPECT_EQ(choices(answer).substr(0, choices(answer).find("\"created\"")),
             choices(expected).substr(0, choices(expected).find("\"created\"")))
       << answer << "\nexpected " << expected;
+  EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=0")) << read_file(root_ / "status.log");
+}
+
+// Guided decoding on an attention device of rank 1 or 2: rank 0 sends the process the model's
+// vocabulary once (message 33) and each request's grammar with its SequenceOpen; the device
+// masks its draws there. A choice and a JSON schema answer as one process answers them.
+TEST_F(Bootstrap, ServeWithAttentionOnOtherRanksGuidesAsOneProcess) {
+  if (shell("command -v curl").exit_code != 0) GTEST_SKIP() << "curl not found (Debian package curl)";
+  const std::string layout = (root_ / "remote-attention.toml").string();
+  const std::string post = "curl -s --max-time 30 localhost:$port/v1/completions -H 'content-type: application/json' -d ";
+  const std::string requests =
+      post + "'{\"prompt\": [4, 5, 6], \"max_tokens\": 12, \"temperature\": 0, "
+             "\"structured_outputs\": {\"choice\": [\"red\", \"green\", \"blue\"]}}' > $out-choice.json; " +
+      post + "'{\"prompt\": [7, 8], \"max_tokens\": 40, \"temperature\": 0, \"response_format\": "
+             "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"a\", \"schema\": {\"type\": \"object\", "
+             "\"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"], "
+             "\"additionalProperties\": false}}}}' > $out-schema.json";
+  const ShellRun one = shell("cd " + root_.string() + " && (" + bin_ + " serve --model " + (root_ / "model").string() +
+                             " --layout " + layout + " --no-console --no-telemetry --port 0 > single.log 2>&1 & p=$!; "
+                             "for i in $(seq 300); do grep -q 'OpenAI-compatible API at' single.log && break; sleep 0.1; done; "
+                             "port=$(grep -o '127.0.0.1:[0-9]*' single.log | head -1 | cut -d: -f2); out=single; " +
+                             requests + "; kill -TERM $p; wait $p)");
+  serve_three_ranks(root_, bin_, "out=answer; " + requests + "; kill -TERM $p0", layout);
+  const std::string log0 = read_file(root_ / "serve0.log"), log1 = read_file(root_ / "serve1.log");
+  const auto choices = [](const std::string& body) {
+    const std::string from = body.substr(body.find("\"choices\""));
+    return from.substr(0, from.find("\"created\""));
+  };
+  for (const char* which : {"choice", "schema"}) {
+    SCOPED_TRACE(which);
+    const std::string expected = read_file(root_ / ("single-" + std::string(which) + ".json"));
+    const std::string answer = read_file(root_ / ("answer-" + std::string(which) + ".json"));
+    ASSERT_TRUE(has(expected, "\"choices\"")) << expected << read_file(root_ / "single.log");
+    ASSERT_TRUE(has(answer, "\"choices\"")) << answer << log0 << log1;
+    EXPECT_EQ(choices(answer), choices(expected)) << answer << "\nexpected " << expected;
+    const nlohmann::json j = nlohmann::json::parse(answer, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << answer;
+    const std::string text = j["choices"][0]["text"];
+    if (std::string(which) == "choice") {
+      EXPECT_TRUE(text == "red" || text == "green" || text == "blue") << text;
+    } else if (j["choices"][0]["finish_reason"] == "stop") {
+      const nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+      EXPECT_TRUE(value.is_object() && value.size() == 1 && value["a"].is_number_integer()) << text;
+    }
+  }
   EXPECT_TRUE(has(read_file(root_ / "status.log"), "rank1=0")) << read_file(root_ / "status.log");
 }
 

@@ -8,8 +8,12 @@
 #include <iterator>
 
 #include "engine/cpu/host_activation_ops.h"
+#include <nlohmann/json.hpp>
+
 #include "engine/dist/attention_messages.h"
+#include "engine/dist/guide_messages.h"
 #include "engine/dist/shipment_codec.h"
+#include "engine/structured/schema_compiler.h"
 #include "tests/runtime/test_configs.h"
 
 namespace sy::dist {
@@ -491,7 +495,7 @@ Status decode_body(const std::string& bytes, M& out) {
 
 TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   const SequenceOpen open{1, 42, {5, 6, 7}, SamplingSpec{0.7f, 0.9f, 40, 1234, 3, 0.05f, -0.5f, 1.25f, 1.1f}, {9, 8, 9},
-                          {{4, -100.0f}, {11, 2.5f}}, 3};
+                          {{4, -100.0f}, {11, 2.5f}}, 3, nullptr};
   SequenceOpen open_back;
   const std::string open_bytes = encode(open);
   EXPECT_EQ(static_cast<MessageType>(open_bytes[0]), MessageType::SequenceOpen);
@@ -516,7 +520,7 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   // A request scoring its prompt: the setting travels with its sampling, its prompt with it.
   SamplingSpec scoring;
   scoring.prompt_logprobs = 5;
-  const SequenceOpen scored{0, 7, {1}, scoring, {3, 4, 5}, {}, 3};
+  const SequenceOpen scored{0, 7, {1}, scoring, {3, 4, 5}, {}, 3, nullptr};
   SequenceOpen scored_back;
   ASSERT_TRUE(decode_body(encode(scored), scored_back).ok());
   EXPECT_EQ(scored_back, scored);
@@ -545,33 +549,110 @@ TEST(WireFormat, RemoteAttentionMessagesRoundTrip) {
   EXPECT_FALSE(decode_body(truncated, prompt_back).ok());
   SamplingSpec too_many;
   too_many.prompt_logprobs = 21;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {1}, too_many, {}, {}, 0}), open_back).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {1}, too_many, {}, {}, 0, nullptr}), open_back).ok());
+}
+
+// A guided request's grammar travels with its SequenceOpen, the model's vocabulary once per
+// process before it; both decode to what was sent.
+TEST(WireFormat, GuidedDecodingTravelsToAnotherRank) {
+  const auto schema = structured::compile_schema(nlohmann::json::parse(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", 1, null]},
+          "c": {"type": "array", "items": {"$ref": "#/$defs/c"}, "maxItems": 2}}, "required": ["a"],
+          "$defs": {"c": {"anyOf": [{"type": "string", "maxLength": 4}, {"$ref": "#/$defs/c"}]}}})"));
+  ASSERT_TRUE(schema.ok()) << schema.status().message();
+  for (const auto& grammar : {*schema, structured::Grammar::any_object(), structured::Grammar::choice({"yes", "no"})}) {
+    SequenceOpen open{1, 42, {5, 6}, {}, {}, {}, 3, grammar};
+    SequenceOpen back;
+    ASSERT_TRUE(decode_body(encode(open), back).ok());
+    ASSERT_NE(back.grammar, nullptr);
+    EXPECT_EQ(*back.grammar, *grammar);
+    EXPECT_EQ(back, open);
+  }
+  SequenceOpen plain{1, 42, {5, 6}, {}, {}, {}, 3, nullptr}, plain_back;
+  ASSERT_TRUE(decode_body(encode(plain), plain_back).ok());
+  EXPECT_EQ(plain_back.grammar, nullptr);
+
+  const structured::TokenVocabulary vocabulary({"{", "}", "\"a\"", "", "1"}, {3});
+  const GuideVocabulary sent = GuideVocabulary::of(vocabulary);
+  const std::string bytes = encode(sent);
+  EXPECT_EQ(static_cast<MessageType>(bytes[0]), MessageType::GuideVocabulary);
+  GuideVocabulary got;
+  ASSERT_TRUE(decode_body(bytes, got).ok());
+  EXPECT_EQ(got, sent);
+  const auto built = got.build();
+  ASSERT_EQ(built->size(), 5);
+  EXPECT_EQ(built->bytes(2), "\"a\"");
+  EXPECT_TRUE(built->is_end(3));
+}
+
+TEST(WireFormat, GuidedMessagesRefuseWhatNoRankSends) {
+  // Grammars the matcher could not walk: a node index out of range, a required property it does
+  // not name, a property name with a quote, a negative bound, a root out of range.
+  const auto refused = [](structured::Grammar g, const char* what) {
+    SequenceOpen back;
+    const Status s = decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {}, 1,
+                                                     std::make_shared<const structured::Grammar>(std::move(g))}),
+                                 back);
+    EXPECT_FALSE(s.ok()) << what;
+    EXPECT_NE(s.message().find("guided request"), std::string::npos) << s.message();
+  };
+  structured::Grammar g = *structured::Grammar::any_object();
+  g.nodes[0].alternatives.push_back(static_cast<std::int32_t>(g.nodes.size()));
+  refused(g, "alternative out of range");
+  g = *structured::Grammar::any_object();
+  g.nodes[static_cast<std::size_t>(g.root)].required = 1;
+  refused(g, "required without properties");
+  g = *structured::Grammar::any_object();
+  g.nodes[static_cast<std::size_t>(g.root)].properties = {{"a\"b", 0}};
+  refused(g, "a quote in a name");
+  g = *structured::Grammar::choice({"x"});
+  g.nodes[0].max_length = -2;
+  refused(g, "a negative bound");
+  g = *structured::Grammar::choice({"x"});
+  g.root = 1;
+  refused(g, "root out of range");
+  g = structured::Grammar{};
+  refused(g, "no nodes");
+
+  // A vocabulary's end token must be one of its ids; counts beyond the bytes are truncation.
+  GuideVocabulary v{{"a", "b"}, {2}};
+  GuideVocabulary back;
+  EXPECT_FALSE(decode_body(encode(v), back).ok());
+  v.end_tokens = {-1};
+  EXPECT_FALSE(decode_body(encode(v), back).ok());
+  const std::string bytes = encode(GuideVocabulary{{"a", "b"}, {1}});
+  for (std::size_t n = 1; n < bytes.size(); ++n) EXPECT_FALSE(decode_body(bytes.substr(0, n), back).ok()) << n;
+  // A grammar flag other than 0 or 1.
+  std::string open = encode(SequenceOpen{0, 1, {3}, {}, {}, {}, 1, nullptr});
+  open.back() = 2;
+  SequenceOpen open_back;
+  EXPECT_FALSE(decode_body(open, open_back).ok());
 }
 
 TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   SequenceOpen open;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}, {}, 0}), open).ok());  // a negative page
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3, -1}, {}, {}, {}, 0, nullptr}), open).ok());  // a negative page
   SamplingSpec nan_temperature;
   nan_temperature.temperature = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}, {}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, nan_temperature, {}, {}, 0, nullptr}), open).ok());
   SamplingSpec many;
   many.logprobs = kernels::kMaxTopLogprobs + 1;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}, {}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, many, {}, {}, 0, nullptr}), open).ok());
   SamplingSpec beyond;
   beyond.frequency_penalty = 2.5f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0, nullptr}), open).ok());
   beyond = {};
   beyond.min_p = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0, nullptr}), open).ok());
   beyond = {};
   beyond.repetition_penalty = 0.0f;
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0}), open).ok());
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}, 0}), open).ok());  // a negative prompt token
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}, 0}), open).ok());  // beyond ±100
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}, 0}), open).ok());
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{5, 3.0f}, {5, 4.0f}}, 0}), open).ok());  // twice
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{6, 3.0f}, {5, 4.0f}}, 0}), open).ok());  // unsorted
-  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {}, -1}), open).ok());  // a negative prompt length
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, beyond, {}, {}, 0, nullptr}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {4, -2}, {}, 0, nullptr}), open).ok());  // a negative prompt token
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{2, 101.0f}}, 0, nullptr}), open).ok());  // beyond ±100
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{-1, 1.0f}}, 0, nullptr}), open).ok());
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{5, 3.0f}, {5, 4.0f}}, 0, nullptr}), open).ok());  // twice
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {{6, 3.0f}, {5, 4.0f}}, 0, nullptr}), open).ok());  // unsorted
+  EXPECT_FALSE(decode_body(encode(SequenceOpen{0, 1, {3}, {}, {}, {}, -1, nullptr}), open).ok());  // a negative prompt length
 
   kernels::TokenLogprobs lp{1, -0.5f, {}};
   lp.top.assign(static_cast<std::size_t>(kernels::kMaxTopLogprobs) + 1, {1, -0.5f});
@@ -583,7 +664,7 @@ TEST(WireFormat, RemoteAttentionMessagesRefuseWhatNoRankSends) {
   EXPECT_FALSE(decode_body(encode(Sampled{1, 1, kernels::TokenLogprobs{-1, -0.5f, {}}}), sampled).ok());
 
   // Every proper prefix of a message is truncated.
-  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}, 0});
+  const std::string bytes = encode(SequenceOpen{1, 42, {5, 6, 7}, {}, {}, {}, 0, nullptr});
   for (std::size_t n = 1; n < bytes.size(); ++n) {
     SequenceOpen cut;
     EXPECT_FALSE(decode_body(bytes.substr(0, n), cut).ok()) << n;
@@ -609,6 +690,13 @@ TEST(WireFormat, FuzzSeedsOfTheAttentionMessagesDecode) {
   PromptScores prompt;
   EXPECT_TRUE(decode_body(read("prompt-scores"), prompt).ok());
   EXPECT_EQ(prompt.logprobs.tokens.size(), 2u);
+  SequenceOpen guided;
+  ASSERT_TRUE(decode_body(read("sequence-open-guided"), guided).ok());
+  ASSERT_NE(guided.grammar, nullptr);
+  EXPECT_EQ(guided.grammar->nodes[0].texts, (std::vector<std::string>{"yes", "no"}));
+  GuideVocabulary vocabulary;
+  ASSERT_TRUE(decode_body(read("guide-vocabulary"), vocabulary).ok());
+  EXPECT_EQ(vocabulary.bytes.size(), 8u);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Fuzzes the messages between the ranks of a deployment (docs/wire-format.md): the first byte
 // picks the message (shipment header, shipment payload, policy, placement, the five remote
 // attention messages, an Events batch, the safe-point messages, a heartbeat, a link refusal,
-// and the bootstrap's Hello and Welcome), the rest is its body as another rank would send it.
+// the bootstrap's Hello and Welcome, and guided decoding's vocabulary), the rest is its body as another rank would send it.
 // Any bytes give a message or a named error; a decoded message encodes to bytes that decode to
 // the same message (the second encoding equals the first), most to exactly the bytes read, and
 // a payload's batches hold columns of one length with activations of exactly their rows.
@@ -13,6 +13,7 @@
 #include "engine/dist/bootstrap_messages.h"
 #include "engine/dist/control_messages.h"
 #include "engine/dist/event_batch.h"
+#include "engine/dist/guide_messages.h"
 #include "engine/dist/shipment_codec.h"
 #include "engine/dist/wire_format.h"
 #include "tests/fuzz/fuzz_target.h"
@@ -108,7 +109,7 @@ void check_welcome(const std::uint8_t* data, std::size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const std::uint8_t pick = data[0] % 18;
+  const std::uint8_t pick = data[0] % 19;
   ++data;
   --size;
   switch (pick) {
@@ -203,10 +204,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 16:
       check_welcome(data, size);
       break;
-    default:
+    case 17:
       round_trip<PromptScores>(
           data, size, "prompt scores", [](ByteReader& r, PromptScores& m) { return decode(r, m); },
           encoded<PromptScores>, true);
+      break;
+    default:
+      round_trip<GuideVocabulary>(
+          data, size, "guided vocabulary", [](ByteReader& r, GuideVocabulary& m) { return decode(r, m); },
+          encoded<GuideVocabulary>, true);
       break;
   }
   return 0;
