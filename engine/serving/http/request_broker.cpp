@@ -4,6 +4,8 @@ namespace sy::http {
 
 bool RequestBroker::prefix_caching() const { return deployment_.coordinator().options().prefix_caching; }
 
+std::int32_t RequestBroker::kv_page_size() const { return deployment_.options().page_size; }
+
 std::int64_t RequestBroker::max_prompt_tokens() const {
   return deployment_.coordinator().options().max_waiting_tokens;
 }

@@ -43,6 +43,9 @@ class RequestBroker final : public RequestObserver {
   void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) override;  // loop thread
   // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
   bool prefix_caching() const;
+  // Positions per KV page: with prefix caching, what a prompt must exceed for a later request
+  // to share any of its pages (the page of its last token is always computed).
+  std::int32_t kv_page_size() const;
   // The longest prompt the admission queue takes (--max-waiting-tokens): a longer one could
   // never be admitted, so it is a request error, not a full queue to retry.
   std::int64_t max_prompt_tokens() const;
