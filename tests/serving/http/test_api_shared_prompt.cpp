@@ -1,11 +1,13 @@
 // n choices under --prefix-caching: a prompt's choices after its first wait for that one's
 // prefill and share its full KV pages (usage's cached_tokens shows them), and answer the same
 // texts and tokens as the server without the cache, whole and streamed, also when the first
-// choice ends at its first token.
+// choice ends at its first token; a client that leaves cancels them all.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -217,6 +219,50 @@ TEST_F(ApiSharedPromptTest, AFirstChoiceThatEndsAtOnceStillLetsTheOthersFinish) 
   EXPECT_EQ(choices_of(by_string), choices_of(post(p, stopped)));
   EXPECT_TRUE(cached.kv_freed());
   EXPECT_TRUE(plain.kv_freed());
+}
+
+// A client that leaves, mid-stream or during a whole answer, cancels the first choice and the
+// ones that followed it and frees their KV; what the admission queue could never hold at once
+// is still a 400 naming n, counted as if every choice came at once.
+TEST_F(ApiSharedPromptTest, AClientThatLeavesCancelsEveryChoiceAndBoundsStay) {
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream);
+    LiveServer s(weights_, caching(), {}, text_);
+    auto c = s.client();
+    json body = {{"prompt", prompt(kLength)}, {"max_tokens", 1500}, {"ignore_eos", true}, {"n", 3}};
+    if (stream) {
+      body["stream"] = true;
+      int events = 0;
+      post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
+        for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
+        return events < 9;  // then hang up
+      });
+    } else {
+      // The client hangs up once the later choices run too, long before their tokens are made.
+      std::thread give_up([&] {
+        while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 3)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        c.stop();
+      });
+      EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
+      give_up.join();
+    }
+    EXPECT_TRUE(s.kv_freed());
+    for (std::int64_t id = 0; id < 3; ++id) EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id;
+  }
+
+  CoordinatorOptions co = caching();
+  co.max_waiting_requests = 2;
+  LiveServer s(weights_, co, {}, text_);
+  auto c = s.client();
+  auto res = c.Post("/v1/completions", json{{"prompt", prompt(kLength)}, {"n", 3}, {"max_tokens", 2}}.dump(),
+                    "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  EXPECT_EQ(json::parse(res->body)["error"]["param"], "n");
+  EXPECT_EQ(post(c, {{"prompt", prompt(kLength)}, {"n", 2}, {"max_tokens", 2}})["choices"].size(), 2u);
+  EXPECT_TRUE(s.kv_freed());
 }
 
 }  // namespace
