@@ -248,7 +248,9 @@ std::optional<ApiError> CompletionHandler::submit_choices(const CompletionReques
   const auto n = static_cast<std::size_t>(r.n);
   for (std::size_t p = 0; p < a.prompts.size(); ++p)
     for (std::size_t i = 0; i < n; ++i) a.choices.emplace_back(text_.tokenizer(), r, p);
-  const auto submit = [&](std::size_t k) {
+  // follows_accepted: the choice follows its prompt's first, and so belongs to an answer already
+  // accepted; a graceful shutdown begun meanwhile lets it in, as it lets the first one finish.
+  const auto submit = [&](std::size_t k, bool follows_accepted) {
     const std::size_t p = k / n, i = k % n;
     const PendingPrompt& prompt = a.prompts[p];
     const std::uint64_t seed = r.seed ? *r.seed + i : drawn + p * n + i;
@@ -264,7 +266,7 @@ std::optional<ApiError> CompletionHandler::submit_choices(const CompletionReques
     spec.guide = guide;
     spec.stop_token_ids = r.stop_token_ids;
     if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
-    a.choices[k].channel = broker_.submit(std::move(spec), a.signal);
+    a.choices[k].channel = broker_.submit(std::move(spec), a.signal, follows_accepted);
   };
   // Waits for the admission queue's word on choices [from, to) of every prompt; one refused
   // choice refuses the answer, and every choice submitted is let go.
@@ -291,7 +293,7 @@ std::optional<ApiError> CompletionHandler::submit_choices(const CompletionReques
     for (std::size_t p = 0; p < a.prompts.size(); ++p)
       if (a.prompts[p].ids.size() > static_cast<std::size_t>(broker_.kv_page_size())) held.push_back(p);
   for (std::size_t k = 0; k < a.choices.size(); ++k)
-    if (k % n == 0 || !std::binary_search(held.begin(), held.end(), k / n)) submit(k);
+    if (k % n == 0 || !std::binary_search(held.begin(), held.end(), k / n)) submit(k, false);
   if (auto e = accepted(0, n)) return e;
   if (held.empty()) return std::nullopt;
 
@@ -306,7 +308,7 @@ std::optional<ApiError> CompletionHandler::submit_choices(const CompletionReques
       if (!first.prefilled_or_ended()) return false;
       // A choice 0 that failed fails the answer when it is read; its siblings go on meanwhile
       // as they would have without the wait.
-      for (std::size_t k = p * n + 1; k < (p + 1) * n; ++k) submit(k);
+      for (std::size_t k = p * n + 1; k < (p + 1) * n; ++k) submit(k, true);
       return true;
     });
     if (!held.empty()) a.signal->wait(seen, kKeepAlive);
@@ -333,7 +335,15 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   auto a = std::make_shared<PendingAnswer>(r);
   if (auto e = encode_prompts(r, *a)) return set_error(res, *e);
 
-  if (auto e = submit_choices(r, *a, guide)) return set_error(res, *e);
+  // Counted from the first submission, not from the response: with prefix caching an answer's
+  // later choices are submitted after its first has run, maybe ended, and a graceful shutdown
+  // must not find the server idle meanwhile. The response's releaser (httplib runs it when the
+  // response goes) ends the count.
+  answering_.fetch_add(1);
+  if (auto e = submit_choices(r, *a, guide)) {
+    answering_.fetch_sub(1);
+    return set_error(res, *e);
+  }
   a->header = {id_prefix_ + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
   a->include_usage = r.include_usage;
@@ -353,7 +363,6 @@ void CompletionHandler::cancel_open(PendingAnswer& a) {
 void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   // Chunked, so that while the answer is made a space (JSON allows it before the value) can
   // go out now and then: the write fails once the client has gone, and the requests are cancelled.
-  answering_.fetch_add(1);  // until the releaser: httplib runs it when the response goes
   res.set_chunked_content_provider(
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
@@ -420,7 +429,6 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
 
 void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   res.set_header("Cache-Control", "no-cache");
-  answering_.fetch_add(1);
   res.set_chunked_content_provider(
       "text/event-stream",
       guarded_provider([this, a](httplib::DataSink& sink) {

@@ -31,8 +31,9 @@ class CompletionHandler {
   CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base,
                     std::string id_prefix);
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  // Answers accepted and not yet sent to their end (or given up on): a graceful shutdown waits
-  // for them, as the engine's requests may be done while their tokens are still being written.
+  // Answers submitted and not yet sent to their end (or given up on): a graceful shutdown waits
+  // for them, as the engine's requests may be done while their tokens are still being written,
+  // or an answer's first choice done before the others are submitted (prefix caching).
   std::int64_t answering() const { return answering_.load(); }
 
  private:

@@ -23,13 +23,14 @@ RequestBroker::~RequestBroker() {
   deployment_.observers().remove(nullptr, this);
 }
 
-std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal) {
+std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal,
+                                                      bool follows_accepted) {
   spec.id = next_id_.fetch_add(1);
   spec.external_id = std::to_string(spec.id);
   auto channel = std::make_shared<RequestChannel>(spec.id, std::move(signal));
   {
     std::lock_guard lock(mutex_);
-    if (draining_) {
+    if (closed_ || (draining_ && !follows_accepted)) {
       channel->fail(ApiError::overloaded(503, "the server is shutting down", "shutting_down"));
       return channel;
     }

@@ -23,9 +23,13 @@ class RequestBroker final : public RequestObserver {
   RequestBroker(const RequestBroker&) = delete;
   RequestBroker& operator=(const RequestBroker&) = delete;
 
-  // Any thread. The spec's id and arrival time are the broker's to set. A closed broker answers
-  // 503 at once; a paused coordinator 503; a full queue 429. The channel notifies `signal` too.
-  std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr);
+  // Any thread. The spec's id and arrival time are the broker's to set. A draining or closed
+  // broker answers 503 at once; a paused coordinator 503; a full queue 429. The channel notifies
+  // `signal` too. `follows_accepted`: the request is part of an answer whose first request was
+  // accepted (a choice held back to share its prompt's KV), which a drain lets finish: it is
+  // refused only once the broker is closed.
+  std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr,
+                                         bool follows_accepted = false);
   // Any thread: the client went away; frees the request's KV pages (Coordinator::cancel).
   void cancel(std::int64_t id);
   // Any thread: from now on every new request is answered 503 (shutting down) while the open

@@ -1,7 +1,8 @@
 // n choices under --prefix-caching: a prompt's choices after its first wait for that one's
 // prefill and share its full KV pages (usage's cached_tokens shows them), and answer the same
 // texts and tokens as the server without the cache, whole and streamed, also when the first
-// choice ends at its first token; a client that leaves cancels them all.
+// choice ends at its first token; a client that leaves cancels them all, and a graceful
+// shutdown lets them in.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -263,6 +264,36 @@ TEST_F(ApiSharedPromptTest, AClientThatLeavesCancelsEveryChoiceAndBoundsStay) {
   EXPECT_EQ(json::parse(res->body)["error"]["param"], "n");
   EXPECT_EQ(post(c, {{"prompt", prompt(kLength)}, {"n", 2}, {"max_tokens", 2}})["choices"].size(), 2u);
   EXPECT_TRUE(s.kv_freed());
+}
+
+// A graceful shutdown (the broker draining) refuses new requests but lets in the choices that
+// follow an accepted answer's first, which it lets finish; a closed broker refuses them too.
+TEST_F(ApiSharedPromptTest, ADrainLetsInTheChoicesThatFollowAnAcceptedFirst) {
+  LiveServer s(weights_, caching(), {}, text_);
+  const auto spec = [] {
+    RequestSpec r;
+    r.prompt = prompt(kLength);
+    r.max_new_tokens = 2;
+    return r;
+  };
+  s.broker().drain();
+  const RequestChannel::News refused = s.broker().submit(spec())->wait_accepted();
+  ASSERT_TRUE(refused.error);
+  EXPECT_EQ(refused.error->code, "shutting_down");
+  const std::shared_ptr<RequestChannel> follower = s.broker().submit(spec(), nullptr, /*follows_accepted=*/true);
+  EXPECT_FALSE(follower->wait_accepted().error);
+  RequestChannel::News news;
+  std::size_t tokens = 0;
+  for (int waits = 0; waits < 300 && !news.done(); ++waits) {  // 30 s at most: a failure, not a hang
+    news = follower->take(std::chrono::milliseconds(100));
+    tokens += news.tokens.size();
+  }
+  EXPECT_EQ(news.finished, FinishReason::Length);
+  EXPECT_EQ(tokens, 2u);
+  s.broker().close();
+  const RequestChannel::News closed = s.broker().submit(spec(), nullptr, /*follows_accepted=*/true)->wait_accepted();
+  ASSERT_TRUE(closed.error);
+  EXPECT_EQ(closed.error->code, "shutting_down");
 }
 
 }  // namespace
