@@ -73,7 +73,7 @@ struct PendingChoice {
 struct PendingAnswer {
   explicit PendingAnswer(const CompletionRequest& r)
       : want_logprobs(r.logprobs >= 0), echo(r.echo), echo_only(r.echo && r.max_tokens == 0),
-        prompt_logprobs(r.prompt_logprobs), n(r.n), parse_tool_calls(r.parse_tool_calls) {}
+        prompt_logprobs(r.prompt_logprobs), parse_tool_calls(r.parse_tool_calls) {}
   bool want_logprobs;
   // echo: every choice's text begins with its prompt's echo_text and its logprobs with that
   // prompt's tokens. echo_only (max_tokens 0): the engine draws one token to end the request,
@@ -81,7 +81,6 @@ struct PendingAnswer {
   bool echo;
   bool echo_only;
   std::int32_t prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per token, -1: not asked
-  std::int32_t n;                // choices per prompt
   bool parse_tool_calls;         // chat answers are parsed for tool calls (hermes)
   std::vector<PendingPrompt> prompts;
   // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
@@ -131,15 +130,18 @@ struct PendingAnswer {
       if (!each(c, news)) break;
     }
   }
-  // Usage once every choice has ended: each prompt counted once (and, with prefix caching, what
-  // its first choice found cached), every choice's tokens, as vLLM sums them.
+  // Usage once every choice has ended: each prompt counted once, every choice's tokens, as vLLM
+  // sums them; with prefix caching, what every choice found cached, so that the pages a
+  // prompt's later choices share with its first show (it may exceed prompt_tokens).
   void settle_usage() {
     usage.prompt_tokens = 0;
     usage.completion_tokens = 0;
     std::int32_t cached = 0;
     for (const PendingPrompt& p : prompts) usage.prompt_tokens += static_cast<std::int32_t>(p.ids.size());
-    for (const PendingChoice& c : choices) usage.completion_tokens += static_cast<std::int32_t>(c.ids.size());
-    for (std::size_t p = 0; p < prompts.size(); ++p) cached += choices[p * static_cast<std::size_t>(n)].cached_tokens;
+    for (const PendingChoice& c : choices) {
+      usage.completion_tokens += static_cast<std::int32_t>(c.ids.size());
+      cached += c.cached_tokens;
+    }
     if (prefix_caching) usage.cached_tokens = cached;
   }
 };
@@ -235,6 +237,85 @@ std::optional<ApiError> CompletionHandler::encode_prompts(const CompletionReques
   return std::nullopt;
 }
 
+std::optional<ApiError> CompletionHandler::submit_choices(const CompletionRequest& r, PendingAnswer& a,
+                                                        const std::shared_ptr<const structured::GuideSpec>& guide) {
+  const std::uint64_t answer = answers_.fetch_add(1);
+  // Without a seed each request draws its own; with one, the same request gives the same answer.
+  // Choice i of every prompt samples with seed + i (vLLM's: each prompt is a request of n
+  // choices): it is what that prompt alone with n = 1 and seed + i answers. A drawn seed gives
+  // every choice of every prompt its own: drawn + p × n + i.
+  const std::uint64_t drawn = seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
+  const auto n = static_cast<std::size_t>(r.n);
+  for (std::size_t p = 0; p < a.prompts.size(); ++p)
+    for (std::size_t i = 0; i < n; ++i) a.choices.emplace_back(text_.tokenizer(), r, p);
+  // follows_accepted: the choice follows its prompt's first, and so belongs to an answer already
+  // accepted; a graceful shutdown begun meanwhile lets it in, as it lets the first one finish.
+  const auto submit = [&](std::size_t k, bool follows_accepted) {
+    const std::size_t p = k / n, i = k % n;
+    const PendingPrompt& prompt = a.prompts[p];
+    const std::uint64_t seed = r.seed ? *r.seed + i : drawn + p * n + i;
+    RequestSpec spec;
+    spec.prompt = prompt.ids;
+    // max_tokens 0 (echo): one token ends the request, and the answer drops it (vLLM's way).
+    spec.max_new_tokens = std::max(prompt.max_tokens, 1);
+    spec.sampling = SamplingSpec{r.temperature,      r.top_p,             r.top_k,
+                                 seed,               r.logprobs,          r.min_p,
+                                 r.presence_penalty, r.frequency_penalty, r.repetition_penalty,
+                                 r.engine_prompt_logprobs()};
+    spec.logit_bias = r.logit_bias;
+    spec.guide = guide;
+    spec.stop_token_ids = r.stop_token_ids;
+    if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
+    a.choices[k].channel = broker_.submit(std::move(spec), a.signal, follows_accepted);
+  };
+  // Waits for the admission queue's word on choices [from, to) of every prompt; one refused
+  // choice refuses the answer, and every choice submitted is let go.
+  const auto accepted = [&](std::size_t from, std::size_t to) -> std::optional<ApiError> {
+    for (std::size_t p = 0; p < a.prompts.size(); ++p)
+      for (std::size_t k = p * n + from; k < p * n + to; ++k) {
+        if (!a.choices[k].channel) continue;
+        const RequestChannel::News verdict = a.choices[k].channel->wait_accepted();
+        if (!verdict.error) continue;
+        for (PendingChoice& other : a.choices)
+          if (other.channel && &other != &a.choices[k]) broker_.cancel(other.channel->id());
+        return verdict.error;
+      }
+    return std::nullopt;
+  };
+
+  // With prefix caching a prompt's choices 1..n-1 follow its choice 0 once that one's prompt is
+  // prefilled, and share its KV pages instead of each prefilling the whole prompt. Not when
+  // nothing could be shared: a prompt of one page or less (the page of its last token is always
+  // computed), or prompts scored (prompt_logprobs, echo with logprobs: such a request computes
+  // every position and takes nothing from the cache); there the wait would only delay them.
+  std::vector<std::size_t> held;  // prompts whose choices 1..n-1 wait for their choice 0
+  if (n > 1 && broker_.prefix_caching() && r.engine_prompt_logprobs() < 0)
+    for (std::size_t p = 0; p < a.prompts.size(); ++p)
+      if (a.prompts[p].ids.size() > static_cast<std::size_t>(broker_.kv_page_size())) held.push_back(p);
+  for (std::size_t k = 0; k < a.choices.size(); ++k)
+    if (k % n == 0 || !std::binary_search(held.begin(), held.end(), k / n)) submit(k, false);
+  if (auto e = accepted(0, n)) return e;
+  if (held.empty()) return std::nullopt;
+
+  // Every choice 0 ends (a token, a finish, a failure of the deployment or of the server
+  // closing), so this wait does too; the answer starts once every choice is accepted, so that a
+  // refusal of one is still the whole request's status, as without the wait. A client that
+  // goes away meanwhile is noticed once the answer starts writing.
+  while (!held.empty()) {
+    const std::uint64_t seen = a.signal->generation();  // before looking: news after it wakes the wait
+    std::erase_if(held, [&](std::size_t p) {
+      RequestChannel& first = *a.choices[p * n].channel;
+      if (!first.prefilled_or_ended()) return false;
+      // A choice 0 that failed fails the answer when it is read; its siblings go on meanwhile
+      // as they would have without the wait.
+      for (std::size_t k = p * n + 1; k < (p + 1) * n; ++k) submit(k, true);
+      return true;
+    });
+    if (!held.empty()) a.signal->wait(seen, kKeepAlive);
+  }
+  return accepted(1, n);
+}
+
 void CompletionHandler::handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint) {
   ParsedRequest parsed = parse_completion_request(req.body, endpoint, limits_);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return set_error(res, *e);
@@ -254,40 +335,14 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
   auto a = std::make_shared<PendingAnswer>(r);
   if (auto e = encode_prompts(r, *a)) return set_error(res, *e);
 
-  const std::uint64_t answer = answers_.fetch_add(1);
-  // Without a seed each request draws its own; with one, the same request gives the same answer.
-  // Choice i of every prompt samples with seed + i (vLLM's: each prompt is a request of n
-  // choices): it is what that prompt alone with n = 1 and seed + i answers. A drawn seed gives
-  // every choice of every prompt its own: drawn + p × n + i.
-  const std::uint64_t drawn = seed_base_ ^ (answer * 0x9E3779B97F4A7C15ull);
-  for (std::size_t p = 0; p < a->prompts.size(); ++p) {
-    const PendingPrompt& prompt = a->prompts[p];
-    for (std::int32_t i = 0; i < r.n; ++i) {
-      const std::uint64_t seed = r.seed ? *r.seed + static_cast<std::uint64_t>(i)
-                                        : drawn + p * static_cast<std::uint64_t>(r.n) + static_cast<std::uint64_t>(i);
-      RequestSpec spec;
-      spec.prompt = prompt.ids;
-      // max_tokens 0 (echo): one token ends the request, and the answer drops it (vLLM's way).
-      spec.max_new_tokens = std::max(prompt.max_tokens, 1);
-      spec.sampling = SamplingSpec{r.temperature,       r.top_p,           r.top_k,
-                                   seed,                r.logprobs,        r.min_p,
-                                   r.presence_penalty,  r.frequency_penalty, r.repetition_penalty,
-                                   r.engine_prompt_logprobs()};
-      spec.logit_bias = r.logit_bias;
-      spec.guide = guide;
-      spec.stop_token_ids = r.stop_token_ids;
-      if (limits_.eos_token_id && !r.ignore_eos) spec.stop_token_ids.push_back(*limits_.eos_token_id);
-      a->choices.emplace_back(text_.tokenizer(), r, p);
-      a->choices.back().channel = broker_.submit(std::move(spec), a->signal);
-    }
-  }
-  for (PendingChoice& c : a->choices) {
-    const RequestChannel::News verdict = c.channel->wait_accepted();
-    if (!verdict.error) continue;
-    // One refused choice refuses the answer: the others are let go.
-    for (PendingChoice& other : a->choices)
-      if (&other != &c) broker_.cancel(other.channel->id());
-    return set_error(res, *verdict.error);
+  // Counted from the first submission, not from the response: with prefix caching an answer's
+  // later choices are submitted after its first has run, maybe ended, and a graceful shutdown
+  // must not find the server idle meanwhile. The response's releaser (httplib runs it when the
+  // response goes) ends the count.
+  answering_.fetch_add(1);
+  if (auto e = submit_choices(r, *a, guide)) {
+    answering_.fetch_sub(1);
+    return set_error(res, *e);
   }
   a->header = {id_prefix_ + std::to_string(a->choices[0].channel->id()), unix_seconds(), limits_.name, r.endpoint};
   if (r.endpoint == Endpoint::ChatCompletions) a->header.id = "chat" + a->header.id;
@@ -308,7 +363,6 @@ void CompletionHandler::cancel_open(PendingAnswer& a) {
 void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   // Chunked, so that while the answer is made a space (JSON allows it before the value) can
   // go out now and then: the write fails once the client has gone, and the requests are cancelled.
-  answering_.fetch_add(1);  // until the releaser: httplib runs it when the response goes
   res.set_chunked_content_provider(
       "application/json",
       guarded_provider([this, a](httplib::DataSink& sink) {
@@ -375,7 +429,6 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
 
 void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<PendingAnswer> a) {
   res.set_header("Cache-Control", "no-cache");
-  answering_.fetch_add(1);
   res.set_chunked_content_provider(
       "text/event-stream",
       guarded_provider([this, a](httplib::DataSink& sink) {

@@ -31,11 +31,18 @@ class CompletionHandler {
   CompletionHandler(RequestBroker& broker, ModelLimits limits, const TextSupport& text, std::uint64_t seed_base,
                     std::string id_prefix);
   void handle(const httplib::Request& req, httplib::Response& res, Endpoint endpoint);
-  // Answers accepted and not yet sent to their end (or given up on): a graceful shutdown waits
-  // for them, as the engine's requests may be done while their tokens are still being written.
+  // Answers submitted and not yet sent to their end (or given up on): a graceful shutdown waits
+  // for them, as the engine's requests may be done while their tokens are still being written,
+  // or an answer's first choice done before the others are submitted (prefix caching).
   std::int64_t answering() const { return answering_.load(); }
 
  private:
+  // Submits the answer's choices (n per prompt, with their seeds) and waits until the admission
+  // queue has taken every one; a refusal is returned, with the other choices cancelled. With
+  // prefix caching a prompt's choices after its first wait for that one's prefill, to share
+  // its KV pages.
+  std::optional<ApiError> submit_choices(const CompletionRequest& r, PendingAnswer& a,
+                                         const std::shared_ptr<const structured::GuideSpec>& guide);
   // The answer's choices (n per prompt), accepted: one JSON body once every choice has ended, or
   // their chunks as they come (each with its index).
   void answer_whole(httplib::Response& res, std::shared_ptr<PendingAnswer> a);

@@ -4,6 +4,8 @@ namespace sy::http {
 
 bool RequestBroker::prefix_caching() const { return deployment_.coordinator().options().prefix_caching; }
 
+std::int32_t RequestBroker::kv_page_size() const { return deployment_.options().page_size; }
+
 std::int64_t RequestBroker::max_prompt_tokens() const {
   return deployment_.coordinator().options().max_waiting_tokens;
 }
@@ -21,13 +23,14 @@ RequestBroker::~RequestBroker() {
   deployment_.observers().remove(nullptr, this);
 }
 
-std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal) {
+std::shared_ptr<RequestChannel> RequestBroker::submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal,
+                                                      bool follows_accepted) {
   spec.id = next_id_.fetch_add(1);
   spec.external_id = std::to_string(spec.id);
   auto channel = std::make_shared<RequestChannel>(spec.id, std::move(signal));
   {
     std::lock_guard lock(mutex_);
-    if (draining_) {
+    if (closed_ || (draining_ && !follows_accepted)) {
       channel->fail(ApiError::overloaded(503, "the server is shutting down", "shutting_down"));
       return channel;
     }

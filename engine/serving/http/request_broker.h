@@ -23,9 +23,13 @@ class RequestBroker final : public RequestObserver {
   RequestBroker(const RequestBroker&) = delete;
   RequestBroker& operator=(const RequestBroker&) = delete;
 
-  // Any thread. The spec's id and arrival time are the broker's to set. A closed broker answers
-  // 503 at once; a paused coordinator 503; a full queue 429. The channel notifies `signal` too.
-  std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr);
+  // Any thread. The spec's id and arrival time are the broker's to set. A draining or closed
+  // broker answers 503 at once; a paused coordinator 503; a full queue 429. The channel notifies
+  // `signal` too. `follows_accepted`: the request is part of an answer whose first request was
+  // accepted (a choice held back to share its prompt's KV), which a drain lets finish: it is
+  // refused only once the broker is closed.
+  std::shared_ptr<RequestChannel> submit(RequestSpec spec, std::shared_ptr<ChannelSignal> signal = nullptr,
+                                         bool follows_accepted = false);
   // Any thread: the client went away; frees the request's KV pages (Coordinator::cancel).
   void cancel(std::int64_t id);
   // Any thread: from now on every new request is answered 503 (shutting down) while the open
@@ -43,6 +47,9 @@ class RequestBroker final : public RequestObserver {
   void on_prompt_logprobs(std::int64_t id, const PromptLogprobs& logprobs) override;  // loop thread
   // Whether the deployment shares cached prompt prefixes (answers then say how many prompt tokens came from the cache).
   bool prefix_caching() const;
+  // Positions per KV page: with prefix caching, what a prompt must exceed for a later request
+  // to share any of its pages (the page of its last token is always computed).
+  std::int32_t kv_page_size() const;
   // The longest prompt the admission queue takes (--max-waiting-tokens): a longer one could
   // never be admitted, so it is a request error, not a full queue to retry.
   std::int64_t max_prompt_tokens() const;

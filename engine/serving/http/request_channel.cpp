@@ -23,8 +23,11 @@ void RequestChannel::push_token(std::int32_t token, const kernels::TokenLogprobs
     tokens_.push_back(token);
     if (logprobs) logprobs_.push_back(*logprobs);
     // A reader already woken and not yet back needs no second wake-up (tokens pile up
-    // while it writes): one futex call per batch, not per token.
-    first = !news_;
+    // while it writes): one futex call per batch, not per token. The first token always wakes:
+    // a handler holding back an answer's other choices until this prompt is prefilled waits
+    // for it without taking the news (accept()'s is still pending then).
+    first = !news_ || !first_token_;
+    first_token_ = true;
     news_ = true;
   }
   if (first) wake();
@@ -82,6 +85,11 @@ RequestChannel::News RequestChannel::wait_accepted() {
   n.finished = finished_;
   n.error = error_;
   return n;  // tokens stay for take()
+}
+
+bool RequestChannel::prefilled_or_ended() {
+  std::lock_guard lock(mutex_);
+  return first_token_ || error_.has_value() || finished_ != FinishReason::None;
 }
 
 }  // namespace sy::http

@@ -52,6 +52,10 @@ class RequestChannel {
   News take(std::chrono::milliseconds timeout);
   // Waits until the request is accepted or refused (the queue answers at once).
   News wait_accepted();
+  // Whether its first token came (its prompt is prefilled, and with prefix caching its full
+  // pages are indexed: the coordinator indexes them before it reports the token) or it ended;
+  // the channel's signal is notified when it turns true. Takes nothing.
+  bool prefilled_or_ended();
 
  private:
   // Both condition variables are notified outside the lock.
@@ -63,6 +67,7 @@ class RequestChannel {
   std::condition_variable cv_;
   bool accepted_ = false;
   bool news_ = false;
+  bool first_token_ = false;  // stays, unlike tokens_, which take() empties
   std::vector<std::int32_t> tokens_;
   std::vector<kernels::TokenLogprobs> logprobs_;
   std::vector<kernels::TokenLogprobs> prompt_logprobs_;

@@ -125,6 +125,7 @@ class LiveServer {
     return it == finishes_.reasons.end() ? std::nullopt : std::optional(it->second);
   }
   Coordinator& coordinator() { return deployment_->coordinator(); }
+  RequestBroker& broker() { return *broker_; }
 
  private:
   struct Finishes : RequestObserver {
