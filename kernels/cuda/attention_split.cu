@@ -305,6 +305,30 @@ __global__ void __launch_bounds__(kGqaThreads)
   }
 }
 
+// Queues `launch(t0, rows, partials)` over slices of at most 65535 rows (a grid's y; a batch
+// that long fills the GPU without splitting), each followed by merge_kernel over its partials
+// when the rows' keys are split. Both kernels' partials are [row][head][split][head_dim + 2].
+template <class Launch>
+Status launch_in_slices(std::int64_t n_tokens, std::int32_t n_heads, std::int32_t head_dim, std::int32_t splits,
+                        float* partials, float* out, const char* what, const char* merge_what, cudaStream_t stream,
+                        Launch launch) {
+  constexpr std::int64_t kMaxRows = 65535;
+  const std::int64_t width = static_cast<std::int64_t>(n_heads) * head_dim;
+  const std::int64_t part_width = static_cast<std::int64_t>(n_heads) * splits * (head_dim + 2);
+  for (std::int64_t t0 = 0; t0 < n_tokens; t0 += kMaxRows) {
+    const std::int64_t rows = n_tokens - t0 < kMaxRows ? n_tokens - t0 : kMaxRows;
+    float* part = splits == 1 ? nullptr : partials + t0 * part_width;
+    launch(t0, static_cast<unsigned>(rows), part);
+    SY_RETURN_IF_ERROR(detail::check_launch(what));
+    if (splits > 1) {
+      merge_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows)), kWarps * 32, 0, stream>>>(
+          part, n_heads, head_dim, splits, out + t0 * width);
+      SY_RETURN_IF_ERROR(detail::check_launch(merge_what));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::int32_t attention_splits(std::int64_t n_tokens, std::int32_t n_heads) {
@@ -333,25 +357,15 @@ Status paged_attention_split_cuda(const float* q, std::int64_t n_tokens, std::in
   const std::int32_t splits = attention_splits(n_tokens, n_heads);
   SY_RETURN_IF_ERROR(detail::require(splits == 1 || partials != nullptr,
                                      "paged_attention_split_cuda: no partials buffer for a split launch"));
-  // gridDim.y is at most 65535: longer batches go in slices of rows (one split each: a batch
-  // that long fills the GPU without splitting).
-  constexpr std::int64_t kMaxRows = 65535;
   const std::int64_t width = static_cast<std::int64_t>(n_heads) * cache.head_dim;
-  const std::int64_t part_width = static_cast<std::int64_t>(n_heads) * splits * (cache.head_dim + 2);
-  for (std::int64_t t0 = 0; t0 < n_tokens; t0 += kMaxRows) {
-    const std::int64_t rows = n_tokens - t0 < kMaxRows ? n_tokens - t0 : kMaxRows;
-    float* part = splits == 1 ? nullptr : partials + t0 * part_width;
-    const dim3 grid(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows), static_cast<unsigned>(splits));
-    split_kernel<<<grid, kWarps * 32, 0, stream>>>(q + t0 * width, n_heads, token_seq + t0, positions + t0, cache,
-                                                   block_tables, table_stride, scale, part, out + t0 * width);
-    SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_split_cuda"));
-    if (splits > 1) {
-      merge_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows)), kWarps * 32, 0, stream>>>(
-          part, n_heads, cache.head_dim, splits, out + t0 * width);
-      SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_split_cuda (merge)"));
-    }
-  }
-  return Status::Ok();
+  return launch_in_slices(n_tokens, n_heads, cache.head_dim, splits, partials, out, "paged_attention_split_cuda",
+                          "paged_attention_split_cuda (merge)", stream,
+                          [&](std::int64_t t0, unsigned rows, float* part) {
+                            const dim3 grid(static_cast<unsigned>(n_heads), rows, static_cast<unsigned>(splits));
+                            split_kernel<<<grid, kWarps * 32, 0, stream>>>(q + t0 * width, n_heads, token_seq + t0,
+                                                                           positions + t0, cache, block_tables,
+                                                                           table_stride, scale, part, out + t0 * width);
+                          });
 }
 
 bool attention_gqa_supported(std::int32_t n_heads, std::int32_t n_kv_heads, std::int32_t head_dim) {
@@ -380,23 +394,16 @@ Status paged_attention_gqa_cuda(const float* q, std::int64_t n_tokens, std::int3
                                      "paged_attention_gqa_cuda: no partials buffer for a split launch"));
   const std::int32_t group = n_heads / cache.n_kv_heads;
   const std::size_t smem = gqa_smem_bytes(group, cache.head_dim);
-  constexpr std::int64_t kMaxRows = 65535;
   const std::int64_t width = static_cast<std::int64_t>(n_heads) * cache.head_dim;
-  const std::int64_t part_width = static_cast<std::int64_t>(n_heads) * splits * (cache.head_dim + 2);
-  for (std::int64_t t0 = 0; t0 < n_tokens; t0 += kMaxRows) {
-    const std::int64_t rows = n_tokens - t0 < kMaxRows ? n_tokens - t0 : kMaxRows;
-    float* part = splits == 1 ? nullptr : partials + t0 * part_width;
-    const dim3 grid(static_cast<unsigned>(cache.n_kv_heads), static_cast<unsigned>(rows), static_cast<unsigned>(splits));
-    gqa_kernel<<<grid, kGqaThreads, smem, stream>>>(q + t0 * width, n_heads, token_seq + t0, positions + t0, cache,
-                                                    block_tables, table_stride, scale, part, out + t0 * width);
-    SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_gqa_cuda"));
-    if (splits > 1) {
-      merge_kernel<<<dim3(static_cast<unsigned>(n_heads), static_cast<unsigned>(rows)), kWarps * 32, 0, stream>>>(
-          part, n_heads, cache.head_dim, splits, out + t0 * width);
-      SY_RETURN_IF_ERROR(detail::check_launch("paged_attention_gqa_cuda (merge)"));
-    }
-  }
-  return Status::Ok();
+  return launch_in_slices(n_tokens, n_heads, cache.head_dim, splits, partials, out, "paged_attention_gqa_cuda",
+                          "paged_attention_gqa_cuda (merge)", stream,
+                          [&](std::int64_t t0, unsigned rows, float* part) {
+                            const dim3 grid(static_cast<unsigned>(cache.n_kv_heads), rows,
+                                            static_cast<unsigned>(splits));
+                            gqa_kernel<<<grid, kGqaThreads, smem, stream>>>(q + t0 * width, n_heads, token_seq + t0,
+                                                                            positions + t0, cache, block_tables,
+                                                                            table_stride, scale, part, out + t0 * width);
+                          });
 }
 
 // Every kernel of this file, for preload_kernels (kernel_preload.h).
