@@ -298,13 +298,32 @@ Status CudaExecutor::linear(const float* x, std::int64_t n, const kernels::Weigh
   return kernels::linear_cuda(cublas_, x_low, w.dtype, n, w.data, w.rows, w.cols, bias, y, accumulate, stream_);
 }
 
+Status CudaExecutor::linears(const float* x, std::int64_t n, std::initializer_list<LinearOut> outs, void* x_low) {
+  const kernels::WeightView* converted = nullptr;  // the weight whose type x_low holds x in
+  for (const LinearOut& o : outs) {
+    assert(!o.w->empty() && "a weight this GPU did not load");
+    assert((converted == nullptr || o.w->cols == converted->cols) && "linears of one input share its width");
+    if (converted == nullptr || o.w->dtype != converted->dtype) {
+      SY_RETURN_IF_ERROR(kernels::convert_from_f32_cuda(x, x_low, o.w->dtype, n * o.w->cols, stream_));
+      converted = o.w;
+    }
+    SY_RETURN_IF_ERROR(
+        kernels::linear_cuda(cublas_, x_low, o.w->dtype, n, o.w->data, o.w->rows, o.w->cols, o.bias, o.y, false, stream_));
+  }
+  return Status::Ok();
+}
+
 Status CudaExecutor::ffn(const FfnWeights& w, const float* x, std::int64_t n, const float* row_scale, float* y,
                          float* g, float* u, void* x_low) {
   assert(!w.empty() && "an FFN this GPU did not load");
   // swiglu_experts_cuda's steps for one problem, by plain GEMMs: the same roundings (x and h
   // to the weight type, silu as torch computes it) and the row weights applied last.
-  SY_RETURN_IF_ERROR(linear(x, n, w.gate, nullptr, g, x_low));
-  SY_RETURN_IF_ERROR(linear(x, n, w.up, nullptr, u, x_low));
+  SY_RETURN_IF_ERROR(linears(x, n, {{&w.gate, nullptr, g}, {&w.up, nullptr, u}}, x_low));
+  return ffn_down(w, n, row_scale, y, g, u, x_low);
+}
+
+Status CudaExecutor::ffn_down(const FfnWeights& w, std::int64_t n, const float* row_scale, float* y, float* g,
+                              const float* u, void* x_low) {
   SY_RETURN_IF_ERROR(kernels::silu_mul_cuda(g, u, g, n * w.gate.rows, stream_));
   SY_RETURN_IF_ERROR(linear(g, n, w.down, nullptr, y, x_low));
   if (row_scale == nullptr) return Status::Ok();
@@ -634,9 +653,8 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
   }
   // ModelOps::attention.
   SY_RETURN_IF_ERROR(rmsnorm(r.hidden, w.input_norm, n, H, r.normed));
-  SY_RETURN_IF_ERROR(linear(r.normed, n, w.q_proj, w.q_bias, r.q, r.x_low));
-  SY_RETURN_IF_ERROR(linear(r.normed, n, w.k_proj, w.k_bias, r.k, r.x_low));
-  SY_RETURN_IF_ERROR(linear(r.normed, n, w.v_proj, w.v_bias, r.v, r.x_low));
+  SY_RETURN_IF_ERROR(
+      linears(r.normed, n, {{&w.q_proj, w.q_bias, r.q}, {&w.k_proj, w.k_bias, r.k}, {&w.v_proj, w.v_bias, r.v}}, r.x_low));
   if (c.qk_norm) {
     // Per head (qwen3_moe) or over each row's whole projection (olmoe), as on the cpu.
     const std::int64_t q_rows = c.qk_norm_per_head ? c.num_heads : 1, kv_rows = c.qk_norm_per_head ? c.num_kv_heads : 1;
@@ -680,9 +698,11 @@ Status CudaExecutor::attention_math(std::int32_t block, const AttentionRows& r) 
 
 Status CudaExecutor::shared_ffn(const LayerWeights& w, const float* x, std::int64_t n, float* out, float* gate,
                                 float* g, float* u, void* x_low) {
-  SY_RETURN_IF_ERROR(linear(x, n, w.shared_expert_gate, nullptr, gate, x_low));
+  SY_RETURN_IF_ERROR(linears(
+      x, n, {{&w.shared_expert_gate, nullptr, gate}, {&w.shared_expert.gate, nullptr, g}, {&w.shared_expert.up, nullptr, u}},
+      x_low));
   SY_RETURN_IF_ERROR(kernels::sigmoid_cuda(gate, n, stream_));
-  return ffn(w.shared_expert, x, n, gate, out, g, u, x_low);
+  return ffn_down(w.shared_expert, n, gate, out, g, u, x_low);
 }
 
 void CudaExecutor::run_shared_expert(std::int32_t block, TokenBatch& batch) {

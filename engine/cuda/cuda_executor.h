@@ -189,6 +189,19 @@ class CudaExecutor final : public Executor {
   // y[n, w.rows] (+)= x[n, w.cols] · Wᵀ (+ bias): x converted to the weight's type in x_low first.
   Status linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
                 void* x_low, bool accumulate = false);
+  // y = x · Wᵀ (+ bias) for several linears of one input (q/k/v, an FFN's gate and up): x is
+  // converted once while the weights share a type, not once per GEMM (a launch each, which at
+  // decode costs about what the GEMM does).
+  struct LinearOut {
+    const kernels::WeightView* w;
+    const float* bias;
+    float* y;
+  };
+  Status linears(const float* x, std::int64_t n, std::initializer_list<LinearOut> outs, void* x_low);
+  // The rest of an FFN once g and u hold its gate and up projections: y = row_scale ⊙
+  // down(silu(g) ⊙ u).
+  Status ffn_down(const FfnWeights& w, std::int64_t n, const float* row_scale, float* y, float* g, const float* u,
+                  void* x_low);
   // y = row_scale ⊙ ffn(x) for one SwiGLU FFN (dense and shared), by plain GEMMs so that it
   // can be captured (the grouped path uploads per-call pointer tables from the host); g and u
   // are n × I scratch.
