@@ -96,4 +96,21 @@ StatusOr<std::string> ChatTemplate::render(const nlohmann::ordered_json& context
   return render_with(*template_, context);
 }
 
+StatusOr<std::string> cut_after_final_message(std::string rendered, const std::string& final_content) {
+  constexpr std::string_view kSpace = " \t\n\r\v\f";
+  const std::size_t first = final_content.find_first_not_of(kSpace);
+  const std::string_view content = final_content;
+  const std::string_view lstripped = first == std::string::npos ? std::string_view{} : content.substr(first);
+  const std::string_view stripped = lstripped.substr(0, lstripped.find_last_not_of(kSpace) + 1);
+  const std::size_t at = rendered.rfind(stripped);
+  if (at == std::string::npos)
+    return Status::Error("the final message does not appear in the chat after applying the chat template (the "
+                         "template deletes portions of it), so there is nothing to continue");
+  // The template kept the message as given (or it has no trailing whitespace): cut after it all;
+  // else the template trimmed its trailing whitespace, and the cut is after the stripped text.
+  const bool kept = std::string_view(rendered).substr(at, lstripped.size()) == content;
+  rendered.resize(at + (kept ? lstripped.size() : stripped.size()));
+  return rendered;
+}
+
 }  // namespace sy::text

@@ -44,4 +44,13 @@ class ChatTemplate {  // movable, immutable after parse, render() is thread-safe
   std::shared_ptr<const jinja::Template> template_;
 };
 
+// transformers' apply_chat_template(continue_final_message=True) after rendering without a
+// generation prompt: the rendered chat cut right after the final message's content, so that the
+// model continues that message rather than closing it (an assistant reply begun by the client).
+// As transformers: the content stripped of whitespace must appear in the rendering (its last
+// occurrence is taken), else an error saying the template changed it; where the template kept
+// the content's trailing whitespace the cut keeps it too. Whitespace is Python's str.strip()'s
+// ASCII part (space, \t, \n, \r, \v, \f); Unicode spaces are kept, where Python strips them.
+StatusOr<std::string> cut_after_final_message(std::string rendered, const std::string& final_content);
+
 }  // namespace sy::text

@@ -512,4 +512,20 @@ TEST_F(ModelDir, MissingOrBrokenTemplateIsAnError) {
   EXPECT_FALSE(ChatTemplate::load(dir_).ok());
 }
 
+// transformers' continue_final_message: the rendering cut after the final message's last
+// occurrence; where the template trimmed its trailing whitespace, after the stripped text.
+TEST(CutAfterFinalMessage, CutsAsTransformersDoes) {
+  const auto cut = [](const std::string& rendered, const std::string& content) {
+    auto r = sy::text::cut_after_final_message(rendered, content);
+    return r.ok() ? *r : "error: " + r.status().message();
+  };
+  EXPECT_EQ(cut("<u>hi</u><a>Ok! go:</a>", "Ok! go:"), "<u>hi</u><a>Ok! go:");
+  EXPECT_EQ(cut("<u>hi</u><a>hi</a>", "hi"), "<u>hi</u><a>hi");            // the last occurrence
+  EXPECT_EQ(cut("<a>Ok \n</a>", "Ok \n"), "<a>Ok \n");                    // kept as given
+  EXPECT_EQ(cut("<a>Ok</a>", "Ok  \n"), "<a>Ok");                          // trailing space trimmed
+  EXPECT_EQ(cut("<a>  Ok</a>", "  Ok"), "<a>  Ok");                         // leading space
+  EXPECT_EQ(cut("<a>x</a>", ""), "<a>x</a>");                               // nothing to cut at
+  EXPECT_NE(cut("<a>abc</a>", "xyz").find("does not appear"), std::string::npos);
+}
+
 }  // namespace

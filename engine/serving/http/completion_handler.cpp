@@ -176,7 +176,8 @@ std::optional<ApiError> CompletionHandler::encode_prompts(const CompletionReques
   for (std::size_t index = 0; index < count; ++index) {
     const std::string param = r.prompt_param(index);
     const PromptInput* in = chat ? nullptr : &r.prompts[index];
-    TextSupport::Ids ids = chat       ? text_.encode_chat(r.messages, r.tools)
+    TextSupport::Ids ids = chat       ? text_.encode_chat(r.messages, r.tools, r.add_generation_prompt,
+                                                          /*add_special_tokens=*/false, r.continue_final_message)
                            : in->text ? text_.encode_prompt(*in->text)
                                       : TextSupport::Ids(in->ids);
     if (ApiError* e = std::get_if<ApiError>(&ids)) {

@@ -580,6 +580,12 @@ ParsedRequest parse_completion_request(std::string_view body_text, Endpoint endp
     if (logprobs) out.logprobs = static_cast<std::int32_t>(*logprobs);
   }
   if (chat) {
+    // vLLM's chat fields for an assistant reply the client has begun: rendered without the
+    // generation prompt and cut after the final message, which the answer continues.
+    c.boolean("add_generation_prompt", out.add_generation_prompt);
+    c.boolean("continue_final_message", out.continue_final_message);
+    if (out.add_generation_prompt && out.continue_final_message)
+      c.fail("continue_final_message", "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
     c.neutral("echo", is_false, "'echo' is not supported for chat completions");
     c.neutral("prompt_logprobs", [](const json&) { return false; },
               "'prompt_logprobs' is not supported for chat completions");

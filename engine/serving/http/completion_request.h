@@ -65,6 +65,10 @@ struct CompletionRequest {
   nlohmann::ordered_json messages;
   // Chat: the tools as vLLM hands them to the template (null: none given).
   nlohmann::ordered_json tools;
+  // Chat: the template's generation prompt (vLLM's default true), or the final message
+  // continued instead (continue_final_message; the two exclude each other).
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
   // Chat: parse the answers for tool calls (tools given, tool_choice "auto", the server's
   // --enable-auto-tool-choice); "none" renders the tools and leaves the text alone, as vLLM.
   bool parse_tool_calls = false;

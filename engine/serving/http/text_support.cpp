@@ -50,12 +50,20 @@ nlohmann::ordered_json TextSupport::chat_context(const nlohmann::ordered_json& m
 
 TextSupport::Ids TextSupport::encode_chat(const nlohmann::ordered_json& messages,
                                           const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                                          bool add_special_tokens) const {
+                                          bool add_special_tokens, bool continue_final_message) const {
   if (!chat_template_) return ApiError::bad_field("messages", "chat is not available: " + no_chat_reason_);
-  auto prompt = chat_template_->render(
-      chat_context(messages, tools, tokenizer_->bos_token(), tokenizer_->eos_token(), add_generation_prompt));
+  auto prompt = chat_template_->render(chat_context(messages, tools, tokenizer_->bos_token(), tokenizer_->eos_token(),
+                                                   add_generation_prompt && !continue_final_message));
   // The template's own checks (roles that must alternate, …) speak through raise_exception.
   if (!prompt.ok()) return ApiError::bad_field("messages", "the chat template refused the messages: " + prompt.status().message());
+  if (continue_final_message) {
+    // The parser flattened every message's content to a string.
+    const auto& last = messages.back();
+    const std::string content =
+        last.contains("content") && last["content"].is_string() ? last["content"].get<std::string>() : "";
+    prompt = text::cut_after_final_message(std::move(*prompt), content);
+    if (!prompt.ok()) return ApiError::bad_field("continue_final_message", prompt.status().message());
+  }
   auto ids = tokenizer_->try_encode(*prompt, add_special_tokens);
   if (!ids.ok())
     return ApiError::bad_field("messages", "the tokenizer cannot encode the rendered prompt: " + ids.status().message());

@@ -39,9 +39,12 @@ class TextSupport {
   Ids encode_prompt(const std::string& text) const;
   // Chat messages (and tools, null for none) through the template (add_generation_prompt,
   // bos/eos tokens), then encoded without adding special tokens again (the template wrote them);
-  // POST /tokenize may ask otherwise for both, as vLLM's does.
+  // POST /tokenize may ask otherwise for both, as vLLM's does. continue_final_message: rendered
+  // without a generation prompt and cut after the final message (text::cut_after_final_message),
+  // which the model then continues; the caller refuses it with add_generation_prompt.
   Ids encode_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools = nullptr,
-                  bool add_generation_prompt = true, bool add_special_tokens = false) const;
+                  bool add_generation_prompt = true, bool add_special_tokens = false,
+                  bool continue_final_message = false) const;
   // The variables the template gets for them, as vLLM passes them to transformers'
   // apply_chat_template (tools only when given: absent, the template sees None).
   static nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,

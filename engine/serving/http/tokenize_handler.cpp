@@ -58,8 +58,11 @@ TokenizeHandler::Answer TokenizeHandler::tokenize(std::string_view text) const {
   auto continue_final = flag(body, "continue_final_message", false);
   for (auto* f : {&special, &strs, &generation, &continue_final})
     if (const ApiError* e = std::get_if<ApiError>(f)) return *e;
-  if (std::get<bool>(continue_final))
-    return ApiError::bad_field("continue_final_message", "'continue_final_message' is not supported");
+  if (std::get<bool>(continue_final) && !chat)
+    return ApiError::bad_field("continue_final_message", "'continue_final_message' is for the chat form ('messages')");
+  if (std::get<bool>(continue_final) && std::get<bool>(generation))
+    return ApiError::bad_field("continue_final_message",
+                               "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
 
   TextSupport::Ids ids;
   if (chat) {
@@ -73,7 +76,8 @@ TokenizeHandler::Answer TokenizeHandler::tokenize(std::string_view text) const {
     ParsedRequest parsed = parse_completion_request(as_chat.dump(), Endpoint::ChatCompletions, limits_);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return *e;
     const CompletionRequest& r = std::get<CompletionRequest>(parsed);
-    ids = text_.encode_chat(r.messages, r.tools, std::get<bool>(generation), std::get<bool>(special));
+    ids = text_.encode_chat(r.messages, r.tools, std::get<bool>(generation), std::get<bool>(special),
+                            std::get<bool>(continue_final));
   } else {
     const json& prompt = body.at("prompt");
     if (!prompt.is_string()) return ApiError::bad_field("prompt", "'prompt' must be a string, got " + json_kind(prompt));

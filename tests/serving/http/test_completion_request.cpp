@@ -379,6 +379,27 @@ TEST(CompletionRequest, ToolErrorsNameTheField) {
   }
 }
 
+// vLLM's chat fields for continuing a reply the client began: both default to a new reply.
+TEST(CompletionRequest, ContinueFinalMessageExcludesTheGenerationPrompt) {
+  const ParsedRequest plain = parse_chat("", false);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(plain));
+  EXPECT_TRUE(std::get<CompletionRequest>(plain).add_generation_prompt);
+  EXPECT_FALSE(std::get<CompletionRequest>(plain).continue_final_message);
+  const ParsedRequest cont = parse_chat(R"(,"add_generation_prompt":false,"continue_final_message":true)", false);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(cont));
+  EXPECT_FALSE(std::get<CompletionRequest>(cont).add_generation_prompt);
+  EXPECT_TRUE(std::get<CompletionRequest>(cont).continue_final_message);
+  for (const char* fields : {R"(,"continue_final_message":true)", R"(,"continue_final_message":"yes")",
+                             R"(,"add_generation_prompt":1)"}) {
+    const ParsedRequest p = parse_chat(fields, false);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << fields;
+    const std::string param = std::get<ApiError>(p).param;
+    EXPECT_TRUE(param == "continue_final_message" || param == "add_generation_prompt") << fields << " " << param;
+  }
+  const ParsedRequest both = parse_chat(R"(,"continue_final_message":true)", false);
+  EXPECT_NE(std::get<ApiError>(both).message.find("Cannot set both"), std::string::npos);
+}
+
 TEST(CompletionRequest, ToolCallingTurnsOfAConversation) {
   const std::string body = R"({"messages":[
       {"role":"user","content":"Weather?"},

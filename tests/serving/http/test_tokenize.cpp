@@ -101,7 +101,10 @@ TEST(Tokenize, ErrorsNameTheField) {
   EXPECT_EQ(param(handler.tokenize(R"({"prompt": "a", "add_special_tokens": 1})")), "add_special_tokens");
   EXPECT_EQ(param(handler.tokenize(R"({"prompt": "a", "return_token_strs": "yes"})")), "return_token_strs");
   EXPECT_EQ(param(handler.tokenize(R"({"prompt": "a", "chat_template": "{{ 1 }}"})")), "chat_template");
+  // vLLM's rule: continuing the final message excludes the generation prompt (its default true).
   EXPECT_EQ(param(handler.tokenize(R"({"messages": [{"role": "user", "content": "a"}], "continue_final_message": true})")),
+            "continue_final_message");
+  EXPECT_EQ(param(handler.tokenize(R"({"prompt": "a", "continue_final_message": true, "add_generation_prompt": false})")),
             "continue_final_message");
   // No tokenizer: said, naming the field.
   const ApiError e = error_of(handler.tokenize(R"({"prompt": "a"})"));
@@ -158,6 +161,30 @@ TEST_F(TokenizeApiTest, ChatMessagesTokenizeAsAChatCompletionRunsThem) {
     EXPECT_EQ(t["tokens"].get<std::vector<std::int32_t>>(), text_->tokenizer()->encode(*rendered, false)) << generation;
   }
   EXPECT_EQ(r["max_model_len"], weights_->config().max_position_embeddings);
+
+  // An assistant reply the client began: rendered without the generation prompt and cut right
+  // after it (transformers' continue_final_message), so the model continues it; a chat
+  // completion runs on the same ids.
+  json begun = messages;
+  begun.push_back({{"role", "assistant"}, {"content", "The answer is"}});
+  const auto whole = tmpl->render(json{{"messages", begun},
+                                       {"add_generation_prompt", false},
+                                       {"bos_token", text_->tokenizer()->bos_token()},
+                                       {"eos_token", text_->tokenizer()->eos_token()}});
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  const std::size_t end = whole->rfind("The answer is");
+  ASSERT_NE(end, std::string::npos) << *whole;
+  const std::string cut = whole->substr(0, end + std::string("The answer is").size());
+  ASSERT_LT(cut.size(), whole->size()) << "the template closes the message: there is something to cut";
+  const json cont = post(c, "/tokenize", {{"messages", begun}, {"add_generation_prompt", false},
+                                          {"continue_final_message", true}});
+  EXPECT_EQ(cont["tokens"].get<std::vector<std::int32_t>>(), text_->tokenizer()->encode(cut, false)) << cut;
+  const json continued = post(c, "/v1/chat/completions", {{"messages", begun}, {"max_tokens", 1},
+                                                          {"add_generation_prompt", false},
+                                                          {"continue_final_message", true}});
+  EXPECT_EQ(continued["usage"]["prompt_tokens"], cont["count"]);
+  const json both = post(c, "/v1/chat/completions", {{"messages", begun}, {"continue_final_message", true}}, 400);
+  EXPECT_EQ(both["error"]["param"], "continue_final_message");
   // And back: the rendered prompt, special tokens and all.
   const json d = post(c, "/detokenize", {{"tokens", r["tokens"]}});
   EXPECT_EQ(d["prompt"], text_->tokenizer()->decode(r["tokens"].get<std::vector<std::int32_t>>(), false));
