@@ -1,6 +1,8 @@
 // Fuzzes the chat-template engine (a checkpoint's template is outside input): any source
 // parses or gives a named error, and a template that parses renders a conversation with tools
-// to text or a named error, within the engine's step and size limits.
+// to text or a named error, within the engine's step and size limits; and continue_final_message's
+// cut of that text after the final message ("12:00" as the final content, with and without
+// whitespace) is a prefix of it that ends where the content does, or a named error.
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,5 +32,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto out = t->render(context);
   if (!out.ok() && out.status().message().empty()) fuzz_fail("chat_template", "a render error without a message");
+  if (!out.ok()) return 0;
+  for (const char* content : {"12:00", " 12:00\n"}) {
+    auto cut = sy::text::cut_after_final_message(*out, content);
+    if (!cut.ok()) {
+      if (cut.status().message().empty()) fuzz_fail("chat_template", "a cut error without a message");
+      if (out->find("12:00") != std::string::npos) fuzz_fail("chat_template", "the content is there, yet no cut");
+      continue;
+    }
+    if (out->compare(0, cut->size(), *cut) != 0) fuzz_fail("chat_template", "the cut is not a prefix");
+    if (cut->size() < 5 || cut->compare(cut->size() - 5, 5, "12:00") != 0)
+      if (cut->size() < 6 || cut->compare(cut->size() - 6, 6, "12:00\n") != 0)
+        fuzz_fail("chat_template", "the cut does not end with the final message");
+  }
   return 0;
 }
