@@ -1,5 +1,6 @@
 // A cpu deployment serving on a wall-clock loop thread of its own with the HTTP API in front,
-// for the HTTP tests; and a client helper that can hang up mid-answer.
+// for the HTTP tests; a client helper that can hang up mid-answer, and one that reads a streamed
+// answer's events.
 #pragma once
 
 #include <atomic>
@@ -9,7 +10,9 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -36,6 +39,33 @@ inline httplib::Result post_streaming(httplib::Client& c, const std::string& bod
     return receive(data, n);
   };
   return c.send(req);
+}
+
+// A streamed answer's server-sent events, for the tests that read one: each event as sent
+// (without the blank line that ends it), the `data: {...}` ones parsed, how many `data: [DONE]`,
+// how many others (neither those nor a `:` keep-alive), and what followed the last blank line.
+struct SseEvents {
+  std::vector<std::string> raw;
+  std::vector<nlohmann::json> data;
+  int done = 0;
+  int other = 0;
+  std::string tail;
+};
+inline SseEvents parse_sse(const std::string& body) {
+  SseEvents out;
+  std::size_t at = 0;
+  for (std::size_t end; (end = body.find("\n\n", at)) != std::string::npos; at = end + 2) {
+    std::string event = body.substr(at, end - at);
+    if (event == "data: [DONE]")
+      ++out.done;
+    else if (event.rfind("data: {", 0) == 0)
+      out.data.push_back(nlohmann::json::parse(event.substr(6)));
+    else if (event.empty() || event[0] != ':')
+      ++out.other;
+    out.raw.push_back(std::move(event));
+  }
+  out.tail = body.substr(at);
+  return out;
 }
 
 // A deployment serving on a thread of its own, the broker and the server in front of it.

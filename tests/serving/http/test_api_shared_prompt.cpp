@@ -47,18 +47,11 @@ class ApiSharedPromptTest : public TinyTextModelSuite<ApiSharedPromptTest> {
   static std::vector<json> events(httplib::Client& c, const json& body, int& done) {
     auto res = c.Post("/v1/completions", body.dump(), "application/json");
     EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-    std::vector<json> out;
     done = 0;
-    if (!res) return out;
-    for (std::size_t from = 0; from < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", from);
-      if (end == std::string::npos) break;
-      const std::string event = res->body.substr(from, end - from);
-      from = end + 2;
-      if (event == "data: [DONE]") ++done;
-      if (event.rfind("data: {", 0) == 0) out.push_back(json::parse(event.substr(6)));
-    }
-    return out;
+    if (!res) return {};
+    SseEvents sse = parse_sse(res->body);
+    done = sse.done;
+    return std::move(sse.data);
   }
   // Each choice's text, tokens and finish reason, in order.
   static std::vector<json> choices_of(const json& answer) {
