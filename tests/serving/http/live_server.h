@@ -1,5 +1,5 @@
 // A cpu deployment serving on a wall-clock loop thread of its own with the HTTP API in front,
-// for the HTTP tests; a client helper that can hang up mid-answer, and one that reads a streamed
+// for the HTTP tests; client helpers that can hang up mid-answer, and one that reads a streamed
 // answer's events.
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -176,5 +178,28 @@ class LiveServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// POSTs `body` to /v1/completions and hangs up mid-answer: a streamed one (`"stream": true`) after
+// `events` events, a whole one 20 ms after `open_requests` requests are open on the coordinator,
+// long before their tokens are made (and expects no answer).
+inline void post_and_hang_up(LiveServer& s, httplib::Client& c, const nlohmann::json& body, int events,
+                             std::int64_t open_requests) {
+  if (body.value("stream", false)) {
+    int seen = 0;
+    post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
+      for (std::size_t i = 0; i + 1 < n; ++i) seen += data[i] == '\n' && data[i + 1] == '\n';
+      return seen < events;  // then hang up
+    });
+    return;
+  }
+  std::thread give_up([&] {
+    while (s.on_loop([&] { return s.coordinator().open_requests(); }) < open_requests)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.stop();
+  });
+  EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
+  give_up.join();
+}
 
 }  // namespace sy::http

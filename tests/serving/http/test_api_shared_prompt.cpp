@@ -224,24 +224,9 @@ TEST_F(ApiSharedPromptTest, AClientThatLeavesCancelsEveryChoiceAndBoundsStay) {
     LiveServer s(weights_, caching(), {}, text_);
     auto c = s.client();
     json body = {{"prompt", prompt(kLength)}, {"max_tokens", 1500}, {"ignore_eos", true}, {"n", 3}};
-    if (stream) {
-      body["stream"] = true;
-      int events = 0;
-      post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
-        for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
-        return events < 9;  // then hang up
-      });
-    } else {
-      // The client hangs up once the later choices run too, long before their tokens are made.
-      std::thread give_up([&] {
-        while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 3)
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        c.stop();
-      });
-      EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
-      give_up.join();
-    }
+    if (stream) body["stream"] = true;
+    // Streamed, the client hangs up after 9 events; whole, once the later choices run too.
+    post_and_hang_up(s, c, body, 9, 3);
     EXPECT_TRUE(s.kv_freed());
     for (std::int64_t id = 0; id < 3; ++id) EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id;
   }
