@@ -181,6 +181,15 @@ std::string strip(const std::string& token, const std::string& content, std::siz
 
 }  // namespace
 
+std::string Decoder::apply_replace(const Step& s, const std::string& token) {
+  std::vector<Span> m;
+  // Neither caller has an error to give: a match PCRE2 gives up on (its match limit, on one
+  // token) leaves the rest of that token unreplaced.
+  if (s.regex) static_cast<void>(s.regex->find_all(token, m));
+  else find_literal(token, s.pattern, m);
+  return replace_all(token, m, s.content);
+}
+
 std::string Decoder::decode(std::vector<std::string> tokens) const {
   if (!present_) {
     std::string out;
@@ -205,14 +214,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
         break;
       }
       case Kind::Replace:
-        for (std::string& t : tokens) {
-          std::vector<Span> m;
-          // decode() has no error to give: a match PCRE2 gives up on (its match limit, on one
-          // token) leaves the rest of that token unreplaced.
-          if (s.regex) static_cast<void>(s.regex->find_all(t, m));
-          else find_literal(t, s.pattern, m);
-          t = replace_all(t, m, s.content);
-        }
+        for (std::string& t : tokens) t = apply_replace(s, t);
         break;
       case Kind::Strip:
         for (std::string& t : tokens) t = strip(t, s.content, s.start, s.stop);
@@ -264,13 +266,9 @@ std::string Decoder::token_bytes(const std::string& token) const {
       case Kind::Fuse:
         fused = true;
         break;
-      case Kind::Replace: {
-        std::vector<Span> m;
-        if (s.regex) static_cast<void>(s.regex->find_all(t, m));
-        else find_literal(t, s.pattern, m);
-        t = replace_all(t, m, s.content);
+      case Kind::Replace:
+        t = apply_replace(s, t);
         break;
-      }
       case Kind::Strip:
         if (!fused) t = strip(t, s.content, s.start, s.stop);
         break;

@@ -36,6 +36,8 @@ class Decoder {
     bool prepend = true;                 // Metaspace: prepend_scheme is not "never"
   };
   static Status add(const nlohmann::json& node, const std::string& origin, std::vector<Step>& steps);
+  // A Replace step applied to one token (decode() and token_bytes() alike).
+  static std::string apply_replace(const Step& s, const std::string& token);
   std::vector<Step> steps_;
   bool present_ = false;
   bool groups_bytes_ = false;

@@ -1,5 +1,6 @@
 // A cpu deployment serving on a wall-clock loop thread of its own with the HTTP API in front,
-// for the HTTP tests; and a client helper that can hang up mid-answer.
+// for the HTTP tests; client helpers that can hang up mid-answer, and one that reads a streamed
+// answer's events.
 #pragma once
 
 #include <atomic>
@@ -9,7 +10,11 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -36,6 +41,33 @@ inline httplib::Result post_streaming(httplib::Client& c, const std::string& bod
     return receive(data, n);
   };
   return c.send(req);
+}
+
+// A streamed answer's server-sent events, for the tests that read one: each event as sent
+// (without the blank line that ends it), the `data: {...}` ones parsed, how many `data: [DONE]`,
+// how many others (neither those nor a `:` keep-alive), and what followed the last blank line.
+struct SseEvents {
+  std::vector<std::string> raw;
+  std::vector<nlohmann::json> data;
+  int done = 0;
+  int other = 0;
+  std::string tail;
+};
+inline SseEvents parse_sse(const std::string& body) {
+  SseEvents out;
+  std::size_t at = 0;
+  for (std::size_t end; (end = body.find("\n\n", at)) != std::string::npos; at = end + 2) {
+    std::string event = body.substr(at, end - at);
+    if (event == "data: [DONE]")
+      ++out.done;
+    else if (event.rfind("data: {", 0) == 0)
+      out.data.push_back(nlohmann::json::parse(event.substr(6)));
+    else if (event.empty() || event[0] != ':')
+      ++out.other;
+    out.raw.push_back(std::move(event));
+  }
+  out.tail = body.substr(at);
+  return out;
 }
 
 // A deployment serving on a thread of its own, the broker and the server in front of it.
@@ -146,5 +178,28 @@ class LiveServer {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// POSTs `body` to /v1/completions and hangs up mid-answer: a streamed one (`"stream": true`) after
+// `events` events, a whole one 20 ms after `open_requests` requests are open on the coordinator,
+// long before their tokens are made (and expects no answer).
+inline void post_and_hang_up(LiveServer& s, httplib::Client& c, const nlohmann::json& body, int events,
+                             std::int64_t open_requests) {
+  if (body.value("stream", false)) {
+    int seen = 0;
+    post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
+      for (std::size_t i = 0; i + 1 < n; ++i) seen += data[i] == '\n' && data[i + 1] == '\n';
+      return seen < events;  // then hang up
+    });
+    return;
+  }
+  std::thread give_up([&] {
+    while (s.on_loop([&] { return s.coordinator().open_requests(); }) < open_requests)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.stop();
+  });
+  EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
+  give_up.join();
+}
 
 }  // namespace sy::http

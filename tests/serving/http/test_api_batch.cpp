@@ -44,16 +44,8 @@ class ApiBatchTest : public ::testing::Test {
   static std::vector<json> events(httplib::Client& c, const json& body) {
     auto res = c.Post("/v1/completions", body.dump(), "application/json");
     EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-    std::vector<json> out;
-    if (!res) return out;
-    for (std::size_t from = 0; from < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", from);
-      if (end == std::string::npos) break;
-      const std::string event = res->body.substr(from, end - from);
-      from = end + 2;
-      if (event.rfind("data: {", 0) == 0) out.push_back(json::parse(event.substr(6)));
-    }
-    return out;
+    if (!res) return {};
+    return parse_sse(res->body).data;
   }
   // The streamed chunks put together per choice index, as the whole answer's choices.
   static std::map<int, json> assembled(const std::vector<json>& chunks) {
@@ -239,24 +231,9 @@ TEST_F(ApiBatchTest, AClientThatLeavesCancelsEveryChoiceOfEveryPrompt) {
     LiveServer s(weights_, {});
     auto c = s.client();
     json body = {{"prompt", prompts}, {"max_tokens", 2000}, {"ignore_eos", true}, {"n", 2}};
-    if (stream) {
-      body["stream"] = true;
-      int events = 0;
-      post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
-        for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
-        return events < 12;  // then hang up
-      });
-    } else {
-      // The client hangs up once the four requests run, long before their tokens are made.
-      std::thread give_up([&] {
-        while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 4)
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        c.stop();
-      });
-      EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
-      give_up.join();
-    }
+    if (stream) body["stream"] = true;
+    // Streamed, the client hangs up after 12 events; whole, once the four requests run.
+    post_and_hang_up(s, c, body, 12, 4);
     EXPECT_TRUE(s.kv_freed());
     for (std::int64_t id = 0; id < 4; ++id)
       EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id << " stream " << stream;

@@ -60,16 +60,8 @@ class ApiEchoTest : public ::testing::Test {
   static std::vector<json> events(httplib::Client& c, const json& body) {
     auto res = c.Post("/v1/completions", body.dump(), "application/json");
     EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-    std::vector<json> out;
-    if (!res) return out;
-    for (std::size_t from = 0; from < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", from);
-      if (end == std::string::npos) break;
-      const std::string event = res->body.substr(from, end - from);
-      from = end + 2;
-      if (event.rfind("data: {", 0) == 0) out.push_back(json::parse(event.substr(6)));
-    }
-    return out;
+    if (!res) return {};
+    return parse_sse(res->body).data;
   }
 
   static inline fs::path dir_;

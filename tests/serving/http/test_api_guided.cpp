@@ -159,14 +159,8 @@ TEST_F(ApiGuidedTest, ChoiceIsExactlyOneOfThem) {
   auto res = c.Post("/v1/completions", streamed.dump(), "application/json");
   ASSERT_TRUE(res && res->status == 200);
   std::string text;
-  for (std::size_t at = 0; at < res->body.size();) {
-    const std::size_t end = res->body.find("\n\n", at);
-    const std::string event = res->body.substr(at, end - at);
-    at = end + 2;
-    if (event.rfind("data: {", 0) != 0) continue;
-    const json chunk = json::parse(event.substr(6));
+  for (const json& chunk : parse_sse(res->body).data)
     if (!chunk["choices"].empty()) text += chunk["choices"][0]["text"].get<std::string>();
-  }
   EXPECT_TRUE(choices.contains(text)) << "'" << text << "'";
 }
 

@@ -161,26 +161,18 @@ TEST_F(ApiServerTest, StreamingSendsOneEventPerTokenAndEndsWithDone) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  // Every event is framed, a data event (or a keep-alive), and one [DONE] is the last.
+  const SseEvents sse = parse_sse(res->body);
+  EXPECT_EQ(sse.tail, "");
+  EXPECT_EQ(sse.other, 0);
+  EXPECT_EQ(sse.done, 1);
+  ASSERT_FALSE(sse.raw.empty());
+  EXPECT_EQ(sse.raw.back(), "data: [DONE]");
+  ASSERT_FALSE(sse.data.empty());
   std::vector<std::int32_t> ids;
-  json last;
-  std::size_t at = 0;
-  bool done = false;
-  while (at < res->body.size()) {
-    const std::size_t end = res->body.find("\n\n", at);
-    ASSERT_NE(end, std::string::npos);
-    const std::string event = res->body.substr(at, end - at);
-    at = end + 2;
-    if (event[0] == ':') continue;  // keep-alive
-    ASSERT_EQ(event.rfind("data: ", 0), 0u) << event;
-    if (event == "data: [DONE]") {
-      done = true;
-      EXPECT_EQ(at, res->body.size());
-      break;
-    }
-    last = json::parse(event.substr(6));
-    for (auto id : last["choices"][0]["token_ids"]) ids.push_back(id.get<std::int32_t>());
-  }
-  EXPECT_TRUE(done);
+  for (const json& chunk : sse.data)
+    for (auto id : chunk["choices"][0]["token_ids"]) ids.push_back(id.get<std::int32_t>());
+  json last = sse.data.back();  // a copy, so that a missing key reads null
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(last["usage"]["completion_tokens"], 10);
   ReferenceSession session(weights_, 13);
@@ -228,27 +220,19 @@ TEST_F(ApiServerTest, NChoicesAreSampledWithSeedPlusTheirIndex) {
   auto res = c.Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
+  const SseEvents sse = parse_sse(res->body);
+  ASSERT_EQ(sse.tail, "");
+  EXPECT_EQ(sse.other, 0);  // every event a JSON data event, [DONE] or a keep-alive
+  ASSERT_FALSE(sse.data.empty());
   std::map<int, std::vector<std::int32_t>> streamed;
   std::map<int, int> finishes;
-  json last;
-  int done = 0;
-  std::size_t at = 0;
-  while (at < res->body.size()) {
-    const std::size_t end = res->body.find("\n\n", at);
-    ASSERT_NE(end, std::string::npos);
-    const std::string event = res->body.substr(at, end - at);
-    at = end + 2;
-    if (event[0] == ':') continue;
-    if (event == "data: [DONE]") {
-      ++done;
-      continue;
-    }
-    last = json::parse(event.substr(6));
-    const json& choice = last["choices"][0];
+  for (const json& chunk : sse.data) {
+    const json& choice = chunk["choices"][0];
     for (auto id : choice["token_ids"]) streamed[choice["index"].get<int>()].push_back(id.get<std::int32_t>());
     if (!choice["finish_reason"].is_null()) ++finishes[choice["index"].get<int>()];
   }
-  EXPECT_EQ(done, 1);
+  json last = sse.data.back();  // a copy, so that a missing key reads null
+  EXPECT_EQ(sse.done, 1);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(streamed[i], single[static_cast<std::size_t>(i)]) << "choice " << i;
     EXPECT_EQ(finishes[i], 1) << "choice " << i;
@@ -274,13 +258,9 @@ TEST_F(ApiServerTest, NChoicesAreSampledWithSeedPlusTheirIndex) {
   auto streamed_logprobs = c.Post("/v1/completions", asked.dump(), "application/json");
   ASSERT_TRUE(streamed_logprobs);
   std::map<int, std::vector<std::int64_t>> streamed_offsets;
-  for (std::size_t from = 0; from < streamed_logprobs->body.size();) {
-    const std::size_t end = streamed_logprobs->body.find("\n\n", from);
-    ASSERT_NE(end, std::string::npos);
-    const std::string event = streamed_logprobs->body.substr(from, end - from);
-    from = end + 2;
-    if (event.rfind("data: {", 0) != 0) continue;
-    const json chunk = json::parse(event.substr(6));
+  const SseEvents with_offsets = parse_sse(streamed_logprobs->body);
+  ASSERT_EQ(with_offsets.tail, "");
+  for (const json& chunk : with_offsets.data) {
     if (chunk["choices"].empty()) continue;
     const json& choice = chunk["choices"][0];
     if (choice["logprobs"].is_null()) continue;

@@ -47,18 +47,11 @@ class ApiSharedPromptTest : public TinyTextModelSuite<ApiSharedPromptTest> {
   static std::vector<json> events(httplib::Client& c, const json& body, int& done) {
     auto res = c.Post("/v1/completions", body.dump(), "application/json");
     EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
-    std::vector<json> out;
     done = 0;
-    if (!res) return out;
-    for (std::size_t from = 0; from < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", from);
-      if (end == std::string::npos) break;
-      const std::string event = res->body.substr(from, end - from);
-      from = end + 2;
-      if (event == "data: [DONE]") ++done;
-      if (event.rfind("data: {", 0) == 0) out.push_back(json::parse(event.substr(6)));
-    }
-    return out;
+    if (!res) return {};
+    SseEvents sse = parse_sse(res->body);
+    done = sse.done;
+    return std::move(sse.data);
   }
   // Each choice's text, tokens and finish reason, in order.
   static std::vector<json> choices_of(const json& answer) {
@@ -231,24 +224,9 @@ TEST_F(ApiSharedPromptTest, AClientThatLeavesCancelsEveryChoiceAndBoundsStay) {
     LiveServer s(weights_, caching(), {}, text_);
     auto c = s.client();
     json body = {{"prompt", prompt(kLength)}, {"max_tokens", 1500}, {"ignore_eos", true}, {"n", 3}};
-    if (stream) {
-      body["stream"] = true;
-      int events = 0;
-      post_streaming(c, body.dump(), [&](const char* data, std::size_t n) {
-        for (std::size_t i = 0; i + 1 < n; ++i) events += data[i] == '\n' && data[i + 1] == '\n';
-        return events < 9;  // then hang up
-      });
-    } else {
-      // The client hangs up once the later choices run too, long before their tokens are made.
-      std::thread give_up([&] {
-        while (s.on_loop([&] { return s.coordinator().open_requests(); }) < 3)
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        c.stop();
-      });
-      EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
-      give_up.join();
-    }
+    if (stream) body["stream"] = true;
+    // Streamed, the client hangs up after 9 events; whole, once the later choices run too.
+    post_and_hang_up(s, c, body, 9, 3);
     EXPECT_TRUE(s.kv_freed());
     for (std::int64_t id = 0; id < 3; ++id) EXPECT_EQ(s.finish_reason(id), FinishReason::Cancelled) << "choice " << id;
   }

@@ -52,12 +52,7 @@ class ApiTextTest : public TinyTextModelSuite<ApiTextTest> {
     EXPECT_TRUE(res && res->status == 200);
     if (!res) return {};
     std::string text, reason;
-    for (std::size_t at = 0; at < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", at);
-      const std::string event = res->body.substr(at, end - at);
-      at = end + 2;
-      if (event.rfind("data: {", 0) != 0) continue;
-      const json chunk = json::parse(event.substr(6));
+    for (const json& chunk : parse_sse(res->body).data) {
       if (chunk["choices"].empty()) continue;
       const json& choice = chunk["choices"][0];
       if (choice.contains("text")) text += choice["text"].get<std::string>();
@@ -204,14 +199,8 @@ TEST_F(ApiTextTest, AListOfTextPromptsAnswersEachAsAlone) {
   auto res = c.Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(res && res->status == 200);
   std::map<int, std::string> texts;
-  for (std::size_t at = 0; at < res->body.size();) {
-    const std::size_t end = res->body.find("\n\n", at);
-    const std::string event = res->body.substr(at, end - at);
-    at = end + 2;
-    if (event.rfind("data: {", 0) != 0) continue;
-    const json chunk = json::parse(event.substr(6));
+  for (const json& chunk : parse_sse(res->body).data)
     for (const json& choice : chunk["choices"]) texts[choice["index"].get<int>()] += choice["text"].get<std::string>();
-  }
   ASSERT_EQ(texts.size(), prompts.size());
   for (const auto& [index, text] : texts) EXPECT_EQ(text, batch["choices"][static_cast<std::size_t>(index)]["text"]);
   EXPECT_TRUE(s.kv_freed());

@@ -66,14 +66,10 @@ class ApiTlsTest : public ::testing::Test {
   // The token ids of a stream's events, and whether it ended with [DONE].
   static std::vector<std::int32_t> streamed_ids(const std::string& body, bool& done) {
     std::vector<std::int32_t> ids;
-    done = false;
-    for (std::size_t at = 0, end; (end = body.find("\n\n", at)) != std::string::npos; at = end + 2) {
-      const std::string event = body.substr(at, end - at);
-      if (event == "data: [DONE]") done = true;
-      if (event.rfind("data: {", 0) != 0) continue;
-      const json chunk = json::parse(event.substr(6));
+    const SseEvents sse = parse_sse(body);
+    done = sse.done > 0;
+    for (const json& chunk : sse.data)
       for (const auto& id : chunk["choices"][0]["token_ids"]) ids.push_back(id.get<std::int32_t>());
-    }
     return ids;
   }
   // Whether a GET /health over this client is answered 200.

@@ -90,12 +90,7 @@ class ApiToolsTest : public TinyTextModelSuite<ApiToolsTest> {
     EXPECT_TRUE(res && res->status == 200);
     std::map<int, Assembled> out;
     if (!res) return out;
-    for (std::size_t at = 0; at < res->body.size();) {
-      const std::size_t end = res->body.find("\n\n", at);
-      const std::string event = res->body.substr(at, end - at);
-      at = end + 2;
-      if (event.rfind("data: {", 0) != 0) continue;
-      const json chunk = json::parse(event.substr(6));
+    for (const json& chunk : parse_sse(res->body).data) {
       for (const json& choice : chunk["choices"]) {
         Assembled& a = out[choice["index"].get<int>()];
         const json& delta = choice["delta"];
