@@ -118,14 +118,14 @@ for step in "${steps[@]}"; do
         --gtest_filter='Models/CudaBackend.*_eager'
       run test_cuda_backend_split_graphs env SY_CUDA_ATTENTION=split "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaGraphs.*:Models/CudaBackend.*_graphs' ;;
-    # The whole-model tests with every grouped GEMM past the small-m bound (prompts) through our
-    # tensor-core kernel (grouped_tensor_core.cu), which runs only when asked until these pass.
+    # The tensor-core kernel's tests, and the whole-model tests with it on (SY_CUDA_TENSOR_CORE=1
+    # is the default: a no-op kept so that a run with it off can be compared).
     tests-tc)
       run test_cuda_kernels_tc "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='*TensorCore*'
       run test_cuda_backend_tc_eager env SY_CUDA_TENSOR_CORE=1 "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaBackend.*_eager' ;;
-    # The whole-model tests with decode attention through the grouped kernel
-    # (paged_attention_gqa_cuda), which runs only under SY_CUDA_ATTENTION=gqa until these pass.
+    # The whole-model tests with every attention the grouped kernel can run through it
+    # (paged_attention_gqa_cuda; by default small decode executions keep the split kernel).
     tests-gqa)
       run test_cuda_kernels_gqa "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='*Gqa*'
       run test_cuda_backend_gqa env SY_CUDA_ATTENTION=gqa "$here/test_cuda_backend" --gtest_brief=1 \

@@ -136,18 +136,17 @@ std::int64_t CudaExecutor::fixed_bytes(const ModelConfig& c, bool attention_rank
          24 * static_cast<std::int64_t>(kAlign);  // 20 pieces, each aligned
 }
 
-CudaExecutor::AttentionLaunch CudaExecutor::attention_launch(bool decode) const {
+CudaExecutor::AttentionLaunch CudaExecutor::attention_launch(bool decode, std::int64_t rows) const {
   const ModelConfig& c = model_->config();
+  const bool grouped = kernels::attention_gqa_supported(c.num_heads, c.num_kv_heads, c.head_dim);
+  const AttentionLaunch fallback = decode ? AttentionLaunch::Split : AttentionLaunch::Rows;
   switch (attention_kernel_) {
     case AttentionKernel::Rows: return AttentionLaunch::Rows;
     case AttentionKernel::Split: return AttentionLaunch::Split;
-    case AttentionKernel::Gqa:
-      if (!decode) return AttentionLaunch::Rows;
-      return kernels::attention_gqa_supported(c.num_heads, c.num_kv_heads, c.head_dim) ? AttentionLaunch::Gqa
-                                                                                        : AttentionLaunch::Split;
+    case AttentionKernel::Gqa: return grouped ? AttentionLaunch::Gqa : fallback;
     case AttentionKernel::Auto: break;
   }
-  return decode ? AttentionLaunch::Split : AttentionLaunch::Rows;
+  return grouped && (!decode || rows >= kGqaDecodeRows) ? AttentionLaunch::Gqa : fallback;
 }
 
 std::int64_t CudaExecutor::attention_partial_floats(AttentionLaunch launch, std::int64_t n) const {
@@ -433,7 +432,7 @@ void CudaExecutor::run_attention(std::int32_t block, TokenBatch& batch, std::spa
   r.x_low = x_low_.get<float>(n * wd.x_low);  // 4 bytes per element: room for any type
   r.ids = ids_.get<std::int32_t>(n * K);
   r.weights = weights_.get<float>(n * K);
-  r.launch = attention_launch(/*decode=*/n == n_seqs);
+  r.launch = attention_launch(/*decode=*/n == n_seqs, n);
   if (const std::int64_t floats = attention_partial_floats(r.launch, n); floats > 0) r.partials = partials_.get<float>(floats);
   if (sparse) {
     routed.ffn_in = activations_.allocate(n, H);
@@ -502,7 +501,7 @@ void CudaExecutor::ensure_decode_buffers() {
   r.ids = i32(ids);
   r.weights = f(weights);
   r.partials = f(partials);
-  r.launch = attention_launch(/*decode=*/true);
+  r.launch = attention_launch(/*decode=*/true, B);
   r.seq = i32(seq);
   r.pos = decode_.pos = i32(pos);
   r.tokens = decode_.tokens = i32(tokens);
@@ -560,6 +559,7 @@ void CudaExecutor::prepare_decode_graphs() {
         if (shared_inline && !has_shared) continue;
         AttentionRows r = d.rows;
         r.n = bucket;
+        r.launch = attention_launch(/*decode=*/true, bucket);  // as run_decode_attention picks it
         if (!shared_inline) r.shared_out = nullptr;
         // The warm-up adds to the hidden rows in place: start each from zeros again.
         must(cudaMemsetAsync(r.hidden, 0, static_cast<std::size_t>(bucket * H) * 4, stream_),
@@ -612,6 +612,7 @@ void CudaExecutor::run_decode_attention(std::int32_t block, TokenBatch& batch,
 
   AttentionRows r = d.rows;
   r.n = B;
+  r.launch = attention_launch(/*decode=*/true, B);  // the launch the bucket's graph was captured with
   if (!shared_inline) r.shared_out = nullptr;
   if (block > 0) {
     assert(batch.hidden.rows() == n && batch.hidden.width() == H);

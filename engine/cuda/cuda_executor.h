@@ -94,18 +94,21 @@ class CudaExecutor final : public Executor {
   // Graph captures and replays so far (tests check that graphs are reused).
   CudaGraphStats graph_stats() const { return graphs_.stats(); }
 
-  // Which kernels run attention (SY_CUDA_ATTENTION). Auto: paged_attention_split_cuda for
-  // decode executions (one row per request), which bench_cuda measured 6.8x faster than the
-  // one-block-per-row-and-head kernel at one row and 1.2x at 32 and 128 on an H100, and
-  // paged_attention_prefill_cuda for prompts, where it was the faster (1.2x at 512 rows).
-  // Gqa: as Auto, but decode through paged_attention_gqa_cuda where the model's grouping
-  // allows (not yet run on a GPU, so not the default).
+  // Which kernels run attention (SY_CUDA_ATTENTION). Auto, from bench_cuda on an H100
+  // (2026-11-28; Qwen3-30B-A3B's 32 query heads over 4 KV heads): where the model's grouping
+  // allows paged_attention_gqa_cuda, it runs prompts (1.14x the one-block-per-row-and-head
+  // kernel at 512 rows) and decode executions of at least kGqaDecodeRows rows (1.24x the split
+  // kernel at 32, 1.30x at 128); smaller decode executions run paged_attention_split_cuda
+  // (0.016 ms at one row against the grouped kernel's 0.032, and 7x the per-head kernel).
+  // Without the grouping: the split kernel for decode, the per-head kernel for prompts.
+  // Rows, Split: that kernel for every execution; Gqa: the grouped one wherever it can run.
   enum class AttentionKernel { Auto, Rows, Split, Gqa };
+  static constexpr std::int64_t kGqaDecodeRows = 32;
   // The kernel one execution runs.
   enum class AttentionLaunch { Rows, Split, Gqa };
 
  private:
-  AttentionLaunch attention_launch(bool decode) const;
+  AttentionLaunch attention_launch(bool decode, std::int64_t rows) const;
   // Floats of partials an execution of n rows needs under `launch`.
   std::int64_t attention_partial_floats(AttentionLaunch launch, std::int64_t n) const;
   void submit(std::function<void()> work, Completion done);

@@ -240,7 +240,7 @@ int main() {
               "cB/sm", "dn/sm", "cB/tc");
   sy::kernels::ExpertWorkspace ws_small, ws_grouped, ws_loop, ws_dense, ws_tc;
   ws_tc.gemm.small_m = false;
-  ws_tc.gemm.tensor_core = true;
+  for (sy::kernels::ExpertWorkspace* w : {&ws_small, &ws_grouped, &ws_loop, &ws_dense}) w->gemm.tensor_core = false;
   ws_grouped.gemm.small_m = false;
   ws_loop.gemm.small_m = false;
   ws_dense.gemm.small_m = false;
@@ -366,8 +366,8 @@ int main() {
                                                                 static_cast<std::int32_t>(kv_heads), static_cast<std::int32_t>(D)));
   }
   float* partials = device<float>(partial_floats);
-  // Attention as the executor runs it by default (SY_CUDA_ATTENTION=auto): the split kernel for
-  // decode rows, the one-block-per-row-and-head kernel for a prompt's.
+  // Attention as the executor runs it by default (SY_CUDA_ATTENTION=auto): the grouped kernel
+  // for a prompt and for decode from 32 rows, the split kernel for fewer decode rows.
   auto attention_part = [&](std::int64_t n, bool prefill) {
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + n;
@@ -402,9 +402,9 @@ int main() {
       must(sy::kernels::kv_cache_write_cuda(view, tables, static_cast<std::int32_t>(stride), seq, pos, n, k, v, s));
     });
     ops.op("paged attention", [&] {
-      if (prefill) {
-        must(sy::kernels::paged_attention_prefill_cuda(q, n, heads, seq, pos, view, tables,
-                                                       static_cast<std::int32_t>(stride), 0.088f, attn, s));
+      if (prefill || n >= 32) {
+        must(sy::kernels::paged_attention_gqa_cuda(q, n, heads, seq, pos, view, tables,
+                                                   static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
       } else {
         must(sy::kernels::paged_attention_split_cuda(q, n, heads, seq, pos, view, tables,
                                                      static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
@@ -467,20 +467,20 @@ int main() {
     const char* name;
     std::int64_t n, seqs;
     bool prefill;
-    bool tensor_core = false;  // the routed experts past the small-m bound through our tensor-core kernel
+    bool tensor_core = true;  // false: the routed experts past the small-m bound through cuBLAS, as before
   };
   struct Decode {
     const Case* c;
     double step_ms, head_ms;
   };
-  const Case cases[] = {Case{"prefill 1x512", 512, 1, true}, Case{"prefill 512 tc", 512, 1, true, true},
+  const Case cases[] = {Case{"prefill 1x512", 512, 1, true}, Case{"prefill cuBLAS", 512, 1, true, false},
                         Case{"decode b=1", 1, 1, false}, Case{"decode b=32", 32, 32, false},
                         Case{"decode b=128", 128, 128, false}};
   std::vector<Decode> decodes;
   for (const Case& c : cases) {
     ws.gemm.tensor_core = c.tensor_core;
     const double layer_ms = time_ms(s, [&] { layer(c.n, c.seqs, c.prefill); }, 5);
-    ws.gemm.tensor_core = false;
+    ws.gemm.tensor_core = true;
     const double head_ms = time_ms(s, [&] { head(c.seqs); }, 5);
     const double step_ms = layer_ms * layers + head_ms;
     const double tokens = static_cast<double>(c.prefill ? c.n : c.seqs);
@@ -495,7 +495,8 @@ int main() {
     if (!c.prefill) decodes.push_back({&c, step_ms, head_ms});
   }
   std::printf("  (the KV cache is float32, %lld tokens of context per decode sequence; routing is the model's "
-              "router on random weights; tc: the routed experts through our tensor-core kernel, not yet the default)\n\n",
+              "router on random weights; the routed experts of 16 rows or more through our tensor-core kernel, as the "
+              "executor's; prefill cuBLAS: through cuBLAS instead, as before)\n\n",
               static_cast<long long>(ctx));
   std::fflush(stdout);
 
@@ -557,7 +558,7 @@ int main() {
     }
     std::printf("  %-22s %8.3f ms %5.1f%%\n", "host (between ops)", layer_ms - in_ops, 100.0 * (layer_ms - in_ops) / layer_ms);
   }
-  ws.gemm.tensor_core = false;
+  ws.gemm.tensor_core = true;
 
   // The attention kernels side by side on each step's rows: paged_attention_prefill_cuda (one
   // block per row and head, one key at a time per warp; the layer's for prompts) and
@@ -569,7 +570,7 @@ int main() {
   std::printf("%-14s | %10s %10s %6s %10s %6s | %7s %7s\n", "step", "prefill", "split", "splits", "gqa", "splits",
               "pf/sp", "sp/gqa");
   for (const Case& c : cases) {
-    if (c.tensor_core) continue;  // the same attention as the case before it
+    if (!c.tensor_core) continue;  // the same attention as the case before it
     upload_meta(c.n, c.seqs, c.prefill);
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + c.n;

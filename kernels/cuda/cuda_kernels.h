@@ -172,9 +172,9 @@ class GroupedGemmWorkspace {
   bool fell_back = false;
   // false: every call takes the cuBLAS path, whatever m (as SY_CUDA_SMALL_M=0 does for all).
   bool small_m = true;
-  // true: where the small-m kernel does not run, our tensor-core kernel does wherever it can
-  // (grouped_tensor_core.h), as SY_CUDA_TENSOR_CORE=1 asks for all; not yet the default.
-  bool tensor_core = false;
+  // false: never our tensor-core kernel (grouped_tensor_core.h), as SY_CUDA_TENSOR_CORE=0
+  // asks for all calls.
+  bool tensor_core = true;
   GroupedRoute last_route = GroupedRoute::kNone;
 
  private:
@@ -184,12 +184,14 @@ class GroupedGemmWorkspace {
   std::size_t table_bytes_ = 0;
 };
 
-// Every problem with the same N, K and weight type in ONE launch: our small-m kernel when
-// every problem has at most kSmallMMaxRows rows (kernels/cuda/small_m_plan.h: K a multiple of
-// one 16-byte load, weights 16-byte aligned, rows fit in shared memory; not with
-// ws.small_m = false or SY_CUDA_SMALL_M=0), else, when asked (ws.tensor_core or
-// SY_CUDA_TENSOR_CORE=1) and the shapes allow, our tensor-core kernel (grouped_tensor_core.h),
-// else one cuBLAS call (cublasGemmGroupedBatchedEx, one group per distinct m). Problems with
+// Every problem with the same N, K and weight type in ONE launch: our tensor-core kernel
+// (grouped_tensor_core.h: bf16/f16, N a multiple of 128, K of 32) when the largest problem has
+// at least kTensorCoreMinRows rows; else our small-m kernel when every problem has at most
+// kSmallMMaxRows rows (kernels/cuda/small_m_plan.h: K a multiple of one 16-byte load, weights
+// 16-byte aligned, rows fit in shared memory; not with ws.small_m = false or
+// SY_CUDA_SMALL_M=0); else the tensor-core kernel where it can run (not with
+// ws.tensor_core = false or SY_CUDA_TENSOR_CORE=0); else one cuBLAS call
+// (cublasGemmGroupedBatchedEx, one group per distinct m). Problems with
 // m = 0 are skipped. Weights of `type` (bf16, f16 or f32), float32 accumulation and output.
 Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* problems, std::int64_t count,
                            std::int64_t N, std::int64_t K, DType type, GroupedGemmWorkspace& ws,

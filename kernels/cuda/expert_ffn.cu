@@ -11,6 +11,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_sync_lock.h"
 #include "kernels/cuda/grouped_small_m.h"
+#include "kernels/cuda/grouped_tensor_core.h"
 #include "kernels/cuda/kernel_preload.h"
 
 namespace sy::kernels {
@@ -139,8 +140,14 @@ Status swiglu_experts_cuda(cublasHandle_t handle, const ExpertProblem* problems,
     w_gate_up.insert(w_gate_up.end(), {p.gate, p.up});
     w_down.push_back(p.down);
   }
+  // From kTensorCoreMinRows rows the tensor-core kernel is the faster (grouped_tensor_core.h):
+  // the grouped path below, whose GEMMs take it, instead of the small-m kernel's two launches.
+  const bool tensor_core = tensor_core_enabled(ws.gemm) && max_m >= kTensorCoreMinRows &&
+                           tensor_core_shape_refusal(I, H, type).empty() &&
+                           tensor_core_shape_refusal(H, I, type).empty();
   SmallMPlan plan_gate_up, plan_down;
-  SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms_gate_up, w_gate_up, I, H, type, ws.gemm.small_m, plan_gate_up));
+  SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms_gate_up, w_gate_up, I, H, type, ws.gemm.small_m && !tensor_core,
+                                              plan_gate_up));
   if (plan_gate_up.use)
     SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms_down, w_down, H, I, type, ws.gemm.small_m, plan_down));
   if (plan_gate_up.use && plan_down.use) {

@@ -113,6 +113,13 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
     ms[static_cast<std::size_t>(i)] = problems[i].m;
     if (problems[i].m > 0) weights.push_back(problems[i].w);
   }
+  const bool tensor_core = tensor_core_enabled(ws) && tensor_core_refusal(problems, count, N, K, type).empty();
+  const std::int64_t max_m = *std::max_element(ms.begin(), ms.end());
+  if (tensor_core && max_m >= kTensorCoreMinRows) {
+    SY_RETURN_IF_ERROR(grouped_tensor_core_cuda(problems, count, N, K, type, ws, stream));
+    ws.last_route = GroupedRoute::kTensorCore;
+    return Status::Ok();
+  }
   SmallMPlan plan;
   SY_RETURN_IF_ERROR(detail::plan_small_m_for(ms, weights, N, K, type, ws.small_m, plan));
   if (plan.use) {
@@ -131,7 +138,7 @@ Status grouped_linear_cuda(cublasHandle_t handle, const GroupedLinearProblem* pr
     return Status::Ok();
   }
 
-  if ((ws.tensor_core || tensor_core_enabled_by_env()) && tensor_core_refusal(problems, count, N, K, type).empty()) {
+  if (tensor_core) {
     SY_RETURN_IF_ERROR(grouped_tensor_core_cuda(problems, count, N, K, type, ws, stream));
     ws.last_route = GroupedRoute::kTensorCore;
     return Status::Ok();

@@ -122,12 +122,17 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 }  // namespace
 
-std::string tensor_core_refusal(const GroupedLinearProblem* problems, std::int64_t count, std::int64_t N,
-                                std::int64_t K, DType type) {
+std::string tensor_core_shape_refusal(std::int64_t N, std::int64_t K, DType type) {
   if (type != DType::BF16 && type != DType::F16) return "weights are neither bf16 nor f16";
   if (N % kTensorCoreCols != 0) return "N is no multiple of " + std::to_string(kTensorCoreCols);
   if (K % kTensorCoreDepth != 0) return "K is no multiple of " + std::to_string(kTensorCoreDepth);
   if (N > INT_MAX || K > INT_MAX) return "N or K beyond int";
+  return {};
+}
+
+std::string tensor_core_refusal(const GroupedLinearProblem* problems, std::int64_t count, std::int64_t N,
+                                std::int64_t K, DType type) {
+  if (std::string shape = tensor_core_shape_refusal(N, K, type); !shape.empty()) return shape;
   std::int64_t tiles = 0;
   for (std::int64_t i = 0; i < count; ++i) {
     if (problems[i].m <= 0) continue;
@@ -166,9 +171,9 @@ Status grouped_tensor_core_cuda(const GroupedLinearProblem* problems, std::int64
   return detail::check_launch("grouped_tensor_core_cuda");
 }
 
-bool tensor_core_enabled_by_env() {
+bool tensor_core_enabled(const GroupedGemmWorkspace& ws) {
   const char* v = std::getenv("SY_CUDA_TENSOR_CORE");
-  return v != nullptr && std::strcmp(v, "1") == 0;
+  return ws.tensor_core && (v == nullptr || std::strcmp(v, "0") != 0);
 }
 
 // Every kernel of this file, for preload_kernels (kernel_preload.h).

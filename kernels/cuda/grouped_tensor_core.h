@@ -21,19 +21,26 @@ inline constexpr std::int64_t kTensorCoreRows = 32;
 inline constexpr std::int64_t kTensorCoreCols = 128;
 inline constexpr std::int64_t kTensorCoreDepth = 32;
 
+// Rows of the largest problem from which the kernel takes a call even where the small-m kernel
+// could: on an H100 (bench_cuda, 2026-11-28, Qwen3-30B-A3B's experts) it ran a 128-token
+// decode's experts (16 rows at most) 1.65x faster than small-m, a 32-token one's (6 rows)
+// 0.80x, and a 512-token prompt's 3.8x faster than cuBLAS.
+inline constexpr std::int64_t kTensorCoreMinRows = 16;
+
 // Why the kernel cannot take these problems (empty when it can): bf16 or f16 weights, N a
 // multiple of kTensorCoreCols, K of kTensorCoreDepth, every x and W 16-byte aligned.
 std::string tensor_core_refusal(const GroupedLinearProblem* problems, std::int64_t count, std::int64_t N,
                                 std::int64_t K, DType type);
+// The same for the shape alone (no pointers yet).
+std::string tensor_core_shape_refusal(std::int64_t N, std::int64_t K, DType type);
 
 // Queues the kernel over every problem with rows (m = 0 is skipped); x in the weight type.
 // The caller checked tensor_core_refusal.
 Status grouped_tensor_core_cuda(const GroupedLinearProblem* problems, std::int64_t count, std::int64_t N,
                                 std::int64_t K, DType type, GroupedGemmWorkspace& ws, cudaStream_t stream);
 
-// True when the environment says SY_CUDA_TENSOR_CORE=1: until a GPU run has measured the
-// kernel against cuBLAS, grouped_linear_cuda takes it only when asked (here or by the
-// workspace's tensor_core).
-bool tensor_core_enabled_by_env();
+// Whether a call on `ws` may take the kernel: the workspace's tensor_core (true unless a caller
+// turns it off) and the environment (SY_CUDA_TENSOR_CORE=0 turns it off, to compare).
+bool tensor_core_enabled(const GroupedGemmWorkspace& ws);
 
 }  // namespace sy::kernels

@@ -735,8 +735,10 @@ TEST(CudaKernels, TensorCoreGroupedLinearMatchesCpu) {
     EXPECT_EQ(grouped_linear_against_cpu(t, 256, 96, ms, false, true), kernels::GroupedRoute::kTensorCore);
     // Past the small-m bound, the small-m kernel declines and the tensor cores take the call.
     EXPECT_EQ(grouped_linear_against_cpu(t, 128, 2048, {40, 0, 3}, true, true), kernels::GroupedRoute::kTensorCore);
-    // Where the small-m kernel runs, it keeps the call.
+    // Below kTensorCoreMinRows the small-m kernel keeps what it can run; from there the tensor
+    // cores take it.
     EXPECT_EQ(grouped_linear_against_cpu(t, 256, 96, {1, 8}, true, true), kernels::GroupedRoute::kSmallM);
+    EXPECT_EQ(grouped_linear_against_cpu(t, 256, 96, {1, 16, 0}, true, true), kernels::GroupedRoute::kTensorCore);
   }
 }
 
@@ -746,11 +748,8 @@ TEST(CudaKernels, TensorCoreLeavesToCublasWhatItCannotRun) {
   EXPECT_NE(grouped_linear_against_cpu(DType::F32, 256, 96, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
   EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 100, 96, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
   EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 256, 72, {40, 2}, false, true), kernels::GroupedRoute::kTensorCore);
-  // Not asked for: cuBLAS, as before (unless the environment asks for all).
-  if (!kernels::tensor_core_enabled_by_env()) {
-    EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 256, 96, {40, 2}, false, false),
-              kernels::GroupedRoute::kTensorCore);
-  }
+  // Turned off on the workspace (as SY_CUDA_TENSOR_CORE=0 does for all): cuBLAS.
+  EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 256, 96, {40, 2}, false, false), kernels::GroupedRoute::kTensorCore);
 }
 
 // What the tensor-core kernel takes, decided on the host: no GPU needed.
@@ -780,13 +779,19 @@ TEST(CudaKernels, SwigluExpertsMatchCpuThroughTheTensorCores) {
   cublasHandle_t handle = nullptr;
   ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
   const std::int64_t H = 256, I = 128;  // both GEMMs' N and K fit the kernel's tiles
-  const std::vector<std::int64_t> ms = {3, 0, 40, 1, 64, 33};
-  for (const DType t : {DType::BF16, DType::F16}) {
-    SCOPED_TRACE(dtype_label(t));
-    Rng rng(23);
-    ExpertCase c = make_expert_case(rng, t, H, I, ms);
-    EXPECT_EQ(swiglu_experts_against_cpu(handle, c, t, H, I, true, true), kernels::GroupedRoute::kTensorCore);
+  for (const std::vector<std::int64_t>& ms : {std::vector<std::int64_t>{3, 0, 40, 1, 64, 33},
+                                              std::vector<std::int64_t>{3, 16, 0, 9}}) {  // small-m could run
+    for (const DType t : {DType::BF16, DType::F16}) {
+      SCOPED_TRACE(dtype_label(t));
+      Rng rng(23);
+      ExpertCase c = make_expert_case(rng, t, H, I, ms);
+      EXPECT_EQ(swiglu_experts_against_cpu(handle, c, t, H, I, true, true), kernels::GroupedRoute::kTensorCore);
+    }
   }
+  // Below kTensorCoreMinRows rows: the small-m kernel.
+  Rng rng(24);
+  ExpertCase small = make_expert_case(rng, DType::BF16, H, I, {3, 8, 0});
+  EXPECT_EQ(swiglu_experts_against_cpu(handle, small, DType::BF16, H, I, true, true), kernels::GroupedRoute::kSmallM);
   cublasDestroy(handle);
 }
 
