@@ -54,7 +54,7 @@ std::int64_t decode_partial_floats(const ModelConfig& c) {
   return most;
 }
 
-// SY_CUDA_ATTENTION: "auto" (the default), "rows" or "split"; anything else is named and ignored.
+// SY_CUDA_ATTENTION: "auto" (the default), "rows", "split" or "gqa"; anything else is named and ignored.
 CudaExecutor::AttentionKernel attention_kernel_from_environment() {
   using K = CudaExecutor::AttentionKernel;
   const char* env = std::getenv("SY_CUDA_ATTENTION");

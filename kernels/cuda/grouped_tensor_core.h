@@ -1,6 +1,6 @@
 // Our tensor-core grouped linear (grouped_tensor_core.cu): y[m, N] = x[m, K] · Wᵀ for many
-// problems of one N, K and 16-bit weight type in one launch, for the row counts past the
-// small-m kernel's bound (prompts), where cuBLAS runs one GemmEx per problem because it does
+// problems of one N, K and 16-bit weight type in one launch, from kTensorCoreMinRows rows (below,
+// the small-m kernel is the faster), where cuBLAS runs one GemmEx per problem because it does
 // not group bf16/f16 inputs with float32 output (measured on an H100, README).
 #pragma once
 
