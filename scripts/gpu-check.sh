@@ -5,7 +5,7 @@
 #
 #   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda,
 #                                        #   bench_module_loading, switchyard (the multi-process test's ranks); pack
-#   .gpu/check.sh [tests|tests-core|tests-processes|tests-split|tests-tc|tests-gqa|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
+#   .gpu/check.sh [tests|tests-core|tests-processes|tests-split|tests-tc|tests-gqa|tests-dense|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
 # back). Each step has its own timeout (SY_GPU_STEP_S, default 150 s) so a hang in one still
@@ -130,6 +130,13 @@ for step in "${steps[@]}"; do
       run test_cuda_kernels_gqa "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='*Gqa*'
       run test_cuda_backend_gqa env SY_CUDA_ATTENTION=gqa "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='Models/CudaGraphs.*:Models/CudaBackend.*' ;;
+    # The dense small-m path (SY_CUDA_DENSE_SMALL_M=1: q/k/v, o_proj, router, shared and dense
+    # FFNs and lm_head of up to 16 rows through the small-m kernel, off by default): its kernel
+    # tests, and the whole-model tests with it on, eager and in the decode graphs.
+    tests-dense)
+      run test_cuda_kernels_dense "$here/test_cuda_kernels" --gtest_brief=1 --gtest_filter='*DenseSmallM*:KernelPreload.*'
+      run test_cuda_backend_dense env SY_CUDA_DENSE_SMALL_M=1 "$here/test_cuda_backend" --gtest_brief=1 \
+        --gtest_filter='DecodeGraph*:Models/CudaGraphs.*:Models/CudaBackend.*' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.
@@ -137,7 +144,7 @@ for step in "${steps[@]}"; do
     ncu)
       # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.
       run ncu_bench_cuda ncu --set basic --launch-count 40 --csv "$here/bench_cuda" ;;
-    *) echo "check.sh: unknown step '$step' (tests, tests-core, tests-processes, tests-split, tests-tc, tests-gqa, bench, bench-cublas, ncu)"; status=1 ;;
+    *) echo "check.sh: unknown step '$step' (tests, tests-core, tests-processes, tests-split, tests-tc, tests-gqa, tests-dense, bench, bench-cublas, ncu)"; status=1 ;;
   esac
 done
 exit $status

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "engine/cuda/cuda_must.h"
 #include "kernels/cuda/device_sync_lock.h"
+#include "kernels/cuda/grouped_small_m.h"
 #include "kernels/cuda/kernel_preload.h"
 #include "kernels/cuda/cublas_library.h"
 #include "kernels/cuda/penalty_entries.h"
@@ -194,6 +196,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
     std::abort();
   }
   for (cudaEvent_t* e : {&base_, &start_, &end_}) must(cudaEventCreate(e), "cudaEventCreate");
+  dense_small_m_ = kernels::dense_small_m_enabled_by_env() && kernels::small_m_enabled_by_env();
+  if (dense_small_m_) must(kernels::small_m_device_limits(smem_limit_, sm_count_));
   if (options_.attention_rank) {
     const ModelConfig& c = model_->config();
     kv_layer_floats_ =
@@ -290,14 +294,47 @@ void CudaExecutor::run_thread() {
 
 // ---- the math, on the executor's thread ----
 
+Status CudaExecutor::dense_linears(const float* x, const float* up, const float* row_scale, std::int64_t n,
+                                   std::initializer_list<LinearOut> outs, bool accumulate, bool& ran) {
+  ran = false;
+  if (!dense_small_m_ || n < 1 || n > kernels::kSmallMPieceRows) return Status::Ok();
+  const kernels::WeightView& first = *outs.begin()->w;
+  kernels::DenseSmallMRequest request;
+  request.m = n;
+  request.K = first.cols;
+  request.type = first.dtype;
+  request.weights_aligned = true;
+  request.smem_limit = smem_limit_;
+  request.sm_count = sm_count_;
+  std::vector<kernels::DenseSmallMOutput> call;
+  for (const LinearOut& o : outs) {
+    assert(!o.w->empty() && "a weight this GPU did not load");
+    if (o.w->dtype != first.dtype) return Status::Ok();  // one launch reads one weight type
+    request.Ns.push_back(o.w->rows);
+    request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(o.w->data) % 16 == 0;
+    call.push_back({o.w->data, o.bias, o.y, o.w->rows});
+  }
+  const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+  if (!plan.use) return Status::Ok();
+  ran = true;
+  return kernels::dense_small_m_cuda(plan, x, up, row_scale, n, first.cols, first.dtype, call.data(),
+                                     static_cast<int>(call.size()), accumulate, stream_);
+}
+
 Status CudaExecutor::linear(const float* x, std::int64_t n, const kernels::WeightView& w, const float* bias, float* y,
                             void* x_low, bool accumulate) {
   assert(!w.empty() && "a weight this GPU did not load");
+  bool dense = false;
+  SY_RETURN_IF_ERROR(dense_linears(x, nullptr, nullptr, n, {{&w, bias, y}}, accumulate, dense));
+  if (dense) return Status::Ok();
   SY_RETURN_IF_ERROR(kernels::convert_from_f32_cuda(x, x_low, w.dtype, n * w.cols, stream_));
   return kernels::linear_cuda(cublas_, x_low, w.dtype, n, w.data, w.rows, w.cols, bias, y, accumulate, stream_);
 }
 
 Status CudaExecutor::linears(const float* x, std::int64_t n, std::initializer_list<LinearOut> outs, void* x_low) {
+  bool dense = false;
+  SY_RETURN_IF_ERROR(dense_linears(x, nullptr, nullptr, n, outs, false, dense));
+  if (dense) return Status::Ok();
   const kernels::WeightView* converted = nullptr;  // the weight whose type x_low holds x in
   for (const LinearOut& o : outs) {
     assert(!o.w->empty() && "a weight this GPU did not load");
@@ -323,6 +360,10 @@ Status CudaExecutor::ffn(const FfnWeights& w, const float* x, std::int64_t n, co
 
 Status CudaExecutor::ffn_down(const FfnWeights& w, std::int64_t n, const float* row_scale, float* y, float* g,
                               const float* u, void* x_low) {
+  // Through the small-m kernel silu·mul and the row weights happen inside the down projection.
+  bool dense = false;
+  SY_RETURN_IF_ERROR(dense_linears(g, u, row_scale, n, {{&w.down, nullptr, y}}, false, dense));
+  if (dense) return Status::Ok();
   SY_RETURN_IF_ERROR(kernels::silu_mul_cuda(g, u, g, n * w.gate.rows, stream_));
   SY_RETURN_IF_ERROR(linear(g, n, w.down, nullptr, y, x_low));
   if (row_scale == nullptr) return Status::Ok();

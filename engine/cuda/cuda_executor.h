@@ -201,6 +201,11 @@ class CudaExecutor final : public Executor {
     float* y;
   };
   Status linears(const float* x, std::int64_t n, std::initializer_list<LinearOut> outs, void* x_low);
+  // The same linears through the small-m kernel in one launch, x rounded on the way in (no
+  // conversion launch; with up, silu(x)·up as ffn_down's input), where dense_small_m_ is on and
+  // plan_dense_small_m takes the shape; ran is false when it did not run (the caller runs cuBLAS).
+  Status dense_linears(const float* x, const float* up, const float* row_scale, std::int64_t n,
+                       std::initializer_list<LinearOut> outs, bool accumulate, bool& ran);
   // The rest of an FFN once g and u hold its gate and up projections: y = row_scale ⊙
   // down(silu(g) ⊙ u).
   Status ffn_down(const FfnWeights& w, std::int64_t n, const float* row_scale, float* y, float* g, const float* u,
@@ -229,6 +234,11 @@ class CudaExecutor final : public Executor {
   // score_prompt's own, so that the sampling's buffers stay put while its kernels are queued.
   DeviceScratch prompt_rows_, prompt_normed_, prompt_low_, prompt_logits_;
   AttentionKernel attention_kernel_ = AttentionKernel::Auto;
+  // SY_CUDA_DENSE_SMALL_M=1 (dense_small_m_enabled_by_env): dense linears of at most
+  // kSmallMPieceRows rows through the small-m kernel; the device's limits, read once.
+  bool dense_small_m_ = false;
+  std::size_t smem_limit_ = 0;
+  int sm_count_ = 0;
   DecodeBuffers decode_;
   DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;

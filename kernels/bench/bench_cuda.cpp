@@ -23,6 +23,7 @@
 
 #include "kernels/cpu/sampling.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/grouped_small_m.h"
 
 namespace {
 
@@ -366,6 +367,29 @@ int main() {
                                                                 static_cast<std::int32_t>(kv_heads), static_cast<std::int32_t>(D)));
   }
   float* partials = device<float>(partial_floats);
+  // SY_CUDA_DENSE_SMALL_M=1's path, as CudaExecutor::dense_linears takes it: the dense linears of
+  // up to kSmallMPieceRows rows through the small-m kernel, x rounded in it (no conversion launch).
+  bool dense = false;
+  std::size_t smem_limit = 0;
+  int sm_count = 0;
+  must(sy::kernels::small_m_device_limits(smem_limit, sm_count));
+  // True when the small-m kernel took the call (dense on and the plan fits).
+  auto dense_linears = [&](const float* x, std::int64_t n, std::int64_t Kd,
+                           std::initializer_list<sy::kernels::DenseSmallMOutput> outs, bool acc) {
+    if (!dense || n > sy::kernels::kSmallMPieceRows) return false;
+    sy::kernels::DenseSmallMRequest r;
+    r.m = n;
+    r.K = Kd;
+    for (const auto& o : outs) r.Ns.push_back(o.N);
+    r.weights_aligned = true;
+    r.smem_limit = smem_limit;
+    r.sm_count = sm_count;
+    const sy::kernels::DenseSmallMPlan plan = sy::kernels::plan_dense_small_m(r);
+    if (!plan.use) return false;
+    must(sy::kernels::dense_small_m_cuda(plan, x, nullptr, nullptr, n, Kd, DType::BF16, outs.begin(),
+                                         static_cast<int>(outs.size()), acc, s));
+    return true;
+  };
   // Attention as the executor runs it by default (SY_CUDA_ATTENTION=auto): the grouped kernel
   // for a prompt and for decode from 32 rows, the split kernel for fewer decode rows.
   auto attention_part = [&](std::int64_t n, bool prefill) {
@@ -380,16 +404,26 @@ int main() {
     auto gemm = [&](const char* name, const std::uint16_t* w, std::int64_t N, std::int64_t Kd, float* out, bool acc) {
       ops.op(name, [&] { must(sy::kernels::linear_cuda(blas, low, DType::BF16, n, w, N, Kd, nullptr, out, acc, s)); });
     };
-    auto lin = [&](const char* name, const float* x, const std::uint16_t* w, std::int64_t N, std::int64_t Kd, float* out,
-                   bool acc) {
+    auto lin = [&](const char* name, const char* dense_name, const float* x, const std::uint16_t* w, std::int64_t N,
+                   std::int64_t Kd, float* out, bool acc) {
+      bool ran = false;
+      if (dense && n <= sy::kernels::kSmallMPieceRows)
+        ops.op(dense_name, [&] { ran = dense_linears(x, n, Kd, {{w, nullptr, out, N}}, acc); });
+      if (ran) return;
       convert(x, Kd);
       gemm(name, w, N, Kd, out, acc);
     };
     ops.op("rmsnorm", [&] { must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s)); });
-    convert(normed, H);
-    gemm("q/k/v_proj (cuBLAS)", wq, qw, H, q, false);
-    gemm("q/k/v_proj (cuBLAS)", wk, kvw, H, k, false);
-    gemm("q/k/v_proj (cuBLAS)", wv, kvw, H, v, false);
+    bool qkv_dense = false;
+    if (dense && n <= sy::kernels::kSmallMPieceRows) ops.op("q/k/v_proj (small-m)", [&] {
+      qkv_dense = dense_linears(normed, n, H, {{wq, nullptr, q, qw}, {wk, nullptr, k, kvw}, {wv, nullptr, v, kvw}}, false);
+    });
+    if (!qkv_dense) {
+      convert(normed, H);
+      gemm("q/k/v_proj (cuBLAS)", wq, qw, H, q, false);
+      gemm("q/k/v_proj (cuBLAS)", wk, kvw, H, k, false);
+      gemm("q/k/v_proj (cuBLAS)", wv, kvw, H, v, false);
+    }
     ops.op("q/k norm", [&] {
       must(sy::kernels::rmsnorm_cuda(q, qn, DType::BF16, 1e-6f, n * heads, D, q, s));
       must(sy::kernels::rmsnorm_cuda(k, qn, DType::BF16, 1e-6f, n * kv_heads, D, k, s));
@@ -410,9 +444,9 @@ int main() {
                                                      static_cast<std::int32_t>(stride), 0.088f, partials, attn, s));
       }
     });
-    lin("o_proj (cuBLAS)", attn, wo, H, qw, hidden, true);
+    lin("o_proj (cuBLAS)", "o_proj (small-m)", attn, wo, H, qw, hidden, true);
     ops.op("rmsnorm", [&] { must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n, H, normed, s)); });
-    lin("router (cuBLAS)", normed, wr, E, H, logits, false);
+    lin("router (cuBLAS)", "router (small-m)", normed, wr, E, H, logits, false);
     ops.op("router top-k", [&] { must(sy::kernels::router_topk_cuda(logits, n, E, K, true, ids, wts, s)); });
   };
   auto expert_part = [&](std::int64_t n) {
@@ -454,8 +488,10 @@ int main() {
     std::vector<sy::kernels::DeviceSamplingParams> p(static_cast<std::size_t>(n_seqs), {0.0f, 1.0f, 0, 0.5});
     must(cudaMemcpyAsync(params, p.data(), p.size() * sizeof(p[0]), cudaMemcpyHostToDevice, s), "params");
     must(sy::kernels::rmsnorm_cuda(hidden, norm, DType::BF16, 1e-6f, n_seqs, H, normed, s));
-    must(sy::kernels::convert_from_f32_cuda(normed, low, DType::BF16, n_seqs * H, s));
-    must(sy::kernels::linear_cuda(blas, low, DType::BF16, n_seqs, lm, vocab, H, nullptr, logits, false, s));
+    if (!dense_linears(normed, n_seqs, H, {{lm, nullptr, logits, vocab}}, false)) {
+      must(sy::kernels::convert_from_f32_cuda(normed, low, DType::BF16, n_seqs * H, s));
+      must(sy::kernels::linear_cuda(blas, low, DType::BF16, n_seqs, lm, vocab, H, nullptr, logits, false, s));
+    }
     must(sy::kernels::sample_cuda(logits, n_seqs, static_cast<std::int32_t>(vocab), params, next, s));
   };
 
@@ -468,20 +504,24 @@ int main() {
     std::int64_t n, seqs;
     bool prefill;
     bool tensor_core = true;  // false: the routed experts past the small-m bound through cuBLAS, as before
+    bool dense = false;       // the dense linears through the small-m kernel (SY_CUDA_DENSE_SMALL_M=1)
   };
   struct Decode {
     const Case* c;
     double step_ms, head_ms;
   };
   const Case cases[] = {Case{"prefill 1x512", 512, 1, true}, Case{"prefill cuBLAS", 512, 1, true, false},
-                        Case{"decode b=1", 1, 1, false}, Case{"decode b=32", 32, 32, false},
-                        Case{"decode b=128", 128, 128, false}};
+                        Case{"decode b=1", 1, 1, false}, Case{"b=1 dense", 1, 1, false, true, true},
+                        Case{"decode b=16", 16, 16, false}, Case{"b=16 dense", 16, 16, false, true, true},
+                        Case{"decode b=32", 32, 32, false}, Case{"decode b=128", 128, 128, false}};
   std::vector<Decode> decodes;
   for (const Case& c : cases) {
     ws.gemm.tensor_core = c.tensor_core;
+    dense = c.dense;
     const double layer_ms = time_ms(s, [&] { layer(c.n, c.seqs, c.prefill); }, 5);
     ws.gemm.tensor_core = true;
     const double head_ms = time_ms(s, [&] { head(c.seqs); }, 5);
+    dense = false;
     const double step_ms = layer_ms * layers + head_ms;
     const double tokens = static_cast<double>(c.prefill ? c.n : c.seqs);
     // Bytes a step must read at least: attention and router weights, the experts its rows
@@ -496,7 +536,8 @@ int main() {
   }
   std::printf("  (the KV cache is float32, %lld tokens of context per decode sequence; routing is the model's "
               "router on random weights; the routed experts of 16 rows or more through our tensor-core kernel, as the "
-              "executor's; prefill cuBLAS: through cuBLAS instead, as before)\n\n",
+              "executor's; prefill cuBLAS: through cuBLAS instead, as before; dense: q/k/v (one launch), o_proj, "
+              "router and lm_head through the small-m kernel, SY_CUDA_DENSE_SMALL_M=1)\n\n",
               static_cast<long long>(ctx));
   std::fflush(stdout);
 
@@ -510,6 +551,7 @@ int main() {
   for (const Decode& d : decodes) {
     const Case& c = *d.c;
     const double tokens = static_cast<double>(c.seqs);
+    dense = c.dense;
     upload_meta(c.n, c.seqs, false);
     cudaGraphExec_t exec = capture(c.n);
     const double graph_layer_ms = time_ms(s, [&] {
@@ -518,6 +560,7 @@ int main() {
       expert_part(c.n);
     }, 5);
     must(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+    dense = false;
     const double graph_step_ms = graph_layer_ms * layers + d.head_ms;
     std::printf("%-14s | %10.2fms %10.2fms | %12.1f %12.1f | %6.2fx\n", c.name, d.step_ms, graph_step_ms,
                 tokens / d.step_ms * 1e3, tokens / graph_step_ms * 1e3, d.step_ms / graph_step_ms);
@@ -531,6 +574,7 @@ int main() {
   for (const Case& c : cases) {
     std::vector<std::pair<double, std::vector<std::pair<std::string, double>>>> runs;
     ws.gemm.tensor_core = c.tensor_core;
+    dense = c.dense;
     layer(c.n, c.seqs, c.prefill);
     for (int r = 0; r < 5; ++r) {
       cudaEvent_t a, b;
@@ -559,6 +603,7 @@ int main() {
     std::printf("  %-22s %8.3f ms %5.1f%%\n", "host (between ops)", layer_ms - in_ops, 100.0 * (layer_ms - in_ops) / layer_ms);
   }
   ws.gemm.tensor_core = true;
+  dense = false;
 
   // The attention kernels side by side on each step's rows: paged_attention_prefill_cuda (one
   // block per row and head, one key at a time per warp; the layer's for prompts) and
@@ -570,7 +615,7 @@ int main() {
   std::printf("%-14s | %10s %10s %6s %10s %6s | %7s %7s\n", "step", "prefill", "split", "splits", "gqa", "splits",
               "pf/sp", "sp/gqa");
   for (const Case& c : cases) {
-    if (!c.tensor_core) continue;  // the same attention as the case before it
+    if (!c.tensor_core || c.dense) continue;  // the same attention as the case before it
     upload_meta(c.n, c.seqs, c.prefill);
     const std::int32_t* seq = meta;
     const std::int32_t* pos = meta + c.n;

@@ -103,17 +103,15 @@ __device__ __forceinline__ void scatter_sum(float* v, int lane, int& base) {
 // in shared memory in planes of float4: plane p of chunk c of row r holds elements
 // c·VE + 4p … +3, so that the 32 lanes' float4 reads of one plane are consecutive (no bank
 // conflicts, where one row-major 32-byte chunk per lane would conflict two-way).
+// The tile's outputs are pr.y = (accumulate ? pr.y : 0) + bias + (x·Wᵀ) ⊙ scale: the grouped
+// kernel passes neither bias nor accumulate, the dense one (small_m_dense_kernel) may.
 template <int MT, DType T>
-__global__ void __launch_bounds__(kSmallMThreads)
-    small_m_kernel(const SmallMProblem* __restrict__ table, int N, int K, int rows_per_cta, int tiles,
-                   SmallMInput input) {
+__device__ __forceinline__ void small_m_tile(const SmallMProblem& pr, int N, int K, int rows_per_cta, int tile,
+                                             SmallMInput input, const float* __restrict__ bias, bool accumulate) {
   constexpr int VE = T == DType::F32 ? 4 : 8;  // elements per 16-byte load
   constexpr int PL = VE / 4;                   // float4 planes per chunk
   extern __shared__ float4 xs4[];
   float* xs = reinterpret_cast<float*>(xs4);
-  const int piece = static_cast<int>(blockIdx.x / static_cast<unsigned>(tiles));
-  const int tile = static_cast<int>(blockIdx.x % static_cast<unsigned>(tiles));
-  const SmallMProblem pr = table[piece];
   const int m = static_cast<int>(pr.rows);  // 1..MT (the plan sized MT and the shared memory)
   const int chunks = K / VE;                // K % VE == 0 (plan_small_m)
 
@@ -191,7 +189,10 @@ __global__ void __launch_bounds__(kSmallMThreads)
         if (r < m && n < N) {
           float out = acc[j];
           if (pr.scale != nullptr) out = out * pr.scale[r];  // as scale_rows_kernel: y · scale
-          pr.y[static_cast<long long>(r) * N + n] = out;
+          float* y = pr.y + static_cast<long long>(r) * N + n;
+          // linear_cuda's bias and accumulate: cuBLAS adds x·Wᵀ to (accumulate ? y : 0) + bias.
+          if (bias != nullptr || accumulate) out += (accumulate ? *y : 0.0f) + (bias != nullptr ? bias[n] : 0.0f);
+          *y = out;
         }
       }
     }
@@ -199,24 +200,69 @@ __global__ void __launch_bounds__(kSmallMThreads)
 }
 
 template <int MT, DType T>
+__global__ void __launch_bounds__(kSmallMThreads)
+    small_m_kernel(const SmallMProblem* __restrict__ table, int N, int K, int rows_per_cta, int tiles,
+                   SmallMInput input) {
+  const int piece = static_cast<int>(blockIdx.x / static_cast<unsigned>(tiles));
+  const int tile = static_cast<int>(blockIdx.x % static_cast<unsigned>(tiles));
+  const SmallMProblem pr = table[piece];
+  small_m_tile<MT, T>(pr, N, K, rows_per_cta, tile, input, nullptr, false);
+}
+
+// One dense linear's call, by value: a graph captures it with the launch, so a replay needs no
+// table in device memory (the grouped kernel's table is uploaded per call).
+struct DenseArgs {
+  const float* x;
+  const float* x2;     // silu·mul's up rows, or null
+  const float* scale;  // [m] row weights, or null
+  int m;
+  int count;
+  const void* w[kDenseSmallMMaxOutputs];
+  float* y[kDenseSmallMMaxOutputs];
+  const float* bias[kDenseSmallMMaxOutputs];
+  int N[kDenseSmallMMaxOutputs];
+  int tiles_begin[kDenseSmallMMaxOutputs + 1];  // CTA b works on output j where tiles_begin[j] ≤ b < tiles_begin[j + 1]
+};
+
+// Up to kDenseSmallMMaxOutputs linears of one input x [m, K] (m ≤ kSmallMPieceRows: one piece),
+// x float32 rounded on the way in (or silu(x)·x2, rounded) as the grouped kernel's kF32 / kSiluMul.
+template <int MT, DType T>
+__global__ void __launch_bounds__(kSmallMThreads)
+    small_m_dense_kernel(const DenseArgs a, int K, int rows_per_cta, bool accumulate) {
+  const int b = static_cast<int>(blockIdx.x);
+  int j = 0;
+#pragma unroll
+  for (int i = 1; i < kDenseSmallMMaxOutputs; ++i)
+    if (i < a.count && b >= a.tiles_begin[i]) j = i;
+  const SmallMProblem pr{a.x, a.x2, a.w[j], a.y[j], a.scale, a.m};
+  small_m_tile<MT, T>(pr, a.N[j], K, rows_per_cta, b - a.tiles_begin[j],
+                      a.x2 != nullptr ? SmallMInput::kSiluMul : SmallMInput::kF32, a.bias[j], accumulate);
+}
+
+// Above 48 KiB a kernel must opt in. The attribute is the device's limit rather than this
+// launch's size, so concurrent callers with other sizes never undo each other, and it is set
+// once per device (bit d of opted_in) rather than a driver call per layer.
+template <typename Kernel>
+Status opt_in_shared_memory(Kernel* kernel, std::size_t smem_bytes, std::size_t smem_limit,
+                            std::atomic<unsigned long long>& opted_in, const char* what) {
+  if (smem_bytes <= 48 * 1024) return Status::Ok();
+  int device = 0;
+  SY_RETURN_IF_ERROR(detail::check_cuda(cudaGetDevice(&device), what));
+  const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
+  if (bit != 0 && (opted_in.load() & bit) != 0) return Status::Ok();
+  SY_RETURN_IF_ERROR(detail::check_cuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_limit)), what));
+  opted_in.fetch_or(bit);
+  return Status::Ok();
+}
+
+template <int MT, DType T>
 Status launch(const SmallMPlan& plan, const SmallMProblem* table, int N, int K, SmallMInput input,
               cudaStream_t stream) {
   auto* kernel = &small_m_kernel<MT, T>;
-  // Above 48 KiB a kernel must opt in. The attribute is the device's limit rather than this
-  // launch's size, so concurrent callers with other sizes never undo each other, and it is
-  // set once per device (bit d of opted_in) rather than a driver call per layer.
   static std::atomic<unsigned long long> opted_in{0};
-  if (plan.smem_bytes > 48 * 1024) {
-    int device = 0;
-    SY_RETURN_IF_ERROR(detail::check_cuda(cudaGetDevice(&device), "grouped_small_m_cuda: cudaGetDevice"));
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit == 0 || (opted_in.load() & bit) == 0) {
-      SY_RETURN_IF_ERROR(detail::check_cuda(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(plan.smem_limit)),
-          "grouped_small_m_cuda: cudaFuncSetAttribute"));
-      opted_in.fetch_or(bit);
-    }
-  }
+  SY_RETURN_IF_ERROR(opt_in_shared_memory(kernel, plan.smem_bytes, plan.smem_limit, opted_in,
+                                          "grouped_small_m_cuda: shared memory attribute"));
   kernel<<<static_cast<unsigned>(plan.blocks), kSmallMThreads, plan.smem_bytes, stream>>>(
       table, N, K, plan.rows_per_cta, static_cast<int>(plan.tiles_per_piece), input);
   return detail::check_launch("grouped_small_m_cuda");
@@ -235,7 +281,62 @@ Status launch_type(const SmallMPlan& plan, const SmallMProblem* table, int N, in
   }
 }
 
+template <int MT, DType T>
+Status launch_dense(const DenseSmallMPlan& plan, const DenseArgs& args, int K, bool accumulate, cudaStream_t stream) {
+  auto* kernel = &small_m_dense_kernel<MT, T>;
+  static std::atomic<unsigned long long> opted_in{0};
+  SY_RETURN_IF_ERROR(opt_in_shared_memory(kernel, plan.smem_bytes, plan.smem_limit, opted_in,
+                                          "dense_small_m_cuda: shared memory attribute"));
+  kernel<<<static_cast<unsigned>(plan.blocks), kSmallMThreads, plan.smem_bytes, stream>>>(args, K, plan.rows_per_cta,
+                                                                                         accumulate);
+  return detail::check_launch("dense_small_m_cuda");
+}
+
+template <DType T>
+Status launch_dense_type(const DenseSmallMPlan& plan, const DenseArgs& args, int K, bool accumulate,
+                         cudaStream_t stream) {
+  switch (plan.m_tile) {
+    case 1: return launch_dense<1, T>(plan, args, K, accumulate, stream);
+    case 2: return launch_dense<2, T>(plan, args, K, accumulate, stream);
+    case 4: return launch_dense<4, T>(plan, args, K, accumulate, stream);
+    case 8: return launch_dense<8, T>(plan, args, K, accumulate, stream);
+    case 16: return launch_dense<16, T>(plan, args, K, accumulate, stream);
+    default: return Status::Error("dense_small_m_cuda: no kernel for this m tile");
+  }
+}
+
 }  // namespace
+
+Status dense_small_m_cuda(const DenseSmallMPlan& plan, const float* x, const float* x2, const float* scale,
+                          std::int64_t m, std::int64_t K, DType type, const DenseSmallMOutput* outs, int count,
+                          bool accumulate, cudaStream_t stream) {
+  SY_RETURN_IF_ERROR(detail::require(plan.use && plan.blocks > 0 && m >= 1 && m <= plan.m_tile && K > 0 &&
+                                         K % small_m_vector_elems(type) == 0 && count >= 1 &&
+                                         count <= kDenseSmallMMaxOutputs &&
+                                         plan.tiles_begin.size() == static_cast<std::size_t>(count) + 1,
+                                     "dense_small_m_cuda: a plan that does not fit the call"));
+  DenseArgs args{};
+  args.x = x;
+  args.x2 = x2;
+  args.scale = scale;
+  args.m = static_cast<int>(m);
+  args.count = count;
+  for (int j = 0; j < count; ++j) {
+    args.w[j] = outs[j].w;
+    args.y[j] = outs[j].y;
+    args.bias[j] = outs[j].bias;
+    args.N[j] = static_cast<int>(outs[j].N);
+    args.tiles_begin[j] = static_cast<int>(plan.tiles_begin[static_cast<std::size_t>(j)]);
+  }
+  args.tiles_begin[count] = static_cast<int>(plan.blocks);
+  const int k = static_cast<int>(K);
+  switch (type) {
+    case DType::BF16: return launch_dense_type<DType::BF16>(plan, args, k, accumulate, stream);
+    case DType::F16: return launch_dense_type<DType::F16>(plan, args, k, accumulate, stream);
+    case DType::F32: return launch_dense_type<DType::F32>(plan, args, k, accumulate, stream);
+  }
+  return Status::Error("dense_small_m_cuda: unknown weight type");
+}
 
 static_assert(kSmallMPieceRows == 16, "launch_type instantiates m tiles up to 16");
 
@@ -309,7 +410,22 @@ void detail::add_grouped_small_m_kernels(std::vector<KernelEntry>& out) {
                          SY_KERNEL_ENTRY(small_m_kernel<2, DType::F32>),
                          SY_KERNEL_ENTRY(small_m_kernel<4, DType::F32>),
                          SY_KERNEL_ENTRY(small_m_kernel<8, DType::F32>),
-                         SY_KERNEL_ENTRY(small_m_kernel<16, DType::F32>)});
+                         SY_KERNEL_ENTRY(small_m_kernel<16, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<1, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<2, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<4, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<8, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<16, DType::BF16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<1, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<2, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<4, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<8, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<16, DType::F16>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<1, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<2, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<4, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<8, DType::F32>),
+                         SY_KERNEL_ENTRY(small_m_dense_kernel<16, DType::F32>)});
 }
 
 }  // namespace sy::kernels

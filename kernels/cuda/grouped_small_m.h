@@ -40,6 +40,24 @@ struct SmallMProblem {
 Status grouped_small_m_cuda(const SmallMPlan& plan, const SmallMProblem* table, std::int64_t N, std::int64_t K,
                             DType type, SmallMInput input, cudaStream_t stream);
 
+// One weight of a dense_small_m_cuda call: y [m, N] = (accumulate ? y : 0) + bias + x · wᵀ;
+// bias may be null.
+struct DenseSmallMOutput {
+  const void* w = nullptr;  // [N, K] in the call's type, 16-byte aligned
+  const float* bias = nullptr;
+  float* y = nullptr;
+  std::int64_t N = 0;
+};
+
+// The linears of one input x [m, K] (float32, rounded to `type` as convert_from_f32_cuda
+// rounds; with x2, silu(x)·x2 rounded, as silu_mul_cuda then convert) to every output of
+// `outs` in one launch (plan: plan_dense_small_m for these m, K, Ns and type). scale [m] may be
+// null: each output row r is multiplied by scale[r] before bias and accumulate (swiglu's row
+// weights, scale_rows_cuda). The arguments travel by value, so a CUDA graph captures the call.
+Status dense_small_m_cuda(const DenseSmallMPlan& plan, const float* x, const float* x2, const float* scale,
+                          std::int64_t m, std::int64_t K, DType type, const DenseSmallMOutput* outs, int count,
+                          bool accumulate, cudaStream_t stream);
+
 namespace detail {
 // Copies `table` into the workspace's device table (grown as needed) on `stream` and returns
 // it; the host vector may go once this returns (a pageable copy is staged first).

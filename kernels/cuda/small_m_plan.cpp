@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace sy::kernels {
 
@@ -53,6 +55,60 @@ SmallMPlan plan_small_m(const SmallMRequest& r) {
   if (plan.blocks > INT_MAX) return no("more CTAs than one grid holds");
   plan.use = true;
   return plan;
+}
+
+DenseSmallMPlan plan_dense_small_m(const DenseSmallMRequest& r) {
+  DenseSmallMPlan plan;
+  auto no = [&plan](std::string why) {
+    plan.why_not = std::move(why);
+    plan.tiles_begin.clear();
+    return plan;
+  };
+  if (r.m < 1 || r.m > kSmallMPieceRows) return no("m is not within 1..kSmallMPieceRows");
+  if (r.Ns.empty() || r.Ns.size() > static_cast<std::size_t>(kDenseSmallMMaxOutputs))
+    return no("not 1..kDenseSmallMMaxOutputs outputs");
+  // The grouped plan checks everything else (K, alignment, shared memory, the switch) on the
+  // widest output; its tile rule then runs over every output's tiles.
+  SmallMRequest one;
+  one.ms = {r.m};
+  one.N = *std::max_element(r.Ns.begin(), r.Ns.end());
+  one.K = r.K;
+  one.type = r.type;
+  one.weights_aligned = r.weights_aligned;
+  one.smem_limit = r.smem_limit;
+  one.sm_count = r.sm_count;
+  one.enabled = r.enabled;
+  for (const std::int64_t N : r.Ns)
+    if (N <= 0 || N > INT_MAX) return no("N or K out of range");
+  const SmallMPlan grouped = plan_small_m(one);
+  if (!grouped.use) return no(grouped.why_not);
+  plan.m_tile = grouped.m_tile;
+  plan.smem_bytes = grouped.smem_bytes;
+  plan.smem_limit = grouped.smem_limit;
+  auto tiles = [&r](std::int64_t rows) {
+    std::int64_t t = 0;
+    for (const std::int64_t N : r.Ns) t += (N + rows - 1) / rows;
+    return t;
+  };
+  const std::int64_t want = 2 * static_cast<std::int64_t>(std::max(1, r.sm_count));
+  plan.rows_per_cta = kSmallMTileQuantum;
+  for (const int rows : {4 * kSmallMTileQuantum, 2 * kSmallMTileQuantum}) {
+    if (tiles(rows) >= want) {
+      plan.rows_per_cta = rows;
+      break;
+    }
+  }
+  plan.tiles_begin.push_back(0);
+  for (const std::int64_t N : r.Ns) plan.tiles_begin.push_back(plan.tiles_begin.back() + (N + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  plan.blocks = plan.tiles_begin.back();
+  if (plan.blocks > INT_MAX) return no("more CTAs than one grid holds");
+  plan.use = true;
+  return plan;
+}
+
+bool dense_small_m_enabled_by_env() {
+  const char* v = std::getenv("SY_CUDA_DENSE_SMALL_M");
+  return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 bool small_m_enabled_by_env() {

@@ -63,6 +63,45 @@ constexpr std::int64_t small_m_vector_elems(DType t) { return 16 / static_cast<s
 // rows of x fit in smem_limit and the grid fits; then the pieces and the launch shape.
 SmallMPlan plan_small_m(const SmallMRequest& request);
 
+// The most linears of one input that one dense small-m launch computes (q, k, v; gate, up and
+// the shared expert's gate).
+constexpr int kDenseSmallMMaxOutputs = 4;
+
+// Dense linears at decode's row counts: y_j = x · W_jᵀ for up to kDenseSmallMMaxOutputs weights
+// that share x [m, K] (float32, rounded to the weight type on the way in), through the small-m
+// kernel's tiles in one launch whose arguments travel by value (no table), so CUDA graphs capture it.
+struct DenseSmallMRequest {
+  std::int64_t m = 0;
+  std::int64_t K = 0;
+  std::vector<std::int64_t> Ns;  // output features of each weight
+  DType type = DType::BF16;
+  bool weights_aligned = false;
+  std::size_t smem_limit = 0;
+  int sm_count = 0;
+  bool enabled = true;
+};
+
+struct DenseSmallMPlan {
+  bool use = false;
+  std::string why_not;
+  int m_tile = 0;
+  int rows_per_cta = 0;
+  std::vector<std::int64_t> tiles_begin;  // per output, then the total: CTA ranges in order
+  std::int64_t blocks = 0;
+  std::size_t smem_bytes = 0;
+  std::size_t smem_limit = 0;
+};
+
+// use is true when 1 ≤ m ≤ kSmallMPieceRows (one piece: the weights are read once), there are
+// 1..kDenseSmallMMaxOutputs outputs, and plan_small_m would run the same shape; the feature tile
+// is plan_small_m's rule applied to all outputs' tiles together.
+DenseSmallMPlan plan_dense_small_m(const DenseSmallMRequest& request);
+
+// True when the environment says SY_CUDA_DENSE_SMALL_M=1: the cuda executor then runs its dense
+// linears of up to kSmallMPieceRows rows through the small-m kernel instead of cuBLAS. Off by
+// default until a GPU run has measured it against cuBLAS (README, issue 13).
+bool dense_small_m_enabled_by_env();
+
 // False when the environment says SY_CUDA_SMALL_M=0 (the cuBLAS path for every m, to compare).
 bool small_m_enabled_by_env();
 

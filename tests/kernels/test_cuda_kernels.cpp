@@ -28,6 +28,7 @@
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/grouped_small_m.h"
 #include "kernels/cuda/grouped_tensor_core.h"
 #include "kernels/cuda/small_m_plan.h"
 #include "tests/kernels/reference.h"
@@ -724,6 +725,119 @@ TEST(CudaKernels, SmallMFallsBackToCublasWhereItCannotRun) {
   EXPECT_NE(grouped_linear_against_cpu(DType::BF16, 64, 64, {1, 33}, true), kernels::GroupedRoute::kSmallM);
 }
 
+// dense_small_m_cuda against the cpu linear: outputs of 100, 36 and 1 features (no multiple of a
+// warp's 4 nor of a tile) from one input, with and without bias, accumulating or not, from
+// float32 rows rounded in the kernel, and ffn_down's form (silu(x)·up, row weights).
+TEST(CudaKernels, DenseSmallMMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  std::size_t smem_limit = 0;
+  int sm_count = 0;
+  ASSERT_OK(kernels::small_m_device_limits(smem_limit, sm_count));
+  const std::int64_t K = 72;
+  const std::vector<std::int64_t> Ns = {100, 36, 1};
+  for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
+    for (const std::int64_t m : {1, 3, 16}) {
+      for (const bool accumulate : {false, true}) {
+        for (const bool silu : {false, true}) {
+          SCOPED_TRACE(std::string(dtype_label(t)) + " m " + std::to_string(m) + (accumulate ? " accumulate" : "") +
+                       (silu ? " silu·up, row weights" : ""));
+          Rng rng(31 + static_cast<std::uint64_t>(m));
+          const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(m * K), -3.0f, 3.0f);
+          const std::vector<float> up = rng.uniform_vector(x.size());
+          const std::vector<float> scale = rng.uniform_vector(static_cast<std::size_t>(m));
+          // What the kernel multiplies: x (or silu(x)·up, as silu_mul_cuda) rounded to t.
+          std::vector<float> in = x;
+          if (silu)
+            for (std::size_t i = 0; i < in.size(); ++i) in[i] = x[i] / (1.0f + std::exp(-x[i])) * up[i];
+          in = rounded(in, t);
+          DeviceBuffer<float> dx(x), dup(up), dscale(scale);
+          std::vector<TestWeight> w;
+          std::vector<std::vector<float>> bias, expected;
+          std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> dw;
+          std::vector<std::unique_ptr<DeviceBuffer<float>>> dbias, dy;
+          std::vector<kernels::DenseSmallMOutput> outs;
+          for (std::size_t j = 0; j < Ns.size(); ++j) {
+            const std::int64_t N = Ns[j];
+            w.push_back(make_weight(rng, t, N, K));
+            bias.push_back(rng.uniform_vector(static_cast<std::size_t>(N)));
+            const bool with_bias = j != 1 && !silu;
+            const std::vector<float> y0 = rng.uniform_vector(static_cast<std::size_t>(m * N));
+            std::vector<float> product(y0.size());
+            kernels::linear(in.data(), m, w.back().view(), nullptr, product.data());
+            expected.emplace_back(y0.size());
+            for (std::int64_t r = 0; r < m; ++r)
+              for (std::int64_t n = 0; n < N; ++n) {
+                const auto i = static_cast<std::size_t>(r * N + n);
+                float v = product[i];
+                if (silu) v *= scale[static_cast<std::size_t>(r)];
+                expected.back()[i] = v + (accumulate ? y0[i] : 0.0f) + (with_bias ? bias.back()[static_cast<std::size_t>(n)] : 0.0f);
+              }
+            dw.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w.back().bytes));
+            dbias.push_back(std::make_unique<DeviceBuffer<float>>(bias.back()));
+            // Without accumulate the kernel must overwrite every element: NaN shows one it missed.
+            dy.push_back(std::make_unique<DeviceBuffer<float>>(accumulate ? y0 : std::vector<float>(y0.size(), NAN)));
+            outs.push_back({dw.back()->get(), with_bias ? dbias.back()->get() : nullptr, dy.back()->get(), N});
+          }
+          kernels::DenseSmallMRequest request;
+          request.m = m;
+          request.K = K;
+          request.Ns = Ns;
+          request.type = t;
+          request.weights_aligned = true;
+          request.smem_limit = smem_limit;
+          request.sm_count = sm_count;
+          const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+          ASSERT_TRUE(plan.use) << plan.why_not;
+          ASSERT_OK(kernels::dense_small_m_cuda(plan, dx.get(), silu ? dup.get() : nullptr, silu ? dscale.get() : nullptr,
+                                                m, K, t, outs.data(), static_cast<int>(outs.size()), accumulate, nullptr));
+          for (std::size_t j = 0; j < Ns.size(); ++j)
+            EXPECT_LT(nmse(dy[j]->host(), as_double(expected[j])), 1e-10) << "output " << j << " (N " << Ns[j] << ")";
+        }
+      }
+    }
+  }
+}
+
+// 16 rows of K = 2048 are 128 KiB of shared memory (the opt-in attribute), and q, k and v of
+// Qwen3-30B-A3B's shape in one launch: every CTA range lands in its own output.
+TEST(CudaKernels, DenseSmallMTakesQkvOfOneInputInOneLaunch) {
+  SKIP_WITHOUT_GPU();
+  std::size_t smem_limit = 0;
+  int sm_count = 0;
+  ASSERT_OK(kernels::small_m_device_limits(smem_limit, sm_count));
+  const std::int64_t K = 2048, m = 16;
+  const std::vector<std::int64_t> Ns = {4096, 512, 512};
+  Rng rng(41);
+  const std::vector<float> x = rng.uniform_vector(static_cast<std::size_t>(m * K));
+  const std::vector<float> in = rounded(x, DType::BF16);
+  DeviceBuffer<float> dx(x);
+  std::vector<std::unique_ptr<DeviceBuffer<std::uint8_t>>> dw;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> dy;
+  std::vector<std::vector<float>> expected;
+  std::vector<kernels::DenseSmallMOutput> outs;
+  for (const std::int64_t N : Ns) {
+    const TestWeight w = make_weight(rng, DType::BF16, N, K);
+    expected.emplace_back(static_cast<std::size_t>(m * N));
+    kernels::linear(in.data(), m, w.view(), nullptr, expected.back().data());
+    dw.push_back(std::make_unique<DeviceBuffer<std::uint8_t>>(w.bytes));
+    dy.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(static_cast<std::size_t>(m * N), NAN)));
+    outs.push_back({dw.back()->get(), nullptr, dy.back()->get(), N});
+  }
+  kernels::DenseSmallMRequest request;
+  request.m = m;
+  request.K = K;
+  request.Ns = Ns;
+  request.weights_aligned = true;
+  request.smem_limit = smem_limit;
+  request.sm_count = sm_count;
+  const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+  ASSERT_TRUE(plan.use) << plan.why_not;
+  ASSERT_GT(plan.smem_bytes, 48u * 1024u);
+  ASSERT_OK(kernels::dense_small_m_cuda(plan, dx.get(), nullptr, nullptr, m, K, DType::BF16, outs.data(), 3, false, nullptr));
+  for (std::size_t j = 0; j < Ns.size(); ++j)
+    EXPECT_LT(nmse(dy[j]->host(), as_double(expected[j])), 1e-10) << "output " << j;
+}
+
 // Our tensor-core kernel (grouped_tensor_core.cu) against the cpu: tiles of 32 rows, so a
 // problem of 31, 32, 33 and 70 rows ends a tile early, exactly or one row in; 256 features are
 // two CTAs' columns, K = 96 three steps of 32.
@@ -1259,6 +1373,84 @@ TEST(SmallMPlan, DeclinesWhatTheKernelCannotRun) {
   EXPECT_NE(why(r).find("disabled"), std::string::npos);
   r = qwen_request({1, -1});
   EXPECT_NE(why(r).find("negative"), std::string::npos);
+}
+
+kernels::DenseSmallMRequest qkv_request(std::int64_t m) {
+  kernels::DenseSmallMRequest r;
+  r.m = m;
+  r.K = 2048;
+  r.Ns = {4096, 512, 512};  // Qwen3-30B-A3B's q, k and v
+  r.type = DType::BF16;
+  r.weights_aligned = true;
+  r.smem_limit = 227 * 1024;
+  r.sm_count = 132;
+  return r;
+}
+
+TEST(DenseSmallMPlan, GivesEachOutputItsOwnRunOfTiles) {
+  for (const std::int64_t m : {1, 2, 5, 16}) {
+    const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(qkv_request(m));
+    ASSERT_TRUE(plan.use) << plan.why_not;
+    EXPECT_EQ(plan.m_tile, kernels::plan_small_m(qwen_request({m})).m_tile) << m;
+    EXPECT_EQ(plan.smem_bytes, static_cast<std::size_t>(m) * 2048 * 4);
+  }
+  // 4096 + 512 + 512 features at 32 per CTA: 160 CTAs, the most that keep 2 per SM (64 per CTA
+  // would make 80 of the 264 wanted); tile ranges in order, each covering its output.
+  const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(qkv_request(1));
+  EXPECT_EQ(plan.rows_per_cta, 32);
+  EXPECT_EQ(plan.tiles_begin, (std::vector<std::int64_t>{0, 128, 144, 160}));
+  EXPECT_EQ(plan.blocks, 160);
+  // A vocabulary-sized output fills the GPU with the largest tile.
+  kernels::DenseSmallMRequest head = qkv_request(1);
+  head.Ns = {151936};
+  const kernels::DenseSmallMPlan lm = kernels::plan_dense_small_m(head);
+  EXPECT_EQ(lm.rows_per_cta, 4 * kernels::kSmallMTileQuantum);
+  EXPECT_EQ(lm.blocks, (151936 + lm.rows_per_cta - 1) / lm.rows_per_cta);
+  // One feature (the shared expert's gate) is one CTA of its own.
+  kernels::DenseSmallMRequest tiny = qkv_request(1);
+  tiny.Ns = {1, 100};
+  EXPECT_EQ(kernels::plan_dense_small_m(tiny).tiles_begin, (std::vector<std::int64_t>{0, 1, 5}));
+}
+
+TEST(DenseSmallMPlan, DeclinesWhatTheKernelCannotRun) {
+  auto why = [](const kernels::DenseSmallMRequest& r) {
+    const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(r);
+    EXPECT_FALSE(plan.use);
+    EXPECT_TRUE(plan.tiles_begin.empty());
+    return plan.why_not;
+  };
+  EXPECT_NE(why(qkv_request(0)).find("kSmallMPieceRows"), std::string::npos);
+  EXPECT_NE(why(qkv_request(17)).find("kSmallMPieceRows"), std::string::npos);
+  kernels::DenseSmallMRequest r = qkv_request(1);
+  r.Ns = {};
+  EXPECT_NE(why(r).find("outputs"), std::string::npos);
+  r.Ns = {1, 2, 3, 4, 5};
+  EXPECT_NE(why(r).find("outputs"), std::string::npos);
+  r = qkv_request(1);
+  r.Ns.push_back(0);
+  EXPECT_NE(why(r).find("out of range"), std::string::npos);
+  r = qkv_request(4);
+  r.K = 2044;
+  EXPECT_NE(why(r).find("16-byte weight load"), std::string::npos);
+  r = qkv_request(4);
+  r.weights_aligned = false;
+  EXPECT_NE(why(r).find("aligned"), std::string::npos);
+  r = qkv_request(16);
+  r.K = 4096;  // o_proj's input at 16 rows: 256 KiB of x
+  EXPECT_NE(why(r).find("shared memory"), std::string::npos);
+  r = qkv_request(1);
+  r.enabled = false;
+  EXPECT_NE(why(r).find("disabled"), std::string::npos);
+}
+
+TEST(DenseSmallMPlan, IsOffUnlessTheEnvironmentAsks) {
+  ASSERT_EQ(unsetenv("SY_CUDA_DENSE_SMALL_M"), 0);
+  EXPECT_FALSE(kernels::dense_small_m_enabled_by_env());
+  ASSERT_EQ(setenv("SY_CUDA_DENSE_SMALL_M", "0", 1), 0);
+  EXPECT_FALSE(kernels::dense_small_m_enabled_by_env());
+  ASSERT_EQ(setenv("SY_CUDA_DENSE_SMALL_M", "1", 1), 0);
+  EXPECT_TRUE(kernels::dense_small_m_enabled_by_env());
+  ASSERT_EQ(unsetenv("SY_CUDA_DENSE_SMALL_M"), 0);
 }
 
 TEST(SmallMPlan, EnvironmentSwitchForcesCublas) {

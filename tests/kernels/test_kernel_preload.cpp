@@ -73,12 +73,15 @@ TEST(KernelPreload, ListsEveryKernelTheSourcesDefine) {
     EXPECT_TRUE(wanted.count(n)) << n << " is listed but no source defines it";
 }
 
-TEST(KernelPreload, TheSmallMKernelIsListedForEveryTileAndWeightType) {
-  std::set<std::string> small_m;
-  for (const KernelEntry& k : registered_kernels())
+TEST(KernelPreload, TheSmallMKernelsAreListedForEveryTileAndWeightType) {
+  std::set<std::string> small_m, dense;
+  for (const KernelEntry& k : registered_kernels()) {
     if (base_name(k.name) == "small_m_kernel") small_m.insert(k.name);
-  // launch_type's m tiles (1..16, kSmallMPieceRows) times BF16, F16 and F32.
+    if (base_name(k.name) == "small_m_dense_kernel") dense.insert(k.name);
+  }
+  // launch_type's and launch_dense_type's m tiles (1..16, kSmallMPieceRows) times BF16, F16, F32.
   EXPECT_EQ(small_m.size(), 15u);
+  EXPECT_EQ(dense.size(), 15u);
 }
 
 TEST(KernelPreload, LoadsEveryKernelOnTheDevice) {
