@@ -245,10 +245,10 @@ void ProcessGroup::serve_attention() {
                           Status::Error("page " + std::to_string(p) + " of " + std::to_string(kv.num_pages())));
       std::shared_ptr<const structured::GuideSpec> guide;
       if (m.grammar) {
-        if (!vocabulary_)
+        if (!guide_specs_)
           return complain(me, "sequence open",
                           Status::Error("guided request " + std::to_string(m.request) + " before any vocabulary"));
-        guide = std::make_shared<const structured::GuideSpec>(structured::GuideSpec{m.grammar, vocabulary_});
+        guide = guide_specs_->get(m.grammar);
       }
       if (kv.holds(m.request)) kv.release(m.request);  // not expected: rank 0 closes before it reuses an index
       kv.adopt(m.request, std::move(m.pages), m.sampling, m.prompt, m.logit_bias, m.prompt_length, guide);
@@ -261,7 +261,7 @@ void ProcessGroup::serve_attention() {
     auto built = m.build();
     loop_.post_external([this, built = std::move(built)]() mutable {
       ++received_;
-      vocabulary_ = std::move(built);
+      guide_specs_ = std::make_unique<structured::GuideSpecs>(std::move(built));
     });
   });
   links_.on(MessageType::SequenceClose, [this, me, attention_rank_here](ByteReader& r) {

@@ -20,6 +20,7 @@
 #include "engine/dist/zmq_transport.h"
 #include "engine/runtime/cluster.h"
 #include "engine/runtime/cluster_peers.h"
+#include "engine/structured/guide_specs.h"
 
 namespace sy::dist {
 
@@ -96,8 +97,9 @@ class ProcessGroup final : public ClusterPeers {
   std::int64_t drain_rounds_ = 0;
   // Rank 0: the guided vocabulary each process was sent last ([process]; null: none yet).
   std::vector<const structured::TokenVocabulary*> vocabulary_sent_;
-  // Other ranks: the vocabulary rank 0 sent, which guided requests opened here are masked by.
-  std::shared_ptr<const structured::TokenVocabulary> vocabulary_;
+  // Other ranks: the vocabulary rank 0 sent, which guided requests opened here are masked by,
+  // with the specs of the grammars they asked for (requests of one schema share its masks).
+  std::unique_ptr<structured::GuideSpecs> guide_specs_;
   std::uint64_t sent_ = 0;      // send_counted messages, loop thread
   std::uint64_t received_ = 0;  // theirs that arrived, counted on the loop as they are handled
 };

@@ -14,12 +14,19 @@ Guide::Guide(const GuideSpec& spec)
 
 void Guide::update_mask() {
   if (finished_) {
-    mask_.assign(words_, 0u);
+    auto ends = std::make_shared<TokenMask>(words_, 0u);
     for (const std::int32_t id : spec_.vocabulary->end_tokens())
-      if (static_cast<std::size_t>(id) / 32 < words_) mask_[static_cast<std::size_t>(id) / 32] |= 1u << (id % 32);
+      if (static_cast<std::size_t>(id) / 32 < words_) (*ends)[static_cast<std::size_t>(id) / 32] |= 1u << (id % 32);
+    mask_ = std::move(ends);
     return;
   }
-  compute_token_mask(matcher_, *spec_.vocabulary, words_, mask_);
+  if (spec_.masks) {
+    mask_ = spec_.masks->mask(matcher_, *spec_.vocabulary, words_);
+    return;
+  }
+  auto fresh = std::make_shared<TokenMask>();
+  compute_token_mask(matcher_, *spec_.vocabulary, words_, *fresh);
+  mask_ = std::move(fresh);
 }
 
 void Guide::advance(std::int32_t token) {

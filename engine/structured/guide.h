@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/structured/grammar.h"
+#include "engine/structured/mask_cache.h"
 #include "engine/structured/matcher.h"
 #include "engine/structured/token_vocabulary.h"
 
@@ -19,6 +20,9 @@ namespace sy::structured {
 struct GuideSpec {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenVocabulary> vocabulary;
+  // The masks of this grammar's states over this vocabulary, shared by the guides made from
+  // this spec (and from equal ones: GuideSpecs); null computes every mask.
+  std::shared_ptr<MaskCache> masks{};
 };
 
 class Guide {
@@ -27,7 +31,7 @@ class Guide {
   explicit Guide(const GuideSpec& spec);
 
   // The tokens allowed next, a bit per id (token_mask.h).
-  std::span<const std::uint32_t> mask() const { return mask_; }
+  std::span<const std::uint32_t> mask() const { return *mask_; }
   // The sampled token: fed to the matcher and the next mask computed. An end token (or a token
   // the mask did not allow, which is our bug) leaves only the end tokens allowed.
   void advance(std::int32_t token);
@@ -40,7 +44,7 @@ class Guide {
   std::size_t words_;
   Matcher matcher_;
   bool finished_ = false;
-  std::vector<std::uint32_t> mask_;
+  std::shared_ptr<const TokenMask> mask_;
 };
 
 }  // namespace sy::structured

@@ -104,6 +104,29 @@ bool Matcher::feed(std::uint8_t byte) {
   return !stacks_.empty();
 }
 
+std::size_t Matcher::state_hash() const {
+  // FNV-1a over every field of every frame of every reading.
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const Stack& s : stacks_) {
+    mix(s.size());
+    for (const Frame& f : s) {
+      mix(static_cast<std::uint64_t>(f.kind) | static_cast<std::uint64_t>(f.phase) << 8 |
+          static_cast<std::uint64_t>(f.ws) << 16 | static_cast<std::uint64_t>(f.pending) << 24 |
+          static_cast<std::uint64_t>(f.lo) << 32 | static_cast<std::uint64_t>(f.hi) << 40);
+      mix(static_cast<std::uint32_t>(f.node) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.a)) << 32);
+      mix(static_cast<std::uint32_t>(f.b) | static_cast<std::uint64_t>(static_cast<std::uint32_t>(f.value)) << 32);
+      mix(f.seen);
+    }
+  }
+  return static_cast<std::size_t>(h);
+}
+
 bool Matcher::feed(std::string_view bytes) {
   for (const char c : bytes)
     if (!feed(static_cast<std::uint8_t>(c))) return false;
@@ -282,7 +305,9 @@ bool Matcher::step_object(Stack& s, std::uint8_t b, std::vector<Stack>& forks, i
         f.b = next;
       }
       if (f.b < 0 && n.additional < 0) return false;
-      ++f.a;
+      // The position only matters while a named property still matches: past that, frames of
+      // any key length are the same state (mask_cache.h finds them equal).
+      if (f.b >= 0) ++f.a;
       return true;
     }
     case kObjAfterKey:
@@ -354,7 +379,8 @@ bool Matcher::advance(Stack& s, std::uint8_t b, std::vector<Stack>& forks, int d
           return true;
         }
         if (f.phase == kArrOpen && n.max_items == 0) return false;
-        ++f.a;
+        // Items are counted only as far as the bounds look (saturated): equal states compare equal.
+        if (f.a < std::max(n.min_items, n.max_items)) ++f.a;
         f.phase = kArrAfter;
         f.ws = 0;
         const std::int32_t items = n.items;
@@ -373,7 +399,9 @@ bool Matcher::advance(Stack& s, std::uint8_t b, std::vector<Stack>& forks, int d
             if (b < 0x20) return false;
             if (b >= 0x80 && !utf8_lead(b, f)) return false;
             if (b == '\\') f.phase = kStrEscape;
-            ++f.a;
+            // Characters are counted only as far as the length bounds look (saturated), so that
+            // an unbounded string's states are one state (mask_cache.h).
+            if (f.a < std::max(n.min_length, n.max_length)) ++f.a;
             return true;
           case kStrEscape:
             if (b == 'u') {
@@ -394,6 +422,7 @@ bool Matcher::advance(Stack& s, std::uint8_t b, std::vector<Stack>& forks, int d
             if (++f.b == 4) {
               f.phase = kStrChars;
               f.lo = 0x80;
+              f.b = 0;
             }
             return true;
         }

@@ -3,6 +3,7 @@
 // end here. Nondeterminism (anyOf, a list of types) is a set of stacks, one per live reading.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -26,6 +27,11 @@ class Matcher {
   // No byte can follow: the output is complete.
   bool complete() const;
   bool dead() const { return stacks_.empty(); }
+  // The state, for mask_cache.h: matchers of one grammar whose readings are equal allow the same
+  // bytes from here on, so they share a token mask. Counters are saturated where the grammar's
+  // bounds stop looking at them, so that e.g. every position inside an unbounded string is one state.
+  bool same_state(const Matcher& other) const { return grammar_ == other.grammar_ && stacks_ == other.stacks_; }
+  std::size_t state_hash() const;
   // The token mask's fast path: when the output is inside a JSON string value at a character
   // boundary (one reading, no escape or UTF-8 character begun), how many more characters the
   // string may take (-1: any number; also inside an object key no named property matches, where

@@ -12,6 +12,7 @@
 #include "engine/structured/model_vocabulary.h"
 #include "engine/structured/schema_compiler.h"
 #include "engine/structured/token_mask.h"
+#include "tests/structured/synthetic_vocabulary.h"
 
 namespace sy::structured {
 namespace {
@@ -88,30 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Tokenizers, TokenMaskTest, ::testing::Values("llama", "
 // and pieces with and without a leading space, punctuation runs, digits): the repo holds no real
 // 150k tokenizer. Prints the mask's cost per step at a few matcher states.
 TEST(TokenMaskCost, PrintsPerStepCost) {
-  std::mt19937_64 rng(7);
-  std::vector<std::string> bytes;
-  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
-  const std::string letters = "etaoinshrdlucmfwypvbgkjqxz";
-  const std::string punct = "{}[]\":,.-_ \n\t0123456789";
-  while (bytes.size() < 150000) {
-    std::string t;
-    const auto r = rng() % 10;
-    if (r < 6) {
-      if (rng() % 2) t += ' ';
-      const auto len = 2 + rng() % 8;
-      for (std::size_t k = 0; k < len; ++k) t += letters[rng() % (k == 0 ? letters.size() : 12 + k % 14)];
-    } else if (r < 8) {
-      const auto len = 1 + rng() % 4;
-      for (std::size_t k = 0; k < len; ++k) t += punct[rng() % punct.size()];
-    } else {
-      const auto len = 1 + rng() % 3;
-      for (std::size_t k = 0; k < len; ++k) t += static_cast<char>('0' + rng() % 10);
-    }
-    bytes.push_back(std::move(t));
-  }
-  const std::int32_t eos = static_cast<std::int32_t>(bytes.size());
-  bytes.emplace_back();  // the end token has no bytes
-  const TokenVocabulary big(std::move(bytes), {eos});
+  const TokenVocabulary big = synthetic_vocabulary();
   const auto llama = load("llama");
   const auto g = schema(kSchema);
   const char* prefixes[] = {"", "{\"name\": \"ab", "{\"name\": \"ab\", \"n\": 12", "{\"name\": \"ab\", \"tags\": [",

@@ -165,7 +165,8 @@ CompletionHandler::CompletionHandler(RequestBroker& broker, ModelLimits limits, 
   } else if (end.empty()) {
     no_guide_vocabulary_ = "it needs an eos token to end the answer, and neither the tokenizer nor config.json names one";
   } else {
-    guide_vocabulary_ = structured::vocabulary_from_tokenizer(*text_.tokenizer(), std::move(end));
+    guide_specs_ = std::make_unique<structured::GuideSpecs>(
+        structured::vocabulary_from_tokenizer(*text_.tokenizer(), std::move(end)));
   }
 }
 
@@ -326,12 +327,12 @@ void CompletionHandler::handle(const httplib::Request& req, httplib::Response& r
                                                       "tokenizer.json): use stop_token_ids"));
   std::shared_ptr<const structured::GuideSpec> guide;
   if (r.grammar) {
-    if (!guide_vocabulary_)
+    if (!guide_specs_)
       return set_error(res, ApiError::bad_field(r.guided_param, "'" + r.guided_param +
                                                                     "' asks for guided decoding (structured output), "
                                                                     "which this server does not do: " +
                                                                     no_guide_vocabulary_));
-    guide = std::make_shared<const structured::GuideSpec>(structured::GuideSpec{r.grammar, guide_vocabulary_});
+    guide = guide_specs_->get(r.grammar);
   }
   auto a = std::make_shared<PendingAnswer>(r);
   if (auto e = encode_prompts(r, *a)) return set_error(res, *e);

@@ -13,6 +13,7 @@
 #include "engine/serving/http/completion_request.h"
 #include "engine/serving/http/request_broker.h"
 #include "engine/serving/http/text_support.h"
+#include "engine/structured/guide_specs.h"
 #include "engine/structured/token_vocabulary.h"
 
 namespace httplib {
@@ -60,7 +61,9 @@ class CompletionHandler {
   const std::string id_prefix_;
   // Guided decoding's vocabulary, read from the tokenizer once (null: no tokenizer or no eos
   // token, and guided requests are refused), or why there is none.
-  std::shared_ptr<const structured::TokenVocabulary> guide_vocabulary_;
+  // Null when the server cannot guide (no_guide_vocabulary_ says why); else the specs of recent
+  // grammars over the model's vocabulary, so that requests of one schema share its masks.
+  std::unique_ptr<structured::GuideSpecs> guide_specs_;
   std::string no_guide_vocabulary_;
   std::atomic<std::uint64_t> answers_{0};
   std::atomic<std::int64_t> answering_{0};
