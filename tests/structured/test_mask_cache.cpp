@@ -16,24 +16,11 @@
 #include "engine/structured/model_vocabulary.h"
 #include "engine/structured/schema_compiler.h"
 #include "engine/structured/token_mask.h"
+#include "tests/structured/fixtures.h"
 #include "tests/structured/synthetic_vocabulary.h"
 
 namespace sy::structured {
 namespace {
-
-std::shared_ptr<const TokenVocabulary> load(const char* family) {
-  auto t = text::Tokenizer::load(std::string(SY_SOURCE_DIR) + "/assets/tokenizers/" + family);
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  const auto eos = t->token_to_id(std::string(family) == "llama" ? "</s>" : "<|endoftext|>");
-  EXPECT_TRUE(eos.has_value());
-  return vocabulary_from_tokenizer(*t, {*eos});
-}
-
-std::shared_ptr<const Grammar> schema(const std::string& text) {
-  auto g = compile_schema(nlohmann::json::parse(text));
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return *g;
-}
 
 // Unbounded strings, an array of them, a bounded string and a bounded array.
 const char* kReport = R"({"type":"object","properties":{"title":{"type":"string"},"summary":{"type":"string"},

@@ -6,30 +6,16 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include "engine/structured/guide.h"
 #include "engine/structured/model_vocabulary.h"
 #include "engine/structured/schema_compiler.h"
 #include "engine/structured/token_mask.h"
+#include "tests/structured/fixtures.h"
 #include "tests/structured/synthetic_vocabulary.h"
 
 namespace sy::structured {
 namespace {
-
-std::shared_ptr<const TokenVocabulary> load(const char* family) {
-  auto t = text::Tokenizer::load(std::string(SY_SOURCE_DIR) + "/assets/tokenizers/" + family);
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  const auto eos = t->token_to_id(std::string(family) == "llama" ? "</s>" : "<|endoftext|>");
-  EXPECT_TRUE(eos.has_value());
-  return vocabulary_from_tokenizer(*t, {*eos});
-}
-
-std::shared_ptr<const Grammar> schema(const char* text) {
-  auto g = compile_schema(nlohmann::json::parse(text));
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return *g;
-}
 
 const char* kSchema = R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
   "tags":{"type":"array","items":{"enum":["a","bb",3]},"maxItems":3},"n":{"type":"number"},"ok":{"type":["boolean","null"]}},
