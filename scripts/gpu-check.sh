@@ -5,7 +5,7 @@
 #
 #   scripts/gpu-check.sh                 # here: build test_cuda_kernels, test_cuda_backend, bench_cuda,
 #                                        #   bench_module_loading, switchyard (the multi-process test's ranks); pack
-#   .gpu/check.sh [tests|tests-core|tests-processes|tests-split|tests-tc|tests-gqa|tests-dense|bench|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
+#   .gpu/check.sh [tests|tests-core|tests-processes|tests-split|tests-tc|tests-gqa|tests-dense|bench|bench-serve|bench-cublas|ncu]...   # there (device tool, carry [".gpu"]); default: tests bench
 #
 # check.sh prints each step's tail and keeps whole logs under $OUT (the device tool brings them
 # back). Each step has its own timeout (SY_GPU_STEP_S, default 150 s) so a hang in one still
@@ -138,13 +138,30 @@ for step in "${steps[@]}"; do
       run test_cuda_backend_dense env SY_CUDA_DENSE_SMALL_M=1 "$here/test_cuda_backend" --gtest_brief=1 \
         --gtest_filter='DecodeGraph*:Models/CudaGraphs.*:Models/CudaBackend.*' ;;
     bench) run bench_cuda "$here/bench_cuda" ;;
+    # The whole serving runtime on the GPU (bench_cuda times a layer loop without it): a small
+    # random Qwen3-MoE (make-model --preset small), Poisson requests through `switchyard bench
+    # --backend cuda`, one worker and two attention + two expert workers sharing the GPU, sync
+    # against async; then the one-worker case with the dense small-m path and without graphs.
+    bench-serve)
+      model=${TMPDIR:-/tmp}/sy-qwen3-small
+      rm -rf "$model"
+      run make_model "$here/switchyard" make-model --arch qwen3_moe --preset small --out "$model"
+      serve_bench() {  # name, then bench's arguments; $dense: SY_CUDA_DENSE_SMALL_M (default 0)
+        local name=$1; shift
+        run "$name" env SY_CUDA_DENSE_SMALL_M="${dense:-0}" "$here/switchyard" bench --backend cuda --model "$model" \
+          --rate 40 --duration 4 --compare sync,async "$@"
+      }
+      serve_bench bench_serve_colocated --layout colocated:1
+      serve_bench bench_serve_disaggregated --layout disaggregated:2+2
+      dense=1 serve_bench bench_serve_dense --layout colocated:1
+      serve_bench bench_serve_eager --layout colocated:1 --cuda-graphs off ;;
     # The same with every expert execution through cuBLAS (the small-m kernel off), to compare
     # the whole-model decode tokens/s.
     bench-cublas) run bench_cuda_cublas env SY_CUDA_SMALL_M=0 "$here/bench_cuda" ;;
     ncu)
       # The grouped expert GEMM and attention kernels' limiters, as ncu sees them.
       run ncu_bench_cuda ncu --set basic --launch-count 40 --csv "$here/bench_cuda" ;;
-    *) echo "check.sh: unknown step '$step' (tests, tests-core, tests-processes, tests-split, tests-tc, tests-gqa, tests-dense, bench, bench-cublas, ncu)"; status=1 ;;
+    *) echo "check.sh: unknown step '$step' (tests, tests-core, tests-processes, tests-split, tests-tc, tests-gqa, tests-dense, bench, bench-serve, bench-cublas, ncu)"; status=1 ;;
   esac
 done
 exit $status
