@@ -96,6 +96,19 @@ TEST(MatcherTest, ArraysAndBounds) {
   check(g, {{"[1]", true}, {"[1, 2e5]", true}, {"[]", false}, {"[1,2,3]", false}, {"[1.]", false}, {"[-1.5E+3]", true}});
   const auto s = schema(R"({"type":"string","minLength":2,"maxLength":3})");
   check(s, {{"\"ab\"", true}, {"\"a\\nb\"", true}, {"\"a\"", false}, {"\"abcd\"", false}, {"\"\xc3\xa9\xc3\xa9\"", true}});
+  // One bound alone, far past it: the counters saturate at the bounds (mask_cache.h), and the
+  // answers stay those of counting every character and item.
+  check(schema(R"({"type":"string","minLength":3})"),
+        {{"\"ab\"", false}, {"\"abc\"", true}, {"\"abcdefghijkl\"", true}, {"\"a\\u00e9\"", false}, {"\"a\\u00e9b\"", true}});
+  check(schema(R"({"type":"string","maxLength":2})"), {{"\"\"", true}, {"\"ab\"", true}, {"\"abc\"", false}});
+  check(schema(R"({"type":"array","items":{"type":"integer"},"minItems":2})"),
+        {{"[1]", false}, {"[1,2]", true}, {"[1,2,3,4,5,6,7]", true}});
+  check(schema(R"({"type":"array","items":{"type":"integer"},"maxItems":3})"),
+        {{"[]", true}, {"[1,2,3]", true}, {"[1,2,3,4]", false}});
+  // A key that leaves the named property's spelling is an additional property from there on.
+  check(schema(R"({"type":"object","properties":{"abc":{"type":"integer"}},"additionalProperties":{"type":"string"}})"),
+        {{R"({"abc":1})", true}, {R"({"abc":"x"})", false}, {R"({"abd":"x"})", true}, {R"({"abcd":"x"})", true},
+         {R"({"ab":"x"})", true}, {R"({"abdefgh":"x","abc":2})", true}});
 }
 
 TEST(MatcherTest, EnumConstAnyOfTypes) {
