@@ -62,8 +62,17 @@ void check(const sy::http::ParsedRequest& parsed, const sy::http::ModelLimits& l
     if (i > 0 && r.logit_bias[i - 1].token >= b.token) fuzz_fail(kTarget, "logit bias not sorted by distinct token");
   }
   if (r.include_usage && !r.stream) fuzz_fail(kTarget, "stream_options without stream");
-  if (r.parse_tool_calls && (!chat || !limits.auto_tool_choice))
+  using Read = sy::http::CompletionRequest::ToolCallRead;
+  if (r.tool_calls_read == Read::Hermes && (!chat || !limits.auto_tool_choice))
     fuzz_fail(kTarget, "tool calls parsed without --enable-auto-tool-choice");
+  if ((r.tool_calls_read == Read::Named || r.tool_calls_read == Read::Required) &&
+      (!chat || !r.grammar || r.guided_param != "tool_choice" || r.tools.empty()))
+    fuzz_fail(kTarget, "a named or required tool choice without its grammar or tools");
+  if (r.tool_calls_read == Read::Named) {
+    bool known = false;
+    for (const auto& t : r.tools) known = known || t["function"]["name"] == r.tool_choice_name;
+    if (!known) fuzz_fail(kTarget, "a named tool choice of a function not among the tools");
+  }
   if (!r.tools.is_null()) {
     if (!chat || !r.tools.is_array()) fuzz_fail(kTarget, "tools accepted outside chat or not as a list");
     for (const auto& t : r.tools)

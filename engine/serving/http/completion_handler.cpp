@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include "engine/serving/http/answer_text.h"
+#include "engine/serving/http/forced_tool_calls.h"
 #include "engine/serving/http/logprobs_json.h"
 #include "engine/serving/http/openai_shapes.h"
 #include "engine/structured/model_vocabulary.h"
@@ -47,13 +48,18 @@ struct PendingPrompt {
 struct PendingChoice {
   PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r, std::size_t prompt_index)
       : prompt(prompt_index), text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {
-    if (r.parse_tool_calls) tool_stream.emplace();
+    if (r.tool_calls_read == CompletionRequest::ToolCallRead::Hermes) tool_stream.emplace();
+    hold_all = r.tool_calls_read == CompletionRequest::ToolCallRead::Named ||
+               r.tool_calls_read == CompletionRequest::ToolCallRead::Required;
   }
   std::size_t prompt;  // the index of the prompt it continues
   std::shared_ptr<RequestChannel> channel;
   AnswerText text;
   // Chat with tool calls parsed (tool_choice "auto"): streams send content through it.
   std::optional<HermesToolStream> tool_stream;
+  // Chat with a named or required tool choice: the whole text is the calls, held until the end.
+  bool hold_all = false;
+  std::string held;
   // Per choice: completions' text_offset counts this choice's own text from 0.
   LogprobsJson logprobs_json;
   std::vector<kernels::TokenLogprobs> logprobs;  // whole answers: one per id, when asked (and the backend has logits)
@@ -73,7 +79,7 @@ struct PendingChoice {
 struct PendingAnswer {
   explicit PendingAnswer(const CompletionRequest& r)
       : want_logprobs(r.logprobs >= 0), echo(r.echo), echo_only(r.echo && r.max_tokens == 0),
-        prompt_logprobs(r.prompt_logprobs), parse_tool_calls(r.parse_tool_calls) {}
+        prompt_logprobs(r.prompt_logprobs), tool_calls_read(r.tool_calls_read), tool_choice_name(r.tool_choice_name) {}
   bool want_logprobs;
   // echo: every choice's text begins with its prompt's echo_text and its logprobs with that
   // prompt's tokens. echo_only (max_tokens 0): the engine draws one token to end the request,
@@ -81,7 +87,21 @@ struct PendingAnswer {
   bool echo;
   bool echo_only;
   std::int32_t prompt_logprobs;  // vLLM's prompt_logprobs: alternatives per token, -1: not asked
-  bool parse_tool_calls;         // chat answers are parsed for tool calls (hermes)
+  CompletionRequest::ToolCallRead tool_calls_read;  // how chat answers' tool calls are read
+  std::string tool_choice_name;                     // a named tool choice's function
+  // A choice's whole text read for tool calls as the request says (no calls: all content).
+  ToolCallParse read_calls(const std::string& text) const {
+    switch (tool_calls_read) {
+      case CompletionRequest::ToolCallRead::Hermes: return parse_hermes_tool_calls(text);
+      case CompletionRequest::ToolCallRead::Named: return named_tool_call(tool_choice_name, text);
+      case CompletionRequest::ToolCallRead::Required: return required_tool_calls(text);
+      case CompletionRequest::ToolCallRead::None: break;
+    }
+    return {text, {}};
+  }
+  // finish_reason "tool_calls" where calls were made: after "auto" only; a named or required
+  // choice keeps the generation's reason, as vLLM answers.
+  bool calls_finish() const { return tool_calls_read == CompletionRequest::ToolCallRead::Hermes; }
   std::vector<PendingPrompt> prompts;
   // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
   // it has not gone out yet: the whole answer, or a stream's first chunk); null when not asked.
@@ -398,8 +418,9 @@ void CompletionHandler::answer_whole(httplib::Response& res, std::shared_ptr<Pen
           for (PendingChoice& c : a->choices) {
             ChoiceJson choice{"", c.ids, c.reason, a->logprobs_json(c, c.logprobs), std::nullopt, {}, false};
             choice.text = a->echo_prefix(c) + c.whole;
-            if (a->parse_tool_calls) {
-              ToolCallParse parse = parse_hermes_tool_calls(choice.text);
+            if (a->tool_calls_read != CompletionRequest::ToolCallRead::None) {
+              ToolCallParse parse = a->read_calls(choice.text);
+              choice.tool_calls_finish = a->calls_finish();
               if (!parse.calls.empty()) {
                 choice.tool_calls = std::move(parse.calls);
                 choice.content_null = !parse.content;
@@ -464,7 +485,12 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             const std::int32_t t = news.tokens[i];
             c.ids.push_back(t);
             std::string piece = c.text.push(t);
-            if (c.tool_stream) piece = c.tool_stream->push(piece);
+            if (c.tool_stream) {
+              piece = c.tool_stream->push(piece);
+            } else if (c.hold_all) {
+              c.held += piece;
+              piece.clear();
+            }
             if (c.text.stopped() || (finished && i + 1 == news.tokens.size())) {
               last_logprobs = logprobs_of(i);  // before echo_prefix: it marks the prompt as sent
               last_text = a->echo_prefix(c) + piece;
@@ -482,7 +508,8 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           if (c.text.stopped() || finished) {
             if (!c.text.stopped()) {
               const std::string tail = c.text.finish();
-              last_text += c.tool_stream ? c.tool_stream->push(tail) : tail;
+              if (c.hold_all) c.held += tail;
+              else last_text += c.tool_stream ? c.tool_stream->push(tail) : tail;
             }
             // The calls come out once the choice has ended (HermesToolStream says why).
             std::vector<ToolCall> calls;
@@ -490,6 +517,10 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
               HermesToolStream::End end = c.tool_stream->finish();
               last_text += end.content;
               calls = std::move(end.calls);
+            } else if (c.hold_all) {
+              ToolCallParse parse = a->read_calls(c.held);
+              if (parse.calls.empty()) last_text += c.held;
+              calls = std::move(parse.calls);
             }
             // Echo with no token of the answer's (max_tokens 0): the prompt is the one chunk.
             if (a->echo && !c.echoed) {
@@ -519,7 +550,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
               out += sse_event(tool_call_chunk_json(a->header, index(c), k, calls[k], /*arguments=*/false));
               out += sse_event(tool_call_chunk_json(a->header, index(c), k, calls[k], /*arguments=*/true));
             }
-            out += sse_event(chunk_json(a->header, index(c), "", {}, c.reason, usage, nullptr, /*tool_calls_finish=*/true));
+            out += sse_event(chunk_json(a->header, index(c), "", {}, c.reason, usage, nullptr, a->calls_finish()));
           }
           return true;
         });

@@ -7,6 +7,7 @@
 
 #include "base/json_depth.h"
 #include "base/json_parse.h"
+#include "engine/serving/http/forced_tool_calls.h"
 #include "engine/structured/schema_compiler.h"
 #include "kernels/cpu/logprobs.h"
 
@@ -157,6 +158,14 @@ bool guided_schema(Checker& c, const std::string& param, const json& given, Comp
 // {"name", "schema", "strict"}}) and vLLM's structured_outputs ({"json": schema, "choice":
 // [strings], "json_object": true}); either, not both.
 bool parse_guided(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
+  // tool_choice "required" or a named function guides the answer already.
+  const bool by_tools = out.grammar != nullptr;
+  const auto both = [&](const std::string& param) {
+    return c.fail(param, "'" + param + "' and 'tool_choice' (" +
+                             (out.tool_calls_read == CompletionRequest::ToolCallRead::Named ? "a named function"
+                                                                                           : std::string("\"required\"")) +
+                             ") both constrain the answer: give one");
+  };
   if (const json* rf = c.get("response_format")) {
     const std::string kinds = "\"text\", \"json_object\" or \"json_schema\"";
     if (!rf->is_object()) return c.wrong_type("response_format", *rf, "an object {\"type\": " + kinds + "}");
@@ -164,6 +173,7 @@ bool parse_guided(Checker& c, const ModelLimits& limits, CompletionRequest& out)
     if (type == rf->end() || !type->is_string())
       return c.fail("response_format.type", "'response_format.type' must be " + kinds);
     const std::string t = type->get<std::string>();
+    if (by_tools && (t == "json_object" || t == "json_schema")) return both("response_format");
     if (t == "json_object") {
       out.grammar = structured::Grammar::any_object();
       out.guided_param = "response_format";
@@ -188,7 +198,7 @@ bool parse_guided(Checker& c, const ModelLimits& limits, CompletionRequest& out)
   if (const json* so = c.get("structured_outputs")) {
     if (!so->is_object())
       return c.wrong_type("structured_outputs", *so, "an object {\"json\": schema} or {\"choice\": [strings]}");
-    if (out.grammar)
+    if (out.grammar && !by_tools)
       return c.fail("structured_outputs", "'structured_outputs' and a 'response_format' of type json_object or "
                                           "json_schema both constrain the answer: give one");
     std::vector<std::string> given;
@@ -209,6 +219,7 @@ bool parse_guided(Checker& c, const ModelLimits& limits, CompletionRequest& out)
                                            ".choice and .json_object)");
       }
     }
+    if (by_tools && !given.empty()) return both("structured_outputs");
     if (given.size() != 1)
       return c.fail("structured_outputs", "'structured_outputs' must give exactly one of json, choice and json_object, got " +
                                               (given.empty() ? std::string("none") : std::to_string(given.size())));
@@ -420,8 +431,8 @@ bool parse_tools(Checker& c, const ojson* tools, CompletionRequest& out) {
 }
 
 // vLLM's tool_choice: "none", "auto" (the default when tools are given), "required" or a named
-// function. "required" and a named function make vLLM constrain the output with guided decoding,
-// which this server does not have: refused rather than answered without the promised call.
+// function. "required" and a named function guide the answer with a grammar made from the tools
+// (forced_tool_calls.h), as vLLM does; errors in a tool's parameters name that tool.
 bool parse_tool_choice(Checker& c, const ModelLimits& limits, CompletionRequest& out) {
   const json* choice = c.get("tool_choice");
   const json* given_tools = c.get("tools");
@@ -442,6 +453,13 @@ bool parse_tool_choice(Checker& c, const ModelLimits& limits, CompletionRequest&
     // vLLM (and OpenAI) answer "required" with no tools as "none".
     if (mode == "required" && out.tools.empty()) mode = "none";
   }
+  // Each tool's parameters compiled alone first, so that an error names the tool.
+  const auto compile_each = [&]() {
+    for (std::size_t i = 0; i < out.tools.size(); ++i)
+      if (!guided_schema(c, "tools[" + std::to_string(i) + "].function.parameters", json(named_tool_schema(out.tools[i])), out))
+        return false;
+    return true;
+  };
   if (mode == "named") {
     const auto fn = choice->find("function");
     const json* name = nullptr;
@@ -449,21 +467,29 @@ bool parse_tool_choice(Checker& c, const ModelLimits& limits, CompletionRequest&
       if (const auto it = fn->find("name"); it != fn->end()) name = &*it;
     if (!name || !name->is_string())
       return c.fail("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
-    bool known = false;
-    for (const ojson& t : out.tools) known = known || t["function"]["name"] == name->get<std::string>();
-    if (!known) return c.fail("tool_choice", "Tool '" + name->get<std::string>() + "' has not been passed in `tools`.");
-    return c.fail("tool_choice", "'tool_choice' naming a function needs structured output (guided decoding) of the "
-                                 "tool call, which this server does not do for tools: use \"auto\" (with serve --enable-auto-tool-choice) "
-                                 "or \"none\"");
+    for (std::size_t i = 0; i < out.tools.size(); ++i) {
+      if (out.tools[i]["function"]["name"] != name->get<std::string>()) continue;
+      out.guided_param = "tool_choice";
+      out.tool_calls_read = CompletionRequest::ToolCallRead::Named;
+      out.tool_choice_name = name->get<std::string>();
+      return guided_schema(c, "tools[" + std::to_string(i) + "].function.parameters",
+                           json(named_tool_schema(out.tools[i])), out);
+    }
+    return c.fail("tool_choice", "Tool '" + name->get<std::string>() + "' has not been passed in `tools`.");
   }
-  if (mode == "required")
-    return c.fail("tool_choice", "'tool_choice' \"required\" needs structured output (guided decoding) of the tool "
-                                 "calls, which this server does not do for tools: use \"auto\" (with serve --enable-auto-tool-choice) or \"none\"");
+  if (mode == "required") {
+    if (!compile_each()) return false;
+    auto schema = required_tool_calls_schema(out.tools);
+    if (!schema.ok()) return c.fail("tools", schema.status().message());
+    out.guided_param = "tool_choice";
+    out.tool_calls_read = CompletionRequest::ToolCallRead::Required;
+    return guided_schema(c, "tool_choice", json(*schema), out);
+  }
   if (mode == "auto") {
     // vLLM's rule and message (its flags are serve's too).
     if (!limits.auto_tool_choice)
       return c.fail("tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
-    out.parse_tool_calls = true;
+    out.tool_calls_read = CompletionRequest::ToolCallRead::Hermes;
   }
   return true;
 }

@@ -69,9 +69,14 @@ struct CompletionRequest {
   // continued instead (continue_final_message; the two exclude each other).
   bool add_generation_prompt = true;
   bool continue_final_message = false;
-  // Chat: parse the answers for tool calls (tools given, tool_choice "auto", the server's
-  // --enable-auto-tool-choice); "none" renders the tools and leaves the text alone, as vLLM.
-  bool parse_tool_calls = false;
+  // Chat: how the answers' tool calls are read. None: not at all ("none" renders the tools and
+  // leaves the text alone, as vLLM). Hermes: tool_choice "auto" with the server's
+  // --enable-auto-tool-choice, the hermes parser. Named (a function named by tool_choice) and
+  // Required ("required"): the answer is guided by `grammar`, made from the tools as vLLM makes
+  // it (forced_tool_calls.h), and read back as that function's arguments or as the list of calls.
+  enum class ToolCallRead { None, Hermes, Named, Required };
+  ToolCallRead tool_calls_read = ToolCallRead::None;
+  std::string tool_choice_name;  // Named: the function
   // OpenAI's parallel_tool_calls: taken, not enforced (every call the model writes is returned,
   // as vLLM's hermes parser does).
   bool parallel_tool_calls = true;

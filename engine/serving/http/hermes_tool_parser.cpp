@@ -5,39 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
+#include "engine/serving/http/python_json.h"
 
 namespace sy::http {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-// Python's json.dumps(value, ensure_ascii=False): ", " and ": " between items, keys in the
-// order the model wrote them (json.loads keeps it). nlohmann writes strings and numbers as
-// Python does here (control characters escaped, everything else as is; shortest round-trip
-// floats with a ".0" on whole ones).
-void python_dumps(const ojson& v, std::string& out) {
-  if (v.is_object()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, item] : v.items()) {
-      if (!first) out += ", ";
-      first = false;
-      out += ojson(key).dump(-1, ' ', false, ojson::error_handler_t::replace);
-      out += ": ";
-      python_dumps(item, out);
-    }
-    out += '}';
-  } else if (v.is_array()) {
-    out += '[';
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ", ";
-      python_dumps(v[i], out);
-    }
-    out += ']';
-  } else {
-    out += v.dump(-1, ' ', false, ojson::error_handler_t::replace);
-  }
-}
 
 // Deeper JSON is not a call (python_dumps recurses; vLLM's json.loads raises RecursionError near
 // 1000 levels, and the text is content there too).

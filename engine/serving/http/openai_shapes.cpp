@@ -37,7 +37,7 @@ json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choic
     const ChoiceJson& c = choices[i];
     json choice = {{"index", i},
                    {"logprobs", c.logprobs},
-                   {"finish_reason", c.tool_calls.empty() ? openai_finish_reason(c.reason) : "tool_calls"}};
+                   {"finish_reason", c.tool_calls.empty() || !c.tool_calls_finish ? openai_finish_reason(c.reason) : "tool_calls"}};
     if (h.endpoint == Endpoint::ChatCompletions) {
       choice["message"] = {{"role", "assistant"}, {"content", c.content_null ? json(nullptr) : json(c.text)}};
       if (!c.tool_calls.empty()) {

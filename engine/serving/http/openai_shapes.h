@@ -46,9 +46,12 @@ struct ChoiceJson {
   // Completions asking for vLLM's prompt_logprobs: LogprobsJson::prompt_logprobs; else absent.
   std::optional<nlohmann::json> prompt_logprobs;
   // Chat answers parsed for tool calls: with calls, the message carries them (content null when
-  // `content_null`) and finish_reason is "tool_calls", as vLLM answers.
+  // `content_null`) and finish_reason is "tool_calls" (with tool_calls_finish), as vLLM answers.
   std::vector<ToolCall> tool_calls;
   bool content_null = false;
+  // false: finish_reason stays the generation's even with calls (a named or required tool
+  // choice, as vLLM answers those).
+  bool tool_calls_finish = true;
 };
 // The whole answer: choice i has "index" i.
 nlohmann::json completion_json(const AnswerHeader& h, const std::vector<ChoiceJson>& choices, const Usage& usage);

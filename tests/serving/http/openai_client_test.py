@@ -167,11 +167,20 @@ def check_tool_calls():
         nxt = client.chat.completions.create(**dict(request, messages=history, tool_choice="none", logit_bias=None))
         check(nxt.choices[0].message.tool_calls is None and nxt.usage.prompt_tokens > r.usage.prompt_tokens,
               "the calls and the tool's answer go back as history")
-        try:
-            client.chat.completions.create(**dict(request, tool_choice="required"))
-            check(False, "tool_choice required: 400")
-        except openai.BadRequestError as e:
-            check("structured output" in str(e), "tool_choice required: 400 that says why")
+        # A named function: guided decoding holds the random model to its parameters' schema (a
+        # small one, so that answers end within max_tokens).
+        pick = {"type": "function", "function": {"name": "pick", "parameters": {
+            "type": "object", "properties": {"color": {"enum": ["red", "green"]}}, "required": ["color"],
+            "additionalProperties": False}}}
+        named = client.chat.completions.create(**dict(
+            request, tools=[WEATHER_TOOL, pick], tool_choice={"type": "function", "function": {"name": "pick"}},
+            logit_bias=None, max_tokens=400, temperature=1, seed=1, n=4))
+        ended = [c for c in named.choices if c.finish_reason == "stop"]
+        check(ended and all(c.message.content == "" and len(c.message.tool_calls) == 1
+                            and c.message.tool_calls[0].function.name == "pick" for c in named.choices)
+              and all(json.loads(c.message.tool_calls[0].function.arguments) in ({"color": "red"}, {"color": "green"})
+                      for c in ended),
+              f"a named tool choice: one call of that function, arguments following its schema ({len(ended)} of 4 ended)")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)

@@ -29,10 +29,13 @@ using ojson = nlohmann::ordered_json;
 constexpr int kCallToken = 512;      // content, then a whole call
 constexpr int kBrokenToken = 513;    // a call whose JSON is cut short
 constexpr int kOpenCallToken = 514;  // a call without its closing tag
+constexpr int kCallListToken = 515;  // a whole answer to tool_choice "required"
 const std::string kCallText =
     "Let me see. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": 2}}\n</tool_call>";
 const std::string kBrokenText = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \n</tool_call>";
 const std::string kOpenCallText = "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1.5}}";
+const std::string kCallListText =
+    R"([{"name": "pick", "parameters": {"color":"green"}}, {"parameters": {"level": 2, "on": false}, "name": "switch"}])";
 
 const json kTools = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}},
@@ -46,7 +49,8 @@ class ApiToolsTest : public TinyTextModelSuite<ApiToolsTest> {
     const auto add_tokens = [](const fs::path& dir) {
       json tok = json::parse(std::ifstream(dir / "tokenizer.json"));
       for (const auto& [id, content] :
-           {std::pair{kCallToken, kCallText}, {kBrokenToken, kBrokenText}, {kOpenCallToken, kOpenCallText}})
+           {std::pair{kCallToken, kCallText}, {kBrokenToken, kBrokenText}, {kOpenCallToken, kOpenCallText},
+            {kCallListToken, kCallListText}})
         tok["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
                                        {"rstrip", false}, {"normalized", false}, {"special", false}});
       std::ofstream(dir / "tokenizer.json") << tok.dump();
@@ -234,6 +238,105 @@ TEST_F(ApiToolsTest, ToolsReachTheTemplateAndAutoNeedsTheServerFlag) {
   body.erase("tools");
   body.erase("tool_choice");
   EXPECT_LT(whole(c, body)["usage"]["prompt_tokens"].get<int>(), r["usage"]["prompt_tokens"].get<int>());
+}
+
+// tool_choice naming a function or "required" (no --enable-auto-tool-choice needed, as vLLM): the
+// random model, sampled at temperature 1, writes valid calls only because guided decoding holds
+// it to the tools' schemas, so every choice that ends (finish_reason "stop", which a call does
+// not change here) must carry calls whose arguments follow them; content is "".
+const json kSwitchTool = json::parse(R"({"type": "function", "function": {"name": "switch", "parameters": {"type": "object",
+    "properties": {"on": {"type": "boolean"}, "level": {"enum": [1, 2, 3]}}, "required": ["on", "level"], "additionalProperties": false}}})");
+const json kPickTool = json::parse(R"({"type": "function", "function": {"name": "pick", "parameters": {"type": "object",
+    "properties": {"color": {"enum": ["red", "green"]}}, "required": ["color"], "additionalProperties": false}}})");
+
+// Whether `arguments` (JSON text) follow the named tool's parameters above.
+bool follows_tool(const std::string& name, const std::string& arguments) {
+  const json a = json::parse(arguments, nullptr, /*allow_exceptions=*/false);
+  if (!a.is_object()) return false;
+  if (name == "switch")
+    return a.size() == 2 && a.contains("on") && a["on"].is_boolean() && a.contains("level") &&
+           (a["level"] == 1 || a["level"] == 2 || a["level"] == 3);
+  if (name == "pick") return a.size() == 1 && a.contains("color") && (a["color"] == "red" || a["color"] == "green");
+  return false;
+}
+
+TEST_F(ApiToolsTest, NamedAndRequiredToolChoicesAnswerWithGuidedCalls) {
+  LiveServer s(weights_, {}, options(false), text_);
+  auto c = s.client();
+  c.set_read_timeout(120, 0);
+  json body = {{"messages", {{{"role", "user"}, {"content", "Lights on, and pick a color."}}}},
+               {"tools", json::array({kTools[0], kSwitchTool, kPickTool})},
+               {"max_tokens", 400},  // room for the up to 20 bytes of whitespace a gap may take
+               {"temperature", 1.0},
+               {"seed", 3},
+               {"n", 8}};
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "switch"}}}};
+  int ended = 0;
+  const json named = whole(c, body);  // a named value: the loop must not walk a destroyed temporary
+  for (const json& choice : named["choices"]) {
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << choice.dump();
+    const json& call = choice["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "switch");
+    EXPECT_EQ(choice["message"]["content"], "");
+    if (choice["finish_reason"] != "stop") {
+      EXPECT_EQ(choice["finish_reason"], "length");
+      continue;
+    }
+    ++ended;
+    EXPECT_TRUE(follows_tool("switch", call["function"]["arguments"])) << call.dump();
+  }
+  EXPECT_GE(ended, 4) << "too few calls ended for the check to see them";
+  for (const auto& [index, a] : streamed(c, body)) {
+    EXPECT_EQ(a.content, "") << index;
+    ASSERT_EQ(a.tool_calls.size(), 1u) << index;
+    EXPECT_EQ(a.tool_calls[0]["function"]["name"], "switch");
+    if (a.finish_reason == "stop") {
+      EXPECT_TRUE(follows_tool("switch", a.tool_calls[0]["function"]["arguments"]));
+    }
+  }
+
+  // "required": the random model would wander among the extra properties vLLM's schema allows
+  // an item, so logit_bias makes it write one whole answer in one added token, which the mask
+  // must let through (max_tokens 1: greedy sampling would pad the end with the whitespace the
+  // grammar allows after the list).
+  body = forced(kCallListToken, 1, 2);
+  body["tools"] = json::array({kSwitchTool, kPickTool});
+  body["tool_choice"] = "required";
+  const json pick = {{"type", "function"}, {"function", {{"name", "pick"}, {"arguments", "{\"color\": \"green\"}"}}}};
+  const json flip = {{"type", "function"}, {"function", {{"name", "switch"}, {"arguments", "{\"level\": 2, \"on\": false}"}}}};
+  const json required = whole(c, body);
+  ASSERT_EQ(required["choices"].size(), 2u);
+  for (const json& choice : required["choices"]) {
+    EXPECT_EQ(choice["finish_reason"], "length");  // the generation's reason: calls do not make it "tool_calls"
+    EXPECT_EQ(choice["token_ids"], json({kCallListToken}));
+    EXPECT_EQ(choice["message"]["content"], "");
+    ASSERT_EQ(choice["message"]["tool_calls"].size(), 2u) << choice.dump();
+    EXPECT_EQ(without_id(choice["message"]["tool_calls"][0]), pick);
+    EXPECT_EQ(without_id(choice["message"]["tool_calls"][1]), flip);
+  }
+  for (const auto& [index, a] : streamed(c, body)) {
+    EXPECT_EQ(a.content, "") << index;
+    EXPECT_EQ(a.finish_reason, "length");
+    ASSERT_EQ(a.tool_calls.size(), 2u) << index;
+    EXPECT_EQ(without_id(a.tool_calls[0]), pick);
+    EXPECT_EQ(without_id(a.tool_calls[1]), flip);
+  }
+  // The same token under "auto" is no call (the hermes parser finds no tag): guided decoding,
+  // not the text, made the calls above.
+  body.erase("tool_choice");
+  LiveServer with_auto(weights_, {}, options(true), text_);
+  auto c2 = with_auto.client();
+  const json unforced = whole(c2, body);
+  EXPECT_FALSE(unforced["choices"][0]["message"].contains("tool_calls"));
+  EXPECT_EQ(unforced["choices"][0]["finish_reason"], "length");
+  body["tool_choice"] = "required";
+  // With response_format as well: two constraints, one answer: refused.
+  body["response_format"] = {{"type", "json_object"}};
+  auto res = post(c, body);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["error"]["param"], "response_format");
+  EXPECT_TRUE(s.kv_freed());
 }
 
 // Requests as clients send them (arguments as JSON text, fields in any order, content null,

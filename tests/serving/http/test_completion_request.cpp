@@ -4,6 +4,10 @@
 
 #include "engine/serving/http/completion_request.h"
 
+#include <nlohmann/json.hpp>
+
+#include "engine/structured/schema_compiler.h"
+
 namespace sy::http {
 namespace {
 
@@ -323,19 +327,92 @@ TEST(CompletionRequest, ToolsAsVllmPassesThemToTheTemplate) {
   EXPECT_EQ(r.tools.dump(),
             R"([{"type":"function","function":{"name":"f","description":null,"parameters":{"type":"object","properties":{"b":{},"a":{}}},"strict":true}},)"
             R"({"type":"function","function":{"name":"g","description":"G.","parameters":null}}])");
-  EXPECT_TRUE(r.parse_tool_calls) << "tools given: tool_choice defaults to auto";
-  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"none")", true)).parse_tool_calls);
-  EXPECT_TRUE(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"auto","parallel_tool_calls":false)", true))
-                  .parse_tool_calls);
+  using Read = CompletionRequest::ToolCallRead;
+  EXPECT_EQ(r.tool_calls_read, Read::Hermes) << "tools given: tool_choice defaults to auto";
+  EXPECT_EQ(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"none")", true)).tool_calls_read, Read::None);
+  EXPECT_EQ(std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"auto","parallel_tool_calls":false)", true))
+                .tool_calls_read,
+            Read::Hermes);
   // "none" renders the tools without the server flag (vLLM's), and no tools means nothing to parse.
   const ParsedRequest none = parse_chat(kTools + R"(,"tool_choice":"none")", false);
   ASSERT_TRUE(std::holds_alternative<CompletionRequest>(none));
   EXPECT_EQ(std::get<CompletionRequest>(none).tools.size(), 2u);
-  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat("", true)).parse_tool_calls);
+  EXPECT_EQ(std::get<CompletionRequest>(parse_chat("", true)).tool_calls_read, Read::None);
   EXPECT_TRUE(std::get<CompletionRequest>(parse_chat("", true)).tools.is_null());
-  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(R"(,"tools":[])", true)).parse_tool_calls);
-  EXPECT_FALSE(std::get<CompletionRequest>(parse_chat(R"(,"tools":[],"tool_choice":"required")", false)).parse_tool_calls)
+  EXPECT_EQ(std::get<CompletionRequest>(parse_chat(R"(,"tools":[])", true)).tool_calls_read, Read::None);
+  EXPECT_EQ(std::get<CompletionRequest>(parse_chat(R"(,"tools":[],"tool_choice":"required")", false)).tool_calls_read,
+            Read::None)
       << "required with no tools is none (vLLM, OpenAI)";
+}
+
+// tool_choice naming a function or "required": the answer is guided by a grammar made from the
+// tools (vLLM's schemas, forced_tool_calls.h), without --enable-auto-tool-choice, as vLLM.
+TEST(CompletionRequest, NamedAndRequiredToolChoicesGuideTheAnswer) {
+  using Read = CompletionRequest::ToolCallRead;
+  const auto compiled = [](const std::string& schema) {
+    auto g = structured::compile_schema(nlohmann::json::parse(schema));
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    return *g;
+  };
+  const ParsedRequest named = parse_chat(kTools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}})", false);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(named)) << std::get<ApiError>(named).message;
+  const CompletionRequest& f = std::get<CompletionRequest>(named);
+  EXPECT_EQ(f.tool_calls_read, Read::Named);
+  EXPECT_EQ(f.tool_choice_name, "f");
+  EXPECT_EQ(f.guided_param, "tool_choice");
+  ASSERT_TRUE(f.grammar);
+  EXPECT_EQ(*f.grammar, *compiled(R"({"type":"object","properties":{"b":{},"a":{}}})"));
+  // g has no parameters: its arguments are any object.
+  const auto g = std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}})", false));
+  EXPECT_EQ(*g.grammar, *compiled(R"({"type":"object"})"));
+  const auto required = std::get<CompletionRequest>(parse_chat(kTools + R"(,"tool_choice":"required")", false));
+  EXPECT_EQ(required.tool_calls_read, Read::Required);
+  ASSERT_TRUE(required.grammar);
+  EXPECT_EQ(*required.grammar, *compiled(R"({"type":"array","minItems":1,"items":{"anyOf":[
+      {"type":"object","properties":{"name":{"enum":["f"]},"parameters":{"type":"object","properties":{"b":{},"a":{}}}},"required":["name","parameters"]},
+      {"type":"object","properties":{"name":{"enum":["g"]},"parameters":{"type":"object","properties":{}}},"required":["name","parameters"]}]}})"));
+  // A tool's $defs are gathered at the top, where its $ref finds them.
+  const ParsedRequest refs = parse_chat(R"(,"tools":[{"type":"function","function":{"name":"p","parameters":{"$defs":{"pt":{"type":"object",
+      "properties":{"x":{"type":"number"}}}},"type":"object","properties":{"at":{"$ref":"#/$defs/pt"}}}}},
+      {"type":"function","function":{"name":"q","parameters":{"$defs":{"pt":{"type":"object","properties":{"x":{"type":"number"}}}},
+      "type":"object","properties":{"to":{"$ref":"#/$defs/pt"}}}}}],"tool_choice":"required")", false);
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(refs)) << std::get<ApiError>(refs).message;
+}
+
+TEST(CompletionRequest, NamedAndRequiredToolChoiceErrorsNameTheField) {
+  struct Case {
+    std::string fields;
+    std::string param, says;
+  };
+  const std::string named = R"(,"tool_choice":{"type":"function","function":{"name":"f"}})";
+  const std::vector<Case> cases = {
+      {kTools + named + R"(,"response_format":{"type":"json_object"})", "response_format", "both constrain the answer"},
+      {kTools + R"(,"tool_choice":"required","structured_outputs":{"choice":["a"]})", "structured_outputs",
+       "'structured_outputs' and 'tool_choice' (\"required\") both constrain the answer"},
+      {R"(,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"d":{"type":"string","format":"date"}}}}}])" + named,
+       "tools[0].function.parameters", "the keyword 'format' is not supported"},
+      {R"(,"tools":[{"type":"function","function":{"name":"g"}},{"type":"function","function":{"name":"f","parameters":{"pattern":"x"}}}],"tool_choice":"required")",
+       "tools[1].function.parameters", "'pattern'"},
+      {R"(,"tools":[{"type":"function","function":{"name":"p","parameters":{"$defs":{"d":{"type":"string"}},"type":"object"}}},
+          {"type":"function","function":{"name":"q","parameters":{"$defs":{"d":{"type":"number"}},"type":"object"}}}],"tool_choice":"required")",
+       "tools", "Tool definition 'd' has multiple schemas"},
+  };
+  for (const Case& c : cases) {
+    const ParsedRequest p = parse_chat(c.fields, false);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << c.fields;
+    const ApiError& e = std::get<ApiError>(p);
+    EXPECT_EQ(e.status, 400) << c.fields;
+    EXPECT_EQ(e.param, c.param) << c.fields << " -> " << e.message;
+    EXPECT_NE(e.message.find(c.says), std::string::npos) << c.fields << " -> " << e.message;
+  }
+  // A server that cannot guide refuses them, naming tool_choice.
+  ModelLimits limits = kLimits;
+  limits.no_guided_reason = "the sim backend has no logits";
+  const ParsedRequest p = parse_completion_request(R"({"messages":[{"role":"user","content":"x"}])" + kTools + named + "}",
+                                                   Endpoint::ChatCompletions, limits);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(p));
+  EXPECT_EQ(std::get<ApiError>(p).param, "tool_choice");
+  EXPECT_NE(std::get<ApiError>(p).message.find("no logits"), std::string::npos) << std::get<ApiError>(p).message;
 }
 
 TEST(CompletionRequest, ToolErrorsNameTheField) {
@@ -347,8 +424,6 @@ TEST(CompletionRequest, ToolErrorsNameTheField) {
   const std::vector<Case> cases = {
       {kTools, false, "tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser"},
       {kTools + R"(,"tool_choice":"auto")", false, "tool_choice", "--enable-auto-tool-choice"},
-      {kTools + R"(,"tool_choice":"required")", true, "tool_choice", "structured output"},
-      {kTools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}})", true, "tool_choice", "structured output"},
       {kTools + R"(,"tool_choice":{"type":"function","function":{"name":"h"}})", true, "tool_choice",
        "Tool 'h' has not been passed in `tools`."},
       {kTools + R"(,"tool_choice":{"type":"function"})", true, "tool_choice", "{\"name\": ...}"},
