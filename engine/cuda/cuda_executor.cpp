@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -197,7 +196,6 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> model, CudaExecuto
   }
   for (cudaEvent_t* e : {&base_, &start_, &end_}) must(cudaEventCreate(e), "cudaEventCreate");
   dense_small_m_ = kernels::dense_small_m_enabled_by_env() && kernels::small_m_enabled_by_env();
-  if (dense_small_m_) must(kernels::small_m_device_limits(smem_limit_, sm_count_));
   if (options_.attention_rank) {
     const ModelConfig& c = model_->config();
     kv_layer_floats_ =
@@ -299,22 +297,15 @@ Status CudaExecutor::dense_linears(const float* x, const float* up, const float*
   ran = false;
   if (!dense_small_m_ || n < 1 || n > kernels::kSmallMPieceRows) return Status::Ok();
   const kernels::WeightView& first = *outs.begin()->w;
-  kernels::DenseSmallMRequest request;
-  request.m = n;
-  request.K = first.cols;
-  request.type = first.dtype;
-  request.weights_aligned = true;
-  request.smem_limit = smem_limit_;
-  request.sm_count = sm_count_;
   std::vector<kernels::DenseSmallMOutput> call;
   for (const LinearOut& o : outs) {
     assert(!o.w->empty() && "a weight this GPU did not load");
     if (o.w->dtype != first.dtype) return Status::Ok();  // one launch reads one weight type
-    request.Ns.push_back(o.w->rows);
-    request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(o.w->data) % 16 == 0;
     call.push_back({o.w->data, o.bias, o.y, o.w->rows});
   }
-  const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+  kernels::DenseSmallMPlan plan;
+  SY_RETURN_IF_ERROR(kernels::plan_dense_small_m_for(n, first.cols, first.dtype, call.data(),
+                                                     static_cast<int>(call.size()), plan));
   if (!plan.use) return Status::Ok();
   ran = true;
   return kernels::dense_small_m_cuda(plan, x, up, row_scale, n, first.cols, first.dtype, call.data(),

@@ -235,10 +235,8 @@ class CudaExecutor final : public Executor {
   DeviceScratch prompt_rows_, prompt_normed_, prompt_low_, prompt_logits_;
   AttentionKernel attention_kernel_ = AttentionKernel::Auto;
   // SY_CUDA_DENSE_SMALL_M=1 (dense_small_m_enabled_by_env): dense linears of at most
-  // kSmallMPieceRows rows through the small-m kernel; the device's limits, read once.
+  // kSmallMPieceRows rows through the small-m kernel.
   bool dense_small_m_ = false;
-  std::size_t smem_limit_ = 0;
-  int sm_count_ = 0;
   DecodeBuffers decode_;
   DecodeGraphs graphs_;
   kernels::ExpertWorkspace experts_ws_;

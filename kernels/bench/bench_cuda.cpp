@@ -370,21 +370,12 @@ int main() {
   // SY_CUDA_DENSE_SMALL_M=1's path, as CudaExecutor::dense_linears takes it: the dense linears of
   // up to kSmallMPieceRows rows through the small-m kernel, x rounded in it (no conversion launch).
   bool dense = false;
-  std::size_t smem_limit = 0;
-  int sm_count = 0;
-  must(sy::kernels::small_m_device_limits(smem_limit, sm_count));
   // True when the small-m kernel took the call (dense on and the plan fits).
   auto dense_linears = [&](const float* x, std::int64_t n, std::int64_t Kd,
                            std::initializer_list<sy::kernels::DenseSmallMOutput> outs, bool acc) {
     if (!dense || n > sy::kernels::kSmallMPieceRows) return false;
-    sy::kernels::DenseSmallMRequest r;
-    r.m = n;
-    r.K = Kd;
-    for (const auto& o : outs) r.Ns.push_back(o.N);
-    r.weights_aligned = true;
-    r.smem_limit = smem_limit;
-    r.sm_count = sm_count;
-    const sy::kernels::DenseSmallMPlan plan = sy::kernels::plan_dense_small_m(r);
+    sy::kernels::DenseSmallMPlan plan;
+    must(sy::kernels::plan_dense_small_m_for(n, Kd, DType::BF16, outs.begin(), static_cast<int>(outs.size()), plan));
     if (!plan.use) return false;
     must(sy::kernels::dense_small_m_cuda(plan, x, nullptr, nullptr, n, Kd, DType::BF16, outs.begin(),
                                          static_cast<int>(outs.size()), acc, s));

@@ -7,6 +7,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.cuh"
@@ -384,13 +388,43 @@ Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<c
 }  // namespace detail
 
 Status small_m_device_limits(std::size_t& smem_limit, int& sm_count) {
-  int device = 0, smem = 0;
+  int device = 0;
   SY_RETURN_IF_ERROR(detail::check_cuda(cudaGetDevice(&device), "grouped_small_m_cuda: cudaGetDevice"));
+  // Read once per device: every grouped and dense call of every layer plans with them.
+  static std::mutex mutex;
+  static std::map<int, std::pair<std::size_t, int>> known;
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = known.find(device); it != known.end()) {
+      std::tie(smem_limit, sm_count) = it->second;
+      return Status::Ok();
+    }
+  }
+  int smem = 0, sms = 0;
   SY_RETURN_IF_ERROR(detail::check_cuda(
       cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "grouped_small_m_cuda: smem"));
-  SY_RETURN_IF_ERROR(detail::check_cuda(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
+  SY_RETURN_IF_ERROR(detail::check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                                         "grouped_small_m_cuda: SM count"));
   smem_limit = static_cast<std::size_t>(smem);
+  sm_count = sms;
+  std::lock_guard lock(mutex);
+  known[device] = {smem_limit, sm_count};
+  return Status::Ok();
+}
+
+Status plan_dense_small_m_for(std::int64_t m, std::int64_t K, DType type, const DenseSmallMOutput* outs, int count,
+                              DenseSmallMPlan& plan) {
+  DenseSmallMRequest request;
+  request.m = m;
+  request.K = K;
+  request.type = type;
+  request.weights_aligned = true;
+  for (int j = 0; j < count; ++j) {
+    request.Ns.push_back(outs[j].N);
+    request.weights_aligned = request.weights_aligned && reinterpret_cast<std::uintptr_t>(outs[j].w) % 16 == 0;
+  }
+  if (request.weights_aligned) SY_RETURN_IF_ERROR(small_m_device_limits(request.smem_limit, request.sm_count));
+  plan = plan_dense_small_m(request);
   return Status::Ok();
 }
 

@@ -58,6 +58,11 @@ Status dense_small_m_cuda(const DenseSmallMPlan& plan, const float* x, const flo
                           std::int64_t m, std::int64_t K, DType type, const DenseSmallMOutput* outs, int count,
                           bool accumulate, cudaStream_t stream);
 
+// plan_dense_small_m for `count` outputs of one input [m, K] in `type` on the current device
+// (small_m_device_limits), each weight's alignment read from `outs`.
+Status plan_dense_small_m_for(std::int64_t m, std::int64_t K, DType type, const DenseSmallMOutput* outs, int count,
+                              DenseSmallMPlan& plan);
+
 namespace detail {
 // Copies `table` into the workspace's device table (grown as needed) on `stream` and returns
 // it; the host vector may go once this returns (a pageable copy is staged first).
@@ -69,7 +74,8 @@ Status plan_small_m_for(const std::vector<std::int64_t>& ms, const std::vector<c
                         std::int64_t K, DType type, bool enabled, SmallMPlan& plan);
 }  // namespace detail
 
-// The current device's opt-in shared memory per block and multiprocessor count, for the plan.
+// The current device's opt-in shared memory per block and multiprocessor count, for the plan
+// (read from the driver once per device).
 Status small_m_device_limits(std::size_t& smem_limit, int& sm_count);
 
 }  // namespace sy::kernels

@@ -8,6 +8,20 @@
 #include <utility>
 
 namespace sy::kernels {
+namespace {
+
+// The largest feature tile that still gives every multiprocessor two CTAs: larger tiles load
+// each piece's x into shared memory fewer times, smaller ones fill the GPU at batch 1.
+// ctas(rows): the grid's CTAs at that tile.
+template <class Ctas>
+int tile_rows(const Ctas& ctas, int sm_count) {
+  const std::int64_t want = 2 * static_cast<std::int64_t>(std::max(1, sm_count));
+  for (const int rows : {4 * kSmallMTileQuantum, 2 * kSmallMTileQuantum})
+    if (ctas(rows) >= want) return rows;
+  return kSmallMTileQuantum;
+}
+
+}  // namespace
 
 SmallMPlan plan_small_m(const SmallMRequest& r) {
   SmallMPlan plan;
@@ -37,17 +51,8 @@ SmallMPlan plan_small_m(const SmallMRequest& r) {
   plan.smem_limit = r.smem_limit;
   plan.m_tile = 1;
   while (plan.m_tile < max_piece) plan.m_tile *= 2;
-  // The largest feature tile that still gives every multiprocessor two CTAs: larger tiles
-  // load each piece's x into shared memory fewer times, smaller ones fill the GPU at batch 1.
   const auto pieces = static_cast<std::int64_t>(plan.pieces.size());
-  const std::int64_t want = 2 * static_cast<std::int64_t>(std::max(1, r.sm_count));
-  plan.rows_per_cta = kSmallMTileQuantum;
-  for (const int rows : {4 * kSmallMTileQuantum, 2 * kSmallMTileQuantum}) {
-    if (pieces * ((r.N + rows - 1) / rows) >= want) {
-      plan.rows_per_cta = rows;
-      break;
-    }
-  }
+  plan.rows_per_cta = tile_rows([&](int rows) { return pieces * ((r.N + rows - 1) / rows); }, r.sm_count);
   if (r.N < plan.rows_per_cta)
     plan.rows_per_cta = static_cast<int>((r.N + kSmallMTileQuantum - 1) / kSmallMTileQuantum * kSmallMTileQuantum);
   plan.tiles_per_piece = (r.N + plan.rows_per_cta - 1) / plan.rows_per_cta;
@@ -68,7 +73,7 @@ DenseSmallMPlan plan_dense_small_m(const DenseSmallMRequest& r) {
   if (r.Ns.empty() || r.Ns.size() > static_cast<std::size_t>(kDenseSmallMMaxOutputs))
     return no("not 1..kDenseSmallMMaxOutputs outputs");
   // The grouped plan checks everything else (K, alignment, shared memory, the switch) on the
-  // widest output; its tile rule then runs over every output's tiles.
+  // widest output; the same tile rule then runs over every output's tiles.
   SmallMRequest one;
   one.ms = {r.m};
   one.N = *std::max_element(r.Ns.begin(), r.Ns.end());
@@ -85,19 +90,13 @@ DenseSmallMPlan plan_dense_small_m(const DenseSmallMRequest& r) {
   plan.m_tile = grouped.m_tile;
   plan.smem_bytes = grouped.smem_bytes;
   plan.smem_limit = grouped.smem_limit;
-  auto tiles = [&r](std::int64_t rows) {
-    std::int64_t t = 0;
-    for (const std::int64_t N : r.Ns) t += (N + rows - 1) / rows;
-    return t;
-  };
-  const std::int64_t want = 2 * static_cast<std::int64_t>(std::max(1, r.sm_count));
-  plan.rows_per_cta = kSmallMTileQuantum;
-  for (const int rows : {4 * kSmallMTileQuantum, 2 * kSmallMTileQuantum}) {
-    if (tiles(rows) >= want) {
-      plan.rows_per_cta = rows;
-      break;
-    }
-  }
+  plan.rows_per_cta = tile_rows(
+      [&r](int rows) {
+        std::int64_t t = 0;
+        for (const std::int64_t N : r.Ns) t += (N + rows - 1) / rows;
+        return t;
+      },
+      r.sm_count);
   plan.tiles_begin.push_back(0);
   for (const std::int64_t N : r.Ns) plan.tiles_begin.push_back(plan.tiles_begin.back() + (N + plan.rows_per_cta - 1) / plan.rows_per_cta);
   plan.blocks = plan.tiles_begin.back();

@@ -730,9 +730,6 @@ TEST(CudaKernels, SmallMFallsBackToCublasWhereItCannotRun) {
 // float32 rows rounded in the kernel, and ffn_down's form (silu(x)·up, row weights).
 TEST(CudaKernels, DenseSmallMMatchesCpu) {
   SKIP_WITHOUT_GPU();
-  std::size_t smem_limit = 0;
-  int sm_count = 0;
-  ASSERT_OK(kernels::small_m_device_limits(smem_limit, sm_count));
   const std::int64_t K = 72;
   const std::vector<std::int64_t> Ns = {100, 36, 1};
   for (const DType t : {DType::BF16, DType::F16, DType::F32}) {
@@ -778,15 +775,8 @@ TEST(CudaKernels, DenseSmallMMatchesCpu) {
             dy.push_back(std::make_unique<DeviceBuffer<float>>(accumulate ? y0 : std::vector<float>(y0.size(), NAN)));
             outs.push_back({dw.back()->get(), with_bias ? dbias.back()->get() : nullptr, dy.back()->get(), N});
           }
-          kernels::DenseSmallMRequest request;
-          request.m = m;
-          request.K = K;
-          request.Ns = Ns;
-          request.type = t;
-          request.weights_aligned = true;
-          request.smem_limit = smem_limit;
-          request.sm_count = sm_count;
-          const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+          kernels::DenseSmallMPlan plan;
+          ASSERT_OK(kernels::plan_dense_small_m_for(m, K, t, outs.data(), static_cast<int>(outs.size()), plan));
           ASSERT_TRUE(plan.use) << plan.why_not;
           ASSERT_OK(kernels::dense_small_m_cuda(plan, dx.get(), silu ? dup.get() : nullptr, silu ? dscale.get() : nullptr,
                                                 m, K, t, outs.data(), static_cast<int>(outs.size()), accumulate, nullptr));
@@ -802,9 +792,6 @@ TEST(CudaKernels, DenseSmallMMatchesCpu) {
 // Qwen3-30B-A3B's shape in one launch: every CTA range lands in its own output.
 TEST(CudaKernels, DenseSmallMTakesQkvOfOneInputInOneLaunch) {
   SKIP_WITHOUT_GPU();
-  std::size_t smem_limit = 0;
-  int sm_count = 0;
-  ASSERT_OK(kernels::small_m_device_limits(smem_limit, sm_count));
   const std::int64_t K = 2048, m = 16;
   const std::vector<std::int64_t> Ns = {4096, 512, 512};
   Rng rng(41);
@@ -823,14 +810,8 @@ TEST(CudaKernels, DenseSmallMTakesQkvOfOneInputInOneLaunch) {
     dy.push_back(std::make_unique<DeviceBuffer<float>>(std::vector<float>(static_cast<std::size_t>(m * N), NAN)));
     outs.push_back({dw.back()->get(), nullptr, dy.back()->get(), N});
   }
-  kernels::DenseSmallMRequest request;
-  request.m = m;
-  request.K = K;
-  request.Ns = Ns;
-  request.weights_aligned = true;
-  request.smem_limit = smem_limit;
-  request.sm_count = sm_count;
-  const kernels::DenseSmallMPlan plan = kernels::plan_dense_small_m(request);
+  kernels::DenseSmallMPlan plan;
+  ASSERT_OK(kernels::plan_dense_small_m_for(m, K, DType::BF16, outs.data(), 3, plan));
   ASSERT_TRUE(plan.use) << plan.why_not;
   ASSERT_GT(plan.smem_bytes, 48u * 1024u);
   ASSERT_OK(kernels::dense_small_m_cuda(plan, dx.get(), nullptr, nullptr, m, K, DType::BF16, outs.data(), 3, false, nullptr));
