@@ -49,16 +49,13 @@ struct PendingChoice {
   PendingChoice(const text::Tokenizer* tokenizer, const CompletionRequest& r, std::size_t prompt_index)
       : prompt(prompt_index), text(tokenizer, r.stop), logprobs_json(tokenizer, r.endpoint, r.logprobs) {
     if (r.tool_calls_read == CompletionRequest::ToolCallRead::Hermes) tool_stream.emplace();
-    hold_all = r.tool_calls_read == CompletionRequest::ToolCallRead::Named ||
-               r.tool_calls_read == CompletionRequest::ToolCallRead::Required;
   }
   std::size_t prompt;  // the index of the prompt it continues
   std::shared_ptr<RequestChannel> channel;
   AnswerText text;
   // Chat with tool calls parsed (tool_choice "auto"): streams send content through it.
   std::optional<HermesToolStream> tool_stream;
-  // Chat with a named or required tool choice: the whole text is the calls, held until the end.
-  bool hold_all = false;
+  // Chat with a named or required tool choice (PendingAnswer::holds_text): the text, held until the end.
   std::string held;
   // Per choice: completions' text_offset counts this choice's own text from 0.
   LogprobsJson logprobs_json;
@@ -102,6 +99,11 @@ struct PendingAnswer {
   // finish_reason "tool_calls" where calls were made: after "auto" only; a named or required
   // choice keeps the generation's reason, as vLLM answers.
   bool calls_finish() const { return tool_calls_read == CompletionRequest::ToolCallRead::Hermes; }
+  // A named or required tool choice: the whole text is the calls, so streams hold it to the end.
+  bool holds_text() const {
+    return tool_calls_read == CompletionRequest::ToolCallRead::Named ||
+           tool_calls_read == CompletionRequest::ToolCallRead::Required;
+  }
   std::vector<PendingPrompt> prompts;
   // The logprobs object of choice `c` over these of its tokens (with echo, the prompt's first if
   // it has not gone out yet: the whole answer, or a stream's first chunk); null when not asked.
@@ -487,7 +489,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
             std::string piece = c.text.push(t);
             if (c.tool_stream) {
               piece = c.tool_stream->push(piece);
-            } else if (c.hold_all) {
+            } else if (a->holds_text()) {
               c.held += piece;
               piece.clear();
             }
@@ -508,7 +510,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
           if (c.text.stopped() || finished) {
             if (!c.text.stopped()) {
               const std::string tail = c.text.finish();
-              if (c.hold_all) c.held += tail;
+              if (a->holds_text()) c.held += tail;
               else last_text += c.tool_stream ? c.tool_stream->push(tail) : tail;
             }
             // The calls come out once the choice has ended (HermesToolStream says why).
@@ -517,7 +519,7 @@ void CompletionHandler::answer_stream(httplib::Response& res, std::shared_ptr<Pe
               HermesToolStream::End end = c.tool_stream->finish();
               last_text += end.content;
               calls = std::move(end.calls);
-            } else if (c.hold_all) {
+            } else if (a->holds_text()) {
               ToolCallParse parse = a->read_calls(c.held);
               if (parse.calls.empty()) last_text += c.held;
               calls = std::move(parse.calls);
